@@ -1,0 +1,81 @@
+package sched
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Stream names a log stream.
+type Stream string
+
+// The streams. A line is always Stdout or Stderr; Combined selects both.
+const (
+	Stdout   Stream = "stdout"
+	Stderr   Stream = "stderr"
+	Combined Stream = "combined"
+)
+
+// ParseStream reads "stdout", "stderr" or "combined" ("" means combined).
+func ParseStream(s string) (Stream, error) {
+	switch Stream(s) {
+	case Stdout, Stderr, Combined:
+		return Stream(s), nil
+	case "":
+		return Combined, nil
+	}
+	return "", fmt.Errorf("unknown stream %q (want stdout, stderr or combined)", s)
+}
+
+// Line is one log line of one replica.
+type Line struct {
+	// Time is when wick (or the Engine) read the line.
+	Time    time.Time `json:"time"`
+	Stream  Stream    `json:"stream"`
+	Role    string    `json:"role"`
+	Replica int       `json:"replica"`
+	// Attempt counts the replica's restarts before the run that wrote the line.
+	Attempt int `json:"attempt,omitempty"`
+	// Text is the line without its newline. A final line that had no newline is
+	// delivered whole, with Partial set.
+	Text    string `json:"text"`
+	Partial bool   `json:"partial,omitempty"`
+}
+
+// LogOptions select and shape the lines a LogIterator yields.
+type LogOptions struct {
+	// Regex keeps only lines it matches anywhere (nil keeps all).
+	Regex *regexp.Regexp
+	// Since and Until bound the lines' times; zero means unbounded. Since is inclusive,
+	// Until exclusive.
+	Since, Until time.Time
+	// Follow keeps reading until the replica is terminal and every line is read.
+	Follow bool
+	// Streams selects stdout, stderr or both ("" or Combined).
+	Streams Stream
+	// Tail, when positive, starts with only the last Tail lines available.
+	Tail int
+}
+
+// Match reports whether a line passes the options' stream, time and regex filters.
+func (o LogOptions) Match(l Line) bool {
+	if o.Streams != "" && o.Streams != Combined && l.Stream != o.Streams {
+		return false
+	}
+	if !o.Since.IsZero() && l.Time.Before(o.Since) {
+		return false
+	}
+	if !o.Until.IsZero() && !l.Time.Before(o.Until) {
+		return false
+	}
+	return o.Regex == nil || o.Regex.MatchString(l.Text)
+}
+
+// LogIterator yields log lines in order.
+type LogIterator interface {
+	// Next blocks until a line is available, the lines end (io.EOF) or ctx is done.
+	Next(ctx context.Context) (Line, error)
+	// Close releases the iterator's files and goroutines.
+	Close() error
+}

@@ -1,0 +1,143 @@
+// Package sched defines what a scheduler is to wick: the Scheduler interface, the
+// dry-run and submission types, log lines and log options, and the registry that maps
+// scheduler names to factories. Each scheduler lives in a package of its own.
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// ErrNotFound is returned (wrapped) for an app a scheduler does not know.
+var ErrNotFound = errors.New("no such app")
+
+// ErrRunning is returned by Delete for an app that is still running without force.
+var ErrRunning = errors.New("app is still running")
+
+// Submission is everything a scheduler needs to plan an app.
+type Submission struct {
+	AppID   string
+	Session string
+	// App is the AppDef after the runner's env injection, before macro substitution.
+	App *spec.AppDef
+	// Cfg holds the scheduler's resolved run options.
+	Cfg spec.Cfg
+	// Workspace is a directory to lay over the role's image (docker), or "".
+	Workspace string
+}
+
+// DryRunInfo is a planned submission: what Schedule would submit, inspectable and
+// printable before anything runs.
+type DryRunInfo struct {
+	Scheduler string `json:"scheduler"`
+	Submission
+	// Request is the scheduler's own request (JSON-marshalable, struct fields in the
+	// order they should be printed).
+	Request any `json:"request"`
+}
+
+// Handle is the app's handle once scheduled.
+func (d *DryRunInfo) Handle() spec.Handle {
+	return spec.Handle{Scheduler: d.Scheduler, Session: d.Session, AppID: d.AppID}
+}
+
+// Progress reports a step of long work (an image build, container starts) to the user.
+// It may be nil.
+type Progress func(step string)
+
+// Report calls p if it is not nil.
+func (p Progress) Report(format string, args ...any) {
+	if p != nil {
+		p(fmt.Sprintf(format, args...))
+	}
+}
+
+// Description is what a scheduler knows of an app.
+type Description struct {
+	Status spec.AppStatus
+	// App is the AppDef as submitted, or as far as the scheduler can rebuild it.
+	App *spec.AppDef
+	// Cfg holds the run options the app was launched with, when known.
+	Cfg spec.Cfg
+}
+
+// Scheduler launches, observes and stops apps. Every method that blocks takes a
+// context. Implementations must be safe for concurrent use.
+type Scheduler interface {
+	// Name is the registry name, e.g. "local_cwd".
+	Name() string
+	// RunOpts describes the run options the scheduler accepts.
+	RunOpts() spec.RunOpts
+	// DryRun plans sub without side effects and returns the request Schedule would
+	// submit. sub.Cfg is already resolved against RunOpts.
+	DryRun(ctx context.Context, sub Submission) (any, error)
+	// Schedule submits a planned app and returns once it is launched.
+	Schedule(ctx context.Context, info *DryRunInfo, progress Progress) error
+	// Describe returns the app's status and definition, or an error wrapping ErrNotFound.
+	Describe(ctx context.Context, appID string) (*Description, error)
+	// List returns the status of every app this scheduler knows, of every session.
+	List(ctx context.Context) ([]spec.AppStatus, error)
+	// Cancel asks the app to stop and returns without waiting for it to end. Cancelling
+	// a terminal app does nothing.
+	Cancel(ctx context.Context, appID string) error
+	// Delete removes what the app left behind (state, logs, containers). A running app
+	// is refused with ErrRunning unless force, which cancels it first.
+	Delete(ctx context.Context, appID string, force bool) error
+	// Logs returns the lines of one replica of a role.
+	Logs(ctx context.Context, appID, role string, replica int, opts LogOptions) (LogIterator, error)
+	// Close frees what the scheduler holds. It never stops running apps.
+	Close() error
+}
+
+// Config is what every scheduler factory receives.
+type Config struct {
+	// Session is the session name in handles.
+	Session string
+	// StateDir is wick's state directory ($WICK_HOME).
+	StateDir string
+	// Self is the command that runs wick itself (the binary path), for supervisors and
+	// hidden helper verbs.
+	Self []string
+}
+
+// Factory makes a scheduler.
+type Factory func(cfg Config) (Scheduler, error)
+
+// Registry maps scheduler names to factories, in registration order.
+type Registry struct {
+	names     []string
+	factories map[string]Factory
+}
+
+// Register adds a scheduler. Registering a name twice replaces the factory.
+func (r *Registry) Register(name string, f Factory) {
+	if r.factories == nil {
+		r.factories = map[string]Factory{}
+	}
+	if _, ok := r.factories[name]; !ok {
+		r.names = append(r.names, name)
+	}
+	r.factories[name] = f
+}
+
+// Names lists the registered schedulers in registration order.
+func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
+
+// ErrUnknownScheduler is wrapped when a scheduler name is not registered.
+var ErrUnknownScheduler = errors.New("unknown scheduler")
+
+// Factory returns the factory registered under name, or an error that lists the known
+// names and suggests the closest.
+func (r *Registry) Factory(name string) (Factory, error) {
+	if f, ok := r.factories[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w %q%s; known: %v", ErrUnknownScheduler, name, spec.DidYouMean(name, r.names), r.names)
+}
+
+// Timestamp formats t for logs and tables: RFC 3339 with milliseconds, UTC.
+func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

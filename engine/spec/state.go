@@ -1,0 +1,177 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// AppState is the state of an app or of one replica, with TorchX's numeric codes.
+type AppState int
+
+// The states, in TorchX's order and with its codes.
+const (
+	Unsubmitted AppState = iota
+	Submitted
+	Pending
+	Running
+	Succeeded
+	Failed
+	Cancelled
+	UnknownState
+)
+
+var stateNames = [...]string{"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"}
+
+// String returns the state's name, e.g. "FAILED".
+func (s AppState) String() string {
+	if s < 0 || int(s) >= len(stateNames) {
+		return fmt.Sprintf("AppState(%d)", int(s))
+	}
+	return stateNames[s]
+}
+
+// Terminal reports whether the state is final: SUCCEEDED, FAILED or CANCELLED.
+func (s AppState) Terminal() bool { return s == Succeeded || s == Failed || s == Cancelled }
+
+// Started reports whether the app has run: RUNNING or terminal.
+func (s AppState) Started() bool { return s == Running || s.Terminal() }
+
+// ParseAppState reads a state name such as "RUNNING".
+func ParseAppState(name string) (AppState, error) {
+	for i, n := range stateNames {
+		if n == upper(name) {
+			return AppState(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown app state %q", name)
+}
+
+// MarshalText writes the state by name (TorchX wrote replica states as integers, which
+// nobody could read).
+func (s AppState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state name, or a TorchX numeric code.
+func (s *AppState) UnmarshalText(b []byte) error {
+	var code int
+	if _, err := fmt.Sscanf(string(b), "%d", &code); err == nil && code >= 0 && code < len(stateNames) {
+		*s = AppState(code)
+		return nil
+	}
+	v, err := ParseAppState(string(b))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
+
+// AppStatus is the observed status of an app.
+type AppStatus struct {
+	Handle      string       `json:"handle,omitempty"`
+	AppID       string       `json:"app_id"`
+	Scheduler   string       `json:"scheduler,omitempty"`
+	Name        string       `json:"name,omitempty"`
+	State       AppState     `json:"state"`
+	NumRestarts int          `json:"num_restarts"`
+	Msg         string       `json:"msg,omitempty"`
+	// StructuredError is the first replica error (torchelastic JSON or plain text).
+	StructuredError string       `json:"structured_error_msg,omitempty"`
+	UIURL           string       `json:"ui_url,omitempty"`
+	Created         time.Time    `json:"created,omitzero"`
+	Ended           time.Time    `json:"ended,omitzero"`
+	Roles           []RoleStatus `json:"roles"`
+}
+
+// RoleStatus is the status of every replica of one role.
+type RoleStatus struct {
+	Role     string          `json:"role"`
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// ReplicaStatus is the status of one replica (its node index, not a worker rank).
+type ReplicaStatus struct {
+	ID       int      `json:"id"`
+	Role     string   `json:"role"`
+	State    AppState `json:"state"`
+	Hostname string   `json:"hostname,omitempty"`
+	// PID is the process id of a local replica; ContainerID identifies a docker one.
+	PID         int       `json:"pid,omitempty"`
+	ContainerID string    `json:"container_id,omitempty"`
+	ExitCode    *int      `json:"exit_code,omitempty"`
+	Started     time.Time `json:"started,omitzero"`
+	Ended       time.Time `json:"ended,omitzero"`
+	Restarts    int       `json:"restarts"`
+	// StructuredError is the replica's error: the torchelastic error file's message, an
+	// exec error, or a reason such as "supervisor died".
+	StructuredError string `json:"structured_error_msg,omitempty"`
+	LogDir          string `json:"log_dir,omitempty"`
+}
+
+// Replicas counts running and total replicas across roles.
+func (s *AppStatus) Replicas() (running, total int) {
+	for _, r := range s.Roles {
+		for _, rep := range r.Replicas {
+			total++
+			if rep.State == Running {
+				running++
+			}
+		}
+	}
+	return running, total
+}
+
+// ExitCode returns the first non-zero replica exit code, or 0 when every replica that
+// ended exited 0, and false when no replica has ended.
+func (s *AppStatus) ExitCode() (int, bool) {
+	code, ok := 0, false
+	for _, r := range s.Roles {
+		for _, rep := range r.Replicas {
+			if rep.ExitCode != nil {
+				ok = true
+				if *rep.ExitCode != 0 && code == 0 {
+					code = *rep.ExitCode
+				}
+			}
+		}
+	}
+	return code, ok
+}
+
+// Duration is how long the app has run: until it ended, or until now.
+func (s *AppStatus) Duration(now time.Time) time.Duration {
+	if s.Created.IsZero() {
+		return 0
+	}
+	end := s.Ended
+	if end.IsZero() {
+		end = now
+	}
+	return end.Sub(s.Created)
+}
+
+// ErrorMessage extracts a readable message from a torchelastic error file's JSON
+// ({"message": {"message": "...", "extraInfo": {...}}} or {"message": "..."}); any other
+// text is returned as it is.
+func ErrorMessage(raw string) string {
+	var doc struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal([]byte(raw), &doc) != nil || doc.Message == nil {
+		return raw
+	}
+	var s string
+	if json.Unmarshal(doc.Message, &s) == nil {
+		return s
+	}
+	var inner struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(doc.Message, &inner) == nil && inner.Message != "" {
+		return inner.Message
+	}
+	return raw
+}
+
+// IntPtr returns a pointer to v, for optional exit codes.
+func IntPtr(v int) *int { return &v }
