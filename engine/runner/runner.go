@@ -1,0 +1,326 @@
+// Package runner is the one door to the engine: it turns AppDefs (or components and
+// their arguments) into dry runs and launched apps on a named scheduler, and observes,
+// waits for, cancels, deletes and lists apps by handle. The UI and the one-shot verbs
+// both go through it.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Env vars the runner injects into every role, as TorchX does.
+const (
+	EnvJobID       = "TORCHX_JOB_ID"
+	EnvSessionID   = "TORCHX_INTERNAL_SESSION_ID"
+	EnvParentRunID = "TORCHX_PARENT_RUN_ID"
+)
+
+// Runner launches and observes apps through the registered schedulers. Schedulers are
+// created lazily, one per name. A Runner is safe for concurrent use.
+type Runner struct {
+	reg       *sched.Registry
+	cfg       sched.Config
+	sessionID string
+
+	mu     sync.Mutex
+	scheds map[string]sched.Scheduler
+}
+
+// New returns a runner over the schedulers of reg. cfg.Session defaults to
+// spec.DefaultSession.
+func New(reg *sched.Registry, cfg sched.Config) *Runner {
+	if cfg.Session == "" {
+		cfg.Session = spec.DefaultSession
+	}
+	id := os.Getenv(EnvSessionID)
+	if id == "" {
+		id = uuid4()
+	}
+	return &Runner{reg: reg, cfg: cfg, sessionID: id, scheds: map[string]sched.Scheduler{}}
+}
+
+// Session is the session name put in new handles.
+func (r *Runner) Session() string { return r.cfg.Session }
+
+// SchedulerBackends lists the scheduler names, the default first.
+func (r *Runner) SchedulerBackends() []string { return r.reg.Names() }
+
+// Scheduler returns the scheduler named name, creating it on first use.
+func (r *Runner) Scheduler(name string) (sched.Scheduler, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.scheds[name]; ok {
+		return s, nil
+	}
+	f, err := r.reg.Factory(name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f(r.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	r.scheds[name] = s
+	return s, nil
+}
+
+// SchedulerRunOpts returns the run options of the scheduler named name.
+func (r *Runner) SchedulerRunOpts(name string) (spec.RunOpts, error) {
+	s, err := r.Scheduler(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.RunOpts(), nil
+}
+
+// DryRun plans app on the scheduler named schedName without launching anything: it
+// validates the app, injects TorchX's env into every role (on a copy), resolves cfg
+// against the scheduler's run options and asks the scheduler for its request.
+func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string, cfg spec.Cfg, workspace string) (*sched.DryRunInfo, error) {
+	if err := app.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := r.Scheduler(schedName)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := s.RunOpts().Resolve(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", schedName, err)
+	}
+	app = app.Clone()
+	parent := os.Getenv(EnvParentRunID)
+	for i := range app.Roles {
+		env := app.Roles[i].Env
+		env[EnvJobID] = fmt.Sprintf("%s://%s/${%s}", schedName, r.cfg.Session, spec.MacroAppID)
+		env[EnvSessionID] = r.sessionID
+		if parent != "" {
+			env[EnvParentRunID] = parent
+		}
+	}
+	sub := sched.Submission{
+		AppID:     spec.MakeAppID(app.Name),
+		Session:   r.cfg.Session,
+		App:       app,
+		Cfg:       resolved,
+		Workspace: workspace,
+	}
+	req, err := s.DryRun(ctx, sub)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", schedName, err)
+	}
+	return &sched.DryRunInfo{Scheduler: schedName, Submission: sub, Request: req}, nil
+}
+
+// Schedule launches a planned app and returns its handle.
+func (r *Runner) Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) (spec.Handle, error) {
+	s, err := r.Scheduler(info.Scheduler)
+	if err != nil {
+		return spec.Handle{}, err
+	}
+	if err := s.Schedule(ctx, info, progress); err != nil {
+		return spec.Handle{}, fmt.Errorf("%s: %w", info.Scheduler, err)
+	}
+	return info.Handle(), nil
+}
+
+// Run plans and launches app: DryRun then Schedule.
+func (r *Runner) Run(ctx context.Context, app *spec.AppDef, schedName string, cfg spec.Cfg, workspace string, progress sched.Progress) (spec.Handle, error) {
+	info, err := r.DryRun(ctx, app, schedName, cfg, workspace)
+	if err != nil {
+		return spec.Handle{}, err
+	}
+	return r.Schedule(ctx, info, progress)
+}
+
+// ErrNoSuchApp is wrapped when a handle names no app.
+var ErrNoSuchApp = sched.ErrNotFound
+
+func (r *Runner) schedulerOf(h spec.Handle) (sched.Scheduler, error) {
+	s, err := r.Scheduler(h.Scheduler)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h, err)
+	}
+	return s, nil
+}
+
+func notFound(h spec.Handle, err error) error {
+	if errors.Is(err, sched.ErrNotFound) {
+		return fmt.Errorf("%w: %s", sched.ErrNotFound, h)
+	}
+	return fmt.Errorf("%s: %w", h, err)
+}
+
+// Describe returns what the app's scheduler knows of it: status, AppDef, run options.
+func (r *Runner) Describe(ctx context.Context, h spec.Handle) (*sched.Description, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Describe(ctx, h.AppID)
+	if err != nil {
+		return nil, notFound(h, err)
+	}
+	d.Status.Handle = h.String()
+	d.Status.Scheduler = h.Scheduler
+	d.Status.AppID = h.AppID
+	return d, nil
+}
+
+// Status returns the app's status.
+func (r *Runner) Status(ctx context.Context, h spec.Handle) (*spec.AppStatus, error) {
+	d, err := r.Describe(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &d.Status, nil
+}
+
+// Wait polls the app's status every interval until it is terminal or ctx is done.
+func (r *Runner) Wait(ctx context.Context, h spec.Handle, interval time.Duration) (*spec.AppStatus, error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		st, err := r.Status(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		if st.State.Terminal() {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Cancel asks the app to stop; it does not wait. Cancelling a terminal app does nothing.
+func (r *Runner) Cancel(ctx context.Context, h spec.Handle) error {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return err
+	}
+	if err := s.Cancel(ctx, h.AppID); err != nil {
+		return notFound(h, err)
+	}
+	return nil
+}
+
+// Delete removes the app's state, logs and containers. A running app is refused unless
+// force, which cancels it first.
+func (r *Runner) Delete(ctx context.Context, h spec.Handle, force bool) error {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return err
+	}
+	if err := s.Delete(ctx, h.AppID, force); err != nil {
+		return notFound(h, err)
+	}
+	return nil
+}
+
+// ListError is a scheduler that could not be listed; the others still are.
+type ListError struct {
+	Scheduler string
+	Err       error
+}
+
+func (e *ListError) Error() string { return e.Scheduler + ": " + e.Err.Error() }
+func (e *ListError) Unwrap() error { return e.Err }
+
+// List returns the apps of the scheduler named schedName, or of every scheduler when it
+// is "", newest first, with handles filled in. A scheduler that cannot be listed (a
+// Docker Engine that is down) is reported in the errors while the others are listed.
+func (r *Runner) List(ctx context.Context, schedName string) ([]spec.AppStatus, []error) {
+	names := r.reg.Names()
+	if schedName != "" {
+		names = []string{schedName}
+	}
+	type result struct {
+		apps []spec.AppStatus
+		err  error
+	}
+	results := make([]result, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			s, err := r.Scheduler(name)
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			apps, err := s.List(ctx)
+			if err != nil {
+				results[i].err = &ListError{Scheduler: name, Err: err}
+				return
+			}
+			for j := range apps {
+				a := &apps[j]
+				a.Scheduler = name
+				session := r.cfg.Session
+				if a.Handle != "" {
+					if h, err := spec.ParseHandle(a.Handle); err == nil {
+						session = h.Session
+					}
+				}
+				a.Handle = spec.Handle{Scheduler: name, Session: session, AppID: a.AppID}.String()
+			}
+			results[i].apps = apps
+		})
+	}
+	wg.Wait()
+	var all []spec.AppStatus
+	var errs []error
+	for _, res := range results {
+		all = append(all, res.apps...)
+		if res.err != nil {
+			errs = append(errs, res.err)
+		}
+	}
+	sortNewestFirst(all)
+	return all, errs
+}
+
+// LogLines returns the lines of replica k of role in the app.
+func (r *Runner) LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	it, err := s.Logs(ctx, h.AppID, role, k, opts)
+	if err != nil {
+		return nil, notFound(h, err)
+	}
+	return it, nil
+}
+
+// Close closes every scheduler the runner created. Running apps keep running.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, s := range r.scheds {
+		errs = append(errs, s.Close())
+	}
+	r.scheds = map[string]sched.Scheduler{}
+	return errors.Join(errs...)
+}
+
+func uuid4() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

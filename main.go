@@ -1,0 +1,26 @@
+// Command wick launches TorchX-style jobs as local processes or Docker containers and
+// lets you watch every replica live, from a full-screen UI or one-shot verbs.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/wick-dev/wick/tui/cli"
+)
+
+func main() {
+	env := cli.OSEnv()
+	args := os.Args[1:]
+	// No verb on a terminal opens the UI.
+	if len(args) == 0 && env.StdoutTTY && isTerminal(os.Stdin) {
+		args = []string{"ui"}
+	}
+	env.UI = runUI
+	os.Exit(cli.Main(context.Background(), args, env))
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/wick-dev/wick/components/demo"
+	"github.com/wick-dev/wick/engine/local"
+)
+
+// addHidden adds the verbs wick runs itself: the per-app supervisor and the demo
+// training program. They are not for users and not in the help.
+func (a *app) addHidden(root *cobra.Command) {
+	root.AddCommand(&cobra.Command{
+		Use:    local.SuperviseVerb + " APP_DIR",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return local.Supervise(a.ctx, argv[0])
+		},
+	})
+	root.AddCommand(&cobra.Command{
+		Use:                demo.Verb,
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			opts, err := demo.ParseFlags(argv)
+			if err != nil {
+				return usageError{err}
+			}
+			return demo.Train(a.ctx, a.env.Stdout, a.env.Stderr, opts)
+		},
+	})
+}
+
+func (a *app) uiCmd() *cobra.Command {
+	var o UIOptions
+	cmd := &cobra.Command{
+		Use:   "ui",
+		Short: "Open the full-screen UI (also: wick with no arguments on a terminal)",
+		Long: `Open the full-screen UI: pick a component, fill its arguments, preview the dry run,
+launch, browse apps, and watch logs. q quits; running apps keep running.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.env.UI == nil {
+				return usagef("this wick was built without the UI")
+			}
+			if o.Logs != "" {
+				if _, err := parseHandle(o.Logs); err != nil {
+					return err
+				}
+			}
+			return a.env.UI(a.ctx, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle)")
+	cmd.Flags().StringVar(&o.Theme, "theme", "", "theme: dark, light, high-contrast, or a user theme name")
+	return cmd
+}

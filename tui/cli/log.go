@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+type logFlags struct {
+	regex      string
+	follow     bool
+	streams    string
+	since      string
+	until      string
+	timestamps bool
+	asJSON     bool
+	noPrefix   bool
+	lines      int
+}
+
+func (a *app) logCmd() *cobra.Command {
+	var f logFlags
+	cmd := &cobra.Command{
+		Use:   "log IDENTIFIER",
+		Short: "Print (or follow) the logs of an app, a role, or some replicas",
+		Long: `Print the logs of an app's replicas, each line prefixed with role/replica.
+
+IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], e.g.
+  local_cwd://wick/train-kf2vb0x9qwm3              every replica of every role
+  local_cwd://wick/train-kf2vb0x9qwm3/trainer      every replica of one role
+  local_cwd://wick/train-kf2vb0x9qwm3/trainer/0,2  replicas 0 and 2
+
+--since and --until take a time (RFC 3339, e.g. 2026-11-21T13:05:00Z, or 15:04:05 today)
+or a duration back from now (e.g. 10m). With -t the logs are followed until the app ends.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error { return a.runLog(argv[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.regex, "regex", "", "print only lines matching this regular expression")
+	fl.BoolVarP(&f.follow, "tail", "t", false, "follow the logs until the app ends")
+	fl.StringVar(&f.streams, "streams", "combined", "stdout, stderr or combined")
+	fl.StringVar(&f.since, "since", "", "only lines at or after this time or duration ago")
+	fl.StringVar(&f.until, "until", "", "only lines before this time or duration ago")
+	fl.BoolVar(&f.timestamps, "timestamps", false, "prefix each line with the time it was read")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (time, stream, role, replica, text)")
+	fl.BoolVar(&f.noPrefix, "no-prefix", false, "print lines without the role/replica prefix")
+	fl.IntVarP(&f.lines, "lines", "n", 0, "start with only the last N lines of each replica")
+	return cmd
+}
+
+// parseWhen reads a time for --since/--until: RFC 3339, a clock time today, a unix time,
+// or a duration before now.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	for _, layout := range []string{"15:04:05", "15:04"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			y, m, d := now.Date()
+			return time.Date(y, m, d, t.Hour(), t.Minute(), t.Second(), 0, time.Local), nil
+		}
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Unix(0, int64(secs*1e9)), nil
+	}
+	return time.Time{}, fmt.Errorf("cannot read time %q (want RFC 3339, HH:MM:SS, unix seconds or a duration like 10m)", s)
+}
+
+func (f logFlags) options(now time.Time) (sched.LogOptions, error) {
+	var o sched.LogOptions
+	var err error
+	if f.regex != "" {
+		if o.Regex, err = regexp.Compile(f.regex); err != nil {
+			return o, usagef("--regex: %v", err)
+		}
+	}
+	if o.Streams, err = sched.ParseStream(f.streams); err != nil {
+		return o, usagef("--streams: %v", err)
+	}
+	if o.Since, err = parseWhen(f.since, now); err != nil {
+		return o, usagef("--since: %v", err)
+	}
+	if o.Until, err = parseWhen(f.until, now); err != nil {
+		return o, usagef("--until: %v", err)
+	}
+	if f.lines < 0 {
+		return o, usagef("--lines must not be negative")
+	}
+	o.Follow = f.follow
+	o.Tail = f.lines
+	return o, nil
+}
+
+// replicaRef is one replica whose logs are printed.
+type replicaRef struct {
+	role string
+	k    int
+}
+
+// selectReplicas resolves a log identifier against the app's roles.
+func selectReplicas(id spec.LogID, st *spec.AppStatus, app *spec.AppDef) ([]replicaRef, error) {
+	counts := map[string]int{}
+	var order []string
+	add := func(role string, n int) {
+		if _, ok := counts[role]; !ok {
+			order = append(order, role)
+		}
+		counts[role] = max(counts[role], n)
+	}
+	if app != nil {
+		for _, r := range app.Roles {
+			add(r.Name, r.NumReplicas)
+		}
+	}
+	for _, r := range st.Roles {
+		n := 0
+		for _, rep := range r.Replicas {
+			n = max(n, rep.ID+1)
+		}
+		add(r.Role, n)
+	}
+	var refs []replicaRef
+	for _, role := range order {
+		if id.Role != "" && role != id.Role {
+			continue
+		}
+		if len(id.Replicas) == 0 {
+			for k := range counts[role] {
+				refs = append(refs, replicaRef{role, k})
+			}
+			continue
+		}
+		for _, k := range id.Replicas {
+			if k >= counts[role] {
+				return nil, fmt.Errorf("role %q of %s has no replica %d (it has %d)", role, id.Handle, k, counts[role])
+			}
+			refs = append(refs, replicaRef{role, k})
+		}
+	}
+	if id.Role != "" && len(refs) == 0 {
+		return nil, fmt.Errorf("no role %q in %s%s", id.Role, id.Handle, spec.DidYouMean(id.Role, order))
+	}
+	return refs, nil
+}
+
+func (a *app) runLog(ident string, f logFlags) error {
+	id, err := spec.ParseLogID(ident)
+	if err != nil {
+		return usageError{err}
+	}
+	opts, err := f.options(time.Now())
+	if err != nil {
+		return err
+	}
+	r := a.runner()
+	d, err := r.Describe(a.ctx, id.Handle)
+	if err != nil {
+		return err
+	}
+	refs, err := selectReplicas(id, &d.Status, d.App)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
+	defer w.Flush()
+	p := linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs)}
+	return a.streamLogs(a.ctx, id.Handle, refs, opts, p.print, w.Flush)
+}
+
+func prefixIndex(refs []replicaRef) map[string]int {
+	m := map[string]int{}
+	for i, r := range refs {
+		m[r.role+"/"+strconv.Itoa(r.k)] = i
+	}
+	return m
+}
+
+// streamLogs opens one iterator per replica and hands every line to emit, in time order
+// across replicas for a finished read and in arrival order when following. idle is
+// called whenever no line is waiting, so buffered output reaches the user promptly.
+func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, opts sched.LogOptions, emit func(sched.Line) error, idle func() error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var its []sched.LogIterator
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	for _, ref := range refs {
+		it, err := a.runner().LogLines(ctx, h, ref.role, ref.k, opts)
+		if err != nil {
+			return err
+		}
+		its = append(its, it)
+	}
+	merged := mergeLogs(ctx, its, opts.Follow)
+	for {
+		line, err := merged.next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := emit(line); err != nil {
+			return err
+		}
+		if !merged.pending() {
+			if err := idle(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// lineSource is a merged stream of lines.
+type lineSource interface {
+	next(ctx context.Context) (sched.Line, error)
+	// pending reports whether a line is ready without blocking.
+	pending() bool
+}
+
+// fanIn merges iterators by arrival: one goroutine per iterator, all feeding one
+// channel. The goroutines end when their iterator ends or ctx is done.
+type fanIn struct {
+	ch   chan fanItem
+	live int
+}
+
+type fanItem struct {
+	line sched.Line
+	err  error
+	done bool
+}
+
+func mergeLogs(ctx context.Context, its []sched.LogIterator, _ bool) lineSource {
+	f := &fanIn{ch: make(chan fanItem, 1024), live: len(its)}
+	for _, it := range its {
+		go func() {
+			for {
+				l, err := it.Next(ctx)
+				if err != nil {
+					item := fanItem{done: true}
+					if !errors.Is(err, io.EOF) {
+						item.err = err
+					}
+					select {
+					case f.ch <- item:
+					case <-ctx.Done():
+					}
+					return
+				}
+				select {
+				case f.ch <- fanItem{line: l}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	return f
+}
+
+func (f *fanIn) next(ctx context.Context) (sched.Line, error) {
+	for f.live > 0 {
+		select {
+		case item := <-f.ch:
+			if item.err != nil {
+				return sched.Line{}, item.err
+			}
+			if item.done {
+				f.live--
+				continue
+			}
+			return item.line, nil
+		case <-ctx.Done():
+			return sched.Line{}, ctx.Err()
+		}
+	}
+	return sched.Line{}, io.EOF
+}
+
+func (f *fanIn) pending() bool { return len(f.ch) > 0 }
+
+// linePrinter writes log lines as `role/k text`, with optional timestamps, or as JSON.
+type linePrinter struct {
+	w          *bufio.Writer
+	st         interface{ Prefix(int, string) string }
+	timestamps bool
+	asJSON     bool
+	prefix     bool
+	index      map[string]int
+}
+
+func (p *linePrinter) print(l sched.Line) error {
+	if p.asJSON {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		p.w.Write(b)
+		return p.w.WriteByte('\n')
+	}
+	var pre strings.Builder
+	if p.timestamps {
+		pre.WriteString(sched.Timestamp(l.Time))
+		pre.WriteByte(' ')
+	}
+	if p.prefix {
+		name := l.Role + "/" + strconv.Itoa(l.Replica)
+		pre.WriteString(p.st.Prefix(p.index[name], name))
+		pre.WriteByte(' ')
+	}
+	prefix := pre.String()
+	text := l.Text
+	// Keep the prefix in place when a progress bar rewrites its line with \r.
+	if prefix != "" && strings.Contains(text, "\r") {
+		text = strings.ReplaceAll(strings.TrimSuffix(text, "\r"), "\r", "\r"+prefix)
+	}
+	p.w.WriteString(prefix)
+	p.w.WriteString(text)
+	return p.w.WriteByte('\n')
+}

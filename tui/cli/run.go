@@ -1,0 +1,270 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// DefaultScheduler is used when neither -s nor .torchxconfig names one. TorchX silently
+// defaults to docker; wick runs where you are.
+const DefaultScheduler = "local_cwd"
+
+type runFlags struct {
+	scheduler string
+	cfg       string
+	dryrun    bool
+	asJSON    bool
+	detach    bool
+	workspace string
+	reveal    bool
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [-s SCHEDULER] [-cfg K=V,...] [--dryrun] [--detach] COMPONENT [ARGS...]",
+		Short: "Launch a component (or preview it with --dryrun)",
+		Long: `Launch a component: a builtin (see wick builtins), a user component found on the
+search path (./.wick/components, ~/.config/wick/components), or FILE.yaml:NAME.
+The component's parameters are flags after its name (wick run COMPONENT --help lists
+them); everything after "--" goes to the component as trailing arguments.
+
+By default wick run stays attached: it streams every replica's logs (prefixed role/k)
+to stderr and exits 0 only if the app SUCCEEDED; Ctrl-C or SIGTERM cancels the app
+(a second Ctrl-C detaches at once). --detach prints the handle and returns; the app
+keeps running and wick list, log, status and cancel find it from any terminal.
+
+Run options (-cfg) are checked against the scheduler (wick runopts SCHEDULER).
+Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchxconfig
+(or only $TORCHXCONFIG when set); built-in defaults.`,
+		Example: `  wick run utils.echo --msg hello
+  wick run -s local_cwd --dryrun dist.ddp -j 2x4 --script train.py
+  wick run --detach demo.train --replicas 4
+  wick run -s local_docker -cfg network=wick,shm_size=2g utils.sh --image myimg -- echo hi`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, argv []string) error { return a.runRun(f, argv) },
+	}
+	fl := cmd.Flags()
+	// Component arguments follow the component name: stop parsing wick's flags there.
+	fl.SetInterspersed(false)
+	fl.StringVarP(&f.scheduler, "scheduler", "s", "", "scheduler: local_cwd (default), local_dir or local_docker")
+	fl.StringVar(&f.cfg, "cfg", "", `run options "K=V,K2=V2" (also -cfg); see wick runopts`)
+	fl.StringVar(&f.cfg, "scheduler_args", "", "alias of -cfg, as in TorchX")
+	_ = fl.MarkHidden("scheduler_args")
+	fl.BoolVar(&f.dryrun, "dryrun", false, "print the AppDef and the scheduler request; launch nothing")
+	fl.BoolVar(&f.asJSON, "json", false, "print the dry run, the handle or the final status as JSON")
+	fl.BoolVarP(&f.detach, "detach", "d", false, "print the handle and return; the app keeps running")
+	fl.StringVar(&f.workspace, "workspace", "", "local_docker: build an image laying this directory over the role's image")
+	fl.BoolVar(&f.reveal, "show-secrets", false, "--dryrun: show env values whose names look secret")
+	return cmd
+}
+
+// FixSingleDashCfg rewrites TorchX's single-dash -cfg flag (which pflag cannot read) to
+// --cfg, in wick's own arguments only: it stops at the first positional argument.
+func FixSingleDashCfg(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := 0; i < len(out); i++ {
+		s := out[i]
+		switch {
+		case s == "-cfg":
+			out[i] = "--cfg"
+			i++ // skip its value
+		case strings.HasPrefix(s, "-cfg="):
+			out[i] = "-" + s
+		case s == "--":
+			return out
+		case !strings.HasPrefix(s, "-"):
+			return out
+		case s == "-s" || s == "--scheduler" || s == "--cfg" || s == "--workspace" || s == "--scheduler_args":
+			i++
+		}
+	}
+	return out
+}
+
+func (a *app) runRun(f runFlags, argv []string) error {
+	conf, err := a.loadConfig()
+	if err != nil {
+		return usageError{err}
+	}
+	cliRun := conf.CLIRun()
+	if f.scheduler == "" {
+		f.scheduler = cliRun["scheduler"]
+	}
+	if f.scheduler == "" {
+		f.scheduler = DefaultScheduler
+	}
+	if f.workspace == "" {
+		f.workspace = cliRun["workspace"]
+	}
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	name := ""
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		name, argv = argv[0], argv[1:]
+	} else if name = cliRun["component"]; name == "" {
+		return usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
+	}
+
+	r := a.runner()
+	s, err := r.Scheduler(f.scheduler)
+	if err != nil {
+		return usageError{err}
+	}
+	comp, err := components.Find(name, a.findOptions())
+	if err != nil {
+		return usageError{err}
+	}
+	cargs, err := comp.Parse(argv, conf.ComponentDefaults(comp.Name))
+	if errors.Is(err, components.ErrHelp) {
+		_, err := fmt.Fprint(a.env.Stdout, comp.Usage())
+		return err
+	}
+	if err != nil {
+		return usagef("%s: %v", comp.Name, err)
+	}
+	appDef, err := comp.Build(cargs)
+	if err != nil {
+		return usagef("%s: %v", comp.Name, err)
+	}
+	cfg, err := s.RunOpts().ParseCfg(f.cfg)
+	if err != nil {
+		return usagef("-cfg: %v", err)
+	}
+	fileCfg, err := conf.RunOpts(f.scheduler, s.RunOpts())
+	if err != nil {
+		return usageError{err}
+	}
+	cfg = cfg.Merge(fileCfg)
+
+	info, err := r.DryRun(a.ctx, appDef, f.scheduler, cfg, f.workspace)
+	if err != nil {
+		if isBadInput(err) {
+			return usageError{err}
+		}
+		return err
+	}
+	if f.dryrun {
+		if f.asJSON {
+			return writeJSON(a.env.Stdout, info)
+		}
+		return render.DryRun(a.env.Stdout, info, a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
+	}
+	h, err := r.Schedule(a.ctx, info, a.progress())
+	if err != nil {
+		return err
+	}
+	if f.detach {
+		if f.asJSON {
+			return writeJSON(a.env.Stdout, map[string]string{"handle": h.String()})
+		}
+		_, err := fmt.Fprintln(a.env.Stdout, h)
+		return err
+	}
+	if !f.asJSON {
+		fmt.Fprintln(a.env.Stdout, h)
+	}
+	return a.attach(h, info.App, f.asJSON)
+}
+
+// isBadInput says whether a dry-run error is the user's input (exit 2) rather than a
+// failure of the machine (exit 1).
+func isBadInput(err error) bool {
+	for _, target := range []error{spec.ErrInvalidRunOpt, spec.ErrNoRoles, spec.ErrEmptyEntrypoint, spec.ErrBadReplicas, spec.ErrMalformedHandle} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// progress reports long work on stderr: on a terminal one line rewritten in place.
+func (a *app) progress() sched.Progress {
+	if !a.env.StderrTTY {
+		return func(step string) { fmt.Fprintf(a.env.Stderr, "wick: %s\n", step) }
+	}
+	return func(step string) { fmt.Fprintf(a.env.Stderr, "\r\x1b[2K%s", a.errs().Dim(step)) }
+}
+
+// attach streams the app's logs to stderr until it ends and returns its result as the
+// exit code. The first SIGINT or SIGTERM cancels the app and keeps streaming until it
+// has stopped; a second one detaches at once.
+func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
+	ctx, stop := context.WithCancel(a.ctx)
+	defer stop()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintf(a.env.Stderr, "wick: cancelling %s (again to detach)\n", h)
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := a.runner().Cancel(cctx, h); err != nil {
+			fmt.Fprintf(a.env.Stderr, "wick: cancel: %v\n", err)
+		}
+		cancel()
+		select {
+		case <-sigs:
+			fmt.Fprintf(a.env.Stderr, "wick: detached; the app is stopping: wick status %s\n", h)
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+
+	var refs []replicaRef
+	for _, role := range appDef.Roles {
+		for k := range role.NumReplicas {
+			refs = append(refs, replicaRef{role.Name, k})
+		}
+	}
+	w := bufio.NewWriterSize(a.env.Stderr, 32<<10)
+	p := linePrinter{w: w, st: a.errs(), prefix: true, index: prefixIndex(refs)}
+	err := a.streamLogs(ctx, h, refs, sched.LogOptions{Follow: true}, p.print, w.Flush)
+	w.Flush()
+	if ctx.Err() != nil {
+		return exitError{code: ExitFailure}
+	}
+	if err != nil {
+		return err
+	}
+	st, err := a.runner().Wait(ctx, h, 10*time.Millisecond)
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitError{code: ExitFailure}
+		}
+		return err
+	}
+	if asJSON {
+		if err := writeJSON(a.env.Stdout, st); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(a.env.Stderr, "wick: %s %s\n", h, a.errs().State(st.State, st.State.String()))
+		if st.State == spec.Failed && st.StructuredError != "" {
+			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.FirstLine(spec.ErrorMessage(st.StructuredError)))
+		}
+	}
+	if st.State != spec.Succeeded {
+		return exitError{code: ExitFailure}
+	}
+	return nil
+}

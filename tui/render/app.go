@@ -1,0 +1,249 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// DryRun writes the plan of a dry run: the application as the scheduler will see it,
+// then the scheduler's request.
+func DryRun(w io.Writer, info *sched.DryRunInfo, st Styler, opts TreeOptions) error {
+	fmt.Fprintf(w, "%s\n", st.Header("=== APPLICATION ==="))
+	fmt.Fprintf(w, "%s %s\n", st.Key("handle:"), st.Value(info.Handle().String()))
+	if err := Tree(w, info.App, st, opts); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s\n", st.Header("=== SCHEDULER REQUEST ("+info.Scheduler+") ==="))
+	return Tree(w, info.Request, st, opts)
+}
+
+// Duration prints d compactly: 850ms, 12.3s, 4m05s, 2h10m, 3d4h.
+func Duration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// Age prints how long ago t was, or "-" for the zero time.
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return Duration(now.Sub(t).Truncate(time.Second))
+}
+
+func exitText(code *int) string {
+	if code == nil {
+		return "-"
+	}
+	return strconv.Itoa(*code)
+}
+
+// AppRow is the cells of one app in the app list, shared by `wick list` and the UI.
+func AppRow(a *spec.AppStatus, now time.Time, st Styler) []string {
+	running, total := a.Replicas()
+	exit := "-"
+	if code, ok := a.ExitCode(); ok && a.State.Terminal() {
+		exit = strconv.Itoa(code)
+	}
+	dur := "-"
+	if !a.Created.IsZero() {
+		dur = Duration(a.Duration(now))
+	}
+	return []string{
+		a.Handle,
+		a.Name,
+		st.State(a.State, a.State.String()),
+		fmt.Sprintf("%d/%d", running, total),
+		Age(a.Created, now),
+		dur,
+		exit,
+	}
+}
+
+// AppHeaders are the columns of AppRow.
+var AppHeaders = []string{"HANDLE", "NAME", "STATE", "RUNNING", "AGE", "DURATION", "EXIT"}
+
+// AppList writes the app list as a table.
+func AppList(w io.Writer, apps []spec.AppStatus, now time.Time, st Styler) error {
+	rows := make([][]string, len(apps))
+	for i := range apps {
+		rows[i] = AppRow(&apps[i], now, st)
+	}
+	_, err := io.WriteString(w, Table(AppHeaders, rows, st))
+	return err
+}
+
+// ReplicaHeaders are the columns of ReplicaRow.
+var ReplicaHeaders = []string{"REPLICA", "STATE", "EXIT", "RESTARTS", "PID/CONTAINER", "STARTED", "DURATION", "ERROR"}
+
+// ReplicaRow is the cells of one replica, shared by `wick status` and the UI.
+func ReplicaRow(r *spec.ReplicaStatus, now time.Time, st Styler) []string {
+	id := "-"
+	switch {
+	case r.PID != 0:
+		id = strconv.Itoa(r.PID)
+	case r.ContainerID != "":
+		id = r.ContainerID[:min(12, len(r.ContainerID))]
+	}
+	started, dur := "-", "-"
+	if !r.Started.IsZero() {
+		started = r.Started.Local().Format("15:04:05")
+		end := r.Ended
+		if end.IsZero() {
+			end = now
+		}
+		dur = Duration(end.Sub(r.Started))
+	}
+	errText := FirstLine(spec.ErrorMessage(r.StructuredError))
+	if errText != "" {
+		errText = st.Error(errText)
+	}
+	return []string{
+		fmt.Sprintf("%s/%d", r.Role, r.ID),
+		st.State(r.State, r.State.String()),
+		exitText(r.ExitCode),
+		strconv.Itoa(r.Restarts),
+		id,
+		started,
+		dur,
+		errText,
+	}
+}
+
+// FirstLine returns the first line of s, trimmed.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// Status writes an app's status: a header block, then one row per replica.
+func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
+	kv := func(k, v string) { fmt.Fprintf(w, "%s %s\n", st.Key(fmt.Sprintf("%-9s", k+":")), v) }
+	kv("handle", st.Value(a.Handle))
+	kv("name", st.Value(a.Name))
+	kv("state", st.State(a.State, a.State.String()))
+	kv("restarts", strconv.Itoa(a.NumRestarts))
+	if !a.Created.IsZero() {
+		kv("created", a.Created.Local().Format(time.DateTime)+st.Dim(" ("+Age(a.Created, now)+" ago)"))
+		kv("duration", Duration(a.Duration(now)))
+	}
+	if a.Msg != "" {
+		kv("msg", a.Msg)
+	}
+	if a.StructuredError != "" {
+		kv("error", st.Error(FirstLine(spec.ErrorMessage(a.StructuredError))))
+	}
+	if a.UIURL != "" {
+		kv("logs", st.Value(a.UIURL))
+	}
+	var rows [][]string
+	for _, role := range a.Roles {
+		for i := range role.Replicas {
+			rows = append(rows, ReplicaRow(&role.Replicas[i], now, st))
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w)
+		_, err := io.WriteString(w, Table(ReplicaHeaders, rows, st))
+		return err
+	}
+	return nil
+}
+
+// Describe writes everything known of an app: its status, then the AppDef and the run
+// options it was launched with.
+func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts TreeOptions) error {
+	if err := Status(w, &d.Status, now, st); err != nil {
+		return err
+	}
+	for _, role := range d.Status.Roles {
+		for _, r := range role.Replicas {
+			if r.LogDir != "" || r.Hostname != "" || r.StructuredError != "" {
+				fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("%s/%d", r.Role, r.ID)))
+				if r.Hostname != "" {
+					fmt.Fprintf(w, "  %s %s\n", st.Key("hostname:"), r.Hostname)
+				}
+				if r.LogDir != "" {
+					fmt.Fprintf(w, "  %s %s\n", st.Key("logs:    "), r.LogDir)
+				}
+				if !r.Ended.IsZero() {
+					fmt.Fprintf(w, "  %s %s\n", st.Key("ended:   "), r.Ended.Local().Format(time.DateTime))
+				}
+				if r.StructuredError != "" {
+					fmt.Fprintf(w, "  %s %s\n", st.Key("error:   "), st.Error(spec.ErrorMessage(r.StructuredError)))
+				}
+			}
+		}
+	}
+	if d.App != nil {
+		fmt.Fprintf(w, "\n%s\n", st.Header("=== APPLICATION ==="))
+		if err := Tree(w, d.App, st, opts); err != nil {
+			return err
+		}
+	}
+	if len(d.Cfg) > 0 {
+		fmt.Fprintf(w, "\n%s\n", st.Header("=== RUN OPTIONS ==="))
+		return Tree(w, d.Cfg, st, opts)
+	}
+	return nil
+}
+
+// RunOpts writes a scheduler's run options: a usage line, then required and optional
+// options with type, default and help.
+func RunOpts(w io.Writer, scheduler string, opts spec.RunOpts, st Styler) {
+	fmt.Fprintf(w, "%s\n", st.Header(scheduler+":"))
+	var usage []string
+	for _, o := range opts {
+		if o.Required {
+			usage = append(usage, o.Name+"="+strings.ToUpper(o.Name))
+		} else {
+			usage = append(usage, "["+o.Name+"="+strings.ToUpper(o.Name)+"]")
+		}
+	}
+	fmt.Fprintf(w, "    usage: -cfg %s\n", strings.Join(usage, ","))
+	for _, required := range []bool{true, false} {
+		title := "optional arguments:"
+		if required {
+			title = "required arguments:"
+		}
+		first := true
+		for _, o := range opts {
+			if o.Required != required {
+				continue
+			}
+			if first {
+				fmt.Fprintf(w, "\n    %s\n", title)
+				first = false
+			}
+			def := ""
+			if !o.Required {
+				def = ", default: " + Quote(spec.FormatValue(o.Default))
+				if o.Default == nil {
+					def = ""
+				}
+			}
+			fmt.Fprintf(w, "        %s %s\n", st.Key(o.Name), st.Dim("("+o.Type.String()+def+")"))
+			fmt.Fprintf(w, "            %s\n", o.Help)
+		}
+	}
+}
