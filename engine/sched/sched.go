@@ -99,6 +99,9 @@ type Config struct {
 	Session string
 	// StateDir is wick's state directory ($WICK_HOME).
 	StateDir string
+	// WorkDir is the working directory of the launching command (local_cwd runs replicas
+	// there); "" means the process's own.
+	WorkDir string
 	// Self is the command that runs wick itself (the binary path), for supervisors and
 	// hidden helper verbs.
 	Self []string

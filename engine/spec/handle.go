@@ -129,7 +129,7 @@ func ParseReplicaIDs(s string) ([]int, error) {
 			break
 		}
 		k, err := strconv.Atoi(part)
-		if err != nil || k < 0 || part[0] == '+' {
+		if err != nil || k < 0 || strings.TrimLeft(part, "0123456789") != "" {
 			return nil, fmt.Errorf("replica id %q is not a non-negative integer", part)
 		}
 		if !seen[k] {

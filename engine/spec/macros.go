@@ -64,7 +64,14 @@ func (m Macros) Substitute(s string) string {
 				continue
 			}
 			name := s[i+2 : i+2+end]
-			if v, ok := m.lookup(name); ok && isIdent(name) {
+			if !isIdent(name) {
+				// Not a placeholder: keep the '$' and go on after it, as Python's
+				// Template does, so that "${a ${app_id}" still fills in ${app_id}.
+				b.WriteByte(c)
+				i++
+				continue
+			}
+			if v, ok := m.lookup(name); ok {
 				b.WriteString(v)
 			} else {
 				b.WriteString(s[i : i+3+end])

@@ -116,6 +116,7 @@ func (a *app) runner() *runner.Runner {
 		a.run = runner.New(reg, sched.Config{
 			Session:  spec.DefaultSession,
 			StateDir: a.home,
+			WorkDir:  a.env.WorkDir,
 			Self:     []string{a.env.Self},
 		})
 	}

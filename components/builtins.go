@@ -1,0 +1,314 @@
+package components
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// DefaultImage is the image of the builtins that take one (TorchX's torchx.IMAGE at
+// the TorchX version wick follows, 0.8.0dev0). wick publishes no image of its own;
+// keeping TorchX's means a TorchX user's dry runs read the same, local_cwd ignores it,
+// and local_docker runs what TorchX would. Override it per run with --image, or per
+// project in .torchxconfig ([component:dist.ddp] image = ...).
+const DefaultImage = "ghcr.io/pytorch/torchx:0.8.0dev0"
+
+// Builtins returns wick's builtin components, sorted by name: demo.train, dist.ddp,
+// dist.spmd, utils.binary, utils.copy, utils.echo, utils.python, utils.sh,
+// utils.touch. Each call builds fresh values, so callers may modify them.
+func Builtins() []*Component { return builtins("") }
+
+// builtins makes the builtins; demo.train runs the wick binary self ("" for
+// os.Executable()).
+func builtins(self string) []*Component {
+	return []*Component{
+		demoTrain(self),
+		ddpComponent(),
+		spmdComponent(),
+		binary(),
+		copyComponent(),
+		echo(),
+		python(),
+		sh(),
+		touch(),
+	}
+}
+
+// Shared parameters of the builtins, spelled as TorchX spells them.
+func imageParam() Param {
+	return Param{Name: "image", Type: String, Default: DefaultImage, Help: "image to use (local_cwd ignores it)"}
+}
+
+func numReplicasParam() Param {
+	return Param{Name: "num_replicas", Type: Int, Default: "1", Help: "number of replicas to run"}
+}
+
+func resourceParams(cpu string) []Param {
+	return []Param{
+		{Name: "cpu", Type: Int, Default: cpu, Help: "number of cpus per replica"},
+		{Name: "gpu", Type: Int, Default: "0", Help: "number of gpus per replica"},
+		{Name: "memMB", Type: Int, Default: "1024", Help: "cpu memory in MB per replica"},
+		hParam(""),
+	}
+}
+
+func hParam(def string) Param {
+	return Param{Name: "h", Type: String, Default: def, Optional: def == "",
+		Help: "a named resource, e.g. gpu.small (if given, it wins over cpu, gpu and memMB)"}
+}
+
+func mountsParam() Param {
+	return Param{Name: "mounts", Type: List, Optional: true,
+		Help: "mounts for the replicas, e.g. type=bind,src=/host,dst=/job[,readonly] (docker only)"}
+}
+
+func envParam() Param {
+	return Param{Name: "env", Type: Map, Optional: true, Help: "environment variables for the replicas, e.g. ENV1=v1,ENV2=v2"}
+}
+
+// fixedResource is TorchX's Resource(cpu=1, gpu=0, memMB=1024) of the small utilities.
+func fixedResource() spec.Resource { return spec.Resource{CPU: 1, GPU: 0, MemMB: 1024} }
+
+// resourceOf reads cpu, gpu, memMB and h the way TorchX's specs.resource does.
+func resourceOf(a Args) (spec.Resource, error) {
+	return spec.ResourceOf(a.Int("cpu"), a.Int("gpu"), a.Int("memMB"), a.String("h"))
+}
+
+// mountsOf parses the mounts parameter: its list items are joined back with ',' and
+// read with spec.ParseMounts, where every type= starts a new mount.
+func mountsOf(a Args) ([]spec.Mount, error) {
+	l := a.List("mounts")
+	if len(l) == 0 {
+		return nil, nil
+	}
+	m, err := spec.ParseMounts(strings.Join(l, ","))
+	if err != nil {
+		return nil, fmt.Errorf("--mounts: %w", err)
+	}
+	return m, nil
+}
+
+// logLevel is TorchX's os.getenv("LOGLEVEL", "WARNING"), read when the app is built.
+func logLevel() string {
+	if v, ok := os.LookupEnv("LOGLEVEL"); ok {
+		return v
+	}
+	return "WARNING"
+}
+
+// app makes a one-role AppDef; args and env are never nil, as in TorchX (they print
+// as [] and {}).
+func app(name string, role spec.Role) *spec.AppDef {
+	if role.Args == nil {
+		role.Args = []string{}
+	}
+	if role.Env == nil {
+		role.Env = map[string]string{}
+	}
+	return &spec.AppDef{Name: name, Roles: []spec.Role{role}}
+}
+
+func echo() *Component {
+	return &Component{
+		Name:    "utils.echo",
+		Summary: "Echoes a message to stdout (calls echo).",
+		Params: []Param{
+			{Name: "msg", Type: String, Default: "hello world", Help: "message to echo"},
+			imageParam(),
+			numReplicasParam(),
+		},
+		Build: func(a Args) (*spec.AppDef, error) {
+			r := spec.NewRole("echo", a.String("image"), "echo", a.String("msg"))
+			r.NumReplicas = a.Int("num_replicas")
+			r.Resource = fixedResource()
+			return app("echo", r), nil
+		},
+	}
+}
+
+func touch() *Component {
+	return &Component{
+		Name:    "utils.touch",
+		Summary: "Touches a file (calls touch).",
+		Params: []Param{
+			{Name: "file", Type: String, Required: true, Help: "file to create"},
+			imageParam(),
+		},
+		Example: []string{"--file", "/tmp/touched"},
+		Build: func(a Args) (*spec.AppDef, error) {
+			r := spec.NewRole("touch", a.String("image"), "touch", a.String("file"))
+			r.Resource = fixedResource()
+			return app("touch", r), nil
+		},
+	}
+}
+
+func sh() *Component {
+	params := []Param{imageParam(), numReplicasParam()}
+	params = append(params, resourceParams("1")...)
+	params = append(params,
+		envParam(),
+		Param{Name: "max_retries", Type: Int, Default: "0", Help: "the number of scheduler retries allowed"},
+		mountsParam(),
+		Param{Name: "entrypoint", Type: String, Optional: true, Help: "the program to run the arguments with (default: sh -c)"},
+	)
+	return &Component{
+		Name:    "utils.sh",
+		Summary: "Runs a command through sh -c.",
+		Help: "Each argument is shell-quoted, so $VARS are not expanded: the command runs as\n" +
+			"written. With --entrypoint, the quoted arguments are passed to that program instead.",
+		Params:      params,
+		Varargs:     "args",
+		VarargsHelp: "the command and its arguments",
+		Example:     []string{"echo", "hello"},
+		Build: func(a Args) (*spec.AppDef, error) {
+			quoted := make([]string, len(a.Varargs))
+			for i, s := range a.Varargs {
+				quoted[i] = ShellQuote(s)
+			}
+			entrypoint, args := "sh", []string{"-c", strings.Join(quoted, " ")}
+			if a.Has("entrypoint") {
+				entrypoint, args = a.String("entrypoint"), quoted
+			}
+			res, err := resourceOf(a)
+			if err != nil {
+				return nil, err
+			}
+			mounts, err := mountsOf(a)
+			if err != nil {
+				return nil, err
+			}
+			r := spec.NewRole("sh", a.String("image"), entrypoint, args...)
+			r.NumReplicas = a.Int("num_replicas")
+			r.Resource = res
+			r.Env = copyEnv(a.Map("env"))
+			if _, ok := r.Env["LOGLEVEL"]; !ok {
+				r.Env["LOGLEVEL"] = logLevel()
+			}
+			r.MaxRetries = a.Int("max_retries")
+			r.Mounts = mounts
+			return app("sh", r), nil
+		},
+	}
+}
+
+func copyEnv(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyComponent() *Component {
+	return &Component{
+		Name:    "utils.copy",
+		Summary: "Copies a file from src to dst (fsspec URLs), with torchx.apps.utils.copy_main.",
+		Params: []Param{
+			{Name: "src", Type: String, Required: true, Help: "the source fsspec file location"},
+			{Name: "dst", Type: String, Required: true, Help: "the destination fsspec file location"},
+			imageParam(),
+			mountsParam(),
+		},
+		Example: []string{"--src", "s3://bucket/a", "--dst", "/tmp/a"},
+		Build: func(a Args) (*spec.AppDef, error) {
+			mounts, err := mountsOf(a)
+			if err != nil {
+				return nil, err
+			}
+			r := spec.NewRole("torchx-utils-copy", a.String("image"), "python",
+				"-m", "torchx.apps.utils.copy_main", "--src", a.String("src"), "--dst", a.String("dst"))
+			r.Resource = fixedResource()
+			r.Mounts = mounts
+			return app("torchx-utils-copy", r), nil
+		},
+	}
+}
+
+func python() *Component {
+	params := []Param{
+		{Name: "m", Type: String, Optional: true, Help: "run library module as a script"},
+		{Name: "c", Type: String, Optional: true, Help: "program passed as string"},
+		{Name: "script", Type: String, Optional: true, Help: ".py script to run"},
+		imageParam(),
+		{Name: "name", Type: String, Default: "torchx_utils_python", Help: "name of the job"},
+	}
+	params = append(params, resourceParams("1")...)
+	params = append(params, numReplicasParam(), mountsParam())
+	return &Component{
+		Name:    "utils.python",
+		Summary: "Runs python with a module (-m), a command (-c) or a script (--script).",
+		Help: "Exactly one of -m, -c and --script is needed. Use -- to separate the component's\n" +
+			"arguments from the program's: wick run utils.python -m foo.main -- --args to --main",
+		Params:      params,
+		Varargs:     "args",
+		VarargsHelp: "arguments passed to the program in sys.argv[1:]",
+		Example:     []string{"-c", "print(42)"},
+		Build: func(a Args) (*spec.AppDef, error) {
+			n := 0
+			for _, k := range []string{"m", "c", "script"} {
+				if a.Has(k) {
+					n++
+				}
+			}
+			if n != 1 {
+				return nil, errors.New("exactly one of -m, -c and --script needs to be specified")
+			}
+			var cmd []string
+			env := map[string]string{}
+			switch {
+			case a.Has("script"):
+				cmd = []string{a.String("script")}
+			case a.Has("m"):
+				cmd = []string{"-m", a.String("m")}
+				env["HYDRA_MAIN_MODULE"] = a.String("m")
+			default:
+				cmd = []string{"-c", a.String("c")}
+			}
+			res, err := resourceOf(a)
+			if err != nil {
+				return nil, err
+			}
+			mounts, err := mountsOf(a)
+			if err != nil {
+				return nil, err
+			}
+			r := spec.NewRole("python", a.String("image"), "python", append(cmd, a.Varargs...)...)
+			r.NumReplicas = a.Int("num_replicas")
+			r.Resource = res
+			r.Env = env
+			r.Mounts = mounts
+			return app(a.String("name"), r), nil
+		},
+	}
+}
+
+func binary() *Component {
+	params := []Param{
+		{Name: "entrypoint", Type: String, Required: true, Help: "the program to run"},
+		{Name: "name", Type: String, Default: "torchx_utils_binary", Help: "name of the job"},
+		numReplicasParam(),
+	}
+	params = append(params, resourceParams("1")...)
+	return &Component{
+		Name:        "utils.binary",
+		Summary:     "Runs a program with the given arguments (image <NONE>).",
+		Params:      params,
+		Varargs:     "args",
+		VarargsHelp: "arguments passed to the program",
+		Example:     []string{"--entrypoint", "date"},
+		Build: func(a Args) (*spec.AppDef, error) {
+			res, err := resourceOf(a)
+			if err != nil {
+				return nil, err
+			}
+			r := spec.NewRole("binary", spec.None, a.String("entrypoint"), a.Varargs...)
+			r.NumReplicas = a.Int("num_replicas")
+			r.Resource = res
+			return app(a.String("name"), r), nil
+		},
+	}
+}

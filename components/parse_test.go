@@ -1,0 +1,342 @@
+package components
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// testComponent has one parameter of every kind, and varargs.
+func testComponent(varargs string) *Component {
+	return &Component{
+		Name: "test.comp",
+		Params: []Param{
+			{Name: "msg", Type: String, Required: true, Help: "a message"},
+			{Name: "n", Type: Int, Default: "1", Help: "a count"},
+			{Name: "ratio", Short: "r", Type: Float, Default: "0.5", Help: "a ratio"},
+			{Name: "verbose", Short: "v", Type: Bool, Default: "false", Help: "talk"},
+			{Name: "quiet", Short: "q", Type: Bool, Default: "false", Help: "do not talk"},
+			{Name: "tags", Type: List, Optional: true, Help: "tags"},
+			{Name: "env", Type: Map, Optional: true, Help: "env"},
+			{Name: "opt", Type: String, Optional: true, Help: "maybe"},
+			{Name: "rdzv_port", Type: Int, Default: "29500", Help: "a port"},
+		},
+		Varargs: varargs,
+		Build:   func(Args) (*spec.AppDef, error) { return nil, nil },
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	c := testComponent("rest")
+	for _, tc := range []struct {
+		argv    []string
+		defs    map[string]string
+		want    map[string]any
+		varargs []string
+	}{
+		{
+			argv: []string{"--msg", "hi"},
+			want: map[string]any{"msg": "hi", "n": 1, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500},
+		},
+		{
+			argv: []string{"--msg=hi", "-n", "3", "-r", "2.5", "-v", "--tags", "a, b,,c", "--env", "A=1,B=x,y;C='p=q'", "--opt", "o", "--rdzv-port", "1"},
+			want: map[string]any{"msg": "hi", "n": 3, "ratio": 2.5, "verbose": true, "quiet": false, "rdzv_port": 1,
+				"tags": []string{"a", "b", "c"}, "env": map[string]string{"A": "1", "B": "x,y", "C": "p=q"}, "opt": "o"},
+		},
+		{
+			// TorchX's bool spelling; stacked short bools; an Optional given "" is unset.
+			argv: []string{"--msg", "", "--verbose", "True", "-q", "--opt="},
+			want: map[string]any{"msg": "", "n": 1, "ratio": 0.5, "verbose": true, "quiet": true, "rdzv_port": 29500},
+		},
+		{
+			argv: []string{"--msg", "x", "--verbose", "false", "-q", "FALSE"},
+			want: map[string]any{"msg": "x", "n": 1, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500},
+		},
+		{
+			// Config defaults override declared ones; argv overrides both; a required
+			// parameter may come from the config.
+			argv:    []string{"-n", "5"},
+			defs:    map[string]string{"msg": "from config", "n": "4", "verbose": "True", "rest": "-a 'b c' --d=e"},
+			want:    map[string]any{"msg": "from config", "n": 5, "ratio": 0.5, "verbose": true, "quiet": false, "rdzv_port": 29500},
+			varargs: []string{"-a", "b c", "--d=e"},
+		},
+		{
+			// The first positional starts the varargs: flags after it are the program's.
+			argv:    []string{"--msg", "m", "prog", "-n", "2", "--", "x"},
+			defs:    map[string]string{"rest": "ignored"},
+			want:    map[string]any{"msg": "m", "n": 1, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500},
+			varargs: []string{"prog", "-n", "2", "--", "x"},
+		},
+		{
+			argv:    []string{"--msg", "m", "--", "-n", "2"},
+			want:    map[string]any{"msg": "m", "n": 1, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500},
+			varargs: []string{"-n", "2"},
+		},
+		{
+			// A negative number is a value, not a flag.
+			argv: []string{"--msg", "-x", "-n", "-2"},
+			want: map[string]any{"msg": "-x", "n": -2, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500},
+		},
+	} {
+		args, err := c.Parse(tc.argv, tc.defs)
+		if err != nil {
+			t.Errorf("%q: %v", tc.argv, err)
+			continue
+		}
+		if !reflect.DeepEqual(args.Values, tc.want) {
+			t.Errorf("%q: values\n got %#v\nwant %#v", tc.argv, args.Values, tc.want)
+		}
+		if len(args.Varargs) > 0 || len(tc.varargs) > 0 {
+			if !reflect.DeepEqual(args.Varargs, tc.varargs) {
+				t.Errorf("%q: varargs %q, want %q", tc.argv, args.Varargs, tc.varargs)
+			}
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		varargs string
+		argv    []string
+		defs    map[string]string
+		err     string
+	}{
+		{"", nil, nil, "missing required parameter --msg"},
+		{"", []string{"--msg", "a", "-n", "x"}, nil, `invalid value "x" for -n: want an int`},
+		{"", []string{"--msg", "a", "-n", "1.5"}, nil, `invalid value "1.5" for -n: want an int`},
+		{"", []string{"--msg", "a", "--ratio", "fast"}, nil, `invalid value "fast" for --ratio: want a float`},
+		{"", []string{"--msg", "a", "--verbose=sure"}, nil, `invalid value "sure" for --verbose: want a bool (true or false)`},
+		{"", []string{"--msg", "a", "--env", "novalue"}, nil, `invalid value "novalue" for --env: want a map written KEY=VALUE[,KEY=VALUE...]`},
+		{"", []string{"--msg", "a", "--msg", "b"}, nil, "--msg given more than once"},
+		{"", []string{"--msg", "a", "-v", "--verbose=false"}, nil, "--verbose given more than once"},
+		{"", []string{"--msg", "a", "--verbose="}, nil, `invalid value "" for --verbose: want a bool (true or false)`},
+		{"", []string{"--msg", "a", "--n="}, nil, `invalid value "" for -n: want an int`},
+		{"", []string{"--msg", "a", "--mgs", "b"}, nil, `unknown flag --mgs for test.comp (did you mean --msg?)`},
+		{"", []string{"--msg", "a", "--zzzzzz"}, nil, `unknown flag --zzzzzz for test.comp`},
+		{"", []string{"--msg", "a", "-x"}, nil, `unknown flag -x for test.comp`},
+		{"", []string{"--msg", "a", "--x\ny"}, nil, `unknown flag --"x\ny" for test.comp`},
+		{"", []string{"--msg"}, nil, "flag --msg needs a value"},
+		{"", []string{"--msg", "a", "extra"}, nil, `unexpected argument "extra": test.comp takes no positional arguments`},
+		{"", []string{"--msg", "a", "--", "extra"}, nil, `unexpected argument "extra": test.comp takes no positional arguments`},
+		{"", []string{"--msg", "a", "-test.v"}, nil, "unknown flag -test.v for test.comp"},
+		{"", []string{"--msg", "a"}, map[string]string{"nn": "2"}, `default for unknown parameter "nn" of test.comp (did you mean "n"?)`},
+		{"", []string{"--msg", "a"}, map[string]string{"n": "two"}, `invalid default "two" for -n: want an int`},
+		{"rest", []string{"--msg", "a"}, map[string]string{"rest": "'unterminated"}, "invalid default for rest: unterminated ' quote"},
+	} {
+		c := testComponent(tc.varargs)
+		_, err := c.Parse(tc.argv, tc.defs)
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("%q %v: err = %v, want %q", tc.argv, tc.defs, err, tc.err)
+		}
+	}
+}
+
+func TestParseHelp(t *testing.T) {
+	c := testComponent("")
+	for _, argv := range [][]string{{"--help"}, {"-h"}, {"--msg", "a", "--help"}} {
+		if _, err := c.Parse(argv, nil); !errors.Is(err, ErrHelp) {
+			t.Errorf("%q: err = %v, want ErrHelp", argv, err)
+		}
+	}
+	// A component with a parameter h keeps -h for it.
+	ddp, _ := Find("dist.ddp", FindOptions{})
+	args, err := ddp.Parse([]string{"-h", "gpu.small", "--script", "a.py"}, nil)
+	if err != nil || args.String("h") != "gpu.small" {
+		t.Errorf("-h gpu.small: %v %v", args.Values["h"], err)
+	}
+	if _, err := ddp.Parse([]string{"--help"}, nil); !errors.Is(err, ErrHelp) {
+		t.Errorf("--help: err = %v", err)
+	}
+	// After the varargs start, --help belongs to the program.
+	sh, _ := Find("utils.sh", FindOptions{})
+	if args, err := sh.Parse([]string{"ls", "--help"}, nil); err != nil || !reflect.DeepEqual(args.Varargs, []string{"ls", "--help"}) {
+		t.Errorf("ls --help: %q %v", args.Varargs, err)
+	}
+}
+
+func TestParseBadComponents(t *testing.T) {
+	for _, tc := range []struct {
+		params  []Param
+		varargs string
+		err     string
+	}{
+		{[]Param{{Name: "a-b"}}, "", `parameter name "a-b" must be`},
+		{[]Param{{Name: ""}}, "", `parameter name "" must be`},
+		{[]Param{{Name: "help"}}, "", `"help" is reserved`},
+		{[]Param{{Name: "a"}, {Name: "a"}}, "", `parameter "a" declared twice`},
+		{[]Param{{Name: "a", Short: "x"}, {Name: "b", Short: "x"}}, "", "short form -x used by both --a and --b"},
+		{[]Param{{Name: "a", Short: "xy"}}, "", `short form "xy" of --a must be one letter`},
+		{[]Param{{Name: "x"}, {Name: "b", Short: "x"}}, "", "short form -x used by both --x and --b"},
+		{[]Param{{Name: "a", Type: ParamType(42)}}, "", "unknown type"},
+		{[]Param{{Name: "a"}}, "a", `varargs name "a" is also a parameter`},
+		{[]Param{{Name: "a"}}, "1x", `varargs name "1x" must be an identifier`},
+		{[]Param{{Name: "a", Type: Int, Default: "x"}}, "", "test.comp: parameter -a has a bad default: want an int"},
+	} {
+		c := &Component{Name: "test.comp", Params: tc.params, Varargs: tc.varargs}
+		if _, err := c.Parse(nil, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%+v: err = %v, want %q", tc.params, err, tc.err)
+		}
+	}
+}
+
+func TestParseNNodes(t *testing.T) {
+	for _, tc := range []struct {
+		j    string
+		want Nodes
+	}{
+		{"2:4x8", Nodes{Min: 2, Max: 4, NProcPerNode: 8, Rep: "2:4"}},
+		{"2x8", Nodes{Min: 2, Max: 2, NProcPerNode: 8, Rep: "2"}},
+		{"02x8", Nodes{Min: 2, Max: 2, NProcPerNode: 8, Rep: "02"}},
+		{"4", Nodes{Min: 1, Max: 1, NProcPerNode: 4, Rep: "1"}},
+		{"1x1", Nodes{Min: 1, Max: 1, NProcPerNode: 1, Rep: "1"}},
+		{"0:1x2", Nodes{Min: 0, Max: 1, NProcPerNode: 2, Rep: "0:1"}},
+	} {
+		got, err := ParseNNodes(tc.j)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseNNodes(%q) = %+v, %v; want %+v", tc.j, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ j, err string }{
+		{"", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: "},
+		{"x", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: x"},
+		{"2x", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: 2x"},
+		{"x2", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: x2"},
+		{"2:4", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: 2:4"},
+		{"1x2x3", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: 1x2x3"},
+		{"-1x2", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: -1x2"},
+		{" 2x2", `invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: " 2x2"`},
+		{"2\nx2", `invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: "2\nx2"`},
+		{"2X2", "invalid format for -j, usage example: 1:2x4 or 1x4 or 4. Given: 2X2"},
+		{"0x2", "invalid -j 0x2: a job needs at least 1 node"},
+		{"2x0", "invalid -j 2x0: a node needs at least 1 process"},
+		{"0", "invalid -j 0: a node needs at least 1 process"},
+		{"4:2x1", "invalid -j 4:2x1: the minimum number of nodes (4) exceeds the maximum (2)"},
+		{"99999999999999999999x1", "invalid -j 99999999999999999999x1: 99999999999999999999 is too large"},
+	} {
+		if _, err := ParseNNodes(tc.j); err == nil || err.Error() != tc.err {
+			t.Errorf("ParseNNodes(%q) err = %v, want %q", tc.j, err, tc.err)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"":             "''",
+		"abc":          "abc",
+		"a-b_c.d/e:f":  "a-b_c.d/e:f",
+		"@%+=,":        "@%+=,",
+		"a b":          "'a b'",
+		"$HOME":        "'$HOME'",
+		"${app_id}":    "'${app_id}'",
+		"it's":         `'it'"'"'s'`,
+		"tab\there":    "'tab\there'",
+		"é":            "'é'",
+		"x*":           "'x*'",
+		"--rdzv_id":    "--rdzv_id",
+		"localhost:0":  "localhost:0",
+		"2:4":          "2:4",
+		"a\nb":         "'a\nb'",
+		"semi;colon":   "'semi;colon'",
+		`back\slash`:   `'back\slash'`,
+		"quote\"d":     `'quote"d'`,
+		"paren(s)":     "'paren(s)'",
+		"tilde~":       "'tilde~'",
+		"excl!":        "'excl!'",
+		"hash#":        "'hash#'",
+		"amp&":         "'amp&'",
+		"pipe|":        "'pipe|'",
+		"lt<gt>":       "'lt<gt>'",
+		"question?":    "'question?'",
+		"bracket[0]":   "'bracket[0]'",
+		"brace{}":      "'brace{}'",
+		"caret^":       "'caret^'",
+		"backtick`":    "'backtick`'",
+		"UPPER_lower9": "UPPER_lower9",
+	} {
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestSplitWords(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":                     nil,
+		"   ":                  nil,
+		"-a b --c=d e":         {"-a", "b", "--c=d", "e"},
+		`a 'b c' "d e" f\ g`:   {"a", "b c", "d e", "f g"},
+		`"a\"b" 'c\d' x""y ''`: {`a"b`, `c\d`, "xy", ""},
+		"a\tb\nc":              {"a", "b", "c"},
+		`"$x\$y"`:              {`$x$y`},
+		`trail\`:               {"trail"},
+	} {
+		got, err := SplitWords(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("SplitWords(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{`'a`, `"a`, `a "b\"`} {
+		if _, err := SplitWords(in); err == nil {
+			t.Errorf("SplitWords(%q): no error", in)
+		}
+	}
+}
+
+func TestParseRunName(t *testing.T) {
+	// TorchX's StructuredNameArgument doctests.
+	for _, tc := range []struct{ name, script, m, exp, run string }{
+		{"foo/bar", "bar/baz.py", "", "foo", "bar"},
+		{"foo/", "bar/baz.py", "", "foo", "baz"},
+		{"/bar", "bar/baz.py", "", "default-experiment", "bar"},
+		{"foobar", "", "foo.bar", "default-experiment", "foobar"},
+		{"foo/bar", "", "foo.bar.baz", "foo", "bar"},
+		{"foo/", "", "foo.bar.baz", "foo", "baz"},
+		{"/bar", "", "foo.bar.baz", "default-experiment", "bar"},
+		{"/", "a/.hidden", "", "default-experiment", ".hidden"},
+		{"/", "a/b.tar.gz", "", "default-experiment", "b.tar"},
+		{"a/b/c", "x.py", "", "a", "b/c"},
+	} {
+		got := ParseRunName(tc.name, tc.script, tc.m)
+		if got.Experiment != tc.exp || got.Run != tc.run {
+			t.Errorf("ParseRunName(%q, %q, %q) = %+v, want %s/%s", tc.name, tc.script, tc.m, got, tc.exp, tc.run)
+		}
+	}
+}
+
+func TestUsage(t *testing.T) {
+	ddp, _ := Find("dist.ddp", FindOptions{})
+	u := ddp.Usage()
+	for _, want := range []string{
+		"usage: wick run [RUN OPTIONS] dist.ddp [FLAGS] [--] [script_args...]",
+		"  -j, --j string ",
+		`(default: "1x2")`,
+		"  -h, --h string ",
+		"      --help ",
+		"      --rdzv_port int ",
+		"(default: 29500)",
+		"script_args...",
+		"wick run dist.ddp -j 2x4 --script main.py",
+	} {
+		if !strings.Contains(u, want) {
+			t.Errorf("dist.ddp usage lacks %q:\n%s", want, u)
+		}
+	}
+	touch, _ := Find("utils.touch", FindOptions{})
+	u = touch.Usage()
+	for _, want := range []string{"--file string", "file to create (required)", "-h, --help"} {
+		if !strings.Contains(u, want) {
+			t.Errorf("utils.touch usage lacks %q:\n%s", want, u)
+		}
+	}
+}
+
+func TestParamTypeString(t *testing.T) {
+	for typ, want := range map[ParamType]string{String: "string", Int: "int", Float: "float", Bool: "bool", List: "list", Map: "map", 9: "ParamType(9)"} {
+		if got := typ.String(); got != want {
+			t.Errorf("%d: %q, want %q", int(typ), got, want)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+// Package config reads TorchX's .torchxconfig files, so that a TorchX project works
+// unchanged with wick.
+//
+// A .torchxconfig is an INI file (read as Python's configparser reads it: sections
+// in [brackets], "key = value" or "key: value", full-line comments starting with # or
+// ;, indented continuation lines, %(key)s interpolation and %% for a literal %; keys
+// are case-sensitive). Its sections:
+//
+//	[local_cwd]            run options of a scheduler (one section per scheduler), cast
+//	log_dir = /tmp/logs    to their types; "None" means unset
+//
+//	[component:dist.ddp]   default arguments of a component, as strings, exactly as
+//	j = 2x8                they would be written on the command line (lists a,b,c,
+//	env = A=B,C=D          maps A=B,C=D, varargs as a shell would split them)
+//
+//	[cli:run]              defaults of `wick run`: scheduler, workspace, component
+//	scheduler = local_cwd
+//
+// [torchx:tracker] and [tracker:NAME] sections are accepted and ignored.
+//
+// # Which files, and precedence
+//
+// If $TORCHXCONFIG is set, only the file it names is read (it must exist; set and
+// empty, no file is read), as in TorchX. Otherwise wick reads the project's
+// ./.torchxconfig and ~/.torchxconfig, those that exist.
+//
+// For each value, the first source that has it wins:
+//
+//  1. the command line (`wick run -cfg k=v`, component flags, -s);
+//  2. the project's ./.torchxconfig;
+//  3. ~/.torchxconfig;
+//  4. the defaults in code (a run option's default, a parameter's declared default).
+//
+// This differs from TorchX on purpose: TorchX reads $HOME before the project, and
+// since the first file seen wins, a user's home file overrides the project's (a known
+// defect: a project cannot pin its own settings). wick lets the project win. A key
+// set to None in a file masks the same key of lower-precedence files, leaving the
+// option at its default.
+//
+// Unlike TorchX, which warned and went on, an unknown run option key, an unknown
+// [cli:run] key and a value of the wrong type are errors that name the file and the
+// line (and suggest the closest key).
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// FileName is the name of the config file, in the project and in the home directory.
+const FileName = ".torchxconfig"
+
+// EnvVar names the variable that points at the one config file to read.
+const EnvVar = "TORCHXCONFIG"
+
+// NoneValue is the value that means "unset" in a scheduler section.
+const NoneValue = "None"
+
+// cliRunKeys are the keys of [cli:run].
+func cliRunKeys() []string { return []string{"scheduler", "workspace", "component"} }
+
+// Config is what a set of config files says, files in precedence order. The zero
+// value (and a nil *Config) holds nothing.
+type Config struct {
+	files []*File
+}
+
+// Locations say where Load looks for config files.
+type Locations struct {
+	// TorchxConfig is the value of $TORCHXCONFIG; TorchxConfigSet says whether the
+	// variable is set at all (set and empty means: read no file, as in TorchX).
+	TorchxConfig    string
+	TorchxConfigSet bool
+	// Cwd is the project directory; Home the user's home directory. "" skips one.
+	Cwd, Home string
+}
+
+// DefaultLocations reads the locations from the process: $TORCHXCONFIG, the working
+// directory and the home directory.
+func DefaultLocations() Locations {
+	var loc Locations
+	loc.TorchxConfig, loc.TorchxConfigSet = os.LookupEnv(EnvVar)
+	loc.Cwd, _ = os.Getwd()
+	loc.Home, _ = os.UserHomeDir()
+	return loc
+}
+
+// Paths returns the config files to read, highest precedence first: the
+// $TORCHXCONFIG file alone (an error if it is not a file; none if it is empty), or
+// the project's then the home directory's .torchxconfig, those that exist.
+func Paths(loc Locations) ([]string, error) {
+	if loc.TorchxConfigSet {
+		if loc.TorchxConfig == "" {
+			return nil, nil
+		}
+		fi, err := os.Stat(loc.TorchxConfig)
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("$%s=%s does not exist or is not a file", EnvVar, loc.TorchxConfig)
+		}
+		return []string{loc.TorchxConfig}, nil
+	}
+	var paths []string
+	seen := map[string]bool{}
+	for _, dir := range []string{loc.Cwd, loc.Home} {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, FileName)
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			abs = p
+		}
+		if seen[abs] {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			seen[abs] = true
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// Load reads the config files of a project: torchxconfig is the value of
+// $TORCHXCONFIG ("" when unset), home the home directory, cwd the project directory.
+// Use LoadLocations to tell an unset $TORCHXCONFIG from an empty one.
+func Load(torchxconfig, home, cwd string) (*Config, error) {
+	return LoadLocations(Locations{TorchxConfig: torchxconfig, TorchxConfigSet: torchxconfig != "", Cwd: cwd, Home: home})
+}
+
+// LoadLocations reads the config files Paths finds.
+func LoadLocations(loc Locations) (*Config, error) {
+	paths, err := Paths(loc)
+	if err != nil {
+		return nil, err
+	}
+	return LoadFiles(paths...)
+}
+
+// LoadDirs reads DIR/.torchxconfig for each directory that has one, highest
+// precedence first (pass the project directory, then home).
+func LoadDirs(dirs ...string) (*Config, error) {
+	var paths []string
+	for _, d := range dirs {
+		p := filepath.Join(d, FileName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			paths = append(paths, p)
+		}
+	}
+	return LoadFiles(paths...)
+}
+
+// maxFileSize bounds a config file.
+const maxFileSize = 1 << 20
+
+// LoadFiles reads and parses config files, highest precedence first. Each must
+// exist.
+func LoadFiles(paths ...string) (*Config, error) {
+	c := &Config{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if len(data) > maxFileSize {
+			return nil, fmt.Errorf("%s: config file is larger than %d bytes", p, maxFileSize)
+		}
+		f, err := Parse(p, data)
+		if err != nil {
+			return nil, err
+		}
+		c.files = append(c.files, f)
+	}
+	return c, nil
+}
+
+// New makes a Config of parsed files, highest precedence first.
+func New(files ...*File) *Config { return &Config{files: files} }
+
+// Files lists the paths of the files read, highest precedence first.
+func (c *Config) Files() []string {
+	if c == nil {
+		return nil
+	}
+	out := make([]string, len(c.files))
+	for i, f := range c.files {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// RunOpts returns the run options the files set for scheduler, cast to the types of
+// opts: the first file (in precedence order) that sets a key wins, "None" leaves the
+// option unset. Merge the result under the command line's: cli.Merge(cfg).
+func (c *Config) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) {
+	cfg := spec.Cfg{}
+	if c == nil {
+		return cfg, nil
+	}
+	seen := map[string]bool{}
+	for _, f := range c.files {
+		s := f.Section(scheduler)
+		if s == nil {
+			continue
+		}
+		for _, e := range s.Entries {
+			key := e.Key
+			if _, ok := opts.Get(key); !ok {
+				if snake := snakeCase(key); snake != key {
+					if _, ok := opts.Get(snake); ok {
+						key = snake
+					}
+				}
+			}
+			opt, ok := opts.Get(key)
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: [%s] %s is not a run option of %s%s", f.Path, e.Line, scheduler, e.Key, scheduler,
+					spec.DidYouMean(e.Key, opts.Names()))
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if e.Value == NoneValue {
+				continue
+			}
+			v, err := opt.Cast(e.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: [%s] %w", f.Path, e.Line, scheduler, err)
+			}
+			cfg[key] = v
+		}
+	}
+	return cfg, nil
+}
+
+// snakeCase turns logDir into log_dir (newer TorchX accepts camelCase spellings).
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// ComponentDefaults returns the [component:NAME] defaults, as strings, the first
+// file that sets a key winning. Pass them to components.Component.Parse.
+func (c *Config) ComponentDefaults(name string) map[string]string {
+	return c.merged("component:" + name)
+}
+
+// CLIRun returns the [cli:run] defaults: scheduler, workspace, component.
+func (c *Config) CLIRun() map[string]string { return c.merged("cli:run") }
+
+// CLI returns the [cli:CMD] defaults of a wick verb.
+func (c *Config) CLI(cmd string) map[string]string { return c.merged("cli:" + cmd) }
+
+func (c *Config) merged(section string) map[string]string {
+	out := map[string]string{}
+	if c == nil {
+		return out
+	}
+	for _, f := range c.files {
+		if s := f.Section(section); s != nil {
+			for _, e := range s.Entries {
+				if _, ok := out[e.Key]; !ok {
+					out[e.Key] = e.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+// CheckSections reports the first section that is neither one of the given
+// schedulers nor a [component:NAME], [cli:CMD], [torchx:tracker] or [tracker:NAME]
+// section: most likely a misspelt scheduler, which would otherwise be ignored.
+func (c *Config) CheckSections(schedulers []string) error {
+	if c == nil {
+		return nil
+	}
+	for _, f := range c.files {
+		for _, s := range f.Sections {
+			prefix, _, hasPrefix := strings.Cut(s.Name, ":")
+			switch {
+			case hasPrefix && (prefix == "component" || prefix == "cli" || prefix == "tracker"),
+				s.Name == "torchx:tracker":
+				continue
+			}
+			known := false
+			for _, name := range schedulers {
+				known = known || name == s.Name
+			}
+			if !known {
+				return fmt.Errorf("%s:%d: unknown section [%s]: not a scheduler%s", f.Path, s.Line, s.Name,
+					spec.DidYouMean(s.Name, schedulers))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package docker
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Each benchmark of wick sits beside a bare one that does the least the Engine needs
+// for the same work, through the same Engine in the same run:
+//
+//	go test -run '^$' -bench . ./engine/docker/
+
+// BenchmarkRun8True launches 8 replicas of `true` and waits until they have all exited.
+func BenchmarkRun8True(b *testing.B) {
+	needEngine(b)
+	s := newScheduler(b)
+	ctx := context.Background()
+	r := spec.NewRole("true", env.image, "/bin/true")
+	r.NumReplicas = 8
+	app := &spec.AppDef{Name: "bench-true", Roles: []spec.Role{r}}
+	for b.Loop() {
+		b.StopTimer()
+		info := plan(b, s, app, nil, "")
+		b.StartTimer()
+		if err := s.Schedule(ctx, info, nil); err != nil {
+			b.Fatal(err)
+		}
+		if st := waitFast(b, s, info.AppID); st.State != spec.Succeeded {
+			b.Fatalf("state %s", st.State)
+		}
+		b.StopTimer()
+		if err := s.Delete(ctx, info.AppID, true); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkBareRun1True is `docker run` of one `true`: create, start, wait.
+func BenchmarkBareRun1True(b *testing.B) {
+	needEngine(b)
+	for b.Loop() {
+		id := bareRun(b, "/bin/true")
+		bareWait(b, id)
+		b.StopTimer()
+		bareRemove(b, id)
+		b.StartTimer()
+	}
+}
+
+// BenchmarkBareRun8TrueSerial is what TorchX does: eight `docker run`s one after
+// another, then the wait.
+func BenchmarkBareRun8TrueSerial(b *testing.B) {
+	needEngine(b)
+	for b.Loop() {
+		ids := make([]string, 8)
+		for i := range ids {
+			ids[i] = bareRun(b, "/bin/true")
+		}
+		for _, id := range ids {
+			bareWait(b, id)
+		}
+		b.StopTimer()
+		for _, id := range ids {
+			bareRemove(b, id)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkCancel4 cancels an app of 4 running replicas looping on sleep 1, until they
+// have all stopped.
+func BenchmarkCancel4(b *testing.B) {
+	needEngine(b)
+	s := newScheduler(b)
+	ctx := context.Background()
+	r := spec.NewRole("loop", env.image, "/bin/helper", "loop")
+	r.NumReplicas = 4
+	app := &spec.AppDef{Name: "bench-cancel", Roles: []spec.Role{r}}
+	for b.Loop() {
+		b.StopTimer()
+		info := plan(b, s, app, nil, "")
+		if err := s.Schedule(ctx, info, nil); err != nil {
+			b.Fatal(err)
+		}
+		wait(b, s, info.AppID, 30*time.Second, func(st *spec.AppStatus) bool { n, total := st.Replicas(); return n == total })
+		b.StartTimer()
+		if err := s.Cancel(ctx, info.AppID); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if d, err := s.Describe(ctx, info.AppID); err != nil || d.Status.State != spec.Cancelled {
+			b.Fatalf("after cancel: %v %v", d.Status.State, err)
+		}
+		if err := s.Delete(ctx, info.AppID, true); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkBareStop1 is `docker stop` of one container of the same loop.
+func BenchmarkBareStop1(b *testing.B) {
+	needEngine(b)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		id := bareRun(b, "/bin/helper", "loop")
+		b.StartTimer()
+		if _, err := env.cli.ContainerStop(ctx, id, client.ContainerStopOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		bareRemove(b, id)
+		b.StartTimer()
+	}
+}
+
+const floodLines = 200_000
+
+// BenchmarkLogs200k reads every line of a replica that printed 200k lines.
+func BenchmarkLogs200k(b *testing.B) {
+	needEngine(b)
+	s := newScheduler(b)
+	id := floodApp(b)
+	ctx := context.Background()
+	for b.Loop() {
+		it, err := s.Logs(ctx, id, "flood", 0, sched.LogOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			_, err := it.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		it.Close()
+		if n != floodLines {
+			b.Fatalf("read %d lines", n)
+		}
+	}
+}
+
+// BenchmarkBareLogs200k is `docker logs` of the same container: the Engine's stream,
+// demultiplexed, without timestamps or lines.
+func BenchmarkBareLogs200k(b *testing.B) {
+	needEngine(b)
+	floodApp(b)
+	ctx := context.Background()
+	for b.Loop() {
+		body, err := env.cli.ContainerLogs(ctx, flood.container, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := stdcopy.StdCopy(io.Discard, io.Discard, body); err != nil {
+			b.Fatal(err)
+		}
+		body.Close()
+	}
+}
+
+// flood is the app of the log benchmarks, made once; TestMain's cleanup removes it.
+var flood struct {
+	once      sync.Once
+	app       string
+	container string
+}
+
+func floodApp(b *testing.B) string {
+	flood.once.Do(func() {
+		s, err := New(sched.Config{Session: env.session, StateDir: env.stateDir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		app := &spec.AppDef{Name: "bench-flood", Roles: []spec.Role{role("flood", 1, "flood", "200000")}}
+		info := plan(b, s.(*Scheduler), app, nil, "")
+		if err := s.Schedule(context.Background(), info, nil); err != nil {
+			b.Fatal(err)
+		}
+		waitTerminal(b, s.(*Scheduler), info.AppID)
+		flood.app = info.AppID
+		flood.container = containerName(info.AppID, "flood", 0)
+	})
+	if flood.app == "" {
+		b.Fatal("no flood app")
+	}
+	return flood.app
+}
+
+// waitFast polls Describe every 10 ms until the app is terminal.
+func waitFast(b *testing.B, s *Scheduler, appID string) spec.AppStatus {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		d, err := s.Describe(context.Background(), appID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d.Status.State.Terminal() {
+			return d.Status
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.Fatalf("app %s did not end", appID)
+	return spec.AppStatus{}
+}
+
+func bareRun(b *testing.B, cmd ...string) string {
+	ctx := context.Background()
+	initOn := true
+	res, err := env.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: env.image, Entrypoint: cmd[:1], Cmd: cmd[1:], Labels: map[string]string{"wick-test": env.session}},
+		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(env.network), Init: &initOn},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := env.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return res.ID
+}
+
+func bareWait(b *testing.B, id string) {
+	w := env.cli.ContainerWait(context.Background(), id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case err := <-w.Error:
+		b.Fatal(err)
+	}
+}
+
+func bareRemove(b *testing.B, id string) {
+	if _, err := env.cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkBareLogs200kTimestamps(b *testing.B) {
+	needEngine(b)
+	floodApp(b)
+	ctx := context.Background()
+	for b.Loop() {
+		body, err := env.cli.ContainerLogs(ctx, flood.container, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := stdcopy.StdCopy(io.Discard, io.Discard, body); err != nil {
+			b.Fatal(err)
+		}
+		body.Close()
+	}
+}

@@ -1,0 +1,173 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// markerPath is the file Cancel writes into each container it stops.
+//
+// Docker keeps no trace of why a container stopped (a cancelled replica exits 143 or
+// 137, or 0 if it handles SIGTERM, exactly like one that failed or finished), and labels
+// cannot change after create. So Cancel copies this small file into every container it
+// is about to stop, and Describe reads the stopped containers for it. The marker lives
+// in the Engine with the container itself: it is seen by any process on any machine
+// that reaches the Engine, survives Engine restarts, and goes away with the container
+// on delete. Replicas that had ended before the cancel are not marked and keep their
+// own state.
+const markerPath = "/.wick-cancelled"
+
+// markerTar is the tar stream that puts the marker at the container's root.
+func markerTar(now time.Time) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := now.UTC().Format(time.RFC3339Nano) + "\n"
+	_ = tw.WriteHeader(&tar.Header{Name: markerPath[1:], Mode: 0o444, Size: int64(len(body)), ModTime: now, Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(body))
+	_ = tw.Close()
+	return buf.Bytes()
+}
+
+// hasMarker reports whether wick's cancel marker is in the container.
+func hasMarker(ctx context.Context, cli *client.Client, id string) bool {
+	_, err := cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: markerPath})
+	return err == nil
+}
+
+// live reports whether a container has yet to end: it runs, restarts, is paused or was
+// never started.
+func live(state container.ContainerState) bool {
+	switch state {
+	case container.StateRunning, container.StateRestarting, container.StatePaused, container.StateCreated:
+		return true
+	}
+	return false
+}
+
+// Cancel stops every container of the app concurrently: SIGTERM, then SIGKILL after
+// the stop_timeout the app was launched with. Docker has no supervisor of ours to send
+// the SIGKILL later, so Cancel returns once the Engine has stopped them all, which takes
+// at most that grace period. Cancelling an app that has ended does nothing.
+func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
+	if err := spec.ValidateName("app id", appID); err != nil {
+		return err
+	}
+	cli, err := s.engine(ctx)
+	if err != nil {
+		return err
+	}
+	sums, err := s.containers(ctx, cli, appID)
+	if err != nil {
+		return err
+	}
+	if len(sums) == 0 {
+		return notFound(appID)
+	}
+	return s.stop(ctx, cli, sums)
+}
+
+func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []container.Summary) error {
+	marker := markerTar(time.Now())
+	errs := make([]error, len(sums))
+	err := forEach(ctx, len(sums), func(i int) error {
+		c := sums[i]
+		if !live(c.State) {
+			return nil
+		}
+		_, err := cli.CopyToContainer(ctx, c.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: bytes.NewReader(marker)})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs[i] = fmt.Errorf("marking %s cancelled: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(err)))
+			// Stop it anyway: a stopped container that reads FAILED beats one that runs.
+		}
+		if c.State == container.StatePaused {
+			_, _ = cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{})
+		}
+		if _, err := cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs[i] = fmt.Errorf("stopping %s: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(err)))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+func first(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// Delete removes the app's containers, and its network when wick created it and no
+// other container uses it. An app with live containers is refused with ErrRunning
+// unless force, which cancels it first. Workspace images are kept: later runs reuse
+// them.
+func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error {
+	if err := spec.ValidateName("app id", appID); err != nil {
+		return err
+	}
+	cli, err := s.engine(ctx)
+	if err != nil {
+		return err
+	}
+	sums, err := s.containers(ctx, cli, appID)
+	if err != nil {
+		return err
+	}
+	if len(sums) == 0 {
+		return notFound(appID)
+	}
+	n := 0
+	for _, c := range sums {
+		if live(c.State) && c.State != container.StateCreated {
+			n++
+		}
+	}
+	if n > 0 {
+		if !force {
+			return fmt.Errorf("%s: %w (%d of %d containers): cancel it first, or force", appID, sched.ErrRunning, n, len(sums))
+		}
+		if err := s.stop(ctx, cli, sums); err != nil {
+			return err
+		}
+	}
+	networks := map[string]bool{}
+	for _, c := range sums {
+		if c.HostConfig.NetworkMode != "" {
+			networks[c.HostConfig.NetworkMode] = true
+		}
+	}
+	errs := make([]error, len(sums))
+	err = forEach(ctx, len(sums), func(i int) error {
+		_, err := cli.ContainerRemove(ctx, sums[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs[i] = fmt.Errorf("removing %s: %s", trimSlash(first(sums[i].Names)), engineMessage(s.engineErr(err)))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for name := range networks {
+		if err := s.removeNetworkIfUnused(ctx, cli, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// These tests need no Engine.
+
+func dryRun(t *testing.T, app *spec.AppDef, cfg spec.Cfg, workspace string) (*Request, error) {
+	t.Helper()
+	s, err := New(sched.Config{Session: "sess"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = s.RunOpts().Resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := s.DryRun(context.Background(), sched.Submission{AppID: "trainer-bcd0123456789", App: app, Cfg: cfg, Workspace: workspace})
+	if err != nil {
+		return nil, err
+	}
+	return req.(*Request), nil
+}
+
+func TestDryRun(t *testing.T) {
+	t.Setenv("WICK_UNIT_COPY_A", "a")
+	t.Setenv("WICK_UNIT_COPY_B", "b")
+	t.Setenv("WICK_UNIT_OTHER", "x")
+	mounts, err := spec.ParseMounts("type=bind,src=/data,dst=/data,readonly,type=volume,src=cache,dst=/cache,type=device,src=/dev/fuse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trainer := spec.NewRole("trainer", "pytorch:2", "python", "-m", "train", "--id", "${app_id}", "--rank", "${replica_id}", "--root", "${img_root}/x", "--master", "$${${rank0_env}}")
+	trainer.NumReplicas = 2
+	trainer.Env = map[string]string{"WICK_UNIT_COPY_B": "role", "FROM_ROLE": "${replica_id}", "FROM_CFG": "role wins"}
+	trainer.Resource = spec.Resource{CPU: 4, GPU: 2, MemMB: 2048, Devices: map[string]int{"vpc.amazonaws.com/efa": 2, "example.com/thing": 1}}
+	trainer.Mounts = mounts
+	trainer.PortMap = map[string]int{"tensorboard": 6006}
+	trainer.MaxRetries = 3
+	ps := spec.NewRole("ps", "redis:7", "redis-server")
+	app := &spec.AppDef{Name: "trainer", Roles: []spec.Role{trainer, ps}}
+	orig := app.Clone()
+
+	req, err := dryRun(t, app, spec.Cfg{
+		OptCopyEnv:    []string{"WICK_UNIT_COPY_*"},
+		OptEnv:        map[string]string{"FROM_CFG": "cfg", "ONLY_CFG": "1"},
+		OptShmSize:    "2g",
+		OptPrivileged: true,
+		OptNetwork:    "mynet",
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(app.Roles, orig.Roles, func(a, b spec.Role) bool { return slices.Equal(a.Args, b.Args) }) {
+		t.Error("DryRun changed the caller's AppDef")
+	}
+	if req.AppID != "trainer-bcd0123456789" || req.Session != "sess" || req.Network != "mynet" || req.Build != nil || len(req.Containers) != 3 {
+		t.Fatalf("request %+v", req)
+	}
+	c := req.Containers[1]
+	name := "trainer-bcd0123456789-trainer-1"
+	if c.Name != name || c.Hostname != name || c.Role != "trainer" || c.Replica != 1 || c.Image != "pytorch:2" {
+		t.Errorf("identity %+v", c)
+	}
+	wantCmd := []string{"python", "-m", "train", "--id", "trainer-bcd0123456789", "--rank", "1", "--root", "/x", "--master", "${TORCHX_RANK0_HOST}"}
+	if !slices.Equal(c.Command, wantCmd) {
+		t.Errorf("command %q, want %q", c.Command, wantCmd)
+	}
+	for k, v := range map[string]string{
+		"WICK_UNIT_COPY_A": "a", "WICK_UNIT_COPY_B": "role", "FROM_ROLE": "1", "FROM_CFG": "role wins", "ONLY_CFG": "1",
+		"TORCHX_RANK0_HOST": "trainer-bcd0123456789-trainer-0", "TORCHX_IMAGE": "pytorch:2",
+		"WICK_APP_ID": "trainer-bcd0123456789", "WICK_ROLE": "trainer", "WICK_REPLICA_ID": "1",
+	} {
+		if c.Env[k] != v {
+			t.Errorf("env %s=%q, want %q", k, c.Env[k], v)
+		}
+	}
+	if _, ok := c.Env["WICK_UNIT_OTHER"]; ok {
+		t.Error("copy_env copied a variable its patterns do not match")
+	}
+	if c.Labels[LabelAppID] != req.AppID || c.Labels[LabelRole] != "trainer" || c.Labels[LabelReplicaID] != "1" || c.Labels[LabelSession] != "sess" ||
+		c.Labels[LabelTorchXAppID] != req.AppID || c.Labels[LabelTorchXRoleName] != "trainer" || c.Labels[LabelTorchXReplicaID] != "1" {
+		t.Errorf("labels %v", c.Labels)
+	}
+	var rec appRecord
+	if err := json.Unmarshal([]byte(c.Labels[LabelApp]), &rec); err != nil || rec.App.Roles[0].Args[3] != "${app_id}" || rec.Cfg[OptShmSize] != "2g" {
+		t.Errorf("app record %s: %v", c.Labels[LabelApp], err)
+	}
+	wantMounts := []MountSpec{{Type: spec.MountBind, Source: "/data", Target: "/data", ReadOnly: true}, {Type: spec.MountVolume, Source: "cache", Target: "/cache"}}
+	if !slices.Equal(c.Mounts, wantMounts) {
+		t.Errorf("mounts %+v", c.Mounts)
+	}
+	wantDevices := []DeviceSpec{
+		{Host: "/dev/fuse", Container: "/dev/fuse", Permissions: "rwm"},
+		{Host: "/dev/infiniband/uverbs0", Container: "/dev/infiniband/uverbs0", Permissions: "rwm"},
+		{Host: "/dev/infiniband/uverbs1", Container: "/dev/infiniband/uverbs1", Permissions: "rwm"},
+	}
+	if !slices.Equal(c.Devices, wantDevices) {
+		t.Errorf("devices %+v", c.Devices)
+	}
+	if c.Resources != (Resources{NanoCPUs: 4e9, MemoryBytes: 2048 << 20, GPUs: 2, ShmBytes: 2 << 30}) {
+		t.Errorf("resources %+v", c.Resources)
+	}
+	if !slices.Equal(c.Ports, []PortSpec{{Name: "tensorboard", ContainerPort: 6006, HostPort: 0}}) ||
+		!slices.Equal(req.Containers[0].Ports, []PortSpec{{Name: "tensorboard", ContainerPort: 6006, HostPort: 6006}}) {
+		t.Errorf("ports %+v and %+v", req.Containers[0].Ports, c.Ports)
+	}
+	if c.Restart != (RestartSpec{Policy: "on-failure", MaxRetries: 3}) || !c.Init || !c.Privileged || c.StopTimeout != DefaultStopTimeout || c.Network != "mynet" {
+		t.Errorf("policies %+v %v %v %d %s", c.Restart, c.Init, c.Privileged, c.StopTimeout, c.Network)
+	}
+	p := req.Containers[2]
+	if p.Resources != (Resources{ShmBytes: 2 << 30}) || p.Restart.Policy != "no" || len(p.Command) != 1 || p.Env["TORCHX_RANK0_HOST"] != "trainer-bcd0123456789-trainer-0" {
+		t.Errorf("ps %+v", p)
+	}
+	if len(req.Warnings) != 2 || !strings.Contains(req.Warnings[0], "example.com/thing") || !strings.Contains(req.Warnings[1], "per replica") {
+		t.Errorf("warnings %q", req.Warnings)
+	}
+
+	// The request prints as JSON, fields in order.
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), `{"app_id":"trainer-bcd0123456789","session":"sess","network":"mynet","containers":[{"name":`) {
+		t.Errorf("JSON %.200s", b)
+	}
+	// And the create request is well formed.
+	opts, err := createOptions(&req.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := opts.HostConfig
+	if opts.Name != "trainer-bcd0123456789-trainer-0" || opts.Config.Entrypoint[0] != "python" || len(opts.Config.Cmd) != 10 ||
+		h.NanoCPUs != 4e9 || h.Memory != 2048<<20 || h.ShmSize != 2<<30 || !*h.Init || !h.Privileged ||
+		len(h.DeviceRequests) != 1 || h.DeviceRequests[0].Count != 2 || !slices.Equal(h.DeviceRequests[0].Capabilities[0], []string{"compute", "utility"}) ||
+		len(h.Mounts) != 2 || len(h.Devices) != 3 || len(h.PortBindings) != 1 || string(h.RestartPolicy.Name) != "on-failure" {
+		t.Errorf("create options %+v %+v", opts.Config, h)
+	}
+}
+
+func TestDryRunErrors(t *testing.T) {
+	ok := &spec.AppDef{Name: "x", Roles: []spec.Role{spec.NewRole("r", "img", "/bin/true")}}
+	for _, c := range []struct {
+		name string
+		app  *spec.AppDef
+		cfg  spec.Cfg
+		ws   string
+		want string
+	}{
+		{"bad shm", ok, spec.Cfg{OptShmSize: "lots"}, "", "shm_size"},
+		{"negative stop", ok, spec.Cfg{OptStopTimeout: -1}, "", "stop_timeout"},
+		{"no roles", &spec.AppDef{Name: "x"}, nil, "", "no roles"},
+		{"no image", &spec.AppDef{Name: "x", Roles: []spec.Role{spec.NewRole("r", "", "/bin/true")}}, nil, "", "no image"},
+		{"bad port", &spec.AppDef{Name: "x", Roles: []spec.Role{{Name: "r", Image: "i", Entrypoint: "e", NumReplicas: 1, PortMap: map[string]int{"p": 70000}}}}, nil, "", "not a port"},
+		{"workspace missing", ok, nil, "/nonexistent/ws", "workspace"},
+		{"bad image_repo", ok, spec.Cfg{OptImageRepo: "Not A Repo"}, t.TempDir(), "image_repo"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := dryRun(t, c.app, c.cfg, c.ws)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestContainerName(t *testing.T) {
+	for _, c := range []struct {
+		app, role string
+		k         int
+		want      string
+	}{
+		{"echo-kf2vb0x9qwm3", "echo", 0, "echo-kf2vb0x9qwm3-echo-0"},
+		// TorchX keeps the last 30 characters of the app id and the first 30 of the role.
+		{"a-very-long-application-name-here-kf2vb0x9qwm3", "trainer", 3, "ication-name-here-kf2vb0x9qwm3-trainer-3"},
+		{"x", "a-role-name-that-goes-on-and-on-and-on", 1, "x-a-role-name-that-goes-on-and-o-1"},
+		// Docker's names start with a letter or digit.
+		{"__.app", "r", 0, "app-r-0"},
+	} {
+		if got := containerName(c.app, c.role, c.k); got != c.want {
+			t.Errorf("containerName(%q, %q, %d) = %q, want %q", c.app, c.role, c.k, got, c.want)
+		}
+	}
+}
+
+func TestWorkspacePlan(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main.py", "print('hi')\n")
+	write("data/big.bin", "ignored")
+	write(".dockerignore", "data\n")
+	app := &spec.AppDef{Name: "ws", Roles: []spec.Role{spec.NewRole("main", "base:1", "python"), spec.NewRole("side", "other:1", "x")}}
+	plan := func() *Request {
+		t.Helper()
+		req, err := dryRun(t, app, spec.Cfg{OptImageRepo: "example.com/me/ws"}, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	req := plan()
+	b := req.Build
+	if b == nil || b.Role != "main" || b.Context != dir || b.BaseImage != "base:1" || b.Dockerfile != "" || b.Files != 1 ||
+		!strings.HasPrefix(b.Tag, "example.com/me/ws:") || req.Containers[0].Image != b.Tag || req.Containers[1].Image != "other:1" ||
+		req.Containers[0].Env["TORCHX_IMAGE"] != b.Tag {
+		t.Fatalf("build %+v, images %s %s", b, req.Containers[0].Image, req.Containers[1].Image)
+	}
+	// Same content, new times: same tag. Ignored files do not count.
+	write("main.py", "print('hi')\n")
+	write("data/big.bin", "changed but ignored")
+	if again := plan().Build.Tag; again != b.Tag {
+		t.Errorf("tag changed from %s to %s with the same content", b.Tag, again)
+	}
+	write("main.py", "print('bye')\n")
+	if changed := plan().Build.Tag; changed == b.Tag {
+		t.Error("tag did not change with the content")
+	}
+	write("Dockerfile.torchx", "ARG IMAGE\nFROM $IMAGE\n")
+	if p := plan().Build; p.Dockerfile != torchxDockerfile || p.Files != 3 {
+		t.Errorf("with Dockerfile.torchx: %+v", p)
+	}
+}
+
+func TestIgnore(t *testing.T) {
+	ig, err := parseIgnore(strings.NewReader("# comment\n\n*.pyc\n/build\nlogs/**\n**/secret*\n!logs/keep.txt\ndocs/*.md\n!docs/README.md\n[ab].txt\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{
+		"x.pyc": true, "pkg/x.pyc": false, "build": true, "build/out/a": true, "src/build": false,
+		"logs/a.log": true, "logs/keep.txt": false, "secret.key": true, "a/b/secret.txt": true,
+		"docs/x.md": true, "docs/README.md": false, "docs/sub/x.md": false, "a.txt": true, "c.txt": false, "main.py": false,
+	} {
+		if got := ig.excluded(path); got != want {
+			t.Errorf("excluded(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if _, err := parseIgnore(strings.NewReader("[unterminated\n")); err == nil {
+		t.Error("a bad pattern parsed")
+	}
+}
+
+func TestCopyEnv(t *testing.T) {
+	got := copyEnv([]string{"AWS_*", "HOME", "X?"}, []string{"AWS_KEY=k", "AWS_=e", "HOME=/h", "HOMER=no", "XY=1", "XYZ=no", "PATH=/bin", "=bad"})
+	want := map[string]string{"AWS_KEY": "k", "AWS_": "e", "HOME": "/h", "XY": "1"}
+	if len(got) != len(want) {
+		t.Errorf("copyEnv = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("copyEnv[%s] = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// An Engine that cannot be reached gives one line naming the socket or DOCKER_HOST.
+func TestUnreachable(t *testing.T) {
+	for _, c := range []struct{ host, want string }{
+		{"unix:///nonexistent/docker.sock", "DOCKER_HOST=unix:///nonexistent/docker.sock: the socket does not exist"},
+		{"tcp://127.0.0.1:1", "DOCKER_HOST=tcp://127.0.0.1:1"},
+	} {
+		t.Run(c.host, func(t *testing.T) {
+			t.Setenv("DOCKER_HOST", c.host)
+			s, err := New(sched.Config{Session: "s"})
+			if err != nil {
+				t.Fatal(err) // New never connects
+			}
+			defer s.Close()
+			_, err = s.Describe(context.Background(), "app-x")
+			if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Describe: %v, want one line containing %q", err, c.want)
+			}
+			t.Log(err)
+			if _, err := s.List(context.Background()); !errors.Is(err, ErrUnreachable) {
+				t.Errorf("List: %v", err)
+			}
+		})
+	}
+}

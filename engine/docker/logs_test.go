@@ -1,0 +1,269 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// These tests need no Engine: they feed the log parser the Engine's wire format.
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+
+// frame writes one multiplexed frame: "TIMESTAMP TEXT" on a stream.
+func frame(buf *bytes.Buffer, st stdcopy.StdType, at time.Duration, text string) {
+	payload := t0.Add(at).Format("2006-01-02T15:04:05.000000000Z07:00") + " " + text
+	var hdr [8]byte
+	hdr[0] = byte(st)
+	binary.BigEndian.PutUint32(hdr[4:], uint32(len(payload)))
+	buf.Write(hdr[:])
+	buf.WriteString(payload)
+}
+
+// parseAll runs the parser over a stream and returns the lines it yields.
+func parseAll(t *testing.T, body io.Reader, opts sched.LogOptions, tty bool) ([]sched.Line, error) {
+	t.Helper()
+	out := make(chan logBatch, 1000)
+	r := &logReader{role: "r", replica: 1, opts: opts, out: out, tty: tty}
+	if opts.Tail > 0 {
+		r.ring = make([]sched.Line, 0, opts.Tail)
+	}
+	err := r.parse(context.Background(), body)
+	if err == nil {
+		err = r.flush(context.Background())
+	}
+	close(out)
+	var lines []sched.Line
+	for b := range out {
+		lines = append(lines, b.lines...)
+	}
+	return append(lines, r.ring...), err
+}
+
+func TestParseLogStream(t *testing.T) {
+	var buf bytes.Buffer
+	frame(&buf, stdcopy.Stdout, 0, "one\n")
+	frame(&buf, stdcopy.Stderr, time.Millisecond, "warn\n")
+	// Docker splits a long line into 16 KiB messages, each with its own timestamp.
+	frame(&buf, stdcopy.Stdout, 2*time.Millisecond, strings.Repeat("a", 16384))
+	frame(&buf, stdcopy.Stderr, 3*time.Millisecond, "between\n")
+	frame(&buf, stdcopy.Stdout, 4*time.Millisecond, strings.Repeat("b", 100)+"\n")
+	frame(&buf, stdcopy.Stdout, 5*time.Millisecond, "  spaced\twhite  \r\n")
+	frame(&buf, stdcopy.Stdout, 6*time.Millisecond, "\n")
+	frame(&buf, stdcopy.Stderr, 7*time.Millisecond, "no newline at the end")
+	lines, err := parseAll(t, &buf, sched.LogOptions{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sched.Line{
+		{Time: t0, Stream: sched.Stdout, Text: "one"},
+		{Time: t0.Add(time.Millisecond), Stream: sched.Stderr, Text: "warn"},
+		// A line's time is its first fragment's: lines come in time order.
+		{Time: t0.Add(2 * time.Millisecond), Stream: sched.Stdout, Text: strings.Repeat("a", 16384) + strings.Repeat("b", 100)},
+		{Time: t0.Add(3 * time.Millisecond), Stream: sched.Stderr, Text: "between"},
+		{Time: t0.Add(5 * time.Millisecond), Stream: sched.Stdout, Text: "  spaced\twhite  \r"},
+		{Time: t0.Add(6 * time.Millisecond), Stream: sched.Stdout, Text: ""},
+		{Time: t0.Add(7 * time.Millisecond), Stream: sched.Stderr, Text: "no newline at the end", Partial: true},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d: %q", len(lines), len(want), texts(lines))
+	}
+	for i, w := range want {
+		w.Role, w.Replica = "r", 1
+		if lines[i] != w {
+			t.Errorf("line %d: got %+v, want %+v", i, short(lines[i]), short(w))
+		}
+	}
+}
+
+func short(l sched.Line) sched.Line {
+	if len(l.Text) > 40 {
+		l.Text = l.Text[:20] + "..." + l.Text[len(l.Text)-20:]
+	}
+	return l
+}
+
+func TestParseLogFilters(t *testing.T) {
+	var buf bytes.Buffer
+	for i := range 10 {
+		st := stdcopy.Stdout
+		if i%2 == 1 {
+			st = stdcopy.Stderr
+		}
+		frame(&buf, st, time.Duration(i)*time.Second, "line "+string(rune('0'+i))+"\n")
+	}
+	data := buf.Bytes()
+	for _, c := range []struct {
+		name string
+		opts sched.LogOptions
+		want []string
+	}{
+		{"all", sched.LogOptions{}, []string{"line 0", "line 1", "line 2", "line 3", "line 4", "line 5", "line 6", "line 7", "line 8", "line 9"}},
+		{"stderr", sched.LogOptions{Streams: sched.Stderr}, []string{"line 1", "line 3", "line 5", "line 7", "line 9"}},
+		{"since inclusive, until exclusive", sched.LogOptions{Since: t0.Add(2 * time.Second), Until: t0.Add(5 * time.Second)}, []string{"line 2", "line 3", "line 4"}},
+		{"regex", sched.LogOptions{Regex: regexp.MustCompile(`[37]$`)}, []string{"line 3", "line 7"}},
+		{"tail after filters", sched.LogOptions{Tail: 2, Streams: sched.Stdout}, []string{"line 6", "line 8"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lines, err := parseAll(t, bytes.NewReader(data), c.opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := texts(lines); !slices.Equal(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestParseLogResume(t *testing.T) {
+	// Two lines share a timestamp; a follower that resumes after the first must not
+	// repeat it, nor drop the second.
+	var first, again bytes.Buffer
+	frame(&first, stdcopy.Stdout, 0, "a\n")
+	frame(&first, stdcopy.Stdout, time.Second, "b\n")
+	frame(&again, stdcopy.Stdout, time.Second, "b\n")
+	frame(&again, stdcopy.Stdout, time.Second, "c\n")
+	frame(&again, stdcopy.Stdout, 2*time.Second, "d\n")
+	out := make(chan logBatch, 10)
+	r := &logReader{role: "r", out: out}
+	if err := r.parse(context.Background(), &first); err != nil {
+		t.Fatal(err)
+	}
+	r.resuming, r.skip = true, r.seen
+	if err := r.parse(context.Background(), &again); err != nil {
+		t.Fatal(err)
+	}
+	close(out)
+	var got []string
+	for b := range out {
+		got = append(got, texts(b.lines)...)
+	}
+	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestParseLogErrors(t *testing.T) {
+	var buf bytes.Buffer
+	frame(&buf, stdcopy.Stdout, 0, "ok\n")
+	var hdr [8]byte
+	hdr[0] = byte(stdcopy.Systemerr)
+	binary.BigEndian.PutUint32(hdr[4:], 4)
+	buf.Write(hdr[:])
+	buf.WriteString("boom")
+	if _, err := parseAll(t, &buf, sched.LogOptions{}, false); err == nil || err.Error() != "boom" {
+		t.Errorf("system error frame: %v", err)
+	}
+	buf.Reset()
+	frame(&buf, stdcopy.Stdout, 0, "truncated\n")
+	if _, err := parseAll(t, bytes.NewReader(buf.Bytes()[:buf.Len()-3]), sched.LogOptions{}, false); err == nil {
+		t.Error("a truncated frame parsed")
+	}
+}
+
+func TestParseLogTTY(t *testing.T) {
+	stamp := t0.Format(time.RFC3339Nano)
+	body := stamp + " first\n" + stamp + " second\n" + stamp + " tail"
+	lines, err := parseAll(t, strings.NewReader(body), sched.LogOptions{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(lines); !slices.Equal(got, []string{"first", "second", "tail"}) || !lines[2].Partial || lines[0].Stream != sched.Stdout || !lines[0].Time.Equal(t0) {
+		t.Errorf("tty lines %+v", lines)
+	}
+}
+
+func TestParseStamp(t *testing.T) {
+	for _, s := range []string{
+		"2026-01-02T03:04:05.123456789Z", "2026-01-02T03:04:05.1Z", "2026-01-02T03:04:05.000000000Z",
+		"2026-01-02T04:04:05.123456789+01:00", "2026-01-02T03:04:05Z",
+	} {
+		want, _ := time.Parse(time.RFC3339Nano, s)
+		got, ok := parseStamp([]byte(s))
+		if !ok || !got.Equal(want) {
+			t.Errorf("parseStamp(%s) = %v %v, want %v", s, got, ok, want)
+		}
+	}
+	if _, ok := parseStamp([]byte("yesterday")); ok {
+		t.Error("parsed a word")
+	}
+}
+
+func TestReplicaStatus(t *testing.T) {
+	at := "2026-01-02T03:04:05.5Z"
+	mk := func(status container.ContainerState, code int, cancelled bool) *replica {
+		return &replica{
+			sum: container.Summary{ID: "abc", Names: []string{"/app-r-0"}, Labels: map[string]string{LabelRole: "r", LabelReplicaID: "0"}},
+			info: &container.InspectResponse{RestartCount: 1, Config: &container.Config{Hostname: "app-r-0"},
+				State: &container.State{Status: status, ExitCode: code, StartedAt: at, FinishedAt: at}},
+			cancelled: cancelled,
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		r         *replica
+		state     spec.AppState
+		exit      *int
+		errSubstr string
+	}{
+		{"created", mk(container.StateCreated, 0, false), spec.Submitted, nil, ""},
+		{"running", mk(container.StateRunning, 0, false), spec.Running, nil, ""},
+		{"restarting", mk(container.StateRestarting, 1, false), spec.Pending, nil, ""},
+		{"paused", mk(container.StatePaused, 0, false), spec.Pending, nil, ""},
+		{"succeeded", mk(container.StateExited, 0, false), spec.Succeeded, spec.IntPtr(0), ""},
+		{"failed", mk(container.StateExited, 2, false), spec.Failed, spec.IntPtr(2), ""},
+		{"cancelled", mk(container.StateExited, 143, true), spec.Cancelled, spec.IntPtr(143), ""},
+		{"cancelled cleanly", mk(container.StateExited, 0, true), spec.Cancelled, spec.IntPtr(0), ""},
+		{"cancelled before start", mk(container.StateCreated, 0, true), spec.Cancelled, nil, ""},
+		{"dead", mk(container.StateDead, 0, false), spec.Failed, nil, "dead"},
+		{"removed", &replica{sum: container.Summary{ID: "abc", Names: []string{"/app-r-0"}, Labels: map[string]string{LabelRole: "r", LabelReplicaID: "0"}}}, spec.Failed, nil, "removed outside wick"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := replicaStatus(c.r)
+			if got.State != c.state || (got.ExitCode == nil) != (c.exit == nil) || c.exit != nil && *got.ExitCode != *c.exit ||
+				!strings.Contains(got.StructuredError, c.errSubstr) || got.Role != "r" || got.Hostname != "app-r-0" || got.ContainerID != "abc" {
+				t.Errorf("got %+v, want %s exit %v", got, c.state, c.exit)
+			}
+		})
+	}
+	oom := mk(container.StateExited, 137, false)
+	oom.info.State.OOMKilled = true
+	if got := replicaStatus(oom); got.State != spec.Failed || !strings.Contains(got.StructuredError, "out of memory") {
+		t.Errorf("oom: %+v", got)
+	}
+}
+
+func TestAppState(t *testing.T) {
+	r := func(s spec.AppState) spec.ReplicaStatus { return spec.ReplicaStatus{State: s, Role: "r"} }
+	for _, c := range []struct {
+		reps []spec.ReplicaStatus
+		want spec.AppState
+	}{
+		{[]spec.ReplicaStatus{r(spec.Succeeded), r(spec.Succeeded)}, spec.Succeeded},
+		{[]spec.ReplicaStatus{r(spec.Succeeded), r(spec.Failed)}, spec.Failed},
+		{[]spec.ReplicaStatus{r(spec.Running), r(spec.Failed)}, spec.Running},
+		{[]spec.ReplicaStatus{r(spec.Pending), r(spec.Submitted)}, spec.Pending},
+		{[]spec.ReplicaStatus{r(spec.Submitted)}, spec.Submitted},
+		{[]spec.ReplicaStatus{r(spec.Cancelled), r(spec.Failed), r(spec.Succeeded)}, spec.Cancelled},
+		{[]spec.ReplicaStatus{r(spec.UnknownState), r(spec.Succeeded)}, spec.UnknownState},
+	} {
+		var st spec.AppStatus
+		appState(&st, c.reps)
+		if st.State != c.want {
+			t.Errorf("%v: got %s, want %s", c.reps, st.State, c.want)
+		}
+	}
+}

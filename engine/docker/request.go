@@ -1,0 +1,396 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	units "github.com/docker/go-units"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Request is what Schedule submits to the Engine: an optional workspace build, the
+// network, and one container per replica. DryRun returns it; its fields are in the
+// order they are printed.
+type Request struct {
+	AppID   string `json:"app_id"`
+	Session string `json:"session"`
+	Network string `json:"network"`
+	// Build lays the workspace over roles[0]'s image before anything runs.
+	Build      *Build      `json:"build,omitempty"`
+	Containers []Container `json:"containers"`
+	// Warnings are things the user should know that do not stop the launch.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Build is the workspace image build of a Request.
+type Build struct {
+	// Role is the role whose image the workspace is laid over (roles[0], as in TorchX).
+	Role string `json:"role"`
+	// Context is the workspace directory; Dockerfile is "Dockerfile.torchx" when the
+	// workspace has one, else "" for wick's: FROM the base image, COPY the workspace
+	// into its working directory.
+	Context    string `json:"context"`
+	Dockerfile string `json:"dockerfile,omitempty"`
+	BaseImage  string `json:"base_image"`
+	// Tag names the image by the content of the workspace and the base image, so an
+	// unchanged workspace is not built again.
+	Tag string `json:"tag"`
+	// Files counts the files sent to the Engine, after .dockerignore.
+	Files int  `json:"files"`
+	Quiet bool `json:"quiet,omitempty"`
+}
+
+// Container is one replica's container.
+type Container struct {
+	Name     string   `json:"name"`
+	Hostname string   `json:"hostname"`
+	Role     string   `json:"role"`
+	Replica  int      `json:"replica"`
+	Image    string   `json:"image"`
+	Command  []string `json:"command"`
+	// Env is the container's whole environment (nothing else is inherited from the
+	// host): copy_env matches, then the env option, the role's env and the variables
+	// wick and TorchX set, later ones winning.
+	Env        map[string]string `json:"env"`
+	Labels     map[string]string `json:"labels"`
+	Mounts     []MountSpec       `json:"mounts,omitempty"`
+	Devices    []DeviceSpec      `json:"devices,omitempty"`
+	Resources  Resources         `json:"resources"`
+	Ports      []PortSpec        `json:"ports,omitempty"`
+	Network    string            `json:"network"`
+	Restart    RestartSpec       `json:"restart"`
+	Init       bool              `json:"init"`
+	Privileged bool              `json:"privileged,omitempty"`
+	// StopTimeout is the grace, in seconds, between SIGTERM and SIGKILL on stop.
+	StopTimeout int `json:"stop_timeout"`
+}
+
+// MountSpec is a bind mount or a named volume.
+type MountSpec struct {
+	Type     spec.MountType `json:"type"`
+	Source   string         `json:"source"`
+	Target   string         `json:"target"`
+	ReadOnly bool           `json:"readonly,omitempty"`
+}
+
+// DeviceSpec maps a host device into the container.
+type DeviceSpec struct {
+	Host        string `json:"host"`
+	Container   string `json:"container"`
+	Permissions string `json:"permissions"`
+}
+
+// Resources are the container's limits; zero means none.
+type Resources struct {
+	NanoCPUs    int64 `json:"nano_cpus,omitempty"`
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// GPUs is the count of GPUs requested with capabilities [["compute","utility"]].
+	GPUs int `json:"gpus,omitempty"`
+	// ShmBytes sizes /dev/shm, independently of the memory limit.
+	ShmBytes int64 `json:"shm_bytes,omitempty"`
+}
+
+// PortSpec publishes a container port on the host. Replica 0 of a role binds the
+// port_map's port on the host; other replicas get an ephemeral host port, since two
+// containers cannot bind the same one.
+type PortSpec struct {
+	Name          string `json:"name"`
+	ContainerPort int    `json:"container_port"`
+	// HostPort 0 means an ephemeral port chosen by the Engine.
+	HostPort int `json:"host_port"`
+}
+
+// RestartSpec is the container's restart policy: on-failure with max_retries when the
+// role has retries, else none. Docker restarts the failed container only (REPLICA).
+type RestartSpec struct {
+	Policy     string `json:"policy"`
+	MaxRetries int    `json:"max_retries,omitempty"`
+}
+
+// appRecord is what LabelApp holds: enough to rebuild the AppDef and the run options.
+type appRecord struct {
+	App *spec.AppDef      `json:"app"`
+	Cfg map[string]string `json:"cfg,omitempty"`
+	// Workspace is the directory laid over roles[0]'s image, if any.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// expandDevice expands TorchX's named resource devices into device paths.
+func expandDevice(name string, n int) ([]string, bool) {
+	switch name {
+	case "vpc.amazonaws.com/efa":
+		return numbered("/dev/infiniband/uverbs", n), true
+	case "aws.amazon.com/neurondevice":
+		return numbered("/dev/neuron", n), true
+	}
+	return nil, false
+}
+
+func numbered(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+// DryRun plans the containers of sub without touching the Engine. With a workspace it
+// reads the workspace to name the image it would build.
+func (s *Scheduler) DryRun(ctx context.Context, sub sched.Submission) (any, error) {
+	return s.plan(ctx, sub)
+}
+
+func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, error) {
+	if sub.App == nil {
+		return nil, fmt.Errorf("local_docker: no app to plan")
+	}
+	if err := spec.ValidateName("app id", sub.AppID); err != nil {
+		return nil, err
+	}
+	session := sub.Session
+	if session == "" {
+		session = s.cfg.Session
+	}
+	if err := spec.ValidateName("session", session); err != nil {
+		return nil, err
+	}
+	app := sub.App.Clone()
+	if err := app.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := sub.Cfg
+	network := cfg.String(OptNetwork)
+	if network == "" {
+		network = DefaultNetwork
+	}
+	var shm int64
+	if v := strings.TrimSpace(cfg.String(OptShmSize)); v != "" {
+		n, err := units.RAMInBytes(v)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%w %s=%q: want a size such as 2g or 512m", spec.ErrInvalidRunOpt, OptShmSize, v)
+		}
+		shm = n
+	}
+	stopTimeout := DefaultStopTimeout
+	if v, ok := cfg[OptStopTimeout].(int); ok {
+		if v < 0 {
+			return nil, fmt.Errorf("%w %s=%d: must not be negative", spec.ErrInvalidRunOpt, OptStopTimeout, v)
+		}
+		stopTimeout = v
+	}
+
+	req := &Request{AppID: sub.AppID, Session: session, Network: network}
+
+	if sub.Workspace != "" {
+		b, err := planBuild(ctx, sub.Workspace, app.Roles[0], cfg)
+		if err != nil {
+			return nil, err
+		}
+		req.Build = b
+	}
+
+	record, err := json.Marshal(appRecord{App: app, Cfg: formatCfg(cfg), Workspace: sub.Workspace})
+	if err != nil {
+		return nil, fmt.Errorf("local_docker: encoding the app: %w", err)
+	}
+
+	base := copyEnv(cfg.List(OptCopyEnv), os.Environ())
+	for k, v := range cfg.Map(OptEnv) {
+		base[k] = v
+	}
+	rank0 := containerName(sub.AppID, app.Roles[0].Name, 0)
+	ver := version()
+
+	for i, role := range app.Roles {
+		image := role.Image
+		if i == 0 && req.Build != nil {
+			image = req.Build.Tag
+		}
+		if image == "" {
+			return nil, fmt.Errorf("role %q: no image (local_docker runs every role in a container)", role.Name)
+		}
+		mounts, devices, err := planMounts(role)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range spec.SortedKeys(role.Resource.Devices) {
+			paths, ok := expandDevice(name, role.Resource.Devices[name])
+			if !ok {
+				req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: device %q is not known to local_docker and is ignored", role.Name, name))
+				continue
+			}
+			for _, p := range paths {
+				devices = append(devices, DeviceSpec{Host: p, Container: p, Permissions: "rwm"})
+			}
+		}
+		res := Resources{ShmBytes: shm}
+		if role.Resource.CPU > 0 {
+			res.NanoCPUs = int64(role.Resource.CPU) * 1e9
+		}
+		if role.Resource.MemMB > 0 {
+			res.MemoryBytes = int64(role.Resource.MemMB) << 20
+		}
+		if role.Resource.GPU > 0 {
+			res.GPUs = role.Resource.GPU
+		}
+		restart := RestartSpec{Policy: "no"}
+		if role.MaxRetries > 0 {
+			restart = RestartSpec{Policy: "on-failure", MaxRetries: role.MaxRetries}
+			if p, _ := spec.ParseRetryPolicy(string(role.RetryPolicy)); p != spec.RetryReplica && (role.NumReplicas > 1 || len(app.Roles) > 1) {
+				req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: retry_policy %s is applied per replica on local_docker (only the failed container restarts)", role.Name, p))
+			}
+		}
+		for k := range role.NumReplicas {
+			name := containerName(sub.AppID, role.Name, k)
+			r := spec.Macros{AppID: sub.AppID, ReplicaID: strconv.Itoa(k), ImgRoot: "", Rank0Env: spec.Rank0Env}.Apply(role)
+			env := make(map[string]string, len(base)+len(r.Env)+5)
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range r.Env {
+				env[k] = v
+			}
+			env[spec.Rank0Env] = rank0
+			env["TORCHX_IMAGE"] = image
+			env["WICK_APP_ID"] = sub.AppID
+			env["WICK_ROLE"] = role.Name
+			env["WICK_REPLICA_ID"] = strconv.Itoa(k)
+			var ports []PortSpec
+			for _, pname := range spec.SortedKeys(role.PortMap) {
+				p := role.PortMap[pname]
+				if p < 1 || p > 65535 {
+					return nil, fmt.Errorf("role %q: port_map %s=%d is not a port number", role.Name, pname, p)
+				}
+				host := p
+				if k > 0 {
+					host = 0
+				}
+				ports = append(ports, PortSpec{Name: pname, ContainerPort: p, HostPort: host})
+			}
+			req.Containers = append(req.Containers, Container{
+				Name:     name,
+				Hostname: name,
+				Role:     role.Name,
+				Replica:  k,
+				Image:    image,
+				Command:  append([]string{r.Entrypoint}, r.Args...),
+				Env:      env,
+				Labels: map[string]string{
+					LabelAppID:           sub.AppID,
+					LabelRole:            role.Name,
+					LabelReplicaID:       strconv.Itoa(k),
+					LabelSession:         session,
+					LabelVersion:         ver,
+					LabelApp:             string(record),
+					LabelTorchXVersion:   "wick-" + ver,
+					LabelTorchXAppID:     sub.AppID,
+					LabelTorchXRoleName:  role.Name,
+					LabelTorchXReplicaID: strconv.Itoa(k),
+				},
+				Mounts:      mounts,
+				Devices:     devices,
+				Resources:   res,
+				Ports:       ports,
+				Network:     network,
+				Restart:     restart,
+				Init:        true,
+				Privileged:  cfg.Bool(OptPrivileged),
+				StopTimeout: stopTimeout,
+			})
+		}
+	}
+	return req, nil
+}
+
+// containerName is TorchX's container name and hostname: the last 30 characters of the
+// app id, the first 30 of the role, and the replica id, with leading characters Docker
+// refuses in a name removed.
+func containerName(appID, role string, k int) string {
+	if len(appID) > 30 {
+		appID = appID[len(appID)-30:]
+	}
+	if len(role) > 30 {
+		role = role[:30]
+	}
+	name := fmt.Sprintf("%s-%s-%d", appID, role, k)
+	return strings.TrimLeftFunc(name, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	})
+}
+
+// copyEnv returns the variables of environ whose names match one of the fnmatch
+// patterns.
+func copyEnv(patterns, environ []string) map[string]string {
+	out := map[string]string{}
+	if len(patterns) == 0 {
+		return out
+	}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, k); ok {
+				out[k] = v
+				break
+			}
+		}
+	}
+	return out
+}
+
+// planMounts turns the role's mounts into Docker mounts and device mappings. Relative
+// bind sources are made absolute, as Docker requires.
+func planMounts(role spec.Role) ([]MountSpec, []DeviceSpec, error) {
+	var mounts []MountSpec
+	var devices []DeviceSpec
+	for _, m := range role.Mounts {
+		switch m.Type {
+		case spec.MountBind:
+			src := m.Src
+			if !filepath.IsAbs(src) {
+				abs, err := filepath.Abs(src)
+				if err != nil {
+					return nil, nil, fmt.Errorf("role %q: mount %s: %w", role.Name, m, err)
+				}
+				src = abs
+			}
+			mounts = append(mounts, MountSpec{Type: m.Type, Source: src, Target: m.Dst, ReadOnly: m.ReadOnly})
+		case spec.MountVolume:
+			mounts = append(mounts, MountSpec{Type: m.Type, Source: m.Src, Target: m.Dst, ReadOnly: m.ReadOnly})
+		case spec.MountDevice:
+			dst, perm := m.Dst, m.Permissions
+			if dst == "" {
+				dst = m.Src
+			}
+			if perm == "" {
+				perm = "rwm"
+			}
+			devices = append(devices, DeviceSpec{Host: m.Src, Container: dst, Permissions: perm})
+		default:
+			return nil, nil, fmt.Errorf("role %q: unknown mount type %q (want bind, volume or device)", role.Name, m.Type)
+		}
+	}
+	return mounts, devices, nil
+}
+
+// formatCfg writes run options in their string form, which RunOpts.Cast reads back.
+func formatCfg(cfg spec.Cfg) map[string]string {
+	if len(cfg) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(cfg))
+	for k, v := range cfg {
+		out[k] = spec.FormatValue(v)
+	}
+	return out
+}

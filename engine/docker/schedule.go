@@ -1,0 +1,418 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// maxParallel bounds the Engine calls in flight for one app: enough to start a large app
+// at once without flooding the daemon.
+const maxParallel = 16
+
+// callTimeout bounds the creates and starts of a launch, which are not cancelled with
+// the caller's context: an Engine that hangs longer than this is not coming back.
+const callTimeout = 5 * time.Minute
+
+// cleanupTimeout bounds the removal of a half-launched app, which runs even when the
+// caller's context is cancelled (Ctrl-C during a launch must not leave containers).
+const cleanupTimeout = 60 * time.Second
+
+// Schedule launches the app: it builds the workspace image if there is one, checks that
+// every image is present, ensures the network, then creates every container and starts
+// them, concurrently. On any failure it removes what it created: no half-launched app
+// is left behind.
+func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) error {
+	if info == nil {
+		return errors.New("local_docker: nothing to schedule")
+	}
+	req, ok := info.Request.(*Request)
+	if !ok || req == nil || req.AppID != info.AppID {
+		var err error
+		if req, err = s.plan(ctx, info.Submission); err != nil {
+			return err
+		}
+	}
+	progress = serialize(progress)
+	for _, w := range req.Warnings {
+		progress.Report("warning: %s", w)
+	}
+	cli, err := s.engine(ctx)
+	if err != nil {
+		return err
+	}
+	containers := req.Containers
+	if req.Build != nil {
+		tag, err := s.buildWorkspace(ctx, cli, req.Build, info.Cfg.String(OptImageRepo), progress)
+		if err != nil {
+			return err
+		}
+		if tag != req.Build.Tag {
+			containers = retag(containers, req.Build.Role, tag)
+		}
+	}
+	if err := s.checkImages(ctx, cli, containers); err != nil {
+		return err
+	}
+	if err := checkMountSources(cli, containers); err != nil {
+		return err
+	}
+	if err := s.checkNames(ctx, cli, containers); err != nil {
+		return err
+	}
+
+	unlock, err := s.lockNetworks(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	created, err := s.ensureNetwork(ctx, cli, req.Network)
+	if err != nil {
+		return err
+	}
+	if created {
+		progress.Report("created network %s", req.Network)
+	}
+
+	if err := s.launch(ctx, cli, req.AppID, containers, progress); err != nil {
+		// Unlock first: removing the network we created takes the lock exclusively.
+		unlock()
+		s.rollback(ctx, cli, req.AppID, req.Network, created)
+		return err
+	}
+	return nil
+}
+
+// retag points the containers of role at image.
+func retag(cs []Container, role, image string) []Container {
+	out := make([]Container, len(cs))
+	for i, c := range cs {
+		if c.Role == role {
+			c.Image = image
+			env := make(map[string]string, len(c.Env))
+			for k, v := range c.Env {
+				env[k] = v
+			}
+			env["TORCHX_IMAGE"] = image
+			c.Env = env
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// launch creates every container, then starts them, each phase concurrently. The calls
+// themselves are not cancelled halfway (a create the Engine finishes after we gave up
+// would escape the cleanup); ctx is checked between them.
+func (s *Scheduler) launch(ctx context.Context, cli *client.Client, appID string, cs []Container, progress sched.Progress) error {
+	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	ids := make([]string, len(cs))
+	progress.Report("creating %d containers", len(cs))
+	err := forEach(ctx, len(cs), func(i int) error {
+		c := &cs[i]
+		opts, err := createOptions(c)
+		if err != nil {
+			return err
+		}
+		res, err := cli.ContainerCreate(calls, opts)
+		if err != nil {
+			return s.createErr(err, c)
+		}
+		ids[i] = res.ID
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	started := 0
+	err = forEach(ctx, len(cs), func(i int) error {
+		if _, err := cli.ContainerStart(calls, ids[i], client.ContainerStartOptions{}); err != nil {
+			return fmt.Errorf("starting container %s: %s", cs[i].Name, engineMessage(s.engineErr(err)))
+		}
+		mu.Lock()
+		started++
+		n := started
+		mu.Unlock()
+		progress.Report("started %s (%d/%d)", cs[i].Name, n, len(cs))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // cancelled while the last ones started: the caller gave up
+	}
+	progress.Report("launched %s: %d containers", appID, len(cs))
+	return nil
+}
+
+// forEach runs f(0..n-1) at most maxParallel at a time and returns the first error.
+// Once an error occurs or ctx is done, calls not yet begun are skipped. It returns when
+// every call it began has returned.
+func forEach(ctx context.Context, n int, f func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, maxParallel)
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return first != nil
+	}
+	for i := range n {
+		if failed() {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if failed() {
+				return
+			}
+			if err := f(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// rollback removes every container of the app and the network when this launch made
+// it and nothing else uses it.
+func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID, netName string, createdNet bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if cs, err := s.containers(ctx, cli, appID); err == nil {
+		_ = forEach(ctx, len(cs), func(i int) error {
+			_, err := cli.ContainerRemove(ctx, cs[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			return err
+		})
+	}
+	if createdNet {
+		_ = s.removeNetworkIfUnused(ctx, cli, netName)
+	}
+}
+
+// createOptions translates a planned container into the Engine's create request.
+func createOptions(c *Container) (client.ContainerCreateOptions, error) {
+	if len(c.Command) == 0 || c.Command[0] == "" {
+		return client.ContainerCreateOptions{}, fmt.Errorf("container %s: no command", c.Name)
+	}
+	env := make([]string, 0, len(c.Env))
+	for _, k := range spec.SortedKeys(c.Env) {
+		env = append(env, k+"="+c.Env[k])
+	}
+	stop := c.StopTimeout
+	initOn := c.Init
+	cfg := &container.Config{
+		Hostname: c.Hostname,
+		Image:    c.Image,
+		// The entrypoint replaces the image's, whose CMD then does not apply.
+		Entrypoint:  c.Command[:1],
+		Cmd:         c.Command[1:],
+		Env:         env,
+		Labels:      c.Labels,
+		StopTimeout: &stop,
+	}
+	host := &container.HostConfig{
+		NetworkMode:   container.NetworkMode(c.Network),
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(c.Restart.Policy), MaximumRetryCount: c.Restart.MaxRetries},
+		Privileged:    c.Privileged,
+		ShmSize:       c.Resources.ShmBytes,
+		Init:          &initOn,
+		Resources: container.Resources{
+			NanoCPUs: c.Resources.NanoCPUs,
+			Memory:   c.Resources.MemoryBytes,
+		},
+	}
+	if c.Resources.GPUs > 0 {
+		host.DeviceRequests = []container.DeviceRequest{{Count: c.Resources.GPUs, Capabilities: [][]string{{"compute", "utility"}}}}
+	}
+	for _, m := range c.Mounts {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	for _, d := range c.Devices {
+		host.Devices = append(host.Devices, container.DeviceMapping{PathOnHost: d.Host, PathInContainer: d.Container, CgroupPermissions: d.Permissions})
+	}
+	if len(c.Ports) > 0 {
+		cfg.ExposedPorts = network.PortSet{}
+		host.PortBindings = network.PortMap{}
+		for _, p := range c.Ports {
+			port, ok := network.PortFrom(uint16(p.ContainerPort), network.TCP)
+			if !ok {
+				return client.ContainerCreateOptions{}, fmt.Errorf("container %s: bad port %d", c.Name, p.ContainerPort)
+			}
+			cfg.ExposedPorts[port] = struct{}{}
+			hostPort := ""
+			if p.HostPort > 0 {
+				hostPort = strconv.Itoa(p.HostPort)
+			}
+			host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: netip.IPv4Unspecified(), HostPort: hostPort})
+		}
+	}
+	return client.ContainerCreateOptions{
+		Name:       c.Name,
+		Config:     cfg,
+		HostConfig: host,
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			c.Network: {Aliases: []string{c.Hostname}},
+		}},
+	}, nil
+}
+
+// checkImages makes sure every image is on the Engine before anything is created:
+// local_docker never pulls.
+func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Container) error {
+	var images []string
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if !seen[c.Image] {
+			seen[c.Image] = true
+			images = append(images, c.Image)
+		}
+	}
+	errs := make([]error, len(images))
+	err := forEach(ctx, len(images), func(i int) error {
+		if _, err := cli.ImageInspect(ctx, images[i]); err != nil {
+			errs[i] = s.imageErr(err, images[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// imageErr explains a failed image lookup.
+func (s *Scheduler) imageErr(err error, image string) error {
+	if cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("image %q is not on the Docker Engine (local_docker does not pull: run `docker pull %s` or build it first)", image, image)
+	}
+	return fmt.Errorf("image %q: %w", image, s.engineErr(err))
+}
+
+// checkMountSources checks bind and device sources when the Engine runs on this machine
+// (a unix socket), since a missing source fails only at create time.
+func checkMountSources(cli *client.Client, cs []Container) error {
+	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
+		return nil
+	}
+	seen := map[string]bool{}
+	var errs []error
+	check := func(role, kind, p string) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		if _, err := os.Stat(p); err != nil {
+			errs = append(errs, fmt.Errorf("role %q: %s mount source %s: %w", role, kind, p, errors.Unwrap(err)))
+		}
+	}
+	for _, c := range cs {
+		for _, m := range c.Mounts {
+			if m.Type == "bind" {
+				check(c.Role, "bind", m.Source)
+			}
+		}
+		for _, d := range c.Devices {
+			check(c.Role, "device", d.Host)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkNames fails when a container of one of the planned names exists already.
+func (s *Scheduler) checkNames(ctx context.Context, cli *client.Client, cs []Container) error {
+	f := client.Filters{}
+	want := map[string]bool{}
+	for _, c := range cs {
+		f.Add("name", "^/"+regexp.QuoteMeta(c.Name)+"$")
+		want[c.Name] = true
+	}
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return s.engineErr(err)
+	}
+	var errs []error
+	for _, c := range res.Items {
+		for _, n := range c.Names {
+			if n = strings.TrimPrefix(n, "/"); want[n] {
+				errs = append(errs, nameClash(n, c.ID, c.Labels[LabelAppID]))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func nameClash(name, id, app string) error {
+	owner := "another container"
+	if app != "" {
+		owner = "app " + app
+	}
+	return fmt.Errorf("container name %s is taken by %s (%.12s): remove it with `docker rm -f %s` or use another app name", name, owner, id, name)
+}
+
+// createErr explains a failed container create.
+func (s *Scheduler) createErr(err error, c *Container) error {
+	if cerrdefs.IsConflict(err) {
+		return nameClash(c.Name, "", "")
+	}
+	if cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "image") {
+		return s.imageErr(err, c.Image)
+	}
+	return fmt.Errorf("creating container %s: %s", c.Name, engineMessage(s.engineErr(err)))
+}
+
+// engineMessage drops the client's "Error response from daemon: " prefix.
+func engineMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), "Error response from daemon: ")
+}
+
+// serialize makes a progress callback safe to call from several goroutines.
+func serialize(p sched.Progress) sched.Progress {
+	if p == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(step string) {
+		mu.Lock()
+		defer mu.Unlock()
+		p(step)
+	}
+}

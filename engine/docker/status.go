@@ -1,0 +1,396 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// replica is what the Engine says of one container of an app.
+type replica struct {
+	sum container.Summary
+	// info is nil when the container vanished between the listing and the inspection.
+	info *container.InspectResponse
+	// cancelled is set when wick's cancel marker is in the container.
+	cancelled bool
+}
+
+func (r *replica) role() string { return r.sum.Labels[LabelRole] }
+
+func (r *replica) id() int {
+	k, err := strconv.Atoi(r.sum.Labels[LabelReplicaID])
+	if err != nil {
+		return -1
+	}
+	return k
+}
+
+// containers lists the containers of an app, in any state.
+func (s *Scheduler) containers(ctx context.Context, cli *client.Client, appID string) ([]container.Summary, error) {
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelAppID+"="+appID)})
+	if err != nil {
+		return nil, s.engineErr(err)
+	}
+	return res.Items, nil
+}
+
+// notFound is the error for an app the Engine has no container of.
+func notFound(appID string) error {
+	return fmt.Errorf("%w %q on %s", sched.ErrNotFound, appID, Name)
+}
+
+// inspect fills in every container's details and cancel marker, concurrently.
+func (s *Scheduler) inspect(ctx context.Context, cli *client.Client, sums []container.Summary) ([]*replica, error) {
+	reps := make([]*replica, len(sums))
+	err := forEach(ctx, len(sums), func(i int) error {
+		r := &replica{sum: sums[i]}
+		reps[i] = r
+		res, err := cli.ContainerInspect(ctx, sums[i].ID, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return s.engineErr(err)
+		}
+		r.info = &res.Container
+		if st := r.info.State; st != nil && !st.Running && !st.Restarting && !st.Paused {
+			r.cancelled = hasMarker(ctx, cli, r.sum.ID)
+		}
+		return nil
+	})
+	return reps, err
+}
+
+// Describe reports the app's status per replica and rebuilds its AppDef from the
+// containers' labels.
+func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+	if err := spec.ValidateName("app id", appID); err != nil {
+		return nil, err
+	}
+	cli, err := s.engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := s.containers(ctx, cli, appID)
+	if err != nil {
+		return nil, err
+	}
+	if len(sums) == 0 {
+		return nil, notFound(appID)
+	}
+	reps, err := s.inspect(ctx, cli, sums)
+	if err != nil {
+		return nil, err
+	}
+	return s.describe(appID, reps), nil
+}
+
+// List returns one status per app (not per container), of every session, oldest first.
+func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
+	cli, err := s.engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelAppID)})
+	if err != nil {
+		return nil, s.engineErr(err)
+	}
+	reps, err := s.inspect(ctx, cli, res.Items)
+	if err != nil {
+		return nil, err
+	}
+	byApp := map[string][]*replica{}
+	for _, r := range reps {
+		id := r.sum.Labels[LabelAppID]
+		byApp[id] = append(byApp[id], r)
+	}
+	out := make([]spec.AppStatus, 0, len(byApp))
+	for id, reps := range byApp {
+		out = append(out, s.describe(id, reps).Status)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].AppID < out[j].AppID
+	})
+	return out, nil
+}
+
+// describe builds the description of an app from its containers.
+func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
+	sort.Slice(reps, func(i, j int) bool {
+		if reps[i].role() != reps[j].role() {
+			return reps[i].role() < reps[j].role()
+		}
+		return reps[i].id() < reps[j].id()
+	})
+	rec := s.record(reps)
+	app := rec.App
+	if app == nil {
+		app = rebuildApp(reps)
+	}
+	d := &sched.Description{App: app, Cfg: s.parseCfg(rec.Cfg)}
+	st := &d.Status
+	st.AppID, st.Scheduler, st.Name = appID, Name, app.Name
+	session := spec.DefaultSession
+	for _, r := range reps {
+		if v := r.sum.Labels[LabelSession]; v != "" {
+			session = v
+			break
+		}
+	}
+	st.Handle = spec.Handle{Scheduler: Name, Session: session, AppID: appID}.String()
+
+	byKey := map[string]*replica{}
+	for _, r := range reps {
+		byKey[r.role()+"/"+strconv.Itoa(r.id())] = r
+	}
+	var states []spec.ReplicaStatus
+	for _, role := range app.Roles {
+		rs := spec.RoleStatus{Role: role.Name}
+		for k := range role.NumReplicas {
+			key := role.Name + "/" + strconv.Itoa(k)
+			r, ok := byKey[key]
+			delete(byKey, key)
+			var rep spec.ReplicaStatus
+			if ok {
+				rep = replicaStatus(r)
+			} else {
+				rep = spec.ReplicaStatus{ID: k, Role: role.Name, State: spec.Failed, Hostname: containerName(appID, role.Name, k),
+					StructuredError: "container " + containerName(appID, role.Name, k) + " was removed outside wick"}
+			}
+			rs.Replicas = append(rs.Replicas, rep)
+			states = append(states, rep)
+		}
+		st.Roles = append(st.Roles, rs)
+	}
+	// Containers the AppDef does not account for (a partial record) still show.
+	for _, r := range reps {
+		key := r.role() + "/" + strconv.Itoa(r.id())
+		if _, extra := byKey[key]; !extra {
+			continue
+		}
+		rep := replicaStatus(r)
+		states = append(states, rep)
+		i := len(st.Roles) - 1
+		if i < 0 || st.Roles[i].Role != rep.Role {
+			st.Roles = append(st.Roles, spec.RoleStatus{Role: rep.Role})
+			i++
+		}
+		st.Roles[i].Replicas = append(st.Roles[i].Replicas, rep)
+	}
+
+	for _, r := range reps {
+		if r.info == nil {
+			continue
+		}
+		if t := parseTime(r.info.Created); !t.IsZero() && (st.Created.IsZero() || t.Before(st.Created)) {
+			st.Created = t
+		}
+	}
+	if st.Created.IsZero() {
+		for _, r := range reps {
+			if t := time.Unix(r.sum.Created, 0); r.sum.Created > 0 && (st.Created.IsZero() || t.Before(st.Created)) {
+				st.Created = t
+			}
+		}
+	}
+	appState(st, states)
+	return d
+}
+
+// appState sets the app's state, restarts, message and end from its replicas': while
+// any replica is not terminal the app is RUNNING (or PENDING, or SUBMITTED); once all
+// are, it is CANCELLED if wick cancelled any, FAILED if any failed, else SUCCEEDED.
+func appState(st *spec.AppStatus, reps []spec.ReplicaStatus) {
+	var running, pending, submitted, cancelled, unknown bool
+	var failed []spec.ReplicaStatus
+	for _, r := range reps {
+		st.NumRestarts += r.Restarts
+		if st.StructuredError == "" && r.StructuredError != "" {
+			st.StructuredError = r.StructuredError
+		}
+		switch r.State {
+		case spec.Running:
+			running = true
+		case spec.Pending:
+			pending = true
+		case spec.Submitted:
+			submitted = true
+		case spec.Cancelled:
+			cancelled = true
+		case spec.Failed:
+			failed = append(failed, r)
+		case spec.Succeeded:
+		default:
+			unknown = true
+		}
+		if r.State.Terminal() && r.Ended.After(st.Ended) {
+			st.Ended = r.Ended
+		}
+	}
+	switch {
+	case running:
+		st.State = spec.Running
+	case pending:
+		st.State = spec.Pending
+	case submitted:
+		st.State = spec.Submitted
+	case unknown:
+		st.State = spec.UnknownState
+	case cancelled:
+		st.State = spec.Cancelled
+		st.Msg = "cancelled"
+	case len(failed) > 0:
+		st.State = spec.Failed
+	default:
+		st.State = spec.Succeeded
+	}
+	if !st.State.Terminal() {
+		st.Ended = time.Time{}
+	}
+	if len(failed) > 0 && st.State != spec.Cancelled {
+		f := failed[0]
+		switch {
+		case f.ExitCode != nil:
+			st.Msg = fmt.Sprintf("replica %s/%d exited with code %d", f.Role, f.ID, *f.ExitCode)
+		case f.StructuredError != "":
+			st.Msg = fmt.Sprintf("replica %s/%d: %s", f.Role, f.ID, f.StructuredError)
+		}
+		if len(failed) > 1 {
+			st.Msg += fmt.Sprintf(" (and %d more failed)", len(failed)-1)
+		}
+	}
+}
+
+// replicaStatus maps one container's state to a replica status. Docker's states:
+// created -> SUBMITTED, running -> RUNNING, restarting/paused/removing -> PENDING,
+// exited -> SUCCEEDED or FAILED by exit code, dead -> FAILED; a replica wick cancelled
+// reads CANCELLED once it has ended.
+func replicaStatus(r *replica) spec.ReplicaStatus {
+	rep := spec.ReplicaStatus{ID: r.id(), Role: r.role(), ContainerID: r.sum.ID}
+	if len(r.sum.Names) > 0 {
+		rep.Hostname = trimSlash(r.sum.Names[0])
+	}
+	if r.info == nil || r.info.State == nil {
+		rep.State = spec.Failed
+		rep.StructuredError = "container " + rep.Hostname + " was removed outside wick"
+		return rep
+	}
+	info, cs := r.info, r.info.State
+	if info.Config != nil && info.Config.Hostname != "" {
+		rep.Hostname = info.Config.Hostname
+	}
+	rep.Restarts = info.RestartCount
+	rep.Started = parseTime(cs.StartedAt)
+	switch cs.Status {
+	case container.StateCreated:
+		rep.State = spec.Submitted
+	case container.StateRunning:
+		rep.State = spec.Running
+	case container.StateRestarting, container.StatePaused, container.StateRemoving:
+		rep.State = spec.Pending
+	case container.StateExited:
+		rep.ExitCode = spec.IntPtr(cs.ExitCode)
+		rep.Ended = parseTime(cs.FinishedAt)
+		if cs.ExitCode == 0 {
+			rep.State = spec.Succeeded
+		} else {
+			rep.State = spec.Failed
+		}
+	case container.StateDead:
+		rep.State = spec.Failed
+		rep.Ended = parseTime(cs.FinishedAt)
+		rep.StructuredError = "container is dead (the Engine failed to stop or remove it)"
+	default:
+		rep.State = spec.UnknownState
+	}
+	if r.cancelled && (rep.State.Terminal() || rep.State == spec.Submitted) {
+		rep.State = spec.Cancelled
+	}
+	switch {
+	case cs.OOMKilled:
+		rep.StructuredError = "killed: out of memory (memMB limit)"
+	case cs.Error != "":
+		rep.StructuredError = cs.Error
+	}
+	return rep
+}
+
+func trimSlash(name string) string {
+	if len(name) > 0 && name[0] == '/' {
+		return name[1:]
+	}
+	return name
+}
+
+// parseTime reads the Engine's RFC 3339 times; its zero time ("0001-01-01T00:00:00Z")
+// reads as the zero time.Time.
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() <= 1 {
+		return time.Time{}
+	}
+	return t
+}
+
+// record returns the app record of the first container that carries one.
+func (s *Scheduler) record(reps []*replica) appRecord {
+	for _, r := range reps {
+		raw := r.sum.Labels[LabelApp]
+		if raw == "" {
+			continue
+		}
+		var rec appRecord
+		if err := json.Unmarshal([]byte(raw), &rec); err == nil && rec.App != nil {
+			return rec
+		}
+	}
+	return appRecord{}
+}
+
+// rebuildApp makes what AppDef it can from labels alone: roles, their images and
+// replica counts.
+func rebuildApp(reps []*replica) *spec.AppDef {
+	app := &spec.AppDef{}
+	for _, r := range reps {
+		if app.Name == "" {
+			app.Name = r.sum.Labels[LabelAppID]
+		}
+		role := app.Role(r.role())
+		if role == nil {
+			app.Roles = append(app.Roles, spec.NewRole(r.role(), r.sum.Image, spec.Unknown))
+			role = &app.Roles[len(app.Roles)-1]
+			role.NumReplicas = 0
+		}
+		role.NumReplicas = max(role.NumReplicas, r.id()+1)
+	}
+	return app
+}
+
+// parseCfg reads run options back from their string form, skipping what this version
+// does not know.
+func (s *Scheduler) parseCfg(raw map[string]string) spec.Cfg {
+	if raw == nil {
+		return nil
+	}
+	opts := s.RunOpts()
+	cfg := spec.Cfg{}
+	for k, v := range raw {
+		if val, err := opts.Cast(k, v); err == nil {
+			cfg[k] = val
+		}
+	}
+	return cfg
+}

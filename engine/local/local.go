@@ -1,0 +1,137 @@
+// Package local implements the local_cwd and local_dir schedulers: every replica is a
+// process on this machine, owned by a supervisor that outlives the command that
+// launched the app.
+//
+// Schedule writes the app's state directory and starts the supervisor (wick itself,
+// re-executed as `wick __supervise DIR`, detached in its own session). The supervisor
+// starts the replicas, records their output through pipes into log files (see package
+// logs), applies the retry policies, and keeps the app's state on disk. Every other
+// method reads that state, so any wick process sees the app: list, status, logs, cancel
+// and delete work from another terminal, after the UI quits or after an ssh drop.
+//
+// On-disk layout, under the scheduler's StateDir ($WICK_HOME):
+//
+//	local/apps/<app_id>/launch.json     scheduler, session, AppDef, run options, request
+//	local/apps/<app_id>/state.json      the app's status, written atomically
+//	local/apps/<app_id>/supervisor.log  the supervisor's own messages
+//	local/apps/<app_id>/cancel          a cancel asked for before the supervisor ran
+//
+// and under the log_dir run option (default <StateDir>/logs), in TorchX's layout:
+//
+//	<log_dir>/<session>/<app_id>/<role>/<replica>/{stdout,stderr,combined}.log
+//	<log_dir>/<session>/<app_id>/<role>/<replica>/lines.idx   line times and streams
+//	<log_dir>/<session>/<app_id>/<role>/<replica>/error.json  TORCHELASTIC_ERROR_FILE
+//	<log_dir>/<session>/<app_id>/SUCCESS                      TorchX's summary at the end
+//
+// Exit codes: a replica killed by signal N has exit code 128+N, as in a shell and in
+// Docker; a replica whose program could not be executed has 127 (not found) or 126
+// (any other exec error), with the exec error as its structured error.
+package local
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Scheduler names.
+const (
+	NameCwd = "local_cwd"
+	NameDir = "local_dir"
+)
+
+// SuperviseVerb is the hidden verb that runs Supervise: `wick __supervise APP_DIR`.
+const SuperviseVerb = "__supervise"
+
+// Run option names.
+const (
+	OptLogDir      = "log_dir"
+	OptPrependCwd  = "prepend_cwd"
+	OptAutoCuda    = "auto_set_cuda_visible_devices"
+	OptStopTimeout = "stop_timeout"
+)
+
+// DefaultStopTimeout is the seconds a stopping replica gets between SIGTERM and SIGKILL,
+// as in TorchX's local scheduler and wick's local_docker.
+const DefaultStopTimeout = 10.0
+
+// Scheduler is local_cwd or local_dir. It holds no state of its own beyond a watcher
+// for following logs: everything about apps is on disk.
+type Scheduler struct {
+	name    string
+	dir     bool // local_dir: the image is the directory the replica runs in
+	cfg     sched.Config
+	watcher *logs.Watcher
+}
+
+// NewCwd makes the local_cwd scheduler: replicas run in the working directory of the
+// command that launches them, and the image is ignored.
+func NewCwd(cfg sched.Config) (sched.Scheduler, error) { return newScheduler(NameCwd, false, cfg) }
+
+// NewDir makes the local_dir scheduler: each role's image must be an absolute path to an
+// existing directory; replicas run in it, and relative entrypoints are resolved
+// against it.
+func NewDir(cfg sched.Config) (sched.Scheduler, error) { return newScheduler(NameDir, true, cfg) }
+
+// Register adds local_cwd and local_dir to r, in that order.
+func Register(r *sched.Registry) {
+	r.Register(NameCwd, NewCwd)
+	r.Register(NameDir, NewDir)
+}
+
+func newScheduler(name string, dir bool, cfg sched.Config) (*Scheduler, error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("no state directory (set WICK_HOME)")
+	}
+	if !filepath.IsAbs(cfg.StateDir) {
+		abs, err := filepath.Abs(cfg.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("state directory: %w", err)
+		}
+		cfg.StateDir = abs
+	}
+	if cfg.Session == "" {
+		cfg.Session = spec.DefaultSession
+	}
+	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher()}, nil
+}
+
+// Name returns "local_cwd" or "local_dir".
+func (s *Scheduler) Name() string { return s.name }
+
+// RunOpts lists TorchX's local options (log_dir, prepend_cwd,
+// auto_set_cuda_visible_devices) plus stop_timeout.
+func (s *Scheduler) RunOpts() spec.RunOpts {
+	return spec.RunOpts{
+		{Name: OptLogDir, Type: spec.OptString, Default: s.defaultLogDir(),
+			Help: "directory for the replicas' log files, laid out as <log_dir>/<session>/<app_id>/<role>/<replica>/{stdout,stderr,combined}.log; kept until `wick delete`"},
+		{Name: OptPrependCwd, Type: spec.OptBool, Default: false,
+			Help: "put the working directory (local_dir: the image directory) first in the replicas' PATH, so that its programs take precedence over those on PATH; otherwise it comes last"},
+		{Name: OptAutoCuda, Type: spec.OptBool, Default: false,
+			Help: "set CUDA_VISIBLE_DEVICES for roles that request GPUs, giving each replica its own (counted with nvidia-smi -L); does nothing if there are not enough"},
+		{Name: OptStopTimeout, Type: spec.OptFloat, Default: DefaultStopTimeout,
+			Help: "seconds a stopping replica (cancel, restart, another replica's failure) gets between SIGTERM to its process group and SIGKILL"},
+	}
+}
+
+func (s *Scheduler) defaultLogDir() string { return filepath.Join(s.cfg.StateDir, "logs") }
+
+// appsDir holds one state directory per app, of both local schedulers.
+func (s *Scheduler) appsDir() string { return filepath.Join(s.cfg.StateDir, "local", "apps") }
+
+// appDir returns the state directory of an app, after checking that the id cannot
+// walk out of the apps directory.
+func (s *Scheduler) appDir(appID string) (string, error) {
+	if err := spec.ValidateName("app id", appID); err != nil {
+		return "", fmt.Errorf("%w: %v", sched.ErrNotFound, err)
+	}
+	return filepath.Join(s.appsDir(), appID), nil
+}
+
+// Close does nothing: apps keep running, and the watcher releases what it holds when
+// the last log iterator closes.
+func (s *Scheduler) Close() error { return nil }

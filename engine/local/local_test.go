@@ -1,0 +1,342 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"time"
+	"path/filepath"
+	"testing"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+func TestEchoRunsToSuccess(t *testing.T) {
+	s := testScheduler(t, false)
+	id := start(t, s, appOf("echo", role("echo", "echo", "hello", "world")), nil)
+	st := waitApp(t, s, id)
+	if st.State != spec.Succeeded {
+		t.Fatalf("state %s (%s)", st.State, st.Msg)
+	}
+	rep := replicaOf(t, st, "echo", 0)
+	if rep.State != spec.Succeeded || rep.ExitCode == nil || *rep.ExitCode != 0 || rep.PID <= 0 {
+		t.Errorf("replica: %+v", rep)
+	}
+	if rep.Started.IsZero() || rep.Ended.Before(rep.Started) || st.Ended.IsZero() || st.Created.IsZero() {
+		t.Errorf("times: %+v / app %v..%v", rep, st.Created, st.Ended)
+	}
+	if want := "local_cwd://test/" + id; st.Handle != want || st.AppID != id || st.Name != "echo" {
+		t.Errorf("identity: %q %q %q", st.Handle, st.AppID, st.Name)
+	}
+	dir := replicaLogDir(t, s, id, "echo", 0)
+	if got := readFile(t, filepath.Join(dir, "stdout.log")); got != "hello world\n" {
+		t.Errorf("stdout.log = %q", got)
+	}
+	lines := logLines(t, s, id, "echo", 0, sched.LogOptions{Follow: true})
+	if len(lines) != 1 || lines[0].Text != "hello world" || lines[0].Stream != sched.Stdout || lines[0].Role != "echo" {
+		t.Errorf("lines: %+v", lines)
+	}
+	// TorchX's layout and summary.
+	l, _ := readLaunch(filepath.Join(s.appsDir(), id))
+	if want := filepath.Join(s.cfg.StateDir, "logs", "test", id); l.Request.LogDir != want {
+		t.Errorf("log dir %s, want %s", l.Request.LogDir, want)
+	}
+	var success map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(l.Request.LogDir, "SUCCESS"))), &success); err != nil || success["final_state"] != "SUCCEEDED" {
+		t.Errorf("SUCCESS: %v %v", success, err)
+	}
+	d, err := s.Describe(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.App == nil || d.App.Roles[0].Entrypoint != "echo" {
+		t.Errorf("described app: %+v", d.App)
+	}
+	if v, ok := d.Cfg[OptStopTimeout].(float64); !ok || v != DefaultStopTimeout {
+		t.Errorf("described cfg %#v", d.Cfg)
+	}
+	if v, ok := d.Cfg[OptPrependCwd].(bool); !ok || v {
+		t.Errorf("described cfg %#v", d.Cfg)
+	}
+}
+
+func TestReplicaEnvironmentAndMacros(t *testing.T) {
+	s := testScheduler(t, false)
+	r := role("worker", "sh", "-c", `echo "$WICK_APP_ID $WICK_ROLE $WICK_REPLICA_ID $TORCHX_RANK0_HOST $PYTHONUNBUFFERED"; echo "$TORCHELASTIC_ERROR_FILE"; echo "$PET_LOG_DIR"; echo "$1 $2 $3 $4"; echo "$FROM_ROLE"; pwd`,
+		"sh", "${app_id}", "${replica_id}", "${img_root}", "${rank0_env}")
+	r.NumReplicas = 2
+	r.Env = map[string]string{"FROM_ROLE": "r-${replica_id}-$$"}
+	id := start(t, s, appOf("env", r), nil)
+	if st := waitApp(t, s, id); st.State != spec.Succeeded {
+		t.Fatalf("state %s: %s", st.State, st.Msg)
+	}
+	cwd, _ := os.Getwd()
+	l, _ := readLaunch(filepath.Join(s.appsDir(), id))
+	for k := range 2 {
+		dir := replicaLogDir(t, s, id, "worker", k)
+		got := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(dir, "stdout.log"))), "\n")
+		want := []string{
+			id + " worker " + itoa(k) + " localhost " + pyUnbuffered(),
+			filepath.Join(dir, "error.json"),
+			filepath.Join(l.Request.LogDir, "torchelastic", "worker"),
+			id + " " + itoa(k) + " " + cwd + " TORCHX_RANK0_HOST",
+			"r-" + itoa(k) + "-$",
+			cwd,
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("replica %d:\n got %q\nwant %q", k, got, want)
+		}
+	}
+}
+
+func itoa(k int) string { return string(rune('0' + k)) }
+
+func pyUnbuffered() string {
+	if v, ok := os.LookupEnv("PYTHONUNBUFFERED"); ok {
+		return v
+	}
+	return "x"
+}
+
+func TestDryRunHasNoSideEffectsAndPrintsInOrder(t *testing.T) {
+	s := testScheduler(t, false)
+	logDir := filepath.Join(t.TempDir(), "not", "yet")
+	r := role("trainer", "python", "-m", "train", "--rank", "${replica_id}")
+	r.NumReplicas = 2
+	r.MaxRetries = 3
+	r.RetryPolicy = spec.RetryReplica
+	info := dryRun(t, s, appOf("train", r), spec.Cfg{OptLogDir: logDir, OptPrependCwd: true})
+	req := info.Request.(*Request)
+	if _, err := os.Stat(logDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dry run created the log dir: %v", err)
+	}
+	if entries, _ := os.ReadDir(s.cfg.StateDir); len(entries) != 0 {
+		t.Errorf("dry run wrote state: %v", entries)
+	}
+	if req.LogDir != filepath.Join(logDir, "test", info.AppID) || req.StopTimeout != DefaultStopTimeout {
+		t.Errorf("request: %+v", req)
+	}
+	rep := req.Roles[0].Replicas[1]
+	if strings.Join(rep.Argv, " ") != "python -m train --rank 1" {
+		t.Errorf("argv %q", rep.Argv)
+	}
+	cwd, _ := os.Getwd()
+	if !strings.HasPrefix(rep.Env["PATH"], cwd+":") {
+		t.Errorf("prepend_cwd: PATH=%s", rep.Env["PATH"])
+	}
+	if rep.Stdout != filepath.Join(req.LogDir, "trainer", "1", "stdout.log") || rep.Cwd != cwd {
+		t.Errorf("replica: %+v", rep)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{`"app_id"`, `"session"`, `"log_dir"`, `"state_dir"`, `"stop_timeout"`, `"roles"`, `"max_retries"`, `"retry_policy"`, `"argv"`, `"env"`, `"cwd"`, `"stdout"`}
+	last := -1
+	for _, k := range keys {
+		i := strings.Index(string(b), k)
+		if i <= last {
+			t.Errorf("%s out of order in %s", k, b)
+		}
+		last = i
+	}
+	// Without prepend_cwd the working directory comes last.
+	info = dryRun(t, s, appOf("train", r), nil)
+	if p := info.Request.(*Request).Roles[0].Replicas[0].Env["PATH"]; !strings.HasSuffix(p, ":"+cwd) {
+		t.Errorf("PATH=%s", p)
+	}
+}
+
+func TestLocalDirImages(t *testing.T) {
+	s := testScheduler(t, true)
+	img := t.TempDir()
+	os.WriteFile(filepath.Join(img, "run.sh"), []byte("#!/bin/sh\necho ran in $(pwd) with $1\n"), 0o755)
+	os.Mkdir(filepath.Join(img, "bin"), 0o755)
+	os.WriteFile(filepath.Join(img, "bin", "tool"), []byte("#!/bin/sh\necho tool\n"), 0o755)
+	mk := func(image, entry string, args ...string) *spec.AppDef {
+		r := spec.NewRole("r", image, entry, args...)
+		return appOf("dir", r)
+	}
+	for _, image := range []string{"relative/dir", filepath.Join(img, "missing"), filepath.Join(img, "run.sh"), ""} {
+		resolved, _ := s.RunOpts().Resolve(nil)
+		_, err := s.DryRun(context.Background(), sched.Submission{AppID: "dir-x", Session: "test", App: mk(image, "run.sh"), Cfg: resolved})
+		if err == nil || !strings.Contains(err.Error(), "local_dir") {
+			t.Errorf("image %q: %v", image, err)
+		}
+	}
+	for entry, want := range map[string]string{"run.sh": "ran in " + img + " with ${img_root}", "./run.sh": "ran in " + img + " with ${img_root}", "bin/tool": "tool"} {
+		id := start(t, s, mk(img, entry, "${img_root}"), nil)
+		st := waitApp(t, s, id)
+		if st.State != spec.Succeeded {
+			t.Fatalf("%s: %s %s", entry, st.State, st.Msg)
+		}
+		got := strings.TrimSpace(readFile(t, filepath.Join(replicaLogDir(t, s, id, "r", 0), "stdout.log")))
+		if want = strings.ReplaceAll(want, "${img_root}", img); got != want {
+			t.Errorf("%s: %q, want %q", entry, got, want)
+		}
+	}
+	// A bare name the directory does not hold is looked up on PATH.
+	id := start(t, s, mk(img, "echo", "plain"), nil)
+	if st := waitApp(t, s, id); st.State != spec.Succeeded {
+		t.Errorf("echo in local_dir: %s %s", st.State, st.Msg)
+	}
+}
+
+func TestExitCodesAndFailFast(t *testing.T) {
+	s := testScheduler(t, false)
+	fail := role("fail", "sh", "-c", "sleep 0.1; exit 3")
+	sleeper := role("sleeper", "sleep", "100")
+	killed := role("killed", "sh", "-c", "kill -9 $$$$") // $$ is the macro escape for $
+	cfg := spec.Cfg{OptStopTimeout: 5.0}
+	id := start(t, s, appOf("codes", fail, sleeper), cfg)
+	st := waitApp(t, s, id)
+	if st.State != spec.Failed || !strings.Contains(st.Msg, "fail/0 failed with exit code 3") {
+		t.Fatalf("app: %s %q", st.State, st.Msg)
+	}
+	if r := replicaOf(t, st, "fail", 0); r.State != spec.Failed || *r.ExitCode != 3 {
+		t.Errorf("fail: %+v", r)
+	}
+	// Fail fast: the sleeper was stopped with SIGTERM, long before its 100 s.
+	if r := replicaOf(t, st, "sleeper", 0); r.State != spec.Cancelled || *r.ExitCode != 128+15 {
+		t.Errorf("sleeper: %+v", r)
+	}
+	if d := st.Ended.Sub(st.Created); d > 5*time.Second {
+		t.Errorf("app took %v", d)
+	}
+	id = start(t, s, appOf("killed", killed), cfg)
+	st = waitApp(t, s, id)
+	if r := replicaOf(t, st, "killed", 0); st.State != spec.Failed || r.State != spec.Failed || *r.ExitCode != 128+9 {
+		t.Errorf("killed by SIGKILL: %s %+v", st.State, r)
+	}
+	if code, ok := st.ExitCode(); !ok || code != 137 {
+		t.Errorf("app exit code %d %v", code, ok)
+	}
+}
+
+func TestExecFailure(t *testing.T) {
+	s := testScheduler(t, false)
+	for _, entry := range []string{"no-such-program-wick", "/nonexistent/prog", "./missing-here"} {
+		bad := role("bad", entry)
+		good := role("good", "sleep", "100")
+		id := start(t, s, appOf("exec", bad, good), spec.Cfg{OptStopTimeout: 5.0})
+		st := waitApp(t, s, id)
+		r := replicaOf(t, st, "bad", 0)
+		if st.State != spec.Failed || r.State != spec.Failed || r.ExitCode == nil || *r.ExitCode != 127 {
+			t.Errorf("%s: app %s, replica %+v", entry, st.State, r)
+		}
+		if !strings.Contains(r.StructuredError, "exec") || !strings.Contains(r.StructuredError, strings.TrimPrefix(entry, "./")) {
+			t.Errorf("%s: structured error %q", entry, r.StructuredError)
+		}
+		if g := replicaOf(t, st, "good", 0); g.State != spec.Cancelled {
+			t.Errorf("%s: the other replica: %+v", entry, g)
+		}
+	}
+	// The retry policy applies to exec failures too.
+	bad := role("bad", "no-such-program-wick")
+	bad.MaxRetries, bad.RetryPolicy = 2, spec.RetryReplica
+	id := start(t, s, appOf("exec", bad), nil)
+	st := waitApp(t, s, id)
+	if r := replicaOf(t, st, "bad", 0); st.State != spec.Failed || r.Restarts != 2 || st.NumRestarts != 2 {
+		t.Errorf("retried exec failure: %s %+v (%d restarts)", st.State, r, st.NumRestarts)
+	}
+}
+
+// flaky fails its first attempt (leaving a marker file) and succeeds after.
+func flaky(name, marker string) spec.Role {
+	return role(name, "sh", "-c", `if [ -e "$1" ]; then echo second; else touch "$1"; echo first; exit 1; fi`, "sh", marker)
+}
+
+// waitOn sleeps until the marker exists (it is first stopped by a restart).
+func waitOn(name, marker string) spec.Role {
+	return role(name, "sh", "-c", `if [ -e "$1" ]; then echo done; else sleep 100; fi`, "sh", marker)
+}
+
+func TestRetryReplica(t *testing.T) {
+	s := testScheduler(t, false)
+	tmp := t.TempDir()
+	r := role("r", "sh", "-c", `if [ "$WICK_REPLICA_ID" = 1 ] && [ ! -e "$1" ]; then touch "$1"; echo boom; exit 1; fi; echo fine`, "sh", filepath.Join(tmp, "m"))
+	r.NumReplicas, r.MaxRetries, r.RetryPolicy = 2, 1, spec.RetryReplica
+	id := start(t, s, appOf("replica", r), nil)
+	st := waitApp(t, s, id)
+	if st.State != spec.Succeeded || st.NumRestarts != 1 {
+		t.Fatalf("app %s, %d restarts (%s)", st.State, st.NumRestarts, st.Msg)
+	}
+	if r0, r1 := replicaOf(t, st, "r", 0), replicaOf(t, st, "r", 1); r0.Restarts != 0 || r1.Restarts != 1 {
+		t.Errorf("restarts: %d %d", r0.Restarts, r1.Restarts)
+	}
+	lines := logLines(t, s, id, "r", 1, sched.LogOptions{})
+	if len(lines) != 2 || lines[0].Text != "boom" || lines[0].Attempt != 0 || lines[1].Text != "fine" || lines[1].Attempt != 1 {
+		t.Errorf("attempts in logs: %+v", lines)
+	}
+}
+
+func TestRetryRole(t *testing.T) {
+	s := testScheduler(t, false)
+	mark := filepath.Join(t.TempDir(), "m")
+	a0, a1 := waitOn("a", mark), flaky("a", mark)
+	a := a0
+	a.NumReplicas, a.MaxRetries, a.RetryPolicy = 2, 1, spec.RetryRole
+	// Replica 1 of role a is flaky, replica 0 waits for it: one role, two programs.
+	a.Entrypoint = "sh"
+	a.Args = []string{"-c", `if [ "$WICK_REPLICA_ID" = 1 ]; then ` + a1.Args[1] + `; else ` + a0.Args[1] + `; fi`, "sh", mark}
+	b := role("b", "sh", "-c", "sleep 0.5")
+	id := start(t, s, appOf("role", a, b), spec.Cfg{OptStopTimeout: 5.0})
+	st := waitApp(t, s, id)
+	if st.State != spec.Succeeded || st.NumRestarts != 1 {
+		t.Fatalf("app %s, %d restarts: %s", st.State, st.NumRestarts, st.Msg)
+	}
+	for k := range 2 {
+		if r := replicaOf(t, st, "a", k); r.Restarts != 1 || r.State != spec.Succeeded {
+			t.Errorf("a/%d: %+v", k, r)
+		}
+	}
+	if r := replicaOf(t, st, "b", 0); r.Restarts != 0 {
+		t.Errorf("b was restarted: %+v", r)
+	}
+}
+
+func TestRetryApplication(t *testing.T) {
+	s := testScheduler(t, false)
+	mark := filepath.Join(t.TempDir(), "m")
+	a := flaky("a", mark)
+	a.MaxRetries = 1 // APPLICATION is the default policy
+	b := waitOn("b", mark)
+	id := start(t, s, appOf("app", a, b), spec.Cfg{OptStopTimeout: 5.0})
+	st := waitApp(t, s, id)
+	if st.State != spec.Succeeded || st.NumRestarts != 1 {
+		t.Fatalf("app %s, %d restarts: %s", st.State, st.NumRestarts, st.Msg)
+	}
+	for _, name := range []string{"a", "b"} {
+		if r := replicaOf(t, st, name, 0); r.Restarts != 1 || r.State != spec.Succeeded {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	if got := lineTexts(logLines(t, s, id, "a", 0, sched.LogOptions{})); got != "first\nsecond\n" {
+		t.Errorf("a's logs across attempts: %q", got)
+	}
+	// Out of retries: FAILED after max_retries restarts.
+	always := role("always", "sh", "-c", "exit 2")
+	always.MaxRetries = 2
+	id = start(t, s, appOf("app", always), nil)
+	st = waitApp(t, s, id)
+	if r := replicaOf(t, st, "always", 0); st.State != spec.Failed || st.NumRestarts != 2 || r.Restarts != 2 || *r.ExitCode != 2 {
+		t.Errorf("exhausted: %s %d %+v", st.State, st.NumRestarts, r)
+	}
+}
+
+func TestTorchelasticErrorFile(t *testing.T) {
+	s := testScheduler(t, false)
+	r := role("trainer", "sh", "-c", `printf '{"message": {"message": "RuntimeError: CUDA out of memory", "extraInfo": {"timestamp": "1700000000"}}}' > "$TORCHELASTIC_ERROR_FILE"; exit 1`)
+	id := start(t, s, appOf("err", r), nil)
+	st := waitApp(t, s, id)
+	rep := replicaOf(t, st, "trainer", 0)
+	if spec.ErrorMessage(rep.StructuredError) != "RuntimeError: CUDA out of memory" {
+		t.Errorf("replica error %q", rep.StructuredError)
+	}
+	if st.StructuredError != rep.StructuredError || !strings.Contains(st.Msg, "CUDA out of memory") {
+		t.Errorf("app: %q / %q", st.Msg, st.StructuredError)
+	}
+}

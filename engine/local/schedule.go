@@ -1,0 +1,239 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+// Schedule launches a planned app: it creates the log directories (so that an
+// unwritable log_dir fails before anything starts), writes the app's state
+// directory, starts the supervisor detached in its own session, and returns once the
+// supervisor reports that the replicas are started, or why it could not start them.
+// If ctx ends first, the app is cancelled.
+func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) error {
+	if info == nil || info.App == nil {
+		return errors.New("nothing to schedule")
+	}
+	if info.Scheduler != "" && info.Scheduler != s.name {
+		return fmt.Errorf("the dry run is for %s, not %s", info.Scheduler, s.name)
+	}
+	req, err := requestOf(info.Request)
+	if err != nil {
+		return err
+	}
+	appDir, err := s.appDir(req.AppID)
+	if err != nil {
+		return err
+	}
+	if req.AppID != info.AppID || req.StateDir != appDir {
+		return fmt.Errorf("the request does not match app %s (run the dry run again)", info.AppID)
+	}
+	self, err := s.selfCommand()
+	if err != nil {
+		return err
+	}
+	if err := makeLogDirs(req); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.appsDir(), 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	if err := os.Mkdir(appDir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("app %s already exists", req.AppID)
+		}
+		return fmt.Errorf("state directory: %w", err)
+	}
+	l := &launch{
+		Version:   storeVersion,
+		Scheduler: s.name,
+		Session:   req.Session,
+		AppID:     req.AppID,
+		Created:   time.Now(),
+		Self:      self,
+		App:       info.App,
+		Cfg:       cfgStrings(info.Cfg),
+		Request:   req,
+	}
+	owner, err := logs.Self()
+	if err != nil {
+		return err
+	}
+	st := newState(s.name, l, owner)
+	if err := writeJSONAtomic(appDir, launchFile, l); err != nil {
+		return fmt.Errorf("write app state: %w", err)
+	}
+	if err := st.save(appDir); err != nil {
+		return err
+	}
+	progress.Report("starting %d replicas", req.replicas())
+	return s.startSupervisor(ctx, appDir, self, st)
+}
+
+// requestOf accepts the request DryRun made, or its JSON form (a dry run read back).
+func requestOf(v any) (*Request, error) {
+	switch r := v.(type) {
+	case *Request:
+		if r != nil {
+			return r, nil
+		}
+	case Request:
+		return &r, nil
+	case nil:
+	default:
+		b, err := json.Marshal(v)
+		if err == nil {
+			var req Request
+			if err = json.Unmarshal(b, &req); err == nil && req.AppID != "" {
+				return &req, nil
+			}
+		}
+	}
+	return nil, errors.New("the dry run holds no local request (run the dry run again)")
+}
+
+// selfCommand returns the command that runs wick, with an absolute program path: the
+// supervisor runs in "/".
+func (s *Scheduler) selfCommand() ([]string, error) {
+	if len(s.cfg.Self) == 0 || s.cfg.Self[0] == "" {
+		return nil, errors.New("cannot start the supervisor: the command that runs wick is unknown")
+	}
+	self := append([]string(nil), s.cfg.Self...)
+	p, err := exec.LookPath(self[0])
+	if err == nil {
+		p, err = filepath.Abs(p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the supervisor: %w", err)
+	}
+	self[0] = p
+	return self, nil
+}
+
+// makeLogDirs creates the app's log directory (which must not exist) and one per
+// replica.
+func makeLogDirs(req *Request) error {
+	if err := checkLogDir(req.LogDir); err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("log directory %s cannot be created: %w", req.LogDir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(req.LogDir), 0o755); err != nil {
+		return fail(err)
+	}
+	if err := os.Mkdir(req.LogDir, 0o755); err != nil {
+		return fail(err)
+	}
+	for _, role := range req.Roles {
+		for _, r := range role.Replicas {
+			if !strings.HasPrefix(r.LogDir, req.LogDir+string(filepath.Separator)) {
+				return fmt.Errorf("replica log directory %s is outside %s", r.LogDir, req.LogDir)
+			}
+			if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+// startSupervisor runs `SELF __supervise APP_DIR` in a new session, with its output in
+// supervisor.log and a pipe on which it reports the start.
+func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []string, st *state) error {
+	failed := func(err error) error {
+		// Record the failure unless the supervisor already did.
+		if cur, rerr := readState(appDir); rerr == nil && !cur.State.Terminal() {
+			markDead(cur, err.Error())
+			cur.Msg = err.Error()
+			cur.StructuredError = err.Error()
+			_ = cur.save(appDir)
+		}
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(appDir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return failed(fmt.Errorf("supervisor log: %w", err))
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return failed(fmt.Errorf("start supervisor: %w", err))
+	}
+	defer pr.Close()
+	cmd := exec.Command(self[0], append(self[1:], SuperviseVerb, appDir)...)
+	cmd.Dir = "/"
+	cmd.Env = append(mergeEnv(os.Environ(), nil), fmt.Sprintf("%s=%d", envReadyFD, 3))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	// Its own session: no terminal, no signal from the launcher's Ctrl-C, and no
+	// death when the launcher dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return failed(fmt.Errorf("start supervisor: %w", err))
+	}
+	// Reap the supervisor whenever it ends, so that it does not linger as a zombie
+	// of a long-lived launcher (the UI). The goroutine ends with the supervisor.
+	go func() { _ = cmd.Wait() }()
+
+	type result struct {
+		msg []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(pr)
+		got <- result{b, err}
+	}()
+	var res result
+	select {
+	case res = <-got:
+	case <-ctx.Done():
+		pr.Close()
+		<-got
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		return fmt.Errorf("app %s: start interrupted, app cancelled: %w", st.AppID, ctx.Err())
+	}
+	msg := string(bytes.TrimSpace(res.msg))
+	switch {
+	case msg == "ok":
+		return nil
+	case strings.HasPrefix(msg, "error: "):
+		return failed(errors.New(strings.TrimPrefix(msg, "error: ")))
+	}
+	why := lastLine(filepath.Join(appDir, supervisorLog))
+	if why == "" {
+		why = "no message"
+	}
+	return failed(fmt.Errorf("the supervisor exited before starting the app: %s", why))
+}
+
+// lastLine returns the last non-empty line of a small file.
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,189 @@
+// Command helper is the only program in the images that engine/docker's tests build: a
+// static binary that plays every workload the tests need (exit codes, a TCP server and
+// client that find each other by hostname, log lines on both streams, file checks), so
+// that no test depends on an image it did not make.
+//
+// Usage: helper COMMAND [ARGS...], or through a link named after the command (/bin/true).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	args := os.Args
+	if name := filepath.Base(args[0]); name != "helper" {
+		args = append([]string{"helper", name}, args[1:]...)
+	}
+	if len(args) < 2 {
+		fail(2, "usage: helper COMMAND [ARGS...]")
+	}
+	os.Exit(run(args[1], args[2:]))
+}
+
+func fail(code int, format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "helper: "+format+"\n", a...)
+	os.Exit(code)
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		fail(2, "not a number: %q", s)
+	}
+	return n
+}
+
+func arg(args []string, i int) string {
+	if i >= len(args) {
+		fail(2, "missing argument %d", i+1)
+	}
+	return args[i]
+}
+
+func run(cmd string, args []string) int {
+	switch cmd {
+	case "true":
+		return 0
+	case "false":
+		return 1
+	case "exit":
+		fmt.Fprintln(os.Stderr, "exiting with", arg(args, 0))
+		return atoi(arg(args, 0))
+	case "echo":
+		fmt.Println(strings.Join(args, " "))
+	case "env":
+		env := os.Environ()
+		sort.Strings(env)
+		for _, kv := range env {
+			fmt.Println(kv)
+		}
+	case "serve":
+		return serve(arg(args, 0), atoi(arg(args, 1)))
+	case "dial":
+		return dial(arg(args, 0))
+	case "loop":
+		for {
+			time.Sleep(time.Second)
+		}
+	case "sleep":
+		d, err := time.ParseDuration(arg(args, 0))
+		if err != nil {
+			fail(2, "%v", err)
+		}
+		time.Sleep(d)
+	case "lines":
+		n := atoi(arg(args, 0))
+		var every time.Duration
+		if len(args) > 1 {
+			every, _ = time.ParseDuration(args[1])
+		}
+		for i := range n {
+			fmt.Fprintf(os.Stdout, "out %d\n", i)
+			fmt.Fprintf(os.Stderr, "err %d\n", i)
+			time.Sleep(every)
+		}
+	case "flood":
+		w := bufio.NewWriterSize(os.Stdout, 1<<16)
+		for i := range atoi(arg(args, 0)) {
+			fmt.Fprintf(w, "line %d of the flood, padded to look like a real log line\n", i)
+		}
+		w.Flush()
+	case "long":
+		fmt.Println(strings.Repeat("x", atoi(arg(args, 0))))
+		fmt.Println("end")
+	case "nonl":
+		fmt.Println("first")
+		fmt.Print(arg(args, 0))
+	case "failtimes":
+		// Fails N times, counting runs in FILE (the container's filesystem survives a
+		// restart), then succeeds.
+		n, file := atoi(arg(args, 0)), arg(args, 1)
+		b, _ := os.ReadFile(file)
+		count, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		count++
+		if err := os.WriteFile(file, []byte(strconv.Itoa(count)), 0o644); err != nil {
+			fail(3, "%v", err)
+		}
+		if count <= n {
+			fmt.Fprintf(os.Stderr, "run %d fails\n", count)
+			return 1
+		}
+		fmt.Printf("run %d succeeds\n", count)
+	case "cat":
+		b, err := os.ReadFile(arg(args, 0))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		os.Stdout.Write(b)
+	case "write":
+		if err := os.WriteFile(arg(args, 0), []byte(arg(args, 1)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	case "exists":
+		for _, p := range args {
+			if _, err := os.Stat(p); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+	default:
+		fail(2, "unknown command %q", cmd)
+	}
+	return 0
+}
+
+// serve accepts n connections on port (0: forever) and answers each with its hostname.
+func serve(port string, n int) int {
+	l, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		fail(1, "%v", err)
+	}
+	host, _ := os.Hostname()
+	fmt.Println("listening on", l.Addr())
+	for i := 0; n == 0 || i < n; i++ {
+		c, err := l.Accept()
+		if err != nil {
+			fail(1, "%v", err)
+		}
+		fmt.Fprintf(c, "hello from %s\n", host)
+		c.Close()
+		fmt.Println("served", c.RemoteAddr())
+	}
+	return 0
+}
+
+// dial connects to addr ($VARIABLES expanded, as a shell would), retrying for up to
+// 30 s while the server starts, and prints what it hears along with its identity.
+func dial(addr string) int {
+	addr = os.ExpandEnv(addr)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			line, err := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			if err != nil && err != io.EOF {
+				fail(1, "read: %v", err)
+			}
+			fmt.Printf("role=%s replica=%s rank0=%s got=%s\n", os.Getenv("WICK_ROLE"),
+				os.Getenv("WICK_REPLICA_ID"), os.Getenv("TORCHX_RANK0_HOST"), strings.TrimSpace(line))
+			return 0
+		}
+		if time.Now().After(deadline) {
+			fail(1, "dial %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,166 @@
+package themes
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// The builtin theme names.
+const (
+	Dark         = "dark"
+	Light        = "light"
+	HighContrast = "high-contrast"
+	// AutoName asks for dark or light from the terminal's background.
+	AutoName = "auto"
+)
+
+// Names lists the builtin themes, the default first.
+func Names() []string { return []string{Dark, Light, HighContrast} }
+
+// Builtin returns the builtin theme called name.
+func Builtin(name string) (*Theme, bool) {
+	p, ok := builtinPalette(name)
+	if !ok {
+		return nil, false
+	}
+	return New(name, p), true
+}
+
+func builtinPalette(name string) (Palette, bool) {
+	switch name {
+	case Dark:
+		return darkPalette, true
+	case Light:
+		return lightPalette, true
+	case HighContrast, "highcontrast", "high_contrast":
+		return highContrastPalette, true
+	}
+	return Palette{}, false
+}
+
+// Default is the theme used when nothing else is known: dark.
+func Default() *Theme { t, _ := Builtin(Dark); return t }
+
+// ForBackground picks the builtin theme that reads well on a dark or light background.
+func ForBackground(dark bool) *Theme {
+	if dark {
+		return Default()
+	}
+	t, _ := Builtin(Light)
+	return t
+}
+
+// ErrUnknownTheme is wrapped when a theme name is neither builtin nor a file.
+var ErrUnknownTheme = errors.New("unknown theme")
+
+// Load returns the theme called name: a builtin, a user theme dir/NAME.toml, or a path
+// to a theme file (a name holding a '/' or ending in ".toml").
+func Load(name, dir string) (*Theme, error) {
+	if t, ok := Builtin(name); ok {
+		return t, nil
+	}
+	path := name
+	if !strings.ContainsRune(name, filepath.Separator) && !strings.HasSuffix(name, ".toml") {
+		if dir == "" {
+			return nil, fmt.Errorf("%w %q (builtins: %s)", ErrUnknownTheme, name, strings.Join(Names(), ", "))
+		}
+		path = filepath.Join(dir, name+".toml")
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && path != name {
+		return nil, fmt.Errorf("%w %q: not builtin (%s) and no %s%s", ErrUnknownTheme, name,
+			strings.Join(Names(), ", "), path, spec.DidYouMean(name, Names()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("theme %q: %w", name, err)
+	}
+	t, err := Parse(strings.TrimSuffix(filepath.Base(path), ".toml"), string(data))
+	if err != nil {
+		return nil, fmt.Errorf("theme file %s:%w", path, err)
+	}
+	return t, nil
+}
+
+// Parse reads a theme file:
+//
+//	# my.toml: start from a builtin, then override colors
+//	base = "dark"
+//	accent = "#ff79c6"
+//	succeeded = "10"
+//	prefixes = ["#8be9fd", "#50fa7b"]
+//
+// Colors are "#rrggbb", "#rgb" or ANSI numbers 0-255. An unknown key or a bad color is
+// an error naming the line. Errors start with the line number so that callers can
+// prefix the file name.
+func Parse(name, data string) (*Theme, error) {
+	entries, err := ParseTOML(data)
+	if err != nil {
+		return nil, err
+	}
+	p := darkPalette
+	for _, e := range entries {
+		if e.Key == "base" && e.Section == "" {
+			s, ok := e.Value.(string)
+			if !ok {
+				return nil, fmt.Errorf("line %d: base must be a string", e.Line)
+			}
+			if p, ok = builtinPalette(s); !ok {
+				return nil, fmt.Errorf("line %d: base %q is not a builtin theme (%s)", e.Line, s, strings.Join(Names(), ", "))
+			}
+		}
+	}
+	p.Prefixes = append([]color.Color(nil), p.Prefixes...)
+	known := append(Keys(), "base", prefixesKey)
+	for _, e := range entries {
+		if e.Section != "" {
+			return nil, fmt.Errorf("line %d: theme files have no sections (found [%s])", e.Line, e.Section)
+		}
+		switch e.Key {
+		case "base":
+			continue
+		case prefixesKey:
+			list, ok := e.Value.([]string)
+			if !ok || len(list) == 0 {
+				return nil, fmt.Errorf("line %d: prefixes must be a non-empty array of colors", e.Line)
+			}
+			p.Prefixes = p.Prefixes[:0]
+			for _, s := range list {
+				c, err := ParseColor(s)
+				if err != nil {
+					return nil, fmt.Errorf("line %d: prefixes: %v", e.Line, err)
+				}
+				p.Prefixes = append(p.Prefixes, c)
+			}
+			continue
+		}
+		ref := paletteRef(&p, e.Key)
+		if ref == nil {
+			return nil, fmt.Errorf("line %d: unknown key %q%s", e.Line, e.Key, spec.DidYouMean(e.Key, known))
+		}
+		s, ok := e.Value.(string)
+		if !ok {
+			return nil, fmt.Errorf("line %d: %s: a color must be a quoted string, e.g. \"#7aa2f7\"", e.Line, e.Key)
+		}
+		c, err := ParseColor(s)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: %v", e.Line, e.Key, err)
+		}
+		*ref = c
+	}
+	return New(name, p), nil
+}
+
+func paletteRef(p *Palette, key string) *color.Color {
+	for _, k := range colorKeys {
+		if k.name == key {
+			return k.ref(p)
+		}
+	}
+	return nil
+}

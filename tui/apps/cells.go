@@ -1,0 +1,92 @@
+package apps
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// sortKey is a column the list can be sorted by.
+type sortKey int
+
+const (
+	byAge sortKey = iota
+	byName
+	byState
+	byHandle
+	byDuration
+	numSortKeys
+)
+
+// String names the sort key in the summary line.
+func (k sortKey) String() string {
+	return [...]string{"age", "name", "state", "handle", "duration"}[k]
+}
+
+// column is the index in render.AppHeaders of the column a sort key sorts.
+func (k sortKey) column() int {
+	return [...]int{4, 1, 2, 0, 5}[k]
+}
+
+// order sorts apps by key; reverse flips it. Age sorts newest first.
+func order(apps []spec.AppStatus, idx []int, key sortKey, reverse bool, now time.Time) {
+	slices.SortStableFunc(idx, func(i, j int) int {
+		a, b := &apps[i], &apps[j]
+		var c int
+		switch key {
+		case byAge:
+			c = b.Created.Compare(a.Created)
+		case byName:
+			c = cmp.Compare(a.Name, b.Name)
+		case byState:
+			c = cmp.Compare(a.State, b.State)
+		case byHandle:
+			c = cmp.Compare(a.Handle, b.Handle)
+		case byDuration:
+			c = cmp.Compare(b.Duration(now), a.Duration(now))
+		}
+		if c == 0 {
+			c = cmp.Compare(a.Handle, b.Handle)
+		}
+		if reverse {
+			c = -c
+		}
+		return c
+	})
+}
+
+// matches reports whether an app passes the filter: every space-separated term must
+// appear (case-insensitively) in its handle, name or state.
+func matches(a *spec.AppStatus, terms []string) bool {
+	if len(terms) == 0 {
+		return true
+	}
+	hay := strings.ToLower(a.Handle + " " + a.Name + " " + a.State.String())
+	for _, t := range terms {
+		if !strings.Contains(hay, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// stateCol is the column of the state in render.AppRow.
+const stateCol = 2
+
+// cells is the presentation of one app: the row `wick list` prints (render.AppRow),
+// without colors. Rows are made for every app on each refresh; colors are added when
+// a row is drawn (styled), so a refresh of a thousand apps styles none of them.
+func cells(a *spec.AppStatus, now time.Time) []string {
+	return render.AppRow(a, now, render.Plain{})
+}
+
+// styled returns the cells of a with the state in its color.
+func styled(row []string, a *spec.AppStatus, st render.Styler) []string {
+	out := append([]string(nil), row...)
+	out[stateCol] = st.State(a.State, row[stateCol])
+	return out
+}

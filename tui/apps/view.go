@@ -1,0 +1,95 @@
+package apps
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// headerLines are the lines above the first row: the summary and the column headers.
+const headerLines = 2
+
+// gutter marks the selected row, so that the selection shows without colors too.
+const (
+	gutterOn  = "▸ "
+	gutterOff = "  "
+)
+
+func (m *Model) rowsHeight() int {
+	h := m.Ctx.Height - headerLines
+	if m.filtering || m.filter.Value() != "" {
+		h--
+	}
+	if len(m.errs) > 0 {
+		h -= len(m.errs)
+	}
+	return max(1, h)
+}
+
+// View draws the summary line, the header and the visible rows.
+func (m *Model) View() string {
+	t := m.Ctx.Theme
+	width := m.Ctx.Width
+	var b strings.Builder
+	b.WriteString(m.summary())
+	b.WriteByte('\n')
+	if m.filtering || m.filter.Value() != "" {
+		b.WriteString(m.filter.View(t))
+		b.WriteByte('\n')
+	}
+	if !m.loaded {
+		b.WriteString(t.Muted.Render("  listing apps…"))
+		return b.String()
+	}
+	if len(m.apps) == 0 {
+		b.WriteString("\n  No apps yet. Press " + t.HelpKey.Render("n") + " to launch one.")
+		m.writeErrs(&b)
+		return b.String()
+	}
+	widths := m.table.Widths(width - len(gutterOff))
+	b.WriteString(gutterOff + m.table.Header(widths, common.Renderer(t.TableHead)))
+	height := m.rowsHeight()
+	m.cur.Clamp(len(m.visible), height)
+	end := min(len(m.visible), m.cur.Offset+height)
+	for r := m.cur.Offset; r < end; r++ {
+		b.WriteByte('\n')
+		if r == m.cur.Index {
+			b.WriteString(t.Selected.Render(common.PadRight(gutterOn+m.table.Line(r, widths), width)))
+			continue
+		}
+		b.WriteString(gutterOff + common.Columns(styled(m.table.Row(r), &m.apps[m.visible[r]], t), widths))
+	}
+	if len(m.visible) == 0 {
+		b.WriteString("\n  " + t.Muted.Render("no app matches the filter"))
+	}
+	m.writeErrs(&b)
+	return b.String()
+}
+
+func (m *Model) writeErrs(b *strings.Builder) {
+	for _, err := range m.errs {
+		b.WriteString("\n" + m.Ctx.Theme.Fail.Render("  "+err.Error()))
+	}
+}
+
+func (m *Model) summary() string {
+	t := m.Ctx.Theme
+	running := m.Running()
+	s := fmt.Sprintf("%d apps", len(m.apps))
+	if len(m.apps) == 1 {
+		s = "1 app"
+	}
+	if running > 0 {
+		s += fmt.Sprintf(" · %d running", running)
+	}
+	if len(m.visible) != len(m.apps) {
+		s += fmt.Sprintf(" · %d shown", len(m.visible))
+	}
+	dir := "↓"
+	if m.reverse {
+		dir = "↑"
+	}
+	s += " · sorted by " + m.sort.String() + " " + dir
+	return t.Accent.Render("Apps") + "  " + t.Muted.Render(s)
+}

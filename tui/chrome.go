@@ -1,0 +1,156 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// View draws the screen: the title bar, the active view, the status line and the help
+// bar, with the overlay on top; in the alternate screen, with the mouse on.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Screen())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "wick"
+	return v
+}
+
+// Screen is the text of the screen (View's content).
+func (m *Model) Screen() string {
+	if m.width == 0 || m.height == 0 {
+		return ""
+	}
+	t := m.ctx.Theme
+	if m.width < minWidth || m.height < minHeight {
+		return center(m.width, m.height,
+			t.Warning.Render("wick needs a bigger terminal"),
+			t.Muted.Render("at least "+itoa(minWidth)+"×"+itoa(minHeight)+", now "+itoa(m.width)+"×"+itoa(m.height)))
+	}
+	var b strings.Builder
+	b.WriteString(m.titleBar())
+	b.WriteByte('\n')
+	b.WriteString(common.Fit(m.active().View(), m.width, m.ctx.Height))
+	b.WriteByte('\n')
+	b.WriteString(m.statusLine())
+	b.WriteByte('\n')
+	b.WriteString(m.helpBar())
+	screen := b.String()
+	if m.over != nil {
+		screen = common.Overlay(screen, m.over.view(m), m.width, m.height)
+	}
+	return screen
+}
+
+// crumbSep separates the crumbs of the title bar.
+const crumbSep = " › "
+
+// crumbs are the title bar's parts: "wick", then one per view of the stack.
+func (m *Model) crumbs() []string {
+	out := []string{"wick"}
+	for _, v := range m.stack {
+		out = append(out, v.Title())
+	}
+	return out
+}
+
+// crumbAt returns the depth in the stack of the view whose crumb spans column x, or -1.
+func crumbAt(crumbs []string, x int) int {
+	col := 0
+	for i, c := range crumbs {
+		w := ansi.StringWidth(c)
+		if i > 0 && x >= col && x < col+w {
+			return i - 1
+		}
+		col += w + ansi.StringWidth(crumbSep)
+	}
+	return -1
+}
+
+func (m *Model) titleBar() string {
+	t := m.ctx.Theme
+	parts := m.crumbs()
+	crumbs := t.Title.Render(parts[0])
+	for _, c := range parts[1:] {
+		crumbs += t.Crumb.Render(crumbSep) + c
+	}
+	right := t.Muted.Render("? help  : commands")
+	gap := m.width - ansi.StringWidth(crumbs) - ansi.StringWidth(right)
+	if gap < 1 {
+		return common.PadRight(crumbs, m.width)
+	}
+	return crumbs + strings.Repeat(" ", gap) + right
+}
+
+// positioner is a view that reports its scroll position.
+type positioner interface{ Position() string }
+
+func (m *Model) statusLine() string {
+	t := m.ctx.Theme
+	left := ""
+	if m.notice != "" {
+		if m.noticeErr {
+			left = t.Fail.Render("✗ " + m.notice)
+		} else {
+			left = t.Notice.Render(m.notice)
+		}
+	}
+	right := ""
+	if p, ok := m.active().(positioner); ok {
+		right = t.Muted.Render(p.Position())
+	}
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return common.PadRight(left, m.width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func (m *Model) helpBar() string {
+	t := m.ctx.Theme
+	h := help.New()
+	h.SetWidth(m.width)
+	h.Styles.ShortKey = t.HelpKey
+	h.Styles.ShortDesc = t.HelpDesc
+	h.Styles.ShortSeparator = t.HelpSep
+	h.Styles.Ellipsis = t.HelpSep
+	bindings := m.ctx.Actions.ShortHelp(m.active().Kind())
+	if m.active().Typing() {
+		var kept []key.Binding
+		for _, b := range bindings {
+			if b, ok := common.WhileTyping(b); ok {
+				kept = append(kept, b)
+			}
+		}
+		bindings = kept
+	}
+	return common.PadRight(h.ShortHelpView(bindings), m.width)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// center draws lines in the middle of a width x height screen, cutting what does not
+// fit.
+func center(width, height int, lines ...string) string {
+	out := make([]string, height)
+	top := max(0, (height-len(lines))/2)
+	for i, l := range lines {
+		if top+i >= height {
+			break
+		}
+		pad := max(0, (width-ansi.StringWidth(l))/2)
+		out[top+i] = common.PadRight(strings.Repeat(" ", pad)+l, width)
+	}
+	for i, l := range out {
+		if l == "" {
+			out[i] = strings.Repeat(" ", width)
+		}
+	}
+	return strings.Join(out, "\n")
+}

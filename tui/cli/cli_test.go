@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// result is what a user sees of one command.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// harness runs wick verbs in-process with a private WICK_HOME, HOME and working dir.
+type harness struct {
+	t    *testing.T
+	home string // WICK_HOME
+	user string // HOME
+	work string // working directory
+	self string // the wick binary, for supervisors
+	env  map[string]string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	root := t.TempDir()
+	h := &harness{
+		t:    t,
+		home: filepath.Join(root, "state"),
+		user: filepath.Join(root, "home"),
+		work: filepath.Join(root, "work"),
+		self: wickBinary(t),
+		env:  map[string]string{},
+	}
+	for _, d := range []string{h.home, h.user, h.work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fixed session id keeps dry runs comparable.
+	t.Setenv("TORCHX_INTERNAL_SESSION_ID", "00000000-0000-4000-8000-000000000000")
+	return h
+}
+
+func (h *harness) getenv(k string) string {
+	switch k {
+	case "WICK_HOME":
+		return h.home
+	case "HOME":
+		return h.user
+	}
+	if v, ok := h.env[k]; ok {
+		return v
+	}
+	if k == "PATH" {
+		return os.Getenv("PATH")
+	}
+	return ""
+}
+
+func (h *harness) run(args ...string) result {
+	h.t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, Env{
+		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		Getenv: h.getenv, Self: h.self, WorkDir: h.work,
+	})
+	return result{code, out.String(), errb.String()}
+}
+
+// normalize replaces what changes from run to run (app ids, temp paths) with fixed
+// placeholders.
+func (h *harness) normalize(s string) string {
+	s = strings.ReplaceAll(s, h.home, "$WICK_HOME")
+	s = strings.ReplaceAll(s, h.work, "$WORK")
+	s = strings.ReplaceAll(s, h.user, "$HOME")
+	s = strings.ReplaceAll(s, h.self, "$WICK")
+	s = appIDRe.ReplaceAllString(s, "${1}-APPID")
+	return s
+}
+
+var appIDRe = regexp.MustCompile(`\b([a-z0-9_.]+)-[bcdfghjklmnpqrstvwxz][bcdfghjklmnpqrstvwxz0-79]{11}\b`)
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("..", "..", "testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./tui/cli -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs from the golden file (go test ./tui/cli -update rewrites it)\n--- want\n%s\n--- got\n%s", name, want, got)
+	}
+}

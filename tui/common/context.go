@@ -1,0 +1,77 @@
+// Package common is what the views of wick's UI share: the context handed down by the
+// root model (size, theme, actions, the engine), the View interface every view
+// implements, the messages views send to the root and to themselves, the action table,
+// and small widgets (a pager, a list cursor, a fuzzy matcher, overlays).
+package common
+
+import (
+	"context"
+	"time"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/themes"
+)
+
+// Backend is what the UI needs of the engine. *runner.Runner satisfies it; every call
+// goes through the same Runner method a one-shot verb uses.
+type Backend interface {
+	SchedulerBackends() []string
+	SchedulerRunOpts(name string) (spec.RunOpts, error)
+	DryRun(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string) (*sched.DryRunInfo, error)
+	Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) (spec.Handle, error)
+	Run(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string, progress sched.Progress) (spec.Handle, error)
+	Describe(ctx context.Context, h spec.Handle) (*sched.Description, error)
+	List(ctx context.Context, scheduler string) ([]spec.AppStatus, []error)
+	Cancel(ctx context.Context, h spec.Handle) error
+	Delete(ctx context.Context, h spec.Handle, force bool) error
+	LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error)
+}
+
+// Config is what the UI reads of .torchxconfig: argument defaults per component
+// ([component:NAME]) and run options per scheduler ([SCHEDULER]).
+type Config interface {
+	ComponentDefaults(name string) map[string]string
+	RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error)
+}
+
+// NoConfig is the Config of a project without .torchxconfig.
+type NoConfig struct{}
+
+// ComponentDefaults returns no defaults.
+func (NoConfig) ComponentDefaults(string) map[string]string { return nil }
+
+// RunOpts returns no run options.
+func (NoConfig) RunOpts(string, spec.RunOpts) (spec.Cfg, error) { return nil, nil }
+
+// Context is the state the root model shares with every view: the size of the body
+// (the screen less the title, status and help lines), the theme, the actions, the
+// engine and the clock. Views read it; only the root writes it.
+type Context struct {
+	// Ctx is cancelled when the UI ends; slow work runs under it.
+	Ctx     context.Context
+	Backend Backend
+	Config  Config
+	// Components lists the components the picker offers (builtins and user files).
+	Components func() ([]*components.Component, error)
+	// DefaultScheduler is preselected in the argument form.
+	DefaultScheduler string
+	// Workspace is passed to dry runs and launches (local_docker image builds).
+	Workspace string
+
+	Theme   *themes.Theme
+	Actions *Registry
+	// Width and Height are the size of the body, where the active view draws.
+	Width, Height int
+	// Now is the clock (fixed in tests).
+	Now func() time.Time
+
+	lastID ViewID
+}
+
+// NewID returns an id no other view of this UI has.
+func (c *Context) NewID() ViewID {
+	c.lastID++
+	return c.lastID
+}

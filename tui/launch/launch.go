@@ -1,0 +1,155 @@
+// Package launch is the launch view: it starts an app (a planned dry run, or a relaunch
+// of an app's AppDef on the same scheduler), shows the scheduler's progress steps while
+// it starts (image builds, containers), and then hands over to the app list.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// Model is the launch view.
+type Model struct {
+	common.Base
+	info    *sched.DryRunInfo // what to schedule, or nil for a relaunch
+	from    spec.Handle       // the app to relaunch
+	started time.Time
+	steps   []string
+	handle  spec.Handle
+	err     error
+	done    bool
+	pager   common.Pager
+}
+
+// progressMsg is one step reported by the scheduler.
+type progressMsg struct{ step string }
+
+// launchedMsg ends the launch.
+type launchedMsg struct {
+	h   spec.Handle
+	err error
+}
+
+// New returns a view that schedules a planned app.
+func New(ctx *common.Context, info *sched.DryRunInfo) *Model {
+	return &Model{Base: common.NewBase(ctx, common.KindLaunch), info: info}
+}
+
+// Relaunch returns a view that launches the AppDef of the app h again, with the same
+// run options, on the same scheduler.
+func Relaunch(ctx *common.Context, h spec.Handle) *Model {
+	return &Model{Base: common.NewBase(ctx, common.KindLaunch), from: h}
+}
+
+// Title is the view's crumb.
+func (m *Model) Title() string { return "launch" }
+
+// Init starts the launch in a goroutine whose progress and result stream back.
+func (m *Model) Init() tea.Cmd {
+	m.started = m.Ctx.Now()
+	ch := make(chan tea.Msg, 8)
+	ctx, b := m.Ctx.Ctx, m.Ctx.Backend
+	send := func(msg tea.Msg) {
+		select {
+		case ch <- msg:
+		case <-ctx.Done():
+		}
+	}
+	progress := func(step string) { send(progressMsg{step}) }
+	info, from, workspace := m.info, m.from, m.Ctx.Workspace
+	go func() {
+		defer close(ch)
+		var h spec.Handle
+		var err error
+		if info != nil {
+			h, err = b.Schedule(ctx, info, progress)
+		} else {
+			h, err = relaunch(ctx, b, from, workspace, progress)
+		}
+		send(launchedMsg{h: h, err: err})
+	}()
+	return common.Stream(m.ID(), ch)
+}
+
+func relaunch(ctx context.Context, b common.Backend, from spec.Handle, workspace string, progress sched.Progress) (spec.Handle, error) {
+	progress.Report("reading %s", from)
+	d, err := b.Describe(ctx, from)
+	if err != nil {
+		return spec.Handle{}, err
+	}
+	if d.App == nil {
+		return spec.Handle{}, fmt.Errorf("%s: the scheduler does not know its AppDef, so it cannot be relaunched", from)
+	}
+	progress.Report("relaunching %s on %s", d.App.Name, from.Scheduler)
+	return b.Run(ctx, d.App, from.Scheduler, d.Cfg, workspace, progress)
+}
+
+// Update records progress and the result; on success it hands over to the app list.
+func (m *Model) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case progressMsg:
+		m.steps = append(m.steps, msg.step)
+	case launchedMsg:
+		m.done, m.handle, m.err = true, msg.h, msg.err
+		if msg.err != nil {
+			return common.NotifyErr(fmt.Errorf("launch failed: %w", msg.err))
+		}
+		h := msg.h.String()
+		return tea.Batch(
+			func() tea.Msg { return common.HomeMsg{Handle: h} },
+			common.Notify("launched "+h),
+		)
+	case tea.MouseWheelMsg:
+		if msg.Button == tea.MouseWheelUp {
+			m.pager.Scroll(-common.WheelStep, m.Ctx.Height)
+		} else {
+			m.pager.Scroll(common.WheelStep, m.Ctx.Height)
+		}
+	}
+	return nil
+}
+
+// Do scrolls; the rest is the root's.
+func (m *Model) Do(action string) (tea.Cmd, bool) {
+	return nil, m.pager.Do(action, m.Ctx.Height)
+}
+
+// View draws the steps so far and the outcome.
+func (m *Model) View() string {
+	t := m.Ctx.Theme
+	var b strings.Builder
+	what := "Launching"
+	if m.info != nil {
+		what += " " + m.info.App.Name + " on " + m.info.Scheduler
+	} else {
+		what = "Relaunching " + m.from.String()
+	}
+	elapsed := render.Duration(m.Ctx.Now().Sub(m.started).Truncate(100 * time.Millisecond))
+	b.WriteString(t.Accent.Render(what) + "  " + t.Muted.Render(elapsed) + "\n\n")
+	for i, s := range m.steps {
+		mark := t.State(spec.Succeeded, "✓")
+		if i == len(m.steps)-1 && !m.done {
+			mark = t.State(spec.Running, "…")
+		}
+		b.WriteString("  " + mark + " " + s + "\n")
+	}
+	switch {
+	case !m.done:
+		b.WriteString("  " + t.Muted.Render("starting…") + "\n")
+	case m.err != nil:
+		b.WriteString("\n  " + t.Fail.Render("✗ "+m.err.Error()) + "\n\n  " + t.Muted.Render("esc: back"))
+	default:
+		b.WriteString("\n  " + t.State(spec.Succeeded, "✓ launched "+m.handle.String()))
+	}
+	m.pager.SetText(b.String())
+	return m.pager.View(m.Ctx.Width, m.Ctx.Height)
+}

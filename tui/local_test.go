@@ -1,0 +1,115 @@
+package tui_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/local"
+	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui"
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// localOptions are testOptions over a real runner with the real local_cwd and
+// local_dir schedulers, whose supervisors are the wick binary built for the test.
+func localOptions(t *testing.T) *driverEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("launches real processes: skipped with -short")
+	}
+	bin := wickBinary(t)
+	opts := testOptions(t)
+	opts.Now = time.Now
+	reg := &sched.Registry{}
+	local.Register(reg)
+	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: os.Getenv("WICK_HOME"), Self: []string{bin}})
+	t.Cleanup(func() { _ = r.Close() })
+	opts.Runner = r
+	opts.DefaultScheduler = local.NameCwd
+	work := t.TempDir()
+	wd, _ := os.Getwd()
+	if err := os.Chdir(work); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	return &driverEnv{opts: opts}
+}
+
+// waitScreen sends ticks until the screen shows want.
+func (d *driver) waitScreen(want string) {
+	d.t.Helper()
+	deadline := time.Now().Add(cmdTimeout)
+	for !strings.Contains(d.screen(), want) {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("the screen never showed %q:\n%s", want, d.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+		d.send(common.TickMsg{Time: time.Now()})
+	}
+}
+
+func TestLocalLaunchDescribeLogs(t *testing.T) {
+	env := localOptions(t)
+	d := newDriver(t, env.opts, 160, 48)
+	d.contains("No apps yet")
+	openForm(d, "utils.echo")
+	d.contains("Run options · local_cwd", "log_dir", "prepend_cwd")
+	d.keys("ctrl+u")
+	d.typ("hello from the ui")
+	d.keys("enter")
+	d.contains("=== SCHEDULER REQUEST (local_cwd) ===", "hello from the ui")
+	d.keys("enter")
+	d.contains("launched local_cwd://wick/echo-")
+	d.waitScreen("SUCCEEDED")
+	d.contains("▸ local_cwd://wick/echo-", "0/1")
+
+	d.keys("d")
+	d.contains("state:    SUCCEEDED", "echo/0", "=== APPLICATION ===", "logs:     /")
+	d.keys("l")
+	d.waitScreen("end of logs")
+	d.contains("hello from the ui")
+	d.keys("esc", "esc")
+
+	// Relaunch: the same AppDef, a new app.
+	d.keys("r")
+	d.contains("launched local_cwd://wick/echo-")
+	d.waitScreen("2 apps")
+	for strings.Count(d.screen(), "SUCCEEDED") < 2 {
+		d.waitScreen("SUCCEEDED")
+		time.Sleep(50 * time.Millisecond)
+		d.send(common.TickMsg{Time: time.Now()})
+	}
+
+	// Delete the selected (newest) app after confirming.
+	d.keys("D", "y")
+	d.contains("deleted local_cwd://wick/echo-")
+	d.waitScreen("1 app ")
+}
+
+func TestLocalCancelRunningApp(t *testing.T) {
+	env := localOptions(t)
+	d := newDriver(t, env.opts, 160, 48)
+	openForm(d, "utils.sh")
+	for !strings.Contains(d.screen(), "▸  -- args") {
+		d.keys("tab")
+	}
+	d.typ("sleep 30")
+	d.keys("enter", "enter")
+	d.waitScreen("RUNNING")
+	d.keys("q")
+	if !strings.Contains(d.m.QuitNote(), "1 app is still running and keeps running") &&
+		!strings.Contains(d.m.QuitNote(), "1 app is still running and keep running") {
+		t.Fatalf("quit note = %q", d.m.QuitNote())
+	}
+	d.keys("x")
+	d.contains("Cancel local_cwd://wick/sh-")
+	d.keys("y")
+	d.contains("cancelled local_cwd://wick/sh-")
+	d.waitScreen("CANCELLED")
+}
+
+type driverEnv struct{ opts tui.Options }

@@ -1,0 +1,362 @@
+// Package tui is wick's full-screen UI: one root model holding a stack of views (the app
+// list at the bottom; the picker, form, preview, launch, describe and logs above it)
+// and the context they share. Keys are resolved through one action table that also
+// feeds the help bar, the `?` overlay and the `:` command palette. Slow work runs in
+// commands whose results are addressed to the view that asked.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/themes"
+	"github.com/wick-dev/wick/tui/apps"
+	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/logs"
+	"github.com/wick-dev/wick/tui/picker"
+)
+
+// The smallest screen the layout works in; below it the UI shows a message instead.
+const (
+	minWidth  = 60
+	minHeight = 12
+)
+
+// chromeLines are the lines around the body: the title bar, the status line and the
+// help bar.
+const chromeLines = 3
+
+// noticeTTL is how long a status-line message stays.
+const noticeTTL = 8 * time.Second
+
+// Model is the root model: the view stack, the overlay (help, palette or a
+// confirmation), the status line and the shared context.
+type Model struct {
+	ctx    *common.Context
+	cancel context.CancelFunc
+	home   *apps.Model
+	stack  []common.View
+	over   overlay
+
+	width, height int
+	notice        string
+	noticeErr     bool
+	noticeAt      time.Time
+	autoTheme     bool
+	tick          time.Duration
+	initial       []common.View // views to Init at start (--logs)
+	quitNote      string
+	closed        bool
+}
+
+// overlay is a modal drawn over the screen that takes every key while open.
+type overlay interface {
+	// key handles a key; done closes the overlay, and cmd runs after.
+	key(m *Model, k tea.KeyPressMsg) (cmd tea.Cmd, done bool)
+	view(m *Model) string
+}
+
+// NewModel builds the root model from opts: it reads the settings file and the theme
+// (a bad one is an error) and prepares the app list, and the logs of opts.Logs.
+func NewModel(opts Options) (*Model, error) {
+	if opts.Runner == nil {
+		return nil, errors.New("tui: Options.Runner is required")
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	path := opts.SettingsPath
+	if path == "" {
+		path = DefaultSettingsPath(getenv)
+	}
+	settings, err := LoadSettings(path)
+	if err != nil {
+		return nil, err
+	}
+	theme, auto, err := pickTheme(opts.Theme, settings, ThemesDir(path), getenv)
+	if err != nil {
+		return nil, err
+	}
+	actions := common.NewRegistry()
+	for name, keys := range settings.Keys {
+		if err := actions.Rebind(name, keys); err != nil {
+			return nil, fmt.Errorf("%s: [keys]: %w", path, err)
+		}
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	conf := opts.Config
+	if conf == nil {
+		conf = common.NoConfig{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &common.Context{
+		Ctx: ctx, Backend: opts.Runner, Config: conf, Components: opts.Components,
+		DefaultScheduler: opts.DefaultScheduler, Workspace: opts.Workspace,
+		Theme: theme, Actions: actions, Now: now,
+	}
+	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval}
+	if m.tick == 0 {
+		m.tick = common.TickInterval
+	}
+	m.home = apps.New(c)
+	m.stack = []common.View{m.home}
+	m.initial = []common.View{m.home}
+	if opts.Logs != "" {
+		h, err := spec.ParseHandle(opts.Logs)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		v := m.logsView(h)
+		m.stack = append(m.stack, v)
+		m.initial = append(m.initial, v)
+	}
+	return m, nil
+}
+
+// Init starts the views' first work, the clock, and asks the terminal for its
+// background when the theme follows it.
+func (m *Model) Init() tea.Cmd {
+	var cmds []tea.Cmd
+	for _, v := range m.initial {
+		cmds = append(cmds, v.Init())
+	}
+	m.initial = nil
+	cmds = append(cmds, m.nextTick())
+	if m.autoTheme {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) nextTick() tea.Cmd {
+	if m.tick < 0 {
+		return nil
+	}
+	return tea.Tick(m.tick, func(t time.Time) tea.Msg { return common.TickMsg{Time: t} })
+}
+
+func (m *Model) active() common.View { return m.stack[len(m.stack)-1] }
+
+// Update routes a message: keys through the overlay or the action table, results to
+// the view that asked, navigation requests to the stack.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	return m, m.update(msg)
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.resize(msg.Width, msg.Height)
+		return nil
+	case tea.BackgroundColorMsg:
+		if m.autoTheme {
+			m.autoTheme = false
+			m.ctx.Theme = themes.ForBackground(msg.IsDark())
+		}
+		return nil
+	case common.TickMsg:
+		if !m.noticeAt.IsZero() && m.ctx.Now().Sub(m.noticeAt) > noticeTTL {
+			m.notice = ""
+		}
+		return tea.Batch(m.active().Update(msg), m.nextTick())
+	case tea.KeyPressMsg:
+		return m.key(msg)
+	case tea.MouseMsg:
+		return m.mouse(msg)
+	case common.PushMsg:
+		m.stack = append(m.stack, msg.View)
+		return msg.View.Init()
+	case common.PopMsg:
+		return m.pop()
+	case common.HomeMsg:
+		for len(m.stack) > 1 {
+			m.stack[len(m.stack)-1].Close()
+			m.stack = m.stack[:len(m.stack)-1]
+		}
+		if msg.Handle != "" {
+			return m.home.Select(msg.Handle)
+		}
+		return m.home.Activate()
+	case common.OpenLogsMsg:
+		h, err := spec.ParseHandle(msg.Handle)
+		if err != nil {
+			return common.NotifyErr(err)
+		}
+		v := m.logsView(h)
+		m.stack = append(m.stack, v)
+		return v.Init()
+	case common.ConfirmMsg:
+		m.over = &confirm{prompt: msg.Prompt, yes: msg.Yes}
+		return nil
+	case common.NoticeMsg:
+		m.notice, m.noticeErr, m.noticeAt = msg.Text, msg.Err, m.ctx.Now()
+		return nil
+	case common.StreamMsg:
+		var cmd tea.Cmd
+		if v := m.find(msg.To); v != nil {
+			cmd = v.Update(msg.Msg)
+		}
+		return tea.Batch(cmd, msg.Next)
+	case common.Addressed:
+		if v := m.find(msg.Target()); v != nil {
+			return v.Update(msg)
+		}
+		return nil
+	}
+	return m.active().Update(msg)
+}
+
+// logsView is the view of an app's logs, for the logs action and --logs: the one
+// place where the log wall replaces the single-replica view.
+func (m *Model) logsView(h spec.Handle) common.View { return logs.New(m.ctx, h) }
+
+// find returns the view with id, if it is still open.
+func (m *Model) find(id common.ViewID) common.View {
+	for _, v := range m.stack {
+		if v.ID() == id {
+			return v
+		}
+	}
+	return nil
+}
+
+func (m *Model) resize(w, h int) {
+	m.width, m.height = w, h
+	m.ctx.Width, m.ctx.Height = w, max(1, h-chromeLines)
+}
+
+// pop closes the active view, never the app list.
+func (m *Model) pop() tea.Cmd {
+	if len(m.stack) == 1 {
+		return nil
+	}
+	top := m.active()
+	m.stack = m.stack[:len(m.stack)-1]
+	top.Close()
+	if a, ok := m.active().(common.Activator); ok {
+		return a.Activate()
+	}
+	return nil
+}
+
+// key resolves a key: the overlay takes all; a focused text field takes text; then the
+// action table; then the view.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if m.over != nil {
+		cmd, done := m.over.key(m, k)
+		if done {
+			m.over = nil
+		}
+		return cmd
+	}
+	v := m.active()
+	if k.Keystroke() != "ctrl+c" && v.Typing() && common.IsEditKey(k) {
+		return v.Update(k)
+	}
+	if a, ok := m.ctx.Actions.Match(k, v.Kind()); ok {
+		return m.run(a.Name)
+	}
+	return v.Update(k)
+}
+
+// run runs the action named name in the active view, by key or from the palette.
+func (m *Model) run(name string) tea.Cmd {
+	v := m.active()
+	switch name {
+	case common.ActQuit:
+		return m.quit()
+	case common.ActHelp:
+		m.over = &helpOverlay{}
+		return nil
+	case common.ActPalette:
+		m.over = newPalette()
+		return nil
+	case common.ActNew:
+		if v.Kind() == common.KindPicker {
+			return nil
+		}
+		p := picker.New(m.ctx)
+		m.stack = append(m.stack, p)
+		return p.Init()
+	case common.ActHome:
+		return func() tea.Msg { return common.HomeMsg{} }
+	}
+	cmd, ok := v.Do(name)
+	if !ok && name == common.ActBack {
+		return m.pop()
+	}
+	return cmd
+}
+
+// quit ends the UI; running apps keep running, and the note says so.
+func (m *Model) quit() tea.Cmd {
+	if n := m.home.Running(); n > 0 {
+		what := "1 app is"
+		if n > 1 {
+			what = fmt.Sprintf("%d apps are", n)
+		}
+		m.quitNote = fmt.Sprintf("wick: %s still running and keep running; `wick list` shows them, `wick ui` comes back to them", what)
+	}
+	return tea.Quit
+}
+
+// QuitNote is what the UI says when it has quit: that running apps keep running.
+func (m *Model) QuitNote() string { return m.quitNote }
+
+// mouse sends wheel and click events to the active view, in body coordinates.
+func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
+	if m.over != nil {
+		return nil
+	}
+	mo := msg.Mouse()
+	if _, click := msg.(tea.MouseClickMsg); click && mo.Y == 0 {
+		return m.clickCrumb(mo.X)
+	}
+	mo.Y--
+	if mo.Y < 0 || mo.Y >= m.ctx.Height {
+		return nil
+	}
+	switch msg.(type) {
+	case tea.MouseWheelMsg:
+		return m.active().Update(tea.MouseWheelMsg(mo))
+	case tea.MouseClickMsg:
+		return m.active().Update(tea.MouseClickMsg(mo))
+	}
+	return nil
+}
+
+// clickCrumb goes back to the view whose crumb in the title bar is at column x.
+func (m *Model) clickCrumb(x int) tea.Cmd {
+	depth := crumbAt(m.crumbs(), x)
+	if depth < 0 {
+		return nil
+	}
+	var cmd tea.Cmd
+	for len(m.stack) > depth+1 {
+		cmd = m.pop()
+	}
+	return cmd
+}
+
+// Close closes every view and cancels the work still running. Apps keep running.
+func (m *Model) Close() {
+	if m.closed {
+		return
+	}
+	m.closed = true
+	for i := len(m.stack) - 1; i >= 0; i-- {
+		m.stack[i].Close()
+	}
+	m.cancel()
+}

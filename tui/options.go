@@ -1,0 +1,46 @@
+package tui
+
+import (
+	"io"
+	"time"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// Options configure the UI. Only Runner is required.
+type Options struct {
+	// Runner is the engine: a *runner.Runner.
+	Runner common.Backend
+	// Components lists what the picker offers: builtins and user components
+	// (components.All). Nil offers the builtins.
+	Components func() ([]*components.Component, error)
+	// Config supplies .torchxconfig defaults; nil means none.
+	Config common.Config
+	// DefaultScheduler is preselected in the argument form ([cli:run] scheduler, or
+	// local_cwd).
+	DefaultScheduler string
+	// Workspace is passed to dry runs and launches (local_docker image builds).
+	Workspace string
+
+	// Theme is the --theme flag: a builtin name, a user theme name, a path, or "auto".
+	Theme string
+	// SettingsPath is the UI settings file; "" means DefaultSettingsPath.
+	SettingsPath string
+	// Logs, when set, opens the UI on the logs of this app handle (--logs).
+	Logs string
+
+	// Input and Output are the terminal; nil means the process's.
+	Input  io.Reader
+	Output io.Writer
+	// Messages receives what the UI says after it closes (that running apps keep
+	// running); nil means os.Stderr.
+	Messages io.Writer
+	// Getenv reads the environment (NO_COLOR, XDG_CONFIG_HOME); nil means os.Getenv.
+	Getenv func(string) string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// TickInterval is how often live views refresh; 0 means common.TickInterval and a
+	// negative value turns the ticks off (tests send common.TickMsg themselves).
+	TickInterval time.Duration
+}

@@ -1,0 +1,171 @@
+// Package picker is the component picker: builtins and user components in one list,
+// filtered fuzzily as you type, with a side pane showing the selected component's help
+// and parameters.
+package picker
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/form"
+)
+
+// Model is the picker view.
+type Model struct {
+	common.Base
+	all     []*components.Component
+	err     error
+	loaded  bool
+	matches []match
+	filter  common.Input
+	cur     common.Cursor
+}
+
+type match struct {
+	c     *components.Component
+	score int
+	pos   []int // matched byte offsets in c.Name
+}
+
+type loadedMsg struct {
+	common.ViewID
+	comps []*components.Component
+	err   error
+}
+
+// New returns the picker; Init loads the components.
+func New(ctx *common.Context) *Model {
+	m := &Model{Base: common.NewBase(ctx, common.KindPicker)}
+	m.filter = common.NewInput("› ")
+	m.filter.Placeholder = "type to filter components"
+	m.filter.Focus()
+	return m
+}
+
+// Title is the view's crumb.
+func (m *Model) Title() string { return "new app" }
+
+// Typing reports true: what the user types filters the list.
+func (m *Model) Typing() bool { return true }
+
+// Init loads the components (user components are files).
+func (m *Model) Init() tea.Cmd {
+	id, load := m.ID(), m.Ctx.Components
+	return func() tea.Msg {
+		if load == nil {
+			return loadedMsg{ViewID: id, comps: components.Builtins()}
+		}
+		comps, err := load()
+		return loadedMsg{ViewID: id, comps: comps, err: err}
+	}
+}
+
+// Update takes the component list, typing and the mouse.
+func (m *Model) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case loadedMsg:
+		m.all, m.err, m.loaded = msg.comps, msg.err, true
+		m.refilter()
+	case tea.KeyPressMsg, tea.PasteMsg:
+		if m.filter.Update(msg) {
+			m.cur = common.Cursor{}
+			m.refilter()
+		}
+	case tea.MouseWheelMsg:
+		delta := common.WheelStep
+		if msg.Button == tea.MouseWheelUp {
+			delta = -delta
+		}
+		m.cur.Wheel(delta, len(m.matches), m.listHeight())
+	case tea.MouseClickMsg:
+		if msg.Button != tea.MouseLeft || msg.X >= m.listWidth() {
+			return nil
+		}
+		before := m.cur.Index
+		if m.cur.Click(msg.Y-listTop, len(m.matches)) && before == m.cur.Index {
+			cmd, _ := m.Do(common.ActSelect)
+			return cmd
+		}
+	}
+	return nil
+}
+
+// refilter ranks the components against the filter: fuzzy matches of the name by
+// score, then, below them, components whose summary holds the filter as typed.
+func (m *Model) refilter() {
+	q := strings.TrimSpace(m.filter.Value())
+	lq := strings.ToLower(q)
+	m.matches = m.matches[:0]
+	for _, c := range m.all {
+		score, pos, ok := common.Fuzzy(q, c.Name)
+		if !ok {
+			if !strings.Contains(strings.ToLower(c.Summary), lq) {
+				continue
+			}
+			score = -1
+		}
+		m.matches = append(m.matches, match{c: c, score: score, pos: pos})
+	}
+	slices.SortStableFunc(m.matches, func(a, b match) int {
+		if a.score != b.score {
+			return b.score - a.score
+		}
+		return strings.Compare(a.c.Name, b.c.Name)
+	})
+	if q == "" {
+		// Unfiltered, builtins keep their order and user components follow.
+		slices.SortStableFunc(m.matches, func(a, b match) int {
+			return boolInt(a.c.Source != "") - boolInt(b.c.Source != "")
+		})
+	}
+	m.cur.Clamp(len(m.matches), m.listHeight())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Selected is the highlighted component, or nil.
+func (m *Model) Selected() *components.Component {
+	if m.cur.Index < 0 || m.cur.Index >= len(m.matches) {
+		return nil
+	}
+	return m.matches[m.cur.Index].c
+}
+
+// Do moves in the list, opens the argument form, or clears the filter on Esc.
+func (m *Model) Do(action string) (tea.Cmd, bool) {
+	if m.cur.Do(action, len(m.matches), m.listHeight()) {
+		return nil, true
+	}
+	switch action {
+	case common.ActSelect:
+		c := m.Selected()
+		if c == nil {
+			return nil, true
+		}
+		return common.Push(form.New(m.Ctx, c)), true
+	case common.ActBack:
+		if m.filter.Value() != "" {
+			m.filter.SetValue("")
+			m.refilter()
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+func source(c *components.Component) string {
+	if c.Source == "" {
+		return ""
+	}
+	return filepath.Base(c.Source)
+}
