@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,8 @@ func (d *driver) exec(cmd tea.Cmd) []tea.Msg {
 	select {
 	case msg = <-done:
 	case <-time.After(cmdTimeout):
-		d.t.Fatalf("a command did not return within %v", cmdTimeout)
+		buf := make([]byte, 1<<20)
+		d.t.Fatalf("a command did not return within %v; goroutines:\n%s", cmdTimeout, buf[:runtime.Stack(buf, true)])
 	}
 	switch msg := msg.(type) {
 	case nil:

@@ -202,9 +202,9 @@ func TestEscGoesBackKeepingValues(t *testing.T) {
 	d.keys("esc")
 	d.contains("│kept")
 	d.keys("esc")
-	d.contains("type to filter components")
+	d.contains("› utils.echo", "1/9")
 	d.keys("esc") // clears the filter first
-	d.contains("9/9")
+	d.contains("type to filter components", "9/9")
 	d.keys("esc")
 	d.contains("No apps yet")
 	d.keys("esc") // nothing below the app list
@@ -357,8 +357,8 @@ func TestMouseWheelAndClick(t *testing.T) {
 	openForm(d, "utils.echo")
 	d.keys("enter")
 	d.contains("wick › apps › new app › utils.echo › preview")
-	d.send(tea.MouseClickMsg{X: len("wick › apps › ") + 2, Y: 0, Button: tea.MouseLeft})
-	d.contains("type to filter components")
+	d.send(tea.MouseClickMsg{X: 16, Y: 0, Button: tea.MouseLeft}) // "wick › apps › ne|w app"
+	d.contains("wick › apps › new app", "▸ utils.echo")
 	d.lacks("utils.echo › preview")
 }
 

@@ -13,11 +13,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -127,7 +129,7 @@ func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cli == nil {
-		cli, err := client.New(client.FromEnv)
+		cli, err := newClient()
 		if err != nil {
 			return nil, fmt.Errorf("%w: DOCKER_HOST=%q: %v", ErrUnreachable, os.Getenv(client.EnvOverrideHost), err)
 		}
@@ -140,6 +142,23 @@ func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
 		s.pinged = true
 	}
 	return s.cli, nil
+}
+
+// newClient makes an Engine client configured from the environment (DOCKER_HOST,
+// DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) that negotiates the API
+// version. Its transport reads in large buffers (log streams come as one small chunk
+// per line) and keeps a connection per concurrent call.
+func newClient() (*client.Client, error) {
+	hc := &http.Client{
+		Transport: &http.Transport{
+			ReadBufferSize:      64 << 10,
+			MaxIdleConns:        maxParallel,
+			MaxIdleConnsPerHost: maxParallel,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		CheckRedirect: client.CheckRedirect,
+	}
+	return client.New(client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv)
 }
 
 // engineErr turns a failure to reach the Engine into one line naming the socket or

@@ -54,6 +54,11 @@ func Supervise(ctx context.Context, appDir string) error {
 	}
 	var ready *os.File
 	if fd, err := strconv.Atoi(os.Getenv(envReadyFD)); err == nil && fd > 2 {
+		// An inherited fd is not close-on-exec: without this every replica would hold
+		// the launcher's ready pipe open, and `wick run --detach | cat` would wait for
+		// the whole app.
+		syscall.CloseOnExec(fd)
+		os.Unsetenv(envReadyFD)
 		ready = os.NewFile(uintptr(fd), "ready")
 	}
 	sv, err := newSupervisor(appDir)

@@ -31,7 +31,9 @@ func ValidateName(what, s string) error {
 	return nil
 }
 
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // Alphabets of TorchX's random ids: lowercase, no vowels (no words), no '8'.
 const (

@@ -68,13 +68,13 @@ func (s *AppState) UnmarshalText(b []byte) error {
 
 // AppStatus is the observed status of an app.
 type AppStatus struct {
-	Handle      string       `json:"handle,omitempty"`
-	AppID       string       `json:"app_id"`
-	Scheduler   string       `json:"scheduler,omitempty"`
-	Name        string       `json:"name,omitempty"`
-	State       AppState     `json:"state"`
-	NumRestarts int          `json:"num_restarts"`
-	Msg         string       `json:"msg,omitempty"`
+	Handle      string   `json:"handle,omitempty"`
+	AppID       string   `json:"app_id"`
+	Scheduler   string   `json:"scheduler,omitempty"`
+	Name        string   `json:"name,omitempty"`
+	State       AppState `json:"state"`
+	NumRestarts int      `json:"num_restarts"`
+	Msg         string   `json:"msg,omitempty"`
 	// StructuredError is the first replica error (torchelastic JSON or plain text).
 	StructuredError string       `json:"structured_error_msg,omitempty"`
 	UIURL           string       `json:"ui_url,omitempty"`

@@ -25,7 +25,7 @@ func TestBadInput(t *testing.T) {
     roles:
       - name: greet
         entrypoint: echo
-        args: ["{{ .nope }}"]
+        args: ["${{ nope }}"]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,9 @@ func (h *harness) normalize(s string) string {
 	s = strings.ReplaceAll(s, h.work, "$WORK")
 	s = strings.ReplaceAll(s, h.user, "$HOME")
 	s = strings.ReplaceAll(s, h.self, "$WICK")
+	if p := os.Getenv("PATH"); p != "" {
+		s = strings.ReplaceAll(s, p, "$PATH")
+	}
 	s = appIDRe.ReplaceAllString(s, "${1}-APPID")
 	return s
 }

@@ -174,8 +174,10 @@ func startAttached(t *testing.T, h *harness, args ...string) (*exec.Cmd, string)
 		t.Fatalf("reading the handle: %v", err)
 	}
 	lines := bufio.NewScanner(stderr)
-	if !lines.Scan() {
-		t.Fatal("no log line from the attached run")
+	for lines.Scan() && !strings.Contains(lines.Text(), "alive") {
+	}
+	if lines.Err() != nil || !strings.Contains(lines.Text(), "alive") {
+		t.Fatal("the attached run never showed the replica's first line")
 	}
 	go io.Copy(io.Discard, stderr)
 	return cmd, strings.TrimSpace(handle)
@@ -252,7 +254,7 @@ func TestTwentyConcurrentDetachedRuns(t *testing.T) {
 		}
 	}
 	var apps []spec.AppStatus
-	json.Unmarshal([]byte(h.exec("list", "--json").stdout), &apps)
+	json.Unmarshal([]byte(h.exec("list", "-s", "local_cwd", "--json").stdout), &apps)
 	if len(apps) != n {
 		t.Errorf("list shows %d apps, want %d", len(apps), n)
 	}
@@ -266,7 +268,7 @@ func TestUnwritableLogDir(t *testing.T) {
 	}
 	assertOneLineError(t, r.stderr, "log")
 	var apps []spec.AppStatus
-	json.Unmarshal([]byte(h.exec("list", "--json").stdout), &apps)
+	json.Unmarshal([]byte(h.exec("list", "-s", "local_cwd", "--json").stdout), &apps)
 	if len(apps) != 0 {
 		t.Errorf("an app was left behind: %+v", apps)
 	}

@@ -131,7 +131,7 @@ func (a *app) styler(tty bool) render.Styler {
 	return render.ANSI{}
 }
 
-func (a *app) out() render.Styler { return a.styler(a.env.StdoutTTY) }
+func (a *app) out() render.Styler  { return a.styler(a.env.StdoutTTY) }
 func (a *app) errs() render.Styler { return a.styler(a.env.StderrTTY) }
 
 // Main runs wick with args (without the program name) and returns the exit code. Errors
@@ -175,7 +175,9 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	return ExitFailure
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ") }
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
 
 // isCobraUsage recognises cobra's own usage errors (unknown command, bad args count).
 func isCobraUsage(err error) bool {

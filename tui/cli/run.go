@@ -165,7 +165,9 @@ func (a *app) runRun(f runFlags, argv []string) error {
 		}
 		return render.DryRun(a.env.Stdout, info, a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
 	}
-	h, err := r.Schedule(a.ctx, info, a.progress())
+	progress, done := a.progress()
+	h, err := r.Schedule(a.ctx, info, progress)
+	done()
 	if err != nil {
 		return err
 	}
@@ -193,12 +195,30 @@ func isBadInput(err error) bool {
 	return false
 }
 
-// progress reports long work on stderr: on a terminal one line rewritten in place.
-func (a *app) progress() sched.Progress {
+// quietStart is how long a launch may take before a log (not a terminal) hears of its
+// steps: a local start is over long before, and scripts need no chatter.
+const quietStart = 500 * time.Millisecond
+
+// progress reports long work on stderr: on a terminal one line rewritten in place (done
+// clears it); elsewhere a line per step once the work has taken longer than quietStart.
+func (a *app) progress() (p sched.Progress, done func()) {
 	if !a.env.StderrTTY {
-		return func(step string) { fmt.Fprintf(a.env.Stderr, "wick: %s\n", step) }
+		start := time.Now()
+		return func(step string) {
+			if time.Since(start) >= quietStart {
+				fmt.Fprintf(a.env.Stderr, "wick: %s\n", step)
+			}
+		}, func() {}
 	}
-	return func(step string) { fmt.Fprintf(a.env.Stderr, "\r\x1b[2K%s", a.errs().Dim(step)) }
+	shown := false
+	return func(step string) {
+			shown = true
+			fmt.Fprintf(a.env.Stderr, "\r\x1b[2K%s", a.errs().Dim(step))
+		}, func() {
+			if shown {
+				fmt.Fprint(a.env.Stderr, "\r\x1b[2K")
+			}
+		}
 }
 
 // attach streams the app's logs to stderr until it ends and returns its result as the

@@ -237,7 +237,7 @@ func RunOpts(w io.Writer, scheduler string, opts spec.RunOpts, st Styler) {
 			}
 			def := ""
 			if !o.Required {
-				def = ", default: " + Quote(spec.FormatValue(o.Default))
+				def = ", default: " + spec.FormatValue(o.Default)
 				if o.Default == nil {
 					def = ""
 				}
