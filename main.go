@@ -16,7 +16,6 @@ func main() {
 	if len(args) == 0 && env.StdoutTTY && isTerminal(os.Stdin) {
 		args = []string{"ui"}
 	}
-	env.UI = runUI
 	os.Exit(cli.Main(context.Background(), args, env))
 }
 

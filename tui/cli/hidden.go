@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/components/demo"
 	"github.com/wick-dev/wick/engine/local"
+	"github.com/wick-dev/wick/tui"
 )
 
 // addHidden adds the verbs wick runs itself: the per-app supervisor and the demo
@@ -41,15 +45,33 @@ func (a *app) uiCmd() *cobra.Command {
 launch, browse apps, and watch logs. q quits; running apps keep running.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.env.UI == nil {
-				return usagef("this wick was built without the UI")
-			}
 			if o.Logs != "" {
 				if _, err := parseHandle(o.Logs); err != nil {
 					return err
 				}
 			}
-			return a.env.UI(a.ctx, o)
+			conf, err := a.loadConfig()
+			if err != nil {
+				return usageError{err}
+			}
+			sched := conf.CLIRun()["scheduler"]
+			if sched == "" {
+				sched = DefaultScheduler
+			}
+			return tui.Run(a.ctx, tui.Options{
+				Runner: a.runner(),
+				Components: func() ([]*components.Component, error) {
+					all, errs := components.All(a.findOptions())
+					return all, errors.Join(errs...)
+				},
+				Config:           conf,
+				DefaultScheduler: sched,
+				Workspace:        conf.CLIRun()["workspace"],
+				Theme:            o.Theme,
+				Logs:             o.Logs,
+				Getenv:           a.env.Getenv,
+				Messages:         a.env.Stderr,
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle)")

@@ -40,8 +40,6 @@ type Env struct {
 	StdoutTTY, StderrTTY bool
 	// Registry, when set, replaces the builtin schedulers (tests).
 	Registry *sched.Registry
-	// UI runs the full-screen UI; nil when the binary has none wired.
-	UI func(ctx context.Context, opts UIOptions) error
 }
 
 // UIOptions are the flags of `wick ui`.
