@@ -171,8 +171,8 @@ func searchFiles(dirs []string, errs *[]error) []string {
 // All lists the components a bare name reaches: the builtins, then the components of
 // the search path in search order (leaving out those a builtin or an earlier file
 // shadows). It is what `wick builtins` and the UI's picker show. Each file that
-// cannot be read gives one error, and the components of the other files are still
-// returned.
+// cannot be read gives one error (errors.Join them for a single error); the
+// components of the other files are still returned.
 func All(opts FindOptions) ([]*Component, []error) {
 	comps := opts.builtins()
 	seen := map[string]bool{}

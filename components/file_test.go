@@ -390,9 +390,13 @@ func TestFind(t *testing.T) {
 
 	// A broken file is reported, and the others still load.
 	write(filepath.Join(user, "c.yaml"), "broken: [\n")
+	write(filepath.Join(user, "d.yaml"), "also: broken: here\n")
 	all, errs = All(opts)
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "c.yaml:") || len(all) != len(Builtins())+2 {
-		t.Errorf("All with a broken file: %d components, errors %v", len(all), errs)
+	if len(errs) != 2 || len(all) != len(Builtins())+2 {
+		t.Fatalf("All with broken files: %d components, errors %v", len(all), errs)
+	}
+	if !strings.Contains(errs[0].Error(), "c.yaml:1:") || !strings.Contains(errs[1].Error(), "d.yaml:1:") {
+		t.Errorf("All with broken files: %v", errs)
 	}
 	if _, err := Find("theirs", opts); err != nil {
 		t.Errorf("Find with a broken file after: %v", err)

@@ -158,7 +158,13 @@ func newClient() (*client.Client, error) {
 		},
 		CheckRedirect: client.CheckRedirect,
 	}
-	return client.New(client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv)
+	opts := []client.Opt{client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv}
+	if os.Getenv(client.EnvOverrideCertPath) == "" && os.Getenv(client.EnvTLSVerify) == "" {
+		// Go's Transport.Clone fills in a TLS config for HTTP/2, which the client takes
+		// for TLS: without TLS settings in the environment, say plain HTTP.
+		opts = append(opts, client.WithScheme("http"))
+	}
+	return client.New(opts...)
 }
 
 // engineErr turns a failure to reach the Engine into one line naming the socket or

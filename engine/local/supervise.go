@@ -737,6 +737,9 @@ func (sv *supervisor) finalize() {
 	}
 	sv.st.State = sv.target
 	sv.st.Ended = now
+	// Everything in the directories is written before the terminal state: whoever
+	// waits for it (and then reads or deletes the app) finds the app complete.
+	sv.writeSuccess()
 	sv.save()
 	for _, r := range sv.all {
 		if !r.endMarked {
@@ -746,7 +749,6 @@ func (sv *supervisor) finalize() {
 		}
 	}
 	sv.closeWriters()
-	sv.writeSuccess()
 	sv.quitReaper()
 }
 

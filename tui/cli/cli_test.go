@@ -47,6 +47,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	// A fixed session id keeps dry runs comparable.
 	t.Setenv("TORCHX_INTERNAL_SESSION_ID", "00000000-0000-4000-8000-000000000000")
+	t.Setenv("LOGLEVEL", "WARNING")
 	return h
 }
 

@@ -31,7 +31,13 @@ func (a *app) addHidden(root *cobra.Command) {
 			if err != nil {
 				return usageError{err}
 			}
-			return demo.Train(a.ctx, a.env.Stdout, a.env.Stderr, opts)
+			err = demo.Train(a.ctx, a.env.Stdout, a.env.Stderr, opts)
+			// A failing rank exits with its own code, as a real trainer would.
+			var exit *demo.ExitError
+			if errors.As(err, &exit) {
+				return exitError{code: exit.ExitCode(), err: exit}
+			}
+			return err
 		},
 	})
 }

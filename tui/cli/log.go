@@ -335,7 +335,9 @@ func (p *linePrinter) print(l sched.Line) error {
 	prefix := pre.String()
 	text := l.Text
 	// Keep the prefix in place when a progress bar rewrites its line with \r.
+	// A leading \r would only print the prefix twice.
 	if prefix != "" && strings.Contains(text, "\r") {
+		text = strings.TrimLeft(text, "\r")
 		text = strings.ReplaceAll(strings.TrimSuffix(text, "\r"), "\r", "\r"+prefix)
 	}
 	p.w.WriteString(prefix)

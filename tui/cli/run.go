@@ -138,7 +138,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if err != nil {
 		return usagef("%s: %v", comp.Name, err)
 	}
-	appDef, err := comp.Build(cargs)
+	appDef, err := comp.AppDef(cargs)
 	if err != nil {
 		return usagef("%s: %v", comp.Name, err)
 	}
