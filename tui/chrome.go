@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 )
 
@@ -23,11 +25,17 @@ func (m *Model) View() tea.View {
 }
 
 // Screen is the text of the screen (View's content).
-func (m *Model) Screen() string {
+func (m *Model) Screen() (screen string) {
 	if m.width == 0 || m.height == 0 {
 		return ""
 	}
 	t := m.ctx.Theme
+	defer func() {
+		if r := recover(); r != nil {
+			m.fault = fmt.Errorf("internal error drawing the screen: %v (please report it)", r)
+			screen = center(m.width, m.height, t.Fail.Render(m.fault.Error()), t.Muted.Render("esc goes back · q quits"))
+		}
+	}()
 	if m.width < minWidth || m.height < minHeight {
 		return center(m.width, m.height,
 			t.Warning.Render("wick needs a bigger terminal"),
@@ -41,7 +49,7 @@ func (m *Model) Screen() string {
 	b.WriteString(m.statusLine())
 	b.WriteByte('\n')
 	b.WriteString(m.helpBar())
-	screen := b.String()
+	screen = b.String()
 	if m.over != nil {
 		screen = common.Overlay(screen, m.over.view(m), m.width, m.height)
 	}
@@ -112,7 +120,24 @@ func (m *Model) statusLine() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
+// helpKey is what the help bar depends on; the bar is drawn again only when it changes.
+type helpKey struct {
+	kind   common.Kind
+	typing bool
+	width  int
+	theme  *themes.Theme
+}
+
 func (m *Model) helpBar() string {
+	k := helpKey{m.active().Kind(), m.active().Typing(), m.width, m.ctx.Theme}
+	if k == m.helpFor && m.helpText != "" {
+		return m.helpText
+	}
+	m.helpFor, m.helpText = k, m.drawHelpBar()
+	return m.helpText
+}
+
+func (m *Model) drawHelpBar() string {
 	t := m.ctx.Theme
 	h := help.New()
 	h.SetWidth(m.width)

@@ -88,6 +88,9 @@ func (d *driver) send(msg tea.Msg) {
 		next := queue[0]
 		queue = queue[1:]
 		_, cmd := d.m.Update(next)
+		if err := d.m.Fault(); err != nil {
+			d.t.Fatalf("after %T: %v", next, err)
+		}
 		queue = append(queue, d.exec(cmd)...)
 	}
 }
@@ -206,7 +209,11 @@ func key(name string) tea.KeyPressMsg {
 
 // screen is the screen as plain text, trailing spaces trimmed.
 func (d *driver) screen() string {
-	return plain(d.m.Screen())
+	s := d.m.Screen()
+	if err := d.m.Fault(); err != nil {
+		d.t.Fatalf("drawing: %v", err)
+	}
+	return plain(s)
 }
 
 // appID matches the random suffix of app ids, so that screens compare.

@@ -100,6 +100,13 @@ func (s *fakeSched) Schedule(_ context.Context, info *sched.DryRunInfo, progress
 	return nil
 }
 
+// remove drops an app behind the UI's back (as another terminal's wick delete would).
+func (s *fakeSched) remove(appID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.apps, appID)
+}
+
 // add puts an app straight into the scheduler, for list screens.
 func (s *fakeSched) add(st spec.AppStatus) {
 	s.mu.Lock()

@@ -50,9 +50,12 @@ type Model struct {
 	noticeAt      time.Time
 	autoTheme     bool
 	tick          time.Duration
-	initial       []common.View // views to Init at start (--logs)
 	quitNote      string
 	closed        bool
+	fault         error // the last internal error recovered from
+	// The help bar, cached: it changes with the view, not with every frame.
+	helpFor  helpKey
+	helpText string
 }
 
 // overlay is a modal drawn over the screen that takes every key while open.
@@ -110,28 +113,24 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	m.home = apps.New(c)
 	m.stack = []common.View{m.home}
-	m.initial = []common.View{m.home}
 	if opts.Logs != "" {
 		h, err := spec.ParseHandle(opts.Logs)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		v := m.logsView(h)
-		m.stack = append(m.stack, v)
-		m.initial = append(m.initial, v)
+		m.stack = append(m.stack, m.logsView(h))
 	}
 	return m, nil
 }
 
-// Init starts the views' first work, the clock, and asks the terminal for its
-// background when the theme follows it.
+// Init starts the first work of the views (the app list, and the logs of --logs), the
+// clock, and asks the terminal for its background when the theme follows it.
 func (m *Model) Init() tea.Cmd {
 	var cmds []tea.Cmd
-	for _, v := range m.initial {
+	for _, v := range m.stack {
 		cmds = append(cmds, v.Init())
 	}
-	m.initial = nil
 	cmds = append(cmds, m.nextTick())
 	if m.autoTheme {
 		cmds = append(cmds, tea.RequestBackgroundColor)
@@ -150,9 +149,22 @@ func (m *Model) active() common.View { return m.stack[len(m.stack)-1] }
 
 // Update routes a message: keys through the overlay or the action table, results to
 // the view that asked, navigation requests to the stack.
-func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
+	defer m.recover()
 	return m, m.update(msg)
 }
+
+// recover turns a panic of a view into an error in the status line: the UI goes on,
+// and no stack trace is shown to the user.
+func (m *Model) recover() {
+	if r := recover(); r != nil {
+		m.fault = fmt.Errorf("internal error: %v (please report it)", r)
+		m.notice, m.noticeErr, m.noticeAt = m.fault.Error(), true, m.ctx.Now()
+	}
+}
+
+// Fault is the last internal error the UI recovered from, or nil.
+func (m *Model) Fault() error { return m.fault }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {

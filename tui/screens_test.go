@@ -524,3 +524,54 @@ func TestEveryThemeDraws(t *testing.T) {
 		})
 	}
 }
+
+// TestAppsVanishBehindTheList deletes apps elsewhere while the last row is selected:
+// the next listing has fewer apps, and the selection moves to one that is left.
+func TestAppsVanishBehindTheList(t *testing.T) {
+	opts, fs := fakeOptions(t, spec.Succeeded)
+	seed(fs)
+	d := newDriver(t, opts, 120, 24)
+	d.keys("G")
+	d.contains("▸ test://wick/eval-4")
+	for _, id := range []string{"eval-4", "echo-2", "train-1", "sh-3"} {
+		fs.remove(id)
+	}
+	d.send(tickFor())
+	d.contains("1 app ", "▸ test://wick/serve-5")
+	fs.remove("serve-5")
+	d.send(tickFor())
+	d.contains("No apps yet")
+	d.keys("enter", "x", "D", "r", "l")
+	d.contains("no app selected")
+}
+
+// boom is a view that panics when asked to do anything.
+type boom struct{ common.Base }
+
+func (*boom) Title() string             { return "boom" }
+func (*boom) Init() tea.Cmd             { return nil }
+func (*boom) Update(tea.Msg) tea.Cmd    { return nil }
+func (*boom) Do(string) (tea.Cmd, bool) { panic("kaboom") }
+func (*boom) View() string              { return "boom view" }
+
+// TestPanicsBecomeMessages: a view's panic is no stack trace but a line in the status
+// bar, and the UI goes on.
+func TestPanicsBecomeMessages(t *testing.T) {
+	opts, _ := fakeOptions(t, spec.Succeeded)
+	m, err := tui.NewModel(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
+	v := &boom{Base: common.NewBase(&common.Context{}, common.KindDescribe)}
+	m.Update(common.PushMsg{View: v})
+	m.Update(key("j"))
+	if err := m.Fault(); err == nil || !strings.Contains(err.Error(), "kaboom") {
+		t.Fatalf("fault = %v", err)
+	}
+	if s := plain(m.Screen()); !strings.Contains(s, "internal error: kaboom (please report it)") || !strings.Contains(s, "boom view") {
+		t.Fatalf("screen:\n%s", s)
+	}
+	m.Update(key("esc")) // panics again: still no crash
+}

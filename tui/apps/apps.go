@@ -106,16 +106,17 @@ func (m *Model) refresh() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case listedMsg:
+		sel := m.selectedHandle() // before the indices change meaning
 		m.loading, m.loaded = false, true
 		m.apps, m.errs = msg.apps, msg.errs
-		m.rebuild()
+		m.rebuild(sel)
 	case appops.Done:
 		return tea.Batch(msg.Notice(), m.refresh())
 	case common.TickMsg:
 		if cmd := m.refresh(); cmd != nil {
 			return cmd
 		}
-		m.rebuild() // a listing is slow to come: at least the ages move on
+		m.rebuild(m.selectedHandle()) // a listing is slow to come: at least the ages move on
 	case tea.MouseWheelMsg:
 		delta := common.WheelStep
 		if msg.Button == tea.MouseWheelUp {
@@ -133,15 +134,15 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if m.filtering && m.filter.Update(msg) {
-			m.rebuild()
+			m.rebuild(m.selectedHandle())
 		}
 	}
 	return nil
 }
 
-// rebuild filters, sorts and renders the cells of every app.
-func (m *Model) rebuild() {
-	selected := m.selectedHandle()
+// rebuild filters, sorts and makes the cells of every app, keeping the app with
+// handle selected (or the pending one) selected.
+func (m *Model) rebuild(selected string) {
 	if m.pending != "" {
 		selected = m.pending
 	}
@@ -223,7 +224,7 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 		}
 		if m.filter.Value() != "" {
 			m.filter.SetValue("")
-			m.rebuild()
+			m.rebuild(m.selectedHandle())
 			return nil, true
 		}
 		return nil, false
@@ -233,11 +234,11 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 		return nil, true
 	case common.ActSort:
 		m.sort = (m.sort + 1) % numSortKeys
-		m.rebuild()
+		m.rebuild(m.selectedHandle())
 		return common.Notify("sorted by " + m.sort.String()), true
 	case common.ActReverse:
 		m.reverse = !m.reverse
-		m.rebuild()
+		m.rebuild(m.selectedHandle())
 		return nil, true
 	case common.ActRefresh:
 		return m.refresh(), true
