@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -196,27 +197,24 @@ func prefixIndex(refs []replicaRef) map[string]int {
 }
 
 // streamLogs opens one iterator per replica and hands every line to emit, in time order
-// across replicas for a finished read and in arrival order when following. idle is
-// called whenever no line is waiting, so buffered output reaches the user promptly.
+// across replicas. idle is called whenever no line is ready, so that buffered output
+// reaches the user promptly while following.
 func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, opts sched.LogOptions, emit func(sched.Line) error, idle func() error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var its []sched.LogIterator
-	defer func() {
-		for _, it := range its {
-			it.Close()
-		}
-	}()
+	its := make([]sched.LogIterator, 0, len(refs))
 	for _, ref := range refs {
 		it, err := a.runner().LogLines(ctx, h, ref.role, ref.k, opts)
 		if err != nil {
+			for _, it := range its {
+				it.Close()
+			}
 			return err
 		}
 		its = append(its, it)
 	}
-	merged := mergeLogs(ctx, its, opts.Follow)
+	merged := logs.Merge(its...)
+	defer merged.Close()
 	for {
-		line, err := merged.next(ctx)
+		line, err := merged.Next(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -226,82 +224,13 @@ func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, 
 		if err := emit(line); err != nil {
 			return err
 		}
-		if !merged.pending() {
+		if !merged.Ready() {
 			if err := idle(); err != nil {
 				return err
 			}
 		}
 	}
 }
-
-// lineSource is a merged stream of lines.
-type lineSource interface {
-	next(ctx context.Context) (sched.Line, error)
-	// pending reports whether a line is ready without blocking.
-	pending() bool
-}
-
-// fanIn merges iterators by arrival: one goroutine per iterator, all feeding one
-// channel. The goroutines end when their iterator ends or ctx is done.
-type fanIn struct {
-	ch   chan fanItem
-	live int
-}
-
-type fanItem struct {
-	line sched.Line
-	err  error
-	done bool
-}
-
-func mergeLogs(ctx context.Context, its []sched.LogIterator, _ bool) lineSource {
-	f := &fanIn{ch: make(chan fanItem, 1024), live: len(its)}
-	for _, it := range its {
-		go func() {
-			for {
-				l, err := it.Next(ctx)
-				if err != nil {
-					item := fanItem{done: true}
-					if !errors.Is(err, io.EOF) {
-						item.err = err
-					}
-					select {
-					case f.ch <- item:
-					case <-ctx.Done():
-					}
-					return
-				}
-				select {
-				case f.ch <- fanItem{line: l}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	return f
-}
-
-func (f *fanIn) next(ctx context.Context) (sched.Line, error) {
-	for f.live > 0 {
-		select {
-		case item := <-f.ch:
-			if item.err != nil {
-				return sched.Line{}, item.err
-			}
-			if item.done {
-				f.live--
-				continue
-			}
-			return item.line, nil
-		case <-ctx.Done():
-			return sched.Line{}, ctx.Err()
-		}
-	}
-	return sched.Line{}, io.EOF
-}
-
-func (f *fanIn) pending() bool { return len(f.ch) > 0 }
 
 // linePrinter writes log lines as `role/k text`, with optional timestamps, or as JSON.
 type linePrinter struct {

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+// TestLogFilters runs an app writing to both streams at two moments and reads its logs
+// back through every filter of wick log.
+func TestLogFilters(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "sh", "-c", "echo out1; echo err1 >&2; sleep 0.3; echo out2; echo err2 >&2")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+
+	all := h.exec("log", "--json", handle)
+	var lines []sched.Line
+	for _, s := range strings.Split(strings.TrimSpace(all.stdout), "\n") {
+		var l sched.Line
+		if err := json.Unmarshal([]byte(s), &l); err != nil {
+			t.Fatalf("--json line %q: %v", s, err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("want 4 lines, got %+v", lines)
+	}
+	streams := map[string]sched.Stream{}
+	for _, l := range lines {
+		streams[l.Text] = l.Stream
+		if l.Role != "sh" || l.Replica != 0 || l.Time.IsZero() {
+			t.Errorf("line %+v lacks its role, replica or time", l)
+		}
+	}
+	if streams["out1"] != sched.Stdout || streams["err2"] != sched.Stderr {
+		t.Errorf("streams: %v", streams)
+	}
+	// The sleep separates the two halves by 300 ms.
+	mid := lines[1].Time.Add(150 * time.Millisecond).Format(time.RFC3339Nano)
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"combined in order", nil, "sh/0 out1\nsh/0 err1\nsh/0 out2\nsh/0 err2\n"},
+		{"stderr only", []string{"--streams", "stderr"}, "sh/0 err1\nsh/0 err2\n"},
+		{"stdout only", []string{"--streams", "stdout"}, "sh/0 out1\nsh/0 out2\n"},
+		{"regex", []string{"--regex", "^out"}, "sh/0 out1\nsh/0 out2\n"},
+		{"since", []string{"--since", mid}, "sh/0 out2\nsh/0 err2\n"},
+		{"until", []string{"--until", mid}, "sh/0 out1\nsh/0 err1\n"},
+		{"last line", []string{"-n", "1"}, "sh/0 err2\n"},
+		{"follow of an ended app ends", []string{"-t", "--no-prefix"}, "out1\nerr1\nout2\nerr2\n"},
+		{"role and replica", []string{"--no-prefix"}, "out1\nerr1\nout2\nerr2\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := handle
+			if c.name == "role and replica" {
+				id += "/sh/0"
+			}
+			r := h.exec(append(append([]string{"log"}, c.args...), id)...)
+			if r.code != 0 || r.stdout != c.want {
+				t.Errorf("exit %d, stdout %q, want %q (stderr %s)", r.code, r.stdout, c.want, r.stderr)
+			}
+		})
+	}
+	ts := h.exec("log", "--timestamps", "--streams", "stdout", handle)
+	first := strings.SplitN(ts.stdout, " ", 2)[0]
+	if at, err := time.Parse(time.RFC3339Nano, first); err != nil || !at.Equal(lines[0].Time.Truncate(time.Millisecond)) {
+		t.Errorf("--timestamps prefix %q (%v), want the time of the first line %v", first, err, lines[0].Time)
+	}
+	if r := h.exec("log", handle+"/nope"); r.code != 1 || !strings.Contains(r.stderr, `no role "nope"`) {
+		t.Errorf("unknown role: %d %s", r.code, r.stderr)
+	}
+	if r := h.exec("log", handle+"/sh/3"); r.code != 1 || !strings.Contains(r.stderr, "no replica 3") {
+		t.Errorf("unknown replica: %d %s", r.code, r.stderr)
+	}
+}
