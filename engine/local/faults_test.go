@@ -161,6 +161,7 @@ func TestKillingTheSupervisorLeavesNoReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer follow.Close()
+	waitReaper(t, raw.Supervisor.PID)
 	if err := unix.Kill(raw.Supervisor.PID, unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -392,5 +393,76 @@ func TestUnknownAppsAreNotFound(t *testing.T) {
 	}
 	if _, err := s.Logs(ctx, id, "e", 3, sched.LogOptions{}); err == nil || !strings.Contains(err.Error(), "no replica 3") {
 		t.Errorf("unknown replica: %v", err)
+	}
+}
+
+// waitReaper waits until the supervisor has started its reaper (after reaperDelay).
+func waitReaper(t testing.TB, supervisor int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(supervisor) {
+				cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+				if bytes.Contains(cmd, []byte(SuperviseVerb)) {
+					return
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the supervisor started no reaper")
+}
+
+func TestSecondCancelKillsAtOnce(t *testing.T) {
+	s := testScheduler(t, false)
+	r := role("stubborn", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done")
+	id := start(t, s, appOf("stubborn", r), spec.Cfg{OptStopTimeout: 60.0})
+	it, err := s.Logs(context.Background(), id, "stubborn", 0, sched.LogOptions{Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if _, err := it.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	s.Cancel(context.Background(), id)
+	time.Sleep(50 * time.Millisecond)
+	s.Cancel(context.Background(), id)
+	st := waitApp(t, s, id)
+	if d := time.Since(began); d > 10*time.Second || st.State != spec.Cancelled {
+		t.Errorf("%s after %v", st.State, d)
+	}
+}
+
+func TestReplicasKeepDefaultSignals(t *testing.T) {
+	s := testScheduler(t, false)
+	// SigIgn in /proc/self/status: a bit mask of the ignored signals.
+	id := start(t, s, appOf("sig", role("sig", "sh", "-c", "grep SigIgn /proc/self/status")), nil)
+	waitApp(t, s, id)
+	got := lineTexts(logLines(t, s, id, "sig", 0, sched.LogOptions{}))
+	if !strings.Contains(got, "SigIgn:\t0000000000000000") {
+		t.Errorf("replica ignores signals: %q", got)
+	}
+}
+
+func TestInterruptedScheduleCancelsTheApp(t *testing.T) {
+	s := testScheduler(t, false)
+	s.cfg.Self = []string{"sh", "-c", `sleep 0.3; exec "$0" "$@"`, os.Args[0]}
+	info := dryRun(t, s, appOf("late", role("late", "sleep", "100")), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.Schedule(ctx, info, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Schedule: %v", err)
+	}
+	if st := waitApp(t, s, info.AppID); st.State != spec.Cancelled {
+		t.Errorf("interrupted start: %s %s", st.State, st.Msg)
 	}
 }

@@ -26,6 +26,23 @@
 // Exit codes: a replica killed by signal N has exit code 128+N, as in a shell and in
 // Docker; a replica whose program could not be executed has 127 (not found) or 126
 // (any other exec error), with the exec error as its structured error.
+//
+// Retries: a replica that fails (non-zero exit or exec failure) is restarted while its
+// role's max_retries allows, according to the role's retry_policy: REPLICA restarts it
+// alone (max_retries per replica); ROLE stops and restarts every replica of the role
+// (max_retries restarts of the role); APPLICATION, the default, stops and restarts
+// every replica of the app (restarts of the app, counted against the failing role's
+// max_retries). Restarted replicas keep their log files; each line records its
+// attempt. With no retry left the app is FAILED at once and the other replicas are
+// stopped (fail fast; they end CANCELLED). The app is SUCCEEDED when every replica
+// exited 0, CANCELLED when cancelled. Stopping is SIGTERM to the replica's process
+// group, then SIGKILL after stop_timeout; when a replica's leader exits, what is left
+// of its process group is killed, as in a container.
+//
+// Nothing outlives the supervisor: replicas die with it (Pdeathsig), and a small
+// reaper process kills their descendants if the supervisor itself is SIGKILLed (see
+// reaper.go). An app whose supervisor is gone without a final state reads FAILED,
+// "supervisor died".
 package local
 
 import (

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strings"
-	"time"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -296,6 +296,14 @@ func TestRetryRole(t *testing.T) {
 	if r := replicaOf(t, st, "b", 0); r.Restarts != 0 {
 		t.Errorf("b was restarted: %+v", r)
 	}
+	// Out of role restarts: FAILED, and the other role is stopped.
+	bad := role("bad", "sh", "-c", "exit 5")
+	bad.NumReplicas, bad.MaxRetries, bad.RetryPolicy = 2, 1, spec.RetryRole
+	id = start(t, s, appOf("role", bad, role("b", "sleep", "100")), spec.Cfg{OptStopTimeout: 5.0})
+	st = waitApp(t, s, id)
+	if st.State != spec.Failed || st.NumRestarts != 1 || replicaOf(t, st, "bad", 1).Restarts != 1 || replicaOf(t, st, "b", 0).State != spec.Cancelled {
+		t.Errorf("role exhausted: %s %d %+v", st.State, st.NumRestarts, st.Roles)
+	}
 }
 
 func TestRetryApplication(t *testing.T) {
@@ -338,5 +346,14 @@ func TestTorchelasticErrorFile(t *testing.T) {
 	}
 	if st.StructuredError != rep.StructuredError || !strings.Contains(st.Msg, "CUDA out of memory") {
 		t.Errorf("app: %q / %q", st.Msg, st.StructuredError)
+	}
+	// An error file left by an earlier attempt is not the error of a later one.
+	mark := filepath.Join(t.TempDir(), "m")
+	r = role("trainer", "sh", "-c", `if [ -e "$1" ]; then exit 4; fi; touch "$1"; echo '{"message": "first attempt"}' > "$TORCHELASTIC_ERROR_FILE"; exit 1`, "sh", mark)
+	r.MaxRetries, r.RetryPolicy = 1, spec.RetryReplica
+	id = start(t, s, appOf("err", r), nil)
+	st = waitApp(t, s, id)
+	if rep := replicaOf(t, st, "trainer", 0); rep.Restarts != 1 || *rep.ExitCode != 4 || rep.StructuredError != "" {
+		t.Errorf("second attempt: %+v", rep)
 	}
 }

@@ -22,23 +22,41 @@ import (
 // the supervisor died: the reaper kills every group it was told about, ends the
 // replicas' logs so that followers stop, and records the app as FAILED.
 
+// The reaper process starts only once the app has run for reaperDelay: most short
+// apps end before, and never pay for a second process. The pipe exists from the start,
+// so the groups of the first replicas are in it when the reaper comes to read it; only
+// a SIGKILL of the supervisor within reaperDelay of the start leaves grandchildren
+// unkilled (the replicas themselves still die by Pdeathsig).
+const reaperDelay = 25 * time.Millisecond
+
 // reaperWriteTimeout bounds a write to the reaper: a stuck reaper must not stall the
 // supervisor.
 const reaperWriteTimeout = time.Second
 
-// startReaper starts the reaper, `wick __supervise DIR` with envReaper set. Failing
-// to start it is logged, not fatal: it only matters if the supervisor is killed.
-func (sv *supervisor) startReaper() {
-	if len(sv.l.Self) == 0 {
-		sv.logf("no reaper: wick's own command is unknown")
-		return
-	}
+// openReaper creates the pipe to the reaper. Failing is logged, not fatal: the reaper
+// only matters if the supervisor is killed.
+func (sv *supervisor) openReaper() {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		sv.logf("no reaper: %v", err)
 		return
 	}
+	sv.reaperR, sv.reaper = pr, pw
+}
+
+// startReaper starts the reaper, `wick __supervise DIR` with envReaper set, on the
+// pipe's read end.
+func (sv *supervisor) startReaper() {
+	pr := sv.reaperR
+	if pr == nil || sv.reaper == nil {
+		return
+	}
+	sv.reaperR = nil
 	defer pr.Close()
+	if len(sv.l.Self) == 0 {
+		sv.logf("no reaper: wick's own command is unknown")
+		return
+	}
 	logf, err := os.OpenFile(sv.dir+"/"+supervisorLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		logf = sv.null
@@ -57,11 +75,10 @@ func (sv *supervisor) startReaper() {
 	}
 	pid, _, err := sv.kids.fork(argv[0], argv, attr)
 	if err != nil {
-		pw.Close()
 		sv.logf("no reaper: %v", err)
 		return
 	}
-	sv.reaper, sv.reaperProc = pw, pid
+	sv.reaperProc = pid
 }
 
 func (sv *supervisor) reaperPID() int { return sv.reaperProc }
@@ -88,6 +105,10 @@ func (sv *supervisor) quitReaper() {
 	_, _ = sv.reaper.WriteString("q\n")
 	sv.reaper.Close()
 	sv.reaper = nil
+	if sv.reaperR != nil {
+		sv.reaperR.Close() // never started: the app was short
+		sv.reaperR = nil
+	}
 }
 
 // reap is the reaper's main: see the comment at the top of this file.

@@ -211,7 +211,11 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 	case <-ctx.Done():
 		pr.Close()
 		<-got
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		// Not a bare SIGTERM: a supervisor that has not set up its handler yet would
+		// die of it. Cancel leaves a request it reads, or signals it once it can.
+		if err := s.Cancel(context.Background(), st.AppID); err != nil {
+			return fmt.Errorf("app %s: start interrupted (%v), and it could not be cancelled: %w", st.AppID, ctx.Err(), err)
+		}
 		return fmt.Errorf("app %s: start interrupted, app cancelled: %w", st.AppID, ctx.Err())
 	}
 	msg := string(bytes.TrimSpace(res.msg))

@@ -105,13 +105,13 @@ type replica struct {
 	attempt   int
 	phase     procPhase
 	pid       int
-	started   time.Time
 	stopping  bool      // the supervisor asked it to stop
 	killAt    time.Time // when SIGKILL follows SIGTERM
 	killed    bool
-	pumps     int        // output copies still running for this attempt
-	readers   []*os.File // their pipes, closed to force them to end
-	drainAt   time.Time  // when the pipes are closed if still open
+	errFile   os.FileInfo // the error file as it was before this attempt, or nil
+	pumps     int         // output copies still running for this attempt
+	readers   []*os.File  // their pipes, closed to force them to end
+	drainAt   time.Time   // when the pipes are closed if still open
 	endMarked bool
 }
 
@@ -152,8 +152,11 @@ type supervisor struct {
 	null       *os.File
 	env        []string
 	reaper     *os.File // pipe to the reaper process, or nil
+	reaperR    *os.File // its read end until the reaper starts
 	reaperProc int
+	reaperAt   <-chan time.Time // when to start the reaper
 
+	signals      int // SIGTERMs received
 	inflight     int // forks not yet reported
 	readyPending int // replicas whose first start is not reported yet
 	appRestarts  int
@@ -211,7 +214,12 @@ func (sv *supervisor) logf(format string, args ...any) {
 
 // setup takes the app over from the launcher: signals, subreaper, state, log files.
 func (sv *supervisor) setup() error {
-	signal.Notify(sv.sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+	signal.Notify(sv.sigs, unix.SIGTERM, unix.SIGINT)
+	// No terminal to hang up: a stray SIGHUP must not end a day-long training run. It
+	// is caught and dropped rather than ignored: an ignored signal stays ignored
+	// across exec, and the replicas must keep the default. Catching it also undoes an
+	// ignore inherited from the launcher (nohup).
+	signal.Notify(make(chan os.Signal, 1), unix.SIGHUP)
 	signal.Notify(sv.sigchld, unix.SIGCHLD)
 	// Orphaned grandchildren (a replica's daemon) become our children, not init's, so
 	// that they can be found and stopped when the app ends.
@@ -237,7 +245,8 @@ func (sv *supervisor) setup() error {
 	}
 	sv.timer = time.NewTimer(time.Hour)
 	sv.timer.Stop()
-	sv.startReaper()
+	sv.openReaper()
+	sv.reaperAt = time.After(reaperDelay)
 	return nil
 }
 
@@ -270,12 +279,18 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 		case <-sv.sigchld:
 			sv.kids.reap()
 		case <-sv.sigs:
-			sv.cancel()
+			// A second signal kills at once. ctx may be done because of the same
+			// signal (the CLI's signal context): that is not a second request.
+			sv.signals++
+			sv.cancel(sv.signals > 1)
 		case <-done:
 			done = nil
-			sv.cancel()
+			sv.cancel(false)
 		case <-sv.timer.C:
 			sv.onTimer()
+		case <-sv.reaperAt:
+			sv.reaperAt = nil
+			sv.startReaper()
 		}
 		// Take everything already queued before deciding and writing the state, so
 		// that 64 replicas exiting at once cost one write, not 64.
@@ -336,7 +351,10 @@ func (sv *supervisor) save() {
 func (sv *supervisor) start(r *replica) {
 	r.phase, r.stopping, r.killed = starting, false, false
 	r.killAt, r.drainAt = time.Time{}, time.Time{}
-	r.started = time.Now()
+	r.errFile = nil
+	if p := r.req.Env[envErrorFile]; p != "" {
+		r.errFile, _ = os.Stat(p)
+	}
 	sv.inflight++
 	a := r.attempt
 	outR, outW, err1 := os.Pipe()
@@ -489,7 +507,7 @@ func (sv *supervisor) exited(r *replica, code int) {
 }
 
 // errorFile reads the torchelastic error file a failed replica wrote during this
-// attempt (an older one is ignored), or returns "".
+// attempt, or returns "". A file unchanged since the attempt started is an older one.
 func (sv *supervisor) errorFile(r *replica) string {
 	path := r.req.Env[envErrorFile]
 	if path == "" {
@@ -500,8 +518,9 @@ func (sv *supervisor) errorFile(r *replica) string {
 		return ""
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || st.ModTime().Before(r.started.Add(-time.Second)) {
-		return ""
+	st, err := f.Stat()
+	if err != nil || r.errFile != nil && os.SameFile(st, r.errFile) && st.ModTime().Equal(r.errFile.ModTime()) && st.Size() == r.errFile.Size() {
+		return "" // left by an earlier attempt or run
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, maxErrorFile))
 	return strings.TrimSpace(string(b))
@@ -544,15 +563,18 @@ func firstLine(s string) string {
 	return s
 }
 
-// cancel ends the app as CANCELLED; asked again, it kills the replicas at once.
-func (sv *supervisor) cancel() {
-	if sv.target != 0 {
+// cancel ends the app as CANCELLED (unless it is already ending); now kills the
+// replicas at once rather than after the stop timeout.
+func (sv *supervisor) cancel(now bool) {
+	if now {
 		for _, r := range sv.all {
 			if r.phase == running && !r.killed {
 				killGroup(r.pid, unix.SIGKILL)
 				r.killed = true
 			}
 		}
+	}
+	if sv.target != 0 {
 		return
 	}
 	sv.target = spec.Cancelled

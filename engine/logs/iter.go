@@ -15,8 +15,14 @@ import (
 	"github.com/wick-dev/wick/engine/sched"
 )
 
-// recordBatch is how many index records one read fetches: 16 KB, a few hundred runs.
-const recordBatch = 256
+const (
+	// recordBatch is how many index records one read fetches: 16 KB, a few hundred
+	// runs.
+	recordBatch = 256
+	// blockSize is how much of combined.log one read fetches when consecutive runs
+	// are wanted: fewer, larger reads. A longer run is read whole.
+	blockSize = 256 << 10
+)
 
 // ErrClosed is returned by Next after Close.
 var ErrClosed = errors.New("log iterator closed")
@@ -37,6 +43,15 @@ type Source struct {
 	Watcher *Watcher
 }
 
+// span is one run within a block.
+type span struct {
+	end     int // offset in the block where the run ends
+	time    time.Time
+	stream  sched.Stream
+	attempt int
+	partial bool
+}
+
 // Iterator yields the lines of one replica's logs (a sched.LogIterator). Lines are
 // split on '\n' only; a line is never split or merged, whatever its length or bytes.
 // Next and Ready must not be called concurrently; Close may be called at any time.
@@ -49,15 +64,22 @@ type Iterator struct {
 	recs      []record // records read and not yet consumed
 	nextRec   int64    // number of the next record to read from the index
 
-	run     record
-	text    string // the current run's bytes
-	pos     int    // offset in text of the next line
-	skip    int    // matching lines still to skip (Tail)
-	head    sched.Line
-	hasHead bool
-	ended   bool // the end mark was read
-	done    bool // every line has been delivered
-	err     error
+	// The block being read: consecutive runs of combined.log, described by spans.
+	text  string
+	spans []span
+	si    int // current span
+	pos   int // offset in text of the next line
+	skip  int // matching lines still to skip (Tail)
+	// The next line, when fill found one: text[headA:headB] of spans[headSpan]. Plain
+	// offsets rather than a Line: Next builds the Line on the stack, which spares the
+	// garbage collector a write barrier per field per line.
+	hasHead      bool
+	headA, headB int
+	headSpan     int
+	headPartial  bool
+	ended        bool // the end mark was read
+	done         bool // every line has been delivered
+	err          error
 
 	// Following.
 	watch     *Watch
@@ -88,12 +110,13 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
 	var hdr [recordSize]byte
-	if _, err := io.ReadFull(it.idx, hdr[:]); err != nil || checkHeader(hdr[:]) != nil {
+	if _, err := io.ReadFull(it.idx, hdr[:]); err != nil {
 		it.Close()
-		if err == nil {
-			err = checkHeader(hdr[:])
-		}
-		return nil, fmt.Errorf("open logs of %s/%d: %s: %w", src.Role, src.Replica, it.idx.Name(), errors.Join(ErrBadIndex, err))
+		return nil, fmt.Errorf("open logs of %s/%d: %s: %w: %v", src.Role, src.Replica, it.idx.Name(), ErrBadIndex, err)
+	}
+	if err := checkHeader(hdr[:]); err != nil {
+		it.Close()
+		return nil, fmt.Errorf("open logs of %s/%d: %s: %w", src.Role, src.Replica, it.idx.Name(), err)
 	}
 	if opts.Follow {
 		// Watch before reading anything: a change made after the first read but
@@ -231,12 +254,15 @@ func (it *Iterator) countMatches(text string) int {
 }
 
 // readRun returns the bytes of a run from combined.log.
-func (it *Iterator) readRun(r *record) (string, error) {
-	if r.length <= 0 {
+func (it *Iterator) readRun(r *record) (string, error) { return it.readAt(r.combOff, r.length) }
+
+// readAt returns n bytes of combined.log at off.
+func (it *Iterator) readAt(off, n int64) (string, error) {
+	if n <= 0 {
 		return "", nil
 	}
-	b := make([]byte, r.length)
-	if _, err := it.comb.ReadAt(b, r.combOff); err != nil {
+	b := make([]byte, n)
+	if _, err := it.comb.ReadAt(b, off); err != nil {
 		return "", fmt.Errorf("read %s: %w", it.comb.Name(), err)
 	}
 	// b is never written again, so the string can share its memory: one copy of the
@@ -267,12 +293,12 @@ func (it *Iterator) nextRecord() (record, bool, error) {
 	return r, true, nil
 }
 
-// fill makes it.head the next line if one is available now. It returns false when
-// Next would have to wait, or when the iterator is done or failed.
+// fill finds the next line if one is available now. It returns false when Next would
+// have to wait, or when the iterator is done or failed.
 func (it *Iterator) fill() bool {
 	for !it.hasHead && !it.done && it.err == nil {
 		if it.pos < len(it.text) {
-			it.lineFromRun()
+			it.lineFromBlock()
 			continue
 		}
 		select {
@@ -304,51 +330,72 @@ func (it *Iterator) fill() bool {
 		if !it.wantRun(&r) {
 			continue
 		}
-		if it.text, err = it.readRun(&r); err != nil {
+		if err := it.loadBlock(r); err != nil {
 			it.err = err
 			return false
 		}
-		it.run, it.pos = r, 0
 	}
 	return it.hasHead
+}
+
+// loadBlock reads run first and the wanted runs that follow it in combined.log, up to
+// blockSize, as one block.
+func (it *Iterator) loadBlock(first record) error {
+	it.spans = it.spans[:0]
+	addSpan := func(r *record, end int) {
+		it.spans = append(it.spans, span{end: end, time: time.Unix(0, r.time), stream: r.streamName(), attempt: int(r.attempt), partial: r.partial()})
+	}
+	total := first.length
+	addSpan(&first, int(total))
+	last := first
+	for len(it.recs) > 0 && total < blockSize {
+		r := it.recs[0]
+		if !it.wantRun(&r) || r.combOff != last.combOff+last.length || total+r.length > blockSize {
+			break
+		}
+		it.recs = it.recs[1:]
+		it.nextRec++
+		total += r.length
+		addSpan(&r, int(total))
+		last = r
+	}
+	text, err := it.readAt(first.combOff, total)
+	if err != nil {
+		return err
+	}
+	it.text, it.pos, it.si = text, 0, 0
+	return nil
 }
 
 func (it *Iterator) untilPassed() bool {
 	return !it.opts.Until.IsZero() && !time.Now().Before(it.opts.Until)
 }
 
-// lineFromRun takes the next line of the current run into it.head if it passes the
-// regex and is not skipped.
-func (it *Iterator) lineFromRun() {
-	rest := it.text[it.pos:]
-	line, partial := rest, false
+// lineFromBlock takes the next line of the block as the head if it passes the regex
+// and is not skipped.
+func (it *Iterator) lineFromBlock() {
+	for it.pos >= it.spans[it.si].end {
+		it.si++
+	}
+	sp := &it.spans[it.si]
+	a := it.pos
+	rest := it.text[a:sp.end]
+	b, partial := sp.end, false
 	if i := strings.IndexByte(rest, '\n'); i >= 0 {
-		line = rest[:i]
-		it.pos += i + 1
+		b = a + i
+		it.pos = b + 1
 	} else {
-		it.pos = len(it.text)
-		partial = true
+		it.pos = sp.end
+		partial = sp.partial
 	}
-	if it.pos >= len(it.text) {
-		defer func() { it.text, it.pos = "", 0 }()
-	}
-	if it.opts.Regex != nil && !it.opts.Regex.MatchString(line) {
+	if it.opts.Regex != nil && !it.opts.Regex.MatchString(it.text[a:b]) {
 		return
 	}
 	if it.skip > 0 {
 		it.skip--
 		return
 	}
-	it.hasHead = true
-	it.head = sched.Line{
-		Time:    time.Unix(0, it.run.time),
-		Stream:  it.run.streamName(),
-		Role:    it.src.Role,
-		Replica: it.src.Replica,
-		Attempt: int(it.run.attempt),
-		Text:    line,
-		Partial: partial && it.run.partial(),
-	}
+	it.hasHead, it.headA, it.headB, it.headSpan, it.headPartial = true, a, b, it.si, partial
 }
 
 // Ready reports whether Next would return without blocking: a line is available, the
@@ -361,10 +408,43 @@ func (it *Iterator) Ready() bool {
 // Next returns the next line. It blocks, when following, until one is written, the
 // logs end (io.EOF) or ctx is done.
 func (it *Iterator) Next(ctx context.Context) (sched.Line, error) {
+	// The common case, a plain line inside the current block, without calls.
+	if !it.hasHead && it.skip == 0 && it.opts.Regex == nil && it.pos < len(it.text) {
+		if sp := &it.spans[it.si]; it.pos < sp.end {
+			a := it.pos
+			if i := strings.IndexByte(it.text[a:sp.end], '\n'); i >= 0 {
+				it.pos = a + i + 1
+				l := sched.Line{Time: sp.time, Stream: sp.stream, Role: it.src.Role, Replica: it.src.Replica, Attempt: sp.attempt, Text: it.text[a : a+i]}
+				if it.pos >= len(it.text) {
+					it.text = ""
+				}
+				return l, nil
+			}
+		}
+	}
 	for {
 		if it.fill() {
 			it.hasHead = false
-			return it.head, nil
+			sp := &it.spans[it.headSpan]
+			l := sched.Line{
+				Time:    sp.time,
+				Stream:  sp.stream,
+				Role:    it.src.Role,
+				Replica: it.src.Replica,
+				Attempt: sp.attempt,
+				Text:    it.text[it.headA:it.headB],
+				Partial: it.headPartial,
+			}
+			if it.opts.Regex != nil {
+				// Matches may be sparse: a line kept by the caller must not keep its
+				// whole block alive.
+				l.Text = strings.Clone(l.Text)
+			}
+			if it.pos >= len(it.text) {
+				// Let the block go once its last line is out.
+				it.text = ""
+			}
+			return l, nil
 		}
 		if it.err != nil {
 			return sched.Line{}, it.err

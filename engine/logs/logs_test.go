@@ -621,7 +621,7 @@ func TestWatcherReleasesEverything(t *testing.T) {
 	for _, it := range its {
 		it.Close()
 	}
-	waitFor(t, func() bool { return runtime.NumGoroutine() <= before+2 }) // the replica's copies
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= before+3 }) // the replica's copies and combiner
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.inst != nil || len(w.procs) != 0 {

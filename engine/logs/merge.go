@@ -27,6 +27,12 @@ const (
 	// iterator well within this, so order holds in practice; a source that is merely
 	// quiet delays the others by this much at most.
 	inexactWait = 25 * time.Millisecond
+	// followGrace is how old a line must be before Merge delivers it ahead of a source
+	// that said it had nothing ready. That source may already have a line read a
+	// moment earlier that its iterator has not seen yet (the inotify event is on its
+	// way); a few milliseconds cover that. Lines of the past are always older than
+	// this, so only live following waits, and by this much at most.
+	followGrace = 10 * time.Millisecond
 )
 
 // Merged is the iterator Merge returns: the lines of several iterators in time order
@@ -212,6 +218,9 @@ func (m *Merged) pick(now time.Time) (int, time.Duration) {
 		if s.exact {
 			if !s.idle {
 				return -1, 0 // its pump is reading: a line or an idle notice is coming
+			}
+			if left := followGrace - now.Sub(m.srcs[best].q[0].Time); left > 0 {
+				wait = max(wait, left)
 			}
 			continue
 		}

@@ -23,9 +23,14 @@ const (
 	// maxCarry bounds the unfinished line kept in memory between reads. A longer line
 	// is not buffered: its start is already in stdout.log or stderr.log and is copied
 	// from there into combined.log when its newline arrives. Memory per stream stays
-	// at one buffer whatever the line length.
+	// bounded whatever the line length.
 	maxCarry = 16 << 10
 	bufSize  = readSize + maxCarry
+	// runQueue is how many runs may wait for the combiner. Writing a byte into the page
+	// cache is the dominant cost, and every byte is written twice (its stream's file,
+	// then combined.log): with the two writes in different goroutines they proceed on
+	// two cores at once. A short queue is enough to keep both busy, and bounds memory.
+	runQueue = 2
 )
 
 // Recorder writes the log files of replicas. One Recorder serves every replica of a
@@ -44,9 +49,11 @@ func NewRecorder() *Recorder {
 	return r
 }
 
-// Writer writes one replica's log files (see the package documentation). Copy may be
-// running for stdout and stderr at once; the combined file and the index are written
-// under a lock, so runs keep their arrival order.
+// Writer writes one replica's log files (see the package documentation). Copy may run
+// for stdout and stderr at once. Each Copy writes its stream's file itself and hands
+// the complete lines it read, in runs, to the Writer's combiner goroutine, which
+// appends them to combined.log and the index in the order they were handed over:
+// the order of arrival.
 type Writer struct {
 	rec *Recorder
 	dir string
@@ -54,35 +61,58 @@ type Writer struct {
 	// Per stream, used only by the one Copy of that stream at a time.
 	streams [3]*streamFile // indexed by codeStdout, codeStderr
 
-	mu      sync.Mutex
+	runs      chan run
+	combiner  sync.WaitGroup
+	closeOnce sync.Once
+
+	// Used by the combiner only.
 	comb    *os.File
 	idx     *os.File
 	combOff int64
 	lastT   int64 // run times never go backwards, whatever the wall clock does
 	ended   bool
-	err     error // the first write error, reported by Close
+
+	mu  sync.Mutex
+	err error // the first write error, reported by Copy and Close
 }
 
 type streamFile struct {
 	f         *os.File
 	pos       int64 // bytes written
-	lineStart int64 // offset of the first byte not yet in combined.log
+	lineStart int64 // offset of the first byte not handed to the combiner yet
+}
+
+// run is one message to the combiner: a run of whole lines to append, the end mark,
+// or just a request to report when everything before it is written.
+type run struct {
+	code    uint8
+	attempt uint32
+	time    int64
+	sf      *streamFile
+	diskOff int64  // where the run starts in sf
+	disk    int64  // bytes of the run to copy from sf before mem (a long line)
+	mem     []byte // the rest of the run
+	lines   int64
+	partial bool
+	buf     *[]byte // mem's buffer, back to the pool once written
+	end     bool
+	done    chan struct{} // closed once written
 }
 
 // Create creates (or truncates) the log files of one replica in dir, which must exist.
+// Close must be called to end its combiner goroutine.
 func (r *Recorder) Create(dir string) (*Writer, error) {
-	w := &Writer{rec: r, dir: dir}
+	w := &Writer{rec: r, dir: dir, runs: make(chan run, runQueue)}
 	open := func(name string) (*os.File, error) {
 		// Not O_APPEND: combined.log receives copy_file_range output, which refuses an
 		// O_APPEND destination. This writer is the only one, so offsets are its own.
 		return os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	}
 	var err error
-	files := []struct {
+	for _, f := range []struct {
 		name string
 		dst  **os.File
-	}{{CombinedFile, &w.comb}, {IndexFile, &w.idx}}
-	for _, f := range files {
+	}{{CombinedFile, &w.comb}, {IndexFile, &w.idx}} {
 		if *f.dst, err = open(f.name); err != nil {
 			w.closeFiles()
 			return nil, fmt.Errorf("create log file: %w", err)
@@ -102,16 +132,30 @@ func (r *Recorder) Create(dir string) (*Writer, error) {
 		w.closeFiles()
 		return nil, fmt.Errorf("create log index: %w", err)
 	}
+	w.combiner.Add(1)
+	go w.combine()
 	return w, nil
 }
 
-// Dir returns the replica's log directory.
-func (w *Writer) Dir() string { return w.dir }
+func (w *Writer) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *Writer) firstErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
 
 // Copy reads src until it ends or is closed, writing what it reads as stream s of the
 // given attempt. It keeps reading after a write error (a full disk), so that the
-// replica never blocks on a pipe nobody reads, and returns the first error. Closing
-// src from another goroutine makes Copy flush and return.
+// replica never blocks on a pipe nobody reads, and returns the first write error of
+// the logs. Closing src from another goroutine makes Copy flush and return. When Copy
+// returns, everything it read is in the files.
 func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 	code := streamCode(s)
 	sf := w.streams[code]
@@ -123,13 +167,7 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		bp    *[]byte // the read buffer, held only while data flows or a line is carried
 		carry int     // bytes of the unfinished line at the start of the buffer
 		spill bool    // the unfinished line is too long to carry: it is on disk only
-		werr  error
 	)
-	defer func() {
-		if bp != nil {
-			w.rec.bufs.Put(bp)
-		}
-	}()
 	for {
 		var n int
 		var rerr error
@@ -156,10 +194,11 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		if err != nil || rerr != nil || n <= 0 {
 			break // closed, failed, or EOF
 		}
+		t := w.rec.now().UnixNano()
 		buf := *bp
 		chunk := buf[carry : carry+n]
-		if _, err := sf.f.Write(chunk); err != nil && werr == nil {
-			werr = fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err)
+		if _, err := sf.f.Write(chunk); err != nil {
+			w.fail(fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err))
 		}
 		sf.pos += int64(n)
 		nl := bytes.LastIndexByte(chunk, '\n')
@@ -171,39 +210,53 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			}
 			continue
 		}
-		lines := int64(bytes.Count(chunk[:nl+1], []byte{'\n'}))
-		var mem []byte
+		r := run{
+			code:    code,
+			attempt: uint32(attempt),
+			time:    t,
+			sf:      sf,
+			diskOff: sf.lineStart,
+			lines:   int64(bytes.Count(chunk[:nl+1], []byte{'\n'})),
+			buf:     bp,
+		}
 		if spill {
-			mem = chunk[:nl+1]
+			r.mem = chunk[:nl+1]
+			r.disk = sf.pos - int64(n) - sf.lineStart
 		} else {
-			mem = buf[:carry+nl+1]
+			r.mem = buf[:carry+nl+1]
 		}
-		end := sf.pos - int64(n-(nl+1))
-		if err := w.emit(code, attempt, sf, end, mem, lines, false); err != nil && werr == nil {
-			werr = err
+		sf.lineStart += r.disk + int64(len(r.mem))
+		// The buffer goes with the run; what follows the last newline starts the
+		// next buffer.
+		tail := chunk[nl+1:]
+		bp, carry, spill = nil, 0, false
+		if len(tail) > maxCarry {
+			spill = true
+		} else if len(tail) > 0 {
+			bp = w.rec.bufs.Get().(*[]byte)
+			carry = copy(*bp, tail)
 		}
-		carry = copy(buf, chunk[nl+1:])
-		spill = false
-		if carry > maxCarry {
-			spill, carry = true, 0
-		}
+		w.runs <- r
 	}
+	done := make(chan struct{})
+	r := run{done: done}
 	if sf.lineStart < sf.pos {
 		// The stream ended inside a line: it is delivered whole, marked partial.
-		var mem []byte
-		if !spill && bp != nil {
-			mem = (*bp)[:carry]
+		r = run{code: code, attempt: uint32(attempt), time: w.rec.now().UnixNano(), sf: sf, diskOff: sf.lineStart, lines: 1, partial: true, done: done}
+		if spill || bp == nil {
+			r.disk = sf.pos - sf.lineStart
+		} else {
+			r.mem, r.buf = (*bp)[:carry], bp
+			bp = nil
 		}
-		if err := w.emit(code, attempt, sf, sf.pos, mem, 1, true); err != nil && werr == nil {
-			werr = err
-		}
+		sf.lineStart = sf.pos
 	}
-	w.mu.Lock()
-	if werr != nil && w.err == nil {
-		w.err = werr
+	if bp != nil {
+		w.rec.bufs.Put(bp)
 	}
-	w.mu.Unlock()
-	return werr
+	w.runs <- r
+	<-done
+	return w.firstErr()
 }
 
 func streamFileName(code uint8) string {
@@ -213,46 +266,64 @@ func streamFileName(code uint8) string {
 	return StdoutFile
 }
 
-// emit appends one run to combined.log and its record to the index. The run is the
-// bytes of sf from sf.lineStart to end: the first ones copied from the stream file when
-// the line was too long to carry, the last len(mem) from mem.
-func (w *Writer) emit(code uint8, attempt int, sf *streamFile, end int64, mem []byte, lines int64, partial bool) error {
-	total := end - sf.lineStart
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// combine writes the runs handed over by Copy, in order, until Close.
+func (w *Writer) combine() {
+	defer w.combiner.Done()
+	for r := range w.runs {
+		switch {
+		case r.end:
+			if !w.ended {
+				w.ended = true
+				if err := writeEnd(w.idx, max(w.rec.now().UnixNano(), w.lastT)); err != nil {
+					w.fail(err)
+				}
+			}
+		case r.sf != nil:
+			if err := w.writeRun(&r); err != nil {
+				w.fail(err)
+			}
+		}
+		if r.buf != nil {
+			w.rec.bufs.Put(r.buf)
+		}
+		if r.done != nil {
+			close(r.done)
+		}
+	}
+}
+
+// writeRun appends one run to combined.log and its record to the index.
+func (w *Writer) writeRun(r *run) error {
 	if w.ended {
 		return errors.New("log already ended")
 	}
-	t := w.rec.now().UnixNano()
-	if t < w.lastT {
-		t = w.lastT
-	}
+	total := r.disk + int64(len(r.mem))
+	t := max(r.time, w.lastT)
 	w.lastT = t
 	rec := record{
 		time:      t,
 		combOff:   w.combOff,
-		streamOff: sf.lineStart,
+		streamOff: r.diskOff,
 		length:    total,
-		lines:     lines,
-		attempt:   uint32(attempt),
-		stream:    code,
+		lines:     r.lines,
+		attempt:   r.attempt,
+		stream:    r.code,
 	}
-	if partial {
+	if r.partial {
 		rec.flags |= flagPartial
 	}
 	var err error
-	if disk := total - int64(len(mem)); disk > 0 {
-		err = w.copyFromStream(sf, sf.lineStart, disk)
+	if r.disk > 0 {
+		err = w.copyFromStream(r.sf, r.diskOff, r.disk)
 	}
 	if err == nil {
-		_, err = w.comb.Write(mem)
+		_, err = w.comb.Write(r.mem)
 	}
 	if err != nil {
 		// Keep combined.log and the index consistent: put combined.log back where the
 		// index says it ends, and skip the record.
 		_ = w.comb.Truncate(w.combOff)
 		_, _ = w.comb.Seek(w.combOff, io.SeekStart)
-		sf.lineStart += total
 		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, CombinedFile), err)
 	}
 	var b [recordSize]byte
@@ -261,7 +332,6 @@ func (w *Writer) emit(code uint8, attempt int, sf *streamFile, end int64, mem []
 		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, IndexFile), err)
 	}
 	w.combOff += total
-	sf.lineStart += total
 	return nil
 }
 
@@ -285,16 +355,14 @@ func (w *Writer) copyFromStream(sf *streamFile, off, n int64) error {
 	return nil
 }
 
-// End writes the end mark: followers of these logs stop once they have read
-// everything. Nothing can be written after it.
+// End writes the end mark, after everything handed over before: followers of these
+// logs stop once they have read everything. Nothing can be written after it. Copy
+// must not be running.
 func (w *Writer) End() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ended {
-		return nil
-	}
-	w.ended = true
-	return writeEnd(w.idx, max(w.rec.now().UnixNano(), w.lastT))
+	done := make(chan struct{})
+	w.runs <- run{end: true, done: done}
+	<-done
+	return w.firstErr()
 }
 
 func writeEnd(f *os.File, t int64) error {
@@ -343,12 +411,17 @@ func MarkEnd(dir string) error {
 	return writeEnd(f, time.Now().UnixNano())
 }
 
-// Close closes the files and returns the first write error of the logs.
+// Close ends the combiner, closes the files and returns the first write error of the
+// logs. Copy must not be running. Close may be called more than once.
 func (w *Writer) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closeFiles()
-	return w.err
+	w.closeOnce.Do(func() {
+		if w.runs != nil {
+			close(w.runs)
+			w.combiner.Wait()
+		}
+		w.closeFiles()
+	})
+	return w.firstErr()
 }
 
 func (w *Writer) closeFiles() {

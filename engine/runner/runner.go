@@ -185,8 +185,25 @@ func (r *Runner) Status(ctx context.Context, h spec.Handle) (*spec.AppStatus, er
 	return &d.Status, nil
 }
 
-// Wait polls the app's status every interval until it is terminal or ctx is done.
+// waiter is implemented by schedulers that can wait for an app to end without
+// polling (the local scheduler watches its state file).
+type waiter interface {
+	Wait(ctx context.Context, appID string) (*spec.AppStatus, error)
+}
+
+// Wait returns the app's status once it is terminal, or when ctx is done. It polls
+// every interval unless the scheduler can wait for the end itself.
 func (r *Runner) Wait(ctx context.Context, h spec.Handle, interval time.Duration) (*spec.AppStatus, error) {
+	if s, err := r.schedulerOf(h); err == nil {
+		if w, ok := s.(waiter); ok {
+			st, err := w.Wait(ctx, h.AppID)
+			if err != nil {
+				return st, notFound(h, err)
+			}
+			st.Handle, st.Scheduler, st.AppID = h.String(), h.Scheduler, h.AppID
+			return st, nil
+		}
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

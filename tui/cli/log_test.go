@@ -13,7 +13,7 @@ import (
 // back through every filter of wick log.
 func TestLogFilters(t *testing.T) {
 	h := newHarness(t)
-	r := h.exec("run", "utils.sh", "sh", "-c", "echo out1; echo err1 >&2; sleep 0.3; echo out2; echo err2 >&2")
+	r := h.exec("run", "utils.sh", "sh", "-c", "echo out1; sleep 0.1; echo err1 >&2; sleep 0.3; echo out2; sleep 0.1; echo err2 >&2")
 	if r.code != 0 {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
 	}
@@ -41,8 +41,8 @@ func TestLogFilters(t *testing.T) {
 	if streams["out1"] != sched.Stdout || streams["err2"] != sched.Stderr {
 		t.Errorf("streams: %v", streams)
 	}
-	// The sleep separates the two halves by 300 ms.
-	mid := lines[1].Time.Add(150 * time.Millisecond).Format(time.RFC3339Nano)
+	// Sleeps keep the lines apart in time: 100 ms within a half, 300 ms between halves.
+	mid := lines[1].Time.Add(200 * time.Millisecond).Format(time.RFC3339Nano)
 
 	for _, c := range []struct {
 		name string
