@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -179,13 +180,48 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 // Logs returns the lines of replica k of role, from the files of the app's log
 // directory. Following ends once the replica can write no more and every line is read.
 func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sched.LogOptions) (sched.LogIterator, error) {
-	dir, st, err := s.load(appID)
+	logDir, st, err := s.replicaLogDir(appID, role, k)
 	if err != nil {
 		return nil, err
 	}
+	writer := st.Supervisor
+	if writer.IsZero() {
+		writer = st.Owner
+	}
+	it, err := logs.Open(logs.Source{Dir: logDir, Role: role, Replica: k, Writer: writer, Watcher: s.watcher}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// RawLog opens the log file of one stream of a replica as it is on disk: stdout.log
+// and stderr.log byte for byte, combined.log whole lines in arrival order. It is the
+// fast path of reading a whole log with no filter.
+func (s *Scheduler) RawLog(ctx context.Context, appID, role string, k int, stream sched.Stream) (io.ReadCloser, error) {
+	logDir, _, err := s.replicaLogDir(appID, role, k)
+	if err != nil {
+		return nil, err
+	}
+	if stream == "" {
+		stream = sched.Combined
+	}
+	f, err := os.Open(filepath.Join(logDir, string(stream)+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("app %s: %w", appID, err)
+	}
+	return f, nil
+}
+
+// replicaLogDir finds the log directory of replica k of role, with the app's state.
+func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, *state, error) {
+	dir, st, err := s.load(appID)
+	if err != nil {
+		return "", nil, err
+	}
 	l, err := readLaunch(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read app %s: %w", appID, err)
+		return "", nil, fmt.Errorf("read app %s: %w", appID, err)
 	}
 	var rr *RoleRequest
 	var names []string
@@ -196,20 +232,12 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sc
 		}
 	}
 	if rr == nil {
-		return nil, fmt.Errorf("app %s has no role %q%s (roles: %s)", appID, role, spec.DidYouMean(role, names), strings.Join(names, ", "))
+		return "", nil, fmt.Errorf("app %s has no role %q%s (roles: %s)", appID, role, spec.DidYouMean(role, names), strings.Join(names, ", "))
 	}
 	if k < 0 || k >= len(rr.Replicas) {
-		return nil, fmt.Errorf("role %s of app %s has no replica %d (it has %d)", role, appID, k, len(rr.Replicas))
+		return "", nil, fmt.Errorf("role %s of app %s has no replica %d (it has %d)", role, appID, k, len(rr.Replicas))
 	}
-	writer := st.Supervisor
-	if writer.IsZero() {
-		writer = st.Owner
-	}
-	it, err := logs.Open(logs.Source{Dir: rr.Replicas[k].LogDir, Role: role, Replica: k, Writer: writer, Watcher: s.watcher}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return it, nil
+	return rr.Replicas[k].LogDir, st, nil
 }
 
 // Wait blocks until the app is terminal and returns its status. It is woken by

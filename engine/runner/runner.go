@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -320,6 +321,27 @@ func (r *Runner) LogLines(ctx context.Context, h spec.Handle, role string, k int
 		return nil, notFound(h, err)
 	}
 	return it, nil
+}
+
+// ErrNoRawLog is returned by RawLog when the scheduler's logs are not plain files.
+var ErrNoRawLog = errors.New("the scheduler keeps no raw log files")
+
+// RawLog opens one stream of a replica's log as stored, when the scheduler keeps logs
+// in files (sched.RawLogReader); otherwise it returns ErrNoRawLog.
+func (r *Runner) RawLog(ctx context.Context, h spec.Handle, role string, k int, stream sched.Stream) (io.ReadCloser, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := s.(sched.RawLogReader)
+	if !ok {
+		return nil, ErrNoRawLog
+	}
+	rc, err := raw.RawLog(ctx, h.AppID, role, k, stream)
+	if err != nil {
+		return nil, notFound(h, err)
+	}
+	return rc, nil
 }
 
 // Close closes every scheduler the runner created. Running apps keep running.

@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"fmt"
+	"io"
 	"regexp"
 	"time"
 )
@@ -78,4 +79,10 @@ type LogIterator interface {
 	Next(ctx context.Context) (Line, error)
 	// Close releases the iterator's files and goroutines.
 	Close() error
+}
+
+// RawLogReader is implemented by schedulers whose logs are files: it opens one stream
+// of a replica as stored, for reading a whole log fast when nothing is filtered.
+type RawLogReader interface {
+	RawLog(ctx context.Context, appID, role string, replica int, stream Stream) (io.ReadCloser, error)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -184,8 +186,24 @@ func (a *app) runLog(ident string, f logFlags) error {
 	}
 	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
 	defer w.Flush()
-	p := linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs)}
+	p := &linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs)}
+	if len(refs) == 1 && f.plain(opts) {
+		rc, err := r.RawLog(a.ctx, id.Handle, refs[0].role, refs[0].k, opts.Streams)
+		if err == nil {
+			defer rc.Close()
+			return p.copyRaw(rc, refs[0])
+		}
+		if !errors.Is(err, runner.ErrNoRawLog) {
+			return err
+		}
+	}
 	return a.streamLogs(a.ctx, id.Handle, refs, opts, p.print, w.Flush)
+}
+
+// plain reports whether the whole log is printed as stored: no filter, no time, no
+// following, no JSON. The raw file can then be copied instead of iterated line by line.
+func (f logFlags) plain(o sched.LogOptions) bool {
+	return o.Regex == nil && o.Since.IsZero() && o.Until.IsZero() && !o.Follow && o.Tail == 0 && !f.timestamps && !f.asJSON
 }
 
 func prefixIndex(refs []replicaRef) map[string]int {
@@ -240,8 +258,86 @@ type linePrinter struct {
 	asJSON     bool
 	prefix     bool
 	index      map[string]int
+	prefixes   map[replicaRef]string // styled "role/k " by replica, made once
 }
 
+// prefixOf returns the styled "role/k " prefix of a replica, or "".
+func (p *linePrinter) prefixOf(role string, k int) string {
+	if !p.prefix {
+		return ""
+	}
+	ref := replicaRef{role, k}
+	if s, ok := p.prefixes[ref]; ok {
+		return s
+	}
+	if p.prefixes == nil {
+		p.prefixes = map[replicaRef]string{}
+	}
+	name := role + "/" + strconv.Itoa(k)
+	s := p.st.Prefix(p.index[name], name) + " "
+	p.prefixes[ref] = s
+	return s
+}
+
+// rawBlock is the read size of copyRaw.
+const rawBlock = 256 << 10
+
+// copyRaw prints a stored log file: as it is when there is no prefix, and otherwise
+// with the prefix before each line, building the output in blocks rather than going
+// through Line values. The output is what printing the file's lines one by one gives.
+func (p *linePrinter) copyRaw(r io.Reader, ref replicaRef) error {
+	prefix := p.prefixOf(ref.role, ref.k)
+	if prefix == "" {
+		return p.copyAsIs(r)
+	}
+	buf := make([]byte, rawBlock)
+	out := make([]byte, 0, 2*rawBlock)
+	var carry []byte // a line begun in an earlier block
+	for {
+		n, err := r.Read(buf)
+		block := buf[:n]
+		// Progress bars need the per-line treatment of writeText.
+		plain := bytes.IndexByte(block, '\r') < 0
+		for len(block) > 0 {
+			i := bytes.IndexByte(block, '\n')
+			if i < 0 {
+				carry = append(carry, block...)
+				break
+			}
+			line := block[:i]
+			block = block[i+1:]
+			if len(carry) > 0 {
+				line = append(carry, line...)
+				carry = carry[:0]
+			}
+			if !plain && bytes.IndexByte(line, '\r') >= 0 {
+				p.w.Write(out)
+				out = out[:0]
+				p.writeText(prefix, string(line))
+				continue
+			}
+			out = append(out, prefix...)
+			out = append(out, line...)
+			out = append(out, '\n')
+		}
+		if len(out) >= rawBlock {
+			p.w.Write(out)
+			out = out[:0]
+		}
+		if err == io.EOF {
+			p.w.Write(out)
+			if len(carry) > 0 {
+				p.writeText(prefix, string(carry))
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// print writes one line: as JSON, or after its timestamp and prefix.
 func (p *linePrinter) print(l sched.Line) error {
 	if p.asJSON {
 		b, err := json.Marshal(l)
@@ -251,20 +347,40 @@ func (p *linePrinter) print(l sched.Line) error {
 		p.w.Write(b)
 		return p.w.WriteByte('\n')
 	}
-	var pre strings.Builder
+	prefix := p.prefixOf(l.Role, l.Replica)
 	if p.timestamps {
-		pre.WriteString(sched.Timestamp(l.Time))
-		pre.WriteByte(' ')
+		prefix = sched.Timestamp(l.Time) + " " + prefix
 	}
-	if p.prefix {
-		name := l.Role + "/" + strconv.Itoa(l.Replica)
-		pre.WriteString(p.st.Prefix(p.index[name], name))
-		pre.WriteByte(' ')
+	return p.writeText(prefix, l.Text)
+}
+
+// copyAsIs copies a log file unchanged, ending it with a newline if its last line has
+// none, as printing its lines would.
+func (p *linePrinter) copyAsIs(r io.Reader) error {
+	buf := make([]byte, rawBlock)
+	last := byte('\n')
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			p.w.Write(buf[:n])
+			last = buf[n-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				p.w.WriteByte('\n')
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	prefix := pre.String()
-	text := l.Text
-	// Keep the prefix in place when a progress bar rewrites its line with \r.
-	// A leading \r would only print the prefix twice.
+}
+
+// writeText writes one line after its prefix.
+func (p *linePrinter) writeText(prefix, text string) error {
+	// Keep the prefix in place when a progress bar rewrites its line with \r; a
+	// leading \r would only print the prefix twice.
 	if prefix != "" && strings.Contains(text, "\r") {
 		text = strings.TrimLeft(text, "\r")
 		text = strings.ReplaceAll(strings.TrimSuffix(text, "\r"), "\r", "\r"+prefix)
