@@ -82,3 +82,24 @@ func TestLogFilters(t *testing.T) {
 		t.Errorf("unknown replica: %d %s", r.code, r.stderr)
 	}
 }
+
+// TestLogRawCopyMatchesLines: printing a stored log as it is (no filter) gives exactly
+// what printing it line by line gives, progress bars and a last line without newline
+// included.
+func TestLogRawCopyMatchesLines(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "sh", "-c", `printf 'step 1\n\r 10%%\r 50%%\r100%%\nwarn\n' ; printf 'no newline'`)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	raw := h.exec("log", handle)
+	lines := h.exec("log", "--regex", "", "--streams", "combined", "--since", "2000-01-01T00:00:00Z", handle)
+	want := "sh/0 step 1\nsh/0  10%\rsh/0  50%\rsh/0 100%\nsh/0 warn\nsh/0 no newline\n"
+	if raw.stdout != want {
+		t.Errorf("raw copy:\n%q\nwant\n%q", raw.stdout, want)
+	}
+	if lines.stdout != raw.stdout {
+		t.Errorf("line by line:\n%q\nraw:\n%q", lines.stdout, raw.stdout)
+	}
+}
