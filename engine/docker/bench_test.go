@@ -126,6 +126,34 @@ func BenchmarkBareStop1(b *testing.B) {
 	}
 }
 
+// BenchmarkBareStop4 is `docker stop` of 4 containers of the same loop, concurrently.
+func BenchmarkBareStop4(b *testing.B) {
+	needEngine(b)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		ids := make([]string, 4)
+		for i := range ids {
+			ids[i] = bareRun(b, "/bin/helper", "loop")
+		}
+		b.StartTimer()
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Go(func() {
+				if _, err := env.cli.ContainerStop(ctx, id, client.ContainerStopOptions{}); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+		for _, id := range ids {
+			bareRemove(b, id)
+		}
+		b.StartTimer()
+	}
+}
+
 const floodLines = 200_000
 
 // BenchmarkLogs200k reads every line of a replica that printed 200k lines.

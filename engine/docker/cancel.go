@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -77,6 +76,7 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	return s.stop(ctx, cli, sums)
 }
 
+// stop marks and stops the live containers among sums, concurrently.
 func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []container.Summary) error {
 	marker := markerTar(time.Now())
 	errs := make([]error, len(sums))
@@ -85,25 +85,36 @@ func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []contain
 		if !live(c.State) {
 			return nil
 		}
-		_, err := cli.CopyToContainer(ctx, c.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: bytes.NewReader(marker)})
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs[i] = fmt.Errorf("marking %s cancelled: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(err)))
-			// Stop it anyway: a stopped container that reads FAILED beats one that runs.
+		mark := func() error {
+			_, err := cli.CopyToContainer(ctx, c.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: bytes.NewReader(marker)})
+			return err
 		}
+		// Mark first, so that nobody sees the stopped replica without its mark. A
+		// container the Engine will not write into now (one restarting) is marked
+		// once stopped.
+		marked := mark()
 		if c.State == container.StatePaused {
 			_, _ = cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{})
 		}
 		if _, err := cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs[i] = fmt.Errorf("stopping %s: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(err)))
+			return nil
+		}
+		if marked != nil {
+			marked = mark()
+		}
+		if marked != nil && !cerrdefs.IsNotFound(marked) {
+			errs[i] = fmt.Errorf("%s stopped, but it could not be marked cancelled: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(marked)))
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return errors.Join(errs...)
+	return joinErrs(errs...)
 }
 
+// first returns the first name of a container, or "".
 func first(names []string) string {
 	if len(names) == 0 {
 		return ""
@@ -161,7 +172,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := joinErrs(errs...); err != nil {
 		return err
 	}
 	for name := range networks {

@@ -11,6 +11,7 @@ package docker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -39,7 +40,8 @@ const (
 	LabelReplicaID = "dev.wick.replica-id"
 	LabelSession   = "dev.wick.session"
 	LabelVersion   = "dev.wick.version"
-	// LabelApp holds the submitted AppDef and run options as JSON (see appRecord).
+	// LabelApp holds the submitted AppDef, run options and workspace as JSON. It is
+	// left out of the dry run's printout.
 	LabelApp = "dev.wick.app"
 	// LabelManaged marks networks and workspace images wick created.
 	LabelManaged = "dev.wick.managed"
@@ -77,12 +79,9 @@ var ErrUnreachable = errors.New("cannot reach the Docker Engine")
 type Scheduler struct {
 	cfg sched.Config
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards cli and pinged
 	cli    *client.Client
 	pinged bool
-	// netMu serialises network creation and removal within this process; a file lock
-	// under the state directory does it across processes.
-	netMu sync.Mutex
 }
 
 // New makes the local_docker scheduler. It does not contact the Engine: the first call
@@ -155,16 +154,13 @@ func newClient() (*client.Client, error) {
 			MaxIdleConns:        maxParallel,
 			MaxIdleConnsPerHost: maxParallel,
 			IdleConnTimeout:     30 * time.Second,
+			// No HTTP/2 (the Engine speaks HTTP/1.1). Left on, the client would find
+			// the TLS config HTTP/2 sets up and take the Engine for a TLS one.
+			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 		},
 		CheckRedirect: client.CheckRedirect,
 	}
-	opts := []client.Opt{client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv}
-	if os.Getenv(client.EnvOverrideCertPath) == "" && os.Getenv(client.EnvTLSVerify) == "" {
-		// Go's Transport.Clone fills in a TLS config for HTTP/2, which the client takes
-		// for TLS: without TLS settings in the environment, say plain HTTP.
-		opts = append(opts, client.WithScheme("http"))
-	}
-	return client.New(opts...)
+	return client.New(client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv)
 }
 
 // engineErr turns a failure to reach the Engine into one line naming the socket or

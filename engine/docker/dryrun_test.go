@@ -93,9 +93,12 @@ func TestDryRun(t *testing.T) {
 		c.Labels[LabelTorchXAppID] != req.AppID || c.Labels[LabelTorchXRoleName] != "trainer" || c.Labels[LabelTorchXReplicaID] != "1" {
 		t.Errorf("labels %v", c.Labels)
 	}
+	if _, ok := c.Labels[LabelApp]; ok {
+		t.Error("the app record is in the printed labels")
+	}
 	var rec appRecord
-	if err := json.Unmarshal([]byte(c.Labels[LabelApp]), &rec); err != nil || rec.App.Roles[0].Args[3] != "${app_id}" || rec.Cfg[OptShmSize] != "2g" {
-		t.Errorf("app record %s: %v", c.Labels[LabelApp], err)
+	if err := json.Unmarshal([]byte(req.record), &rec); err != nil || rec.App.Roles[0].Args[3] != "${app_id}" || rec.Cfg[OptShmSize] != "2g" {
+		t.Errorf("app record %s: %v", req.record, err)
 	}
 	wantMounts := []MountSpec{{Type: spec.MountBind, Source: "/data", Target: "/data", ReadOnly: true}, {Type: spec.MountVolume, Source: "cache", Target: "/cache"}}
 	if !slices.Equal(c.Mounts, wantMounts) {
@@ -136,7 +139,7 @@ func TestDryRun(t *testing.T) {
 		t.Errorf("JSON %.200s", b)
 	}
 	// And the create request is well formed.
-	opts, err := createOptions(&req.Containers[0])
+	opts, err := createOptions(&req.Containers[0], req.record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +147,8 @@ func TestDryRun(t *testing.T) {
 	if opts.Name != "trainer-bcd0123456789-trainer-0" || opts.Config.Entrypoint[0] != "python" || len(opts.Config.Cmd) != 10 ||
 		h.NanoCPUs != 4e9 || h.Memory != 2048<<20 || h.ShmSize != 2<<30 || !*h.Init || !h.Privileged ||
 		len(h.DeviceRequests) != 1 || h.DeviceRequests[0].Count != 2 || !slices.Equal(h.DeviceRequests[0].Capabilities[0], []string{"compute", "utility"}) ||
-		len(h.Mounts) != 2 || len(h.Devices) != 3 || len(h.PortBindings) != 1 || string(h.RestartPolicy.Name) != "on-failure" {
+		len(h.Mounts) != 2 || len(h.Devices) != 3 || len(h.PortBindings) != 1 || string(h.RestartPolicy.Name) != "on-failure" ||
+		opts.Config.Labels[LabelApp] != req.record {
 		t.Errorf("create options %+v %+v", opts.Config, h)
 	}
 }
@@ -295,5 +299,16 @@ func TestUnreachable(t *testing.T) {
 				t.Errorf("List: %v", err)
 			}
 		})
+	}
+}
+
+func TestJoinErrs(t *testing.T) {
+	a, b := errors.New("a"), errors.New("b")
+	if joinErrs(nil, nil) != nil || joinErrs(a) != a {
+		t.Error("joinErrs of none or one")
+	}
+	err := joinErrs(a, nil, b)
+	if err.Error() != "a; b" || !errors.Is(err, a) || !errors.Is(err, b) {
+		t.Errorf("joinErrs = %v", err)
 	}
 }

@@ -205,12 +205,17 @@ func TestCancelAndDelete(t *testing.T) {
 	t.Parallel()
 	s := newScheduler(t)
 	ctx := context.Background()
+	crash := role("crash", 1, "exit", "1")
+	crash.MaxRetries = 100
+	crash.RetryPolicy = spec.RetryReplica
 	id := launch(t, s, &spec.AppDef{Name: "cancel", Roles: []spec.Role{
 		role("loop", 2, "loop"),
 		role("quick", 1, "true"),
+		crash, // Docker restarts it again and again: it is often "restarting"
 	}}, nil)
 	wait(t, s, id, 30*time.Second, func(st *spec.AppStatus) bool {
-		return st.State == spec.Running && st.Roles[1].Replicas[0].State == spec.Succeeded && st.Roles[0].Replicas[1].State == spec.Running
+		return st.State == spec.Running && st.Roles[1].Replicas[0].State == spec.Succeeded && st.Roles[0].Replicas[1].State == spec.Running &&
+			st.Roles[2].Replicas[0].Restarts >= 2
 	})
 	if err := s.Delete(ctx, id, false); !errors.Is(err, sched.ErrRunning) {
 		t.Fatalf("Delete of a running app: %v, want ErrRunning", err)
@@ -237,6 +242,9 @@ func TestCancelAndDelete(t *testing.T) {
 	}
 	if r := st.Roles[1].Replicas[0]; r.State != spec.Succeeded {
 		t.Errorf("quick/0 was done before the cancel: %s", r.State)
+	}
+	if r := st.Roles[2].Replicas[0]; r.State != spec.Cancelled {
+		t.Errorf("crash/0 in its restart loop: %+v", r)
 	}
 	if err := s.Cancel(ctx, id); err != nil {
 		t.Errorf("cancelling a cancelled app: %v", err)

@@ -25,11 +25,14 @@ import (
 
 // Log reading knobs.
 const (
-	// batchLines caps the lines handed from the reading goroutine to Next at once: large
-	// enough that a 200k-line log does not pay a channel handoff per line, small enough
-	// that a follower sees lines as they come (a batch is also sent whenever the
-	// Engine's stream has nothing more buffered).
+	// batchLines is how many waiting lines wake Next at once. A 200k-line log must not
+	// pay a goroutine handoff per line: the Engine sends one small chunk per line.
 	batchLines = 512
+	// maxPending bounds the lines read ahead of Next.
+	maxPending = 8 * batchLines
+	// coalesce is how long the first waiting line may wait for company before Next is
+	// woken: invisible to a follower, and lines come in batches instead of one by one.
+	coalesce = time.Millisecond
 	// restartPoll is how often a follower looks again at a replica whose stream ended
 	// while Docker restarts it.
 	restartPoll = 200 * time.Millisecond
@@ -68,8 +71,8 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, o
 		return nil, s.engineErr(err)
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	it := &logIter{ch: make(chan logBatch, 4), cancel: cancel, done: make(chan struct{})}
-	r := &logReader{s: s, cli: cli, id: id, role: role, replica: replica, opts: opts, out: it.ch}
+	it := &logIter{q: newLineQueue(), cancel: cancel, done: make(chan struct{})}
+	r := &logReader{s: s, cli: cli, id: id, role: role, replica: replica, opts: opts, q: it.q}
 	r.refresh(&info.Container)
 	go func() {
 		defer close(it.done)
@@ -104,16 +107,115 @@ func (s *Scheduler) findReplica(ctx context.Context, cli *client.Client, appID, 
 	return "", fmt.Errorf("app %s has no replica %s/%d", appID, role, k)
 }
 
-// logBatch carries lines from the reader to Next; a batch with err ends the lines.
-type logBatch struct {
-	lines []sched.Line
-	err   error
+// lineQueue hands lines from the reading goroutine to Next. The reader adds lines one
+// by one; Next takes all that wait at once, woken when batchLines wait or the first has
+// waited coalesce, whichever comes first.
+type lineQueue struct {
+	mu      sync.Mutex
+	pending []sched.Line
+	spare   []sched.Line // a slice Next is done with, for reuse
+	err     error        // how the lines end, once they have
+	armed   bool
+	timer   *time.Timer
+	ready   chan struct{} // wakes Next
+	space   chan struct{} // wakes a reader waiting for room
+}
+
+func newLineQueue() *lineQueue {
+	q := &lineQueue{ready: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+	q.timer = time.AfterFunc(time.Hour, func() {
+		q.mu.Lock()
+		q.armed = false
+		q.mu.Unlock()
+		q.wake()
+	})
+	q.timer.Stop()
+	return q
+}
+
+func (q *lineQueue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// put adds a line, waiting while maxPending lines wait.
+func (q *lineQueue) put(ctx context.Context, l sched.Line) error {
+	q.mu.Lock()
+	for len(q.pending) >= maxPending {
+		q.mu.Unlock()
+		q.wake()
+		select {
+		case <-q.space:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		q.mu.Lock()
+	}
+	if q.pending == nil && q.spare != nil {
+		q.pending, q.spare = q.spare, nil
+	}
+	q.pending = append(q.pending, l)
+	n := len(q.pending)
+	arm := !q.armed && n < batchLines
+	if arm {
+		q.armed = true
+	}
+	q.mu.Unlock()
+	switch {
+	case n >= batchLines:
+		q.wake()
+	case arm:
+		q.timer.Reset(coalesce)
+	}
+	return nil
+}
+
+// end records how the lines end and wakes Next.
+func (q *lineQueue) end(err error) {
+	q.mu.Lock()
+	q.err = err
+	q.mu.Unlock()
+	q.timer.Stop()
+	q.wake()
+}
+
+// take returns every waiting line, in time order, or how the lines ended.
+func (q *lineQueue) take(ctx context.Context, done []sched.Line) ([]sched.Line, error) {
+	for {
+		q.mu.Lock()
+		if done != nil && q.spare == nil {
+			q.spare, done = done[:0], nil
+		}
+		if lines := q.pending; len(lines) > 0 {
+			q.pending = nil
+			q.mu.Unlock()
+			select {
+			case q.space <- struct{}{}:
+			default:
+			}
+			sortBatch(lines)
+			return lines, nil
+		}
+		err := q.err
+		q.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // logIter is the LogIterator of one container.
 type logIter struct {
-	ch     chan logBatch
+	q      *lineQueue
 	cur    []sched.Line
+	next   int
 	err    error
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -122,23 +224,22 @@ type logIter struct {
 
 // Next returns the next line, io.EOF once they are all read, or ctx's error.
 func (it *logIter) Next(ctx context.Context) (sched.Line, error) {
-	for len(it.cur) == 0 {
+	if it.next == len(it.cur) {
 		if it.err != nil {
 			return sched.Line{}, it.err
 		}
-		select {
-		case b, ok := <-it.ch:
-			if !ok {
-				it.err = io.EOF
-				continue
+		lines, err := it.q.take(ctx, it.cur)
+		if err != nil {
+			if ctx.Err() == nil {
+				it.err = err
 			}
-			it.cur, it.err = b.lines, b.err
-		case <-ctx.Done():
-			return sched.Line{}, ctx.Err()
+			it.cur, it.next = nil, 0
+			return sched.Line{}, err
 		}
+		it.cur, it.next = lines, 0
 	}
-	l := it.cur[0]
-	it.cur = it.cur[1:]
+	l := it.cur[it.next]
+	it.next++
 	return l, nil
 }
 
@@ -147,6 +248,7 @@ func (it *logIter) Close() error {
 	it.once.Do(func() {
 		it.cancel()
 		<-it.done
+		it.q.timer.Stop()
 		if it.err == nil {
 			it.err = errors.New("log iterator closed")
 		}
@@ -154,7 +256,7 @@ func (it *logIter) Close() error {
 	return nil
 }
 
-// logReader reads one container's log stream(s) and sends batches of lines.
+// logReader reads one container's log stream(s) into a line queue.
 type logReader struct {
 	s       *Scheduler
 	cli     *client.Client
@@ -162,7 +264,7 @@ type logReader struct {
 	role    string
 	replica int
 	opts    sched.LogOptions
-	out     chan<- logBatch
+	q       *lineQueue
 
 	tty bool
 	// attempt is the run the lines now read belong to, when known (after a restart
@@ -178,30 +280,26 @@ type logReader struct {
 	resuming bool
 	skip     int
 
-	batch []sched.Line
 	// ring holds the last opts.Tail matching lines while tailing client-side.
-	ring []sched.Line
+	ring *tailRing
 }
 
 func (r *logReader) refresh(info *container.InspectResponse) {
 	r.tty = info.Config != nil && info.Config.Tty
 }
 
-// run reads until the lines end, then sends the final batch.
+// run reads until the lines end, then records how they ended.
 func (r *logReader) run(ctx context.Context) {
 	err := r.read(ctx)
-	if err == nil {
+	switch {
+	case err == nil:
 		err = io.EOF
-	} else if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		err = errors.New("log iterator closed")
-	} else {
+	default:
 		err = fmt.Errorf("logs of %s/%d: %w", r.role, r.replica, r.s.engineErr(err))
 	}
-	sortBatch(r.batch)
-	select {
-	case r.out <- logBatch{lines: r.batch, err: err}:
-	case <-ctx.Done():
-	}
+	r.q.end(err)
 }
 
 func (r *logReader) read(ctx context.Context) error {
@@ -231,12 +329,17 @@ func (r *logReader) read(ctx context.Context) error {
 		}
 		back := req
 		back.Until = engineTime(t0)
-		r.ring = make([]sched.Line, 0, o.Tail)
+		r.ring = newTailRing(o.Tail)
 		if err := r.stream(ctx, back); err != nil {
 			return err
 		}
-		r.batch = append(r.batch, r.ring...)
+		ring := r.ring
 		r.ring = nil
+		for _, l := range ring.all() {
+			if err := r.q.put(ctx, l); err != nil {
+				return err
+			}
+		}
 		if !o.Follow || !o.Until.IsZero() && !o.Until.After(time.Now()) {
 			return nil
 		}
@@ -380,11 +483,6 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 		if err := r.frame(ctx, st, payload, &pending[st]); err != nil {
 			return err
 		}
-		if br.Buffered() == 0 || len(r.batch) >= batchLines {
-			if err := r.flush(ctx); err != nil {
-				return err
-			}
-		}
 	}
 }
 
@@ -452,30 +550,33 @@ func (r *logReader) line(ctx context.Context, st sched.Stream, t time.Time, text
 		return nil
 	}
 	if r.ring != nil {
-		if len(r.ring) == r.opts.Tail {
-			copy(r.ring, r.ring[1:])
-			r.ring = r.ring[:len(r.ring)-1]
-		}
-		r.ring = append(r.ring, l)
+		r.ring.add(l)
 		return nil
 	}
-	r.batch = append(r.batch, l)
-	return nil
+	return r.q.put(ctx, l)
 }
 
-// flush hands the batch to Next.
-func (r *logReader) flush(ctx context.Context) error {
-	if len(r.batch) == 0 {
-		return nil
+// tailRing keeps the last n lines it is given.
+type tailRing struct {
+	lines []sched.Line
+	next  int // where the oldest line is, once full
+}
+
+func newTailRing(n int) *tailRing { return &tailRing{lines: make([]sched.Line, 0, n)} }
+
+func (t *tailRing) add(l sched.Line) {
+	if len(t.lines) < cap(t.lines) {
+		t.lines = append(t.lines, l)
+		return
 	}
-	sortBatch(r.batch)
-	select {
-	case r.out <- logBatch{lines: r.batch}:
-		r.batch = make([]sched.Line, 0, min(2*len(r.batch), batchLines))
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	t.lines[t.next] = l
+	t.next = (t.next + 1) % len(t.lines)
+}
+
+// all returns the lines, oldest first.
+func (t *tailRing) all() []sched.Line {
+	out := make([]sched.Line, 0, len(t.lines))
+	return append(append(out, t.lines[t.next:]...), t.lines[:t.next]...)
 }
 
 // sortBatch puts a batch in time order: the Engine stamps stdout and stderr apart

@@ -35,21 +35,40 @@ func frame(buf *bytes.Buffer, st stdcopy.StdType, at time.Duration, text string)
 // parseAll runs the parser over a stream and returns the lines it yields.
 func parseAll(t *testing.T, body io.Reader, opts sched.LogOptions, tty bool) ([]sched.Line, error) {
 	t.Helper()
-	out := make(chan logBatch, 1000)
-	r := &logReader{role: "r", replica: 1, opts: opts, out: out, tty: tty}
+	ctx := context.Background()
+	q := newLineQueue()
+	r := &logReader{role: "r", replica: 1, opts: opts, q: q, tty: tty}
 	if opts.Tail > 0 {
-		r.ring = make([]sched.Line, 0, opts.Tail)
+		r.ring = newTailRing(opts.Tail)
 	}
-	err := r.parse(context.Background(), body)
-	if err == nil {
-		err = r.flush(context.Background())
+	err := r.parse(ctx, body)
+	var tail []sched.Line
+	if r.ring != nil {
+		tail = r.ring.all()
 	}
-	close(out)
+	for _, l := range tail {
+		if err := q.put(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.end(io.EOF)
+	return drain(t, q), err
+}
+
+// drain takes every line of a queue that has ended.
+func drain(t *testing.T, q *lineQueue) []sched.Line {
+	t.Helper()
 	var lines []sched.Line
-	for b := range out {
-		lines = append(lines, b.lines...)
+	for {
+		batch, err := q.take(context.Background(), nil)
+		if err == io.EOF {
+			return lines
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, batch...)
 	}
-	return append(lines, r.ring...), err
 }
 
 func TestParseLogStream(t *testing.T) {
@@ -115,6 +134,8 @@ func TestParseLogFilters(t *testing.T) {
 		{"since inclusive, until exclusive", sched.LogOptions{Since: t0.Add(2 * time.Second), Until: t0.Add(5 * time.Second)}, []string{"line 2", "line 3", "line 4"}},
 		{"regex", sched.LogOptions{Regex: regexp.MustCompile(`[37]$`)}, []string{"line 3", "line 7"}},
 		{"tail after filters", sched.LogOptions{Tail: 2, Streams: sched.Stdout}, []string{"line 6", "line 8"}},
+		{"tail of 3 after a regex", sched.LogOptions{Tail: 3, Regex: regexp.MustCompile(`[^4]$`)}, []string{"line 7", "line 8", "line 9"}},
+		{"tail longer than the log", sched.LogOptions{Tail: 20, Streams: sched.Stderr}, []string{"line 1", "line 3", "line 5", "line 7", "line 9"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lines, err := parseAll(t, bytes.NewReader(data), c.opts, false)
@@ -137,8 +158,8 @@ func TestParseLogResume(t *testing.T) {
 	frame(&again, stdcopy.Stdout, time.Second, "b\n")
 	frame(&again, stdcopy.Stdout, time.Second, "c\n")
 	frame(&again, stdcopy.Stdout, 2*time.Second, "d\n")
-	out := make(chan logBatch, 10)
-	r := &logReader{role: "r", out: out}
+	q := newLineQueue()
+	r := &logReader{role: "r", q: q}
 	if err := r.parse(context.Background(), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -146,13 +167,49 @@ func TestParseLogResume(t *testing.T) {
 	if err := r.parse(context.Background(), &again); err != nil {
 		t.Fatal(err)
 	}
-	close(out)
-	var got []string
-	for b := range out {
-		got = append(got, texts(b.lines)...)
-	}
-	if !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+	q.end(io.EOF)
+	if got := texts(drain(t, q)); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("got %q", got)
+	}
+}
+
+// The queue wakes Next for a batch or after coalesce, keeps lines in time order, and
+// holds the reader back when Next does not keep up.
+func TestLineQueue(t *testing.T) {
+	ctx := context.Background()
+	q := newLineQueue()
+	start := time.Now()
+	if err := q.put(ctx, sched.Line{Text: "late", Time: t0.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.put(ctx, sched.Line{Text: "early", Time: t0}); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := q.take(ctx, nil)
+	if err != nil || !slices.Equal(texts(lines), []string{"early", "late"}) || time.Since(start) > time.Second {
+		t.Fatalf("take: %q %v after %v", texts(lines), err, time.Since(start))
+	}
+	// Nothing waits: take blocks until its context ends.
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := q.take(short, lines); err != context.DeadlineExceeded {
+		t.Errorf("empty take: %v", err)
+	}
+	// A reader that runs ahead waits for room, and gives up with its context.
+	full, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel2()
+	n := 0
+	for ; n <= maxPending; n++ {
+		if err := q.put(full, sched.Line{Time: t0}); err != nil {
+			break
+		}
+	}
+	if n != maxPending {
+		t.Errorf("put %d lines before waiting, want %d", n, maxPending)
+	}
+	q.end(io.EOF)
+	if got := len(drain(t, q)); got != maxPending {
+		t.Errorf("drained %d lines", got)
 	}
 }
 
@@ -234,10 +291,16 @@ func TestReplicaStatus(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got := replicaStatus(c.r)
 			if got.State != c.state || (got.ExitCode == nil) != (c.exit == nil) || c.exit != nil && *got.ExitCode != *c.exit ||
-				!strings.Contains(got.StructuredError, c.errSubstr) || got.Role != "r" || got.Hostname != "app-r-0" || got.ContainerID != "abc" {
+				!strings.Contains(got.StructuredError, c.errSubstr) || got.Role != "r" || got.Hostname != "app-r-0" || got.ContainerID != "abc" ||
+				c.r.info != nil && got.Started.IsZero() {
 				t.Errorf("got %+v, want %s exit %v", got, c.state, c.exit)
 			}
 		})
+	}
+	fast := mk(container.StateExited, 0, false)
+	fast.info.State.FinishedAt = "2026-01-02T03:04:05.4Z" // Docker stamped the start late
+	if got := replicaStatus(fast); !got.Started.Equal(got.Ended) || got.Ended.IsZero() {
+		t.Errorf("fast replica: started %v ended %v", got.Started, got.Ended)
 	}
 	oom := mk(container.StateExited, 137, false)
 	oom.info.State.OOMKilled = true

@@ -28,6 +28,9 @@ type Request struct {
 	Containers []Container `json:"containers"`
 	// Warnings are things the user should know that do not stop the launch.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// record is the LabelApp value every container gets.
+	record string
 }
 
 // Build is the workspace image build of a Request.
@@ -201,6 +204,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	if err != nil {
 		return nil, fmt.Errorf("local_docker: encoding the app: %w", err)
 	}
+	req.record = string(record)
 
 	base := copyEnv(cfg.List(OptCopyEnv), os.Environ())
 	for k, v := range cfg.Map(OptEnv) {
@@ -289,7 +293,6 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 					LabelReplicaID:       strconv.Itoa(k),
 					LabelSession:         session,
 					LabelVersion:         ver,
-					LabelApp:             string(record),
 					LabelTorchXVersion:   "wick-" + ver,
 					LabelTorchXAppID:     sub.AppID,
 					LabelTorchXRoleName:  role.Name,

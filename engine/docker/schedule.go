@@ -90,7 +90,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		progress.Report("created network %s", req.Network)
 	}
 
-	if err := s.launch(ctx, cli, req.AppID, containers, progress); err != nil {
+	if err := s.launch(ctx, cli, req, containers, progress); err != nil {
 		// Unlock first: removing the network we created takes the lock exclusively.
 		unlock()
 		s.rollback(ctx, cli, req.AppID, req.Network, created)
@@ -120,14 +120,14 @@ func retag(cs []Container, role, image string) []Container {
 // launch creates every container, then starts them, each phase concurrently. The calls
 // themselves are not cancelled halfway (a create the Engine finishes after we gave up
 // would escape the cleanup); ctx is checked between them.
-func (s *Scheduler) launch(ctx context.Context, cli *client.Client, appID string, cs []Container, progress sched.Progress) error {
+func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request, cs []Container, progress sched.Progress) error {
 	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	ids := make([]string, len(cs))
 	progress.Report("creating %d containers", len(cs))
 	err := forEach(ctx, len(cs), func(i int) error {
 		c := &cs[i]
-		opts, err := createOptions(c)
+		opts, err := createOptions(c, req.record)
 		if err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, appID string
 	if err := ctx.Err(); err != nil {
 		return err // cancelled while the last ones started: the caller gave up
 	}
-	progress.Report("launched %s: %d containers", appID, len(cs))
+	progress.Report("launched %s: %d containers", req.AppID, len(cs))
 	return nil
 }
 
@@ -229,13 +229,21 @@ func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID, net
 }
 
 // createOptions translates a planned container into the Engine's create request.
-func createOptions(c *Container) (client.ContainerCreateOptions, error) {
+// The app record goes into the labels here, so that the request prints short.
+func createOptions(c *Container, record string) (client.ContainerCreateOptions, error) {
 	if len(c.Command) == 0 || c.Command[0] == "" {
 		return client.ContainerCreateOptions{}, fmt.Errorf("container %s: no command", c.Name)
 	}
 	env := make([]string, 0, len(c.Env))
 	for _, k := range spec.SortedKeys(c.Env) {
 		env = append(env, k+"="+c.Env[k])
+	}
+	labels := make(map[string]string, len(c.Labels)+1)
+	for k, v := range c.Labels {
+		labels[k] = v
+	}
+	if record != "" {
+		labels[LabelApp] = record
 	}
 	stop := c.StopTimeout
 	initOn := c.Init
@@ -246,7 +254,7 @@ func createOptions(c *Container) (client.ContainerCreateOptions, error) {
 		Entrypoint:  c.Command[:1],
 		Cmd:         c.Command[1:],
 		Env:         env,
-		Labels:      c.Labels,
+		Labels:      labels,
 		StopTimeout: &stop,
 	}
 	host := &container.HostConfig{
@@ -316,7 +324,7 @@ func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Co
 	if err != nil {
 		return err
 	}
-	return errors.Join(errs...)
+	return joinErrs(errs...)
 }
 
 // imageErr explains a failed image lookup.
@@ -354,7 +362,7 @@ func checkMountSources(cli *client.Client, cs []Container) error {
 			check(c.Role, "device", d.Host)
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrs(errs...)
 }
 
 // checkNames fails when a container of one of the planned names exists already.
@@ -377,7 +385,7 @@ func (s *Scheduler) checkNames(ctx context.Context, cli *client.Client, cs []Con
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrs(errs...)
 }
 
 func nameClash(name, id, app string) error {
@@ -397,6 +405,24 @@ func (s *Scheduler) createErr(err error, c *Container) error {
 		return s.imageErr(err, c.Image)
 	}
 	return fmt.Errorf("creating container %s: %s", c.Name, engineMessage(s.engineErr(err)))
+}
+
+// joinErrs joins errors into one error of one line ("a; b"), each still found by
+// errors.Is and errors.As; nil when there is none.
+func joinErrs(errs ...error) error {
+	var list []any
+	for _, err := range errs {
+		if err != nil {
+			list = append(list, err)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0].(error)
+	}
+	return fmt.Errorf(strings.TrimSuffix(strings.Repeat("%w; ", len(list)), "; "), list...)
 }
 
 // engineMessage drops the client's "Error response from daemon: " prefix.

@@ -316,6 +316,11 @@ func replicaStatus(r *replica) spec.ReplicaStatus {
 	default:
 		rep.State = spec.UnknownState
 	}
+	if !rep.Ended.IsZero() && rep.Ended.Before(rep.Started) {
+		// Docker stamps the start once the process is running: a replica that ends at
+		// once can end "before" it started.
+		rep.Started = rep.Ended
+	}
 	if r.cancelled && (rep.State.Terminal() || rep.State == spec.Submitted) {
 		rep.State = spec.Cancelled
 	}
