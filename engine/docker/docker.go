@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -215,10 +214,5 @@ func rootCause(err error) string {
 	}
 }
 
-// version is wick's version as recorded in the binary, for labels.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
+// version is wick's version, for labels.
+func version() string { return spec.Version }
