@@ -448,8 +448,16 @@ func TestReplicasKeepDefaultSignals(t *testing.T) {
 	id := start(t, s, appOf("sig", role("sig", "sh", "-c", "grep SigIgn /proc/self/status")), nil)
 	waitApp(t, s, id)
 	got := lineTexts(logLines(t, s, id, "sig", 0, sched.LogOptions{}))
-	if !strings.Contains(got, "SigIgn:\t0000000000000000") {
-		t.Errorf("replica ignores signals: %q", got)
+	hex := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(got), "SigIgn:"))
+	mask, err := strconv.ParseUint(hex, 16, 64)
+	if err != nil {
+		t.Fatalf("reading %q: %v", got, err)
+	}
+	// Only the standard signals (1-31) are wick's to keep: the real-time ones are
+	// inherited from whatever started the test (GNU make ignores 32 and 33), and Go
+	// leaves 32, glibc's own, alone.
+	if std := mask & (1<<31 - 1); std != 0 {
+		t.Errorf("replica ignores standard signals: mask %#x (%q)", std, got)
 	}
 }
 

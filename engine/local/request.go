@@ -127,9 +127,11 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	if stop < 0 {
 		return nil, fmt.Errorf("%w: %s must not be negative (got %g)", spec.ErrInvalidRunOpt, OptStopTimeout, stop)
 	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("working directory: %w", err)
+	cwd := s.cfg.WorkDir
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
 	}
 	appLogDir := filepath.Join(logDir, session, sub.AppID)
 	if err := checkLogDir(appLogDir); err != nil {
