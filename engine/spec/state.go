@@ -121,17 +121,20 @@ func (s *AppStatus) Replicas() (running, total int) {
 	return running, total
 }
 
-// ExitCode returns the first non-zero replica exit code, or 0 when every replica that
-// ended exited 0, and false when no replica has ended.
+// ExitCode returns the app's exit code: that of the replica that failed first (when
+// one failure stops the others, theirs are only the signal that stopped them), or 0
+// when every replica that ended exited 0, and false when no replica has ended.
 func (s *AppStatus) ExitCode() (int, bool) {
 	code, ok := 0, false
+	var first time.Time
 	for _, r := range s.Roles {
 		for _, rep := range r.Replicas {
-			if rep.ExitCode != nil {
-				ok = true
-				if *rep.ExitCode != 0 && code == 0 {
-					code = *rep.ExitCode
-				}
+			if rep.ExitCode == nil {
+				continue
+			}
+			ok = true
+			if *rep.ExitCode != 0 && (code == 0 || rep.Ended.Before(first)) {
+				code, first = *rep.ExitCode, rep.Ended
 			}
 		}
 	}
