@@ -2,10 +2,8 @@ package tui_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui"
-	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/render"
 )
 
@@ -23,7 +20,7 @@ import (
 // frame: reading settings and the theme, building the root model, the first size and
 // drawing (the app list says "listing apps…" until the listing arrives).
 func BenchmarkStartToFirstFrame(b *testing.B) {
-	opts, _ := fakeOptions(b, spec.Succeeded)
+	opts := newEnv(b).opts
 	for b.Loop() {
 		m, err := tui.NewModel(opts)
 		if err != nil {
@@ -36,10 +33,10 @@ func BenchmarkStartToFirstFrame(b *testing.B) {
 	}
 }
 
-// BenchmarkStartToFirstListing adds the first listing (of 20 apps) and its frame.
+// BenchmarkStartToFirstListing adds the first listing (of 20 apps, read from their
+// state files by local_cwd) and its frame.
 func BenchmarkStartToFirstListing(b *testing.B) {
-	opts, fs := fakeOptions(b, spec.Succeeded)
-	addApps(fs, 20)
+	opts := manyApps(b, 20).opts
 	for b.Loop() {
 		d := newDriver(b, opts, 160, 48)
 		_ = d.m.View()
@@ -47,28 +44,10 @@ func BenchmarkStartToFirstListing(b *testing.B) {
 	}
 }
 
-func addApps(fs *fakeSched, n int) {
-	states := []spec.AppState{spec.Running, spec.Succeeded, spec.Failed, spec.Cancelled, spec.Pending}
-	for i := range n {
-		st := states[i%len(states)]
-		a := spec.AppStatus{
-			AppID: fmt.Sprintf("app-%05d", i), Name: fmt.Sprintf("job%d", i%37), State: st,
-			Created: fixedNow.Add(-time.Duration(i) * time.Minute),
-		}
-		rs := spec.RoleStatus{Role: "trainer"}
-		for k := range 4 {
-			rs.Replicas = append(rs.Replicas, spec.ReplicaStatus{ID: k, Role: "trainer", State: st})
-		}
-		a.Roles = []spec.RoleStatus{rs}
-		fs.add(a)
-	}
-}
-
 // BenchmarkAppListView1000 draws the app list of 1,000 apps (one frame). Aim: ≤ 5 ms.
+// The apps are launched once per run (some seconds).
 func BenchmarkAppListView1000(b *testing.B) {
-	opts, fs := fakeOptions(b, spec.Succeeded)
-	addApps(fs, 1000)
-	d := newDriver(b, opts, 160, 48)
+	d := newDriver(b, manyApps(b, 1000).opts, 160, 48)
 	d.contains("1000 apps")
 	d.keys("j", "j")
 	for b.Loop() {
@@ -76,29 +55,20 @@ func BenchmarkAppListView1000(b *testing.B) {
 	}
 }
 
-// BenchmarkAppListRefresh1000 is one live update of 1,000 apps: the listing arrives,
-// the rows are filtered, sorted and made into cells, and the frame is drawn. It runs
-// once a second, off the frame path.
+// BenchmarkAppListRefresh1000 is one live update of 1,000 apps: local_cwd lists them
+// from their state files, the rows are filtered, sorted and made into cells, and the
+// frame is drawn. It runs once a second, off the frame path.
 func BenchmarkAppListRefresh1000(b *testing.B) {
-	opts, fs := fakeOptions(b, spec.Succeeded)
-	addApps(fs, 1000)
-	d := newDriver(b, opts, 160, 48)
+	d := newDriver(b, manyApps(b, 1000).opts, 160, 48)
 	for b.Loop() {
-		d.send(common.TickMsg{Time: fixedNow})
+		d.send(tick())
 		_ = d.m.View()
 	}
 }
 
-// openPreview64 opens the preview of utils.echo with 64 replicas on local_cwd (a dry
-// run needs no supervisor, so no wick binary).
+// openPreview64 opens the preview of utils.echo with 64 replicas on local_cwd.
 func openPreview64(b *testing.B) *driver {
-	opts := testOptions(b)
-	reg := &sched.Registry{}
-	local.Register(reg)
-	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: b.TempDir()})
-	b.Cleanup(func() { _ = r.Close() })
-	opts.Runner = r
-	d := newDriver(b, opts, 160, 48)
+	d := newDriver(b, newEnv(b).opts, 160, 48)
 	openForm(d, "utils.echo")
 	d.keys("tab", "tab", "ctrl+u")
 	d.typ("64")

@@ -13,23 +13,31 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/tui"
 )
 
-// TestMain pins the local time zone: screens print local times.
+// TestMain pins the local time zone (screens print local times), makes the golden
+// directory absolute (tests change directory) and builds the wick binary once: the
+// local schedulers re-execute it as every app's supervisor.
 func TestMain(m *testing.M) {
 	time.Local = time.UTC
-	os.Exit(m.Run())
+	flag.Parse()
+	if abs, err := filepath.Abs(goldenDir); err == nil {
+		goldenDir = abs
+	}
+	buildWick()
+	code := m.Run()
+	removeFixtures()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
 var update = flag.Bool("update", false, "rewrite the golden screens in testdata/tui")
 
 // goldenDir holds the golden screens, at the repository root.
 var goldenDir = filepath.Join("..", "testdata", "tui")
-
-// fixedNow is the clock of every screen test.
-var fixedNow = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 // driver sends messages to a root model as Bubble Tea would, running the commands it
 // returns (synchronously, each bounded by cmdTimeout) and feeding their messages back.
@@ -43,26 +51,8 @@ type driver struct {
 	pending chan tea.Msg
 }
 
-// cmdTimeout bounds one command: the fake backend answers at once, the local
-// scheduler within a few seconds.
+// cmdTimeout bounds one command: the local schedulers answer within a few seconds.
 const cmdTimeout = 20 * time.Second
-
-// testOptions are the options of a screen test: ticks off, a fixed clock, the dark
-// theme, no settings file, and WICK_HOME in a temp dir.
-func testOptions(t testing.TB) tui.Options {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("WICK_HOME", home)
-	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "config")}
-	return tui.Options{
-		Components:       func() ([]*components.Component, error) { return components.Builtins(), nil },
-		DefaultScheduler: "local_cwd",
-		Theme:            "dark",
-		Getenv:           func(k string) string { return env[k] },
-		Now:              func() time.Time { return fixedNow },
-		TickInterval:     -1,
-	}
-}
 
 func newDriver(t testing.TB, opts tui.Options, w, h int) *driver {
 	t.Helper()
@@ -207,7 +197,7 @@ func key(name string) tea.KeyPressMsg {
 	return tea.KeyPressMsg{Code: r, Text: name}
 }
 
-// screen is the screen as plain text, trailing spaces trimmed.
+// screen is the screen as plain text, normalized (see plain): what golden screens hold.
 func (d *driver) screen() string {
 	s := d.m.Screen()
 	if err := d.m.Fault(); err != nil {
@@ -216,16 +206,56 @@ func (d *driver) screen() string {
 	return plain(s)
 }
 
-// appID matches the random suffix of app ids, so that screens compare.
-var appID = regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz][bcdfghjklmnpqrstvwxz0-9]{11}\b`)
+// What varies from run to run on a screen of real apps, and what stands for it in the
+// golden screens. Replacements keep the width of what they replace (with the padding
+// that follows it), so that columns line up as they did.
+var (
+	// appID matches the random suffix of app ids.
+	appID = regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz][bcdfghjklmnpqrstvwxz0-9]{11}\b`)
+	// cutID matches the start of an app id's suffix that an overlay's border cuts.
+	cutID = regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz][bcdfghjklmnpqrstvwxz0-9]{0,10}[│╭╮╰╯]`)
+	// uuid matches session ids.
+	uuid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	// rootDir matches a test's directory (see newRoot): its length is fixed, so that
+	// screens wrap and cut paths in the same places on every run.
+	rootDir = regexp.MustCompile(`/tmp/wick-tui-[0-9a-f]{16}`)
+	// dateTime and clockTime match wall-clock times (creation, start, end).
+	dateTime  = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b`)
+	clockTime = regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}\b`)
+	// shortDur matches the durations of apps that ran for less than a minute (an echo
+	// takes some milliseconds), padding included. Ages are stable: see clockLead.
+	shortDur = regexp.MustCompile(`\b(\d+ms|\d+\.\ds)\b *`)
+	// replicaPID matches the PID of a row of the describe view's replica table
+	// (REPLICA STATE EXIT RESTARTS PID ...), padding included.
+	replicaPID = regexp.MustCompile(`(?m)^(\S+/\d+ +[A-Z]+ +\S+ +\d+ +)(\d+ *)`)
+)
 
-// uuid matches session ids.
-var uuid = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+// keepWidth is with, padded to the width of was when it is shorter.
+func keepWidth(was, with string) string {
+	if n := len([]rune(was)) - len([]rune(with)); n > 0 {
+		return with + strings.Repeat(" ", n)
+	}
+	return with
+}
 
+// plain is a screen as plain text, with what varies between runs replaced and
+// trailing spaces trimmed.
 func plain(s string) string {
 	s = ansi.Strip(s)
 	s = uuid.ReplaceAllString(s, "UUID")
 	s = appID.ReplaceAllString(s, "-XXXXXXXXXXXX")
+	s = cutID.ReplaceAllStringFunc(s, func(m string) string {
+		r := []rune(m)
+		return "-" + strings.Repeat("X", len(r)-2) + string(r[len(r)-1])
+	})
+	s = rootDir.ReplaceAllString(s, "/tmp/wick-tui-XXXXXXXXXXXXXXXX")
+	s = dateTime.ReplaceAllString(s, "YYYY-MM-DD hh:mm:ss")
+	s = clockTime.ReplaceAllString(s, "hh:mm:ss")
+	s = shortDur.ReplaceAllStringFunc(s, func(m string) string { return keepWidth(m, "DUR") })
+	s = replicaPID.ReplaceAllStringFunc(s, func(m string) string {
+		g := replicaPID.FindStringSubmatch(m)
+		return g[1] + keepWidth(g[2], "PID")
+	})
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " ")
@@ -233,13 +263,27 @@ func plain(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// raw is the screen as plain text, as it is: real app ids, paths and times.
+func (d *driver) raw() string {
+	s := d.m.Screen()
+	if err := d.m.Fault(); err != nil {
+		d.t.Fatalf("drawing: %v", err)
+	}
+	return ansi.Strip(s)
+}
+
+// shows reports whether the screen shows w, as it is (a real handle) or normalized
+// (a golden's "-XXXXXXXXXXXX").
+func (d *driver) shows(w string) bool {
+	return strings.Contains(d.raw(), w) || strings.Contains(d.screen(), w)
+}
+
 // contains fails unless the screen shows every want.
 func (d *driver) contains(want ...string) {
 	d.t.Helper()
-	s := d.screen()
 	for _, w := range want {
-		if !strings.Contains(s, w) {
-			d.t.Fatalf("screen lacks %q:\n%s", w, s)
+		if !d.shows(w) {
+			d.t.Fatalf("screen lacks %q:\n%s", w, d.raw())
 		}
 	}
 }
@@ -247,10 +291,9 @@ func (d *driver) contains(want ...string) {
 // lacks fails if the screen shows any of these.
 func (d *driver) lacks(unwanted ...string) {
 	d.t.Helper()
-	s := d.screen()
 	for _, w := range unwanted {
-		if strings.Contains(s, w) {
-			d.t.Fatalf("screen shows %q:\n%s", w, s)
+		if d.shows(w) {
+			d.t.Fatalf("screen shows %q:\n%s", w, d.raw())
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -17,33 +16,35 @@ import (
 // `wick ui` (tui/cli) wired to tui.Run.
 
 var (
-	buildOnce sync.Once
-	wickBin   string
-	buildErr  error
-	buildDir  string
+	wickBin  string
+	buildErr error
+	buildDir string
 )
 
-// wickBinary builds the wick binary once per test run, or takes $WICK_TEST_BIN (a
-// binary built beforehand, e.g. bin/wick).
-func wickBinary(t *testing.T) string {
+// buildWick builds the wick binary, once per test run (TestMain calls it), or takes
+// $WICK_TEST_BIN (a binary built beforehand, e.g. bin/wick).
+func buildWick() {
+	if bin := os.Getenv("WICK_TEST_BIN"); bin != "" {
+		wickBin, buildErr = filepath.Abs(bin)
+		return
+	}
+	buildDir, buildErr = os.MkdirTemp("", "wick-e2e-")
+	if buildErr != nil {
+		return
+	}
+	wickBin = filepath.Join(buildDir, "wick")
+	cmd := exec.Command("go", "build", "-o", wickBin, ".")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+	}
+}
+
+// wickBinary returns the wick binary TestMain built. A tree that does not compile
+// outside tui/ skips the test; a failure in tui/ fails it.
+func wickBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if bin := os.Getenv("WICK_TEST_BIN"); bin != "" {
-			wickBin, buildErr = filepath.Abs(bin)
-			return
-		}
-		buildDir, buildErr = os.MkdirTemp("", "wick-e2e-")
-		if buildErr != nil {
-			return
-		}
-		wickBin = filepath.Join(buildDir, "wick")
-		cmd := exec.Command("go", "build", "-o", wickBin, ".")
-		cmd.Dir = ".."
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
 	if buildErr != nil {
 		if elsewhere(buildErr.Error()) {
 			t.Skipf("cannot build wick: the tree outside tui/ does not compile yet:\n%v", buildErr)
@@ -55,7 +56,7 @@ func wickBinary(t *testing.T) string {
 
 // elsewhere reports whether a build failure is in packages this UI does not own (the
 // lead's tui/cli and main, the engine), so that a tree caught mid-change skips the
-// end-to-end tests instead of failing them.
+// tests that need the binary instead of failing them.
 func elsewhere(out string) bool {
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "# ") {

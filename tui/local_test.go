@@ -1,60 +1,27 @@
 package tui_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/wick-dev/wick/engine/local"
-	"github.com/wick-dev/wick/engine/runner"
-	"github.com/wick-dev/wick/engine/sched"
-	"github.com/wick-dev/wick/engine/spec"
-	"github.com/wick-dev/wick/tui"
-	"github.com/wick-dev/wick/tui/common"
 )
-
-// localOptions are testOptions over a real runner with the real local_cwd and
-// local_dir schedulers, whose supervisors are the wick binary built for the test.
-func localOptions(t *testing.T) *driverEnv {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("launches real processes: skipped with -short")
-	}
-	bin := wickBinary(t)
-	opts := testOptions(t)
-	opts.Now = time.Now
-	reg := &sched.Registry{}
-	local.Register(reg)
-	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: os.Getenv("WICK_HOME"), Self: []string{bin}})
-	t.Cleanup(func() { _ = r.Close() })
-	opts.Runner = r
-	opts.DefaultScheduler = local.NameCwd
-	work := t.TempDir()
-	wd, _ := os.Getwd()
-	if err := os.Chdir(work); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.Chdir(wd) })
-	return &driverEnv{opts: opts}
-}
 
 // waitScreen sends ticks until the screen shows want.
 func (d *driver) waitScreen(want string) {
 	d.t.Helper()
 	deadline := time.Now().Add(cmdTimeout)
-	for !strings.Contains(d.screen(), want) {
+	for !d.shows(want) {
 		if time.Now().After(deadline) {
 			d.t.Fatalf("the screen never showed %q:\n%s", want, d.screen())
 		}
 		time.Sleep(50 * time.Millisecond)
-		d.send(common.TickMsg{Time: time.Now()})
+		d.send(tick())
 	}
 }
 
 func TestLocalLaunchDescribeLogs(t *testing.T) {
-	env := localOptions(t)
-	d := newDriver(t, env.opts, 160, 48)
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 160, 48)
 	d.contains("No apps yet")
 	openForm(d, "utils.echo")
 	d.contains("Run options · local_cwd", "log_dir", "prepend_cwd")
@@ -81,7 +48,7 @@ func TestLocalLaunchDescribeLogs(t *testing.T) {
 	for strings.Count(d.screen(), "SUCCEEDED") < 2 {
 		d.waitScreen("SUCCEEDED")
 		time.Sleep(50 * time.Millisecond)
-		d.send(common.TickMsg{Time: time.Now()})
+		d.send(tick())
 	}
 
 	// Delete the selected (newest) app after confirming.
@@ -91,8 +58,8 @@ func TestLocalLaunchDescribeLogs(t *testing.T) {
 }
 
 func TestLocalCancelRunningApp(t *testing.T) {
-	env := localOptions(t)
-	d := newDriver(t, env.opts, 160, 48)
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 160, 48)
 	openForm(d, "utils.sh")
 	for !strings.Contains(d.screen(), "▸  -- args") {
 		d.keys("tab")
@@ -111,5 +78,3 @@ func TestLocalCancelRunningApp(t *testing.T) {
 	d.contains("cancelled local_cwd://wick/sh-")
 	d.waitScreen("CANCELLED")
 }
-
-type driverEnv struct{ opts tui.Options }

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui"
 )
 
 // TestRunQuitsAndSaysAppsKeepRunning runs the real program on pipes: q quits, and the
 // note about running apps goes to Messages.
 func TestRunQuitsAndSaysAppsKeepRunning(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
+	e := newEnv(t)
+	seed(e)
+	opts := e.opts
 	in, feed := io.Pipe()
 	var out, msgs bytes.Buffer
 	opts.Input, opts.Output, opts.Messages = in, &out, &msgs
@@ -43,7 +43,7 @@ func TestRunQuitsAndSaysAppsKeepRunning(t *testing.T) {
 }
 
 func TestRunCancelledContext(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	in, feed := io.Pipe()
 	defer feed.Close()
 	opts.Input, opts.Output = in, io.Discard

@@ -1,8 +1,11 @@
 package tui_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,45 +15,12 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/config"
+	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/common"
 )
-
-// fakeOptions are testOptions over a real runner whose one scheduler, "test", is the
-// in-memory fakeSched; scheduled apps are in state end at once.
-func fakeOptions(t testing.TB, end spec.AppState) (tui.Options, *fakeSched) {
-	t.Helper()
-	opts := testOptions(t)
-	r, fs := fakeRunner(func() time.Time { return fixedNow }, end)
-	t.Cleanup(func() { _ = r.Close() })
-	opts.Runner = r
-	opts.DefaultScheduler = "test"
-	return opts, fs
-}
-
-// seed adds apps of every state to the fake scheduler.
-func seed(fs *fakeSched) {
-	mk := func(id, name string, st spec.AppState, age time.Duration, replicas int, exit *int) {
-		a := spec.AppStatus{AppID: id, Name: name, State: st, Created: fixedNow.Add(-age)}
-		rs := spec.RoleStatus{Role: name}
-		for k := range replicas {
-			rep := spec.ReplicaStatus{ID: k, Role: name, State: st, PID: 100 + k, Started: a.Created, ExitCode: exit}
-			if st.Terminal() {
-				rep.Ended = a.Created.Add(age / 2)
-				a.Ended = rep.Ended
-			}
-			rs.Replicas = append(rs.Replicas, rep)
-		}
-		a.Roles = []spec.RoleStatus{rs}
-		fs.add(a)
-	}
-	mk("train-1", "train", spec.Running, 5*time.Minute, 4, nil)
-	mk("echo-2", "echo", spec.Succeeded, 2*time.Hour, 1, spec.IntPtr(0))
-	mk("sh-3", "sh", spec.Failed, 30*time.Second, 2, spec.IntPtr(3))
-	mk("eval-4", "eval", spec.Cancelled, 26*time.Hour, 1, spec.IntPtr(143))
-	mk("serve-5", "serve", spec.Pending, 2*time.Second, 2, nil)
-}
 
 // openForm goes from the app list to the form of component name.
 func openForm(d *driver, name string) {
@@ -62,22 +32,22 @@ func openForm(d *driver, name string) {
 }
 
 func TestAppListEmpty(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
-	d := newDriver(t, opts, 100, 20)
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 100, 20)
 	d.contains("No apps yet. Press n to launch one.")
 	d.golden("apps_empty_100x20")
 }
 
 func TestAppListLiveSortFilter(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 24)
+	e := newEnv(t)
+	seed(e)
+	d := newDriver(t, e.opts, 120, 24)
 	d.golden("apps_120x24")
 
 	d.keys("o") // sort by name
 	d.contains("sorted by name ↓", "NAME ↓")
 	s := d.screen()
-	if strings.Index(s, "test://wick/echo-") > strings.Index(s, "test://wick/train-") {
+	if strings.Index(s, "local_cwd://wick/echo-") > strings.Index(s, "local_cwd://wick/train-") {
 		t.Fatalf("echo is not above train when sorted by name:\n%s", s)
 	}
 	d.keys("O")
@@ -85,23 +55,23 @@ func TestAppListLiveSortFilter(t *testing.T) {
 
 	d.keys("/")
 	d.typ("fail")
-	d.contains("1 shown", "sh-3")
-	d.lacks("train-1")
+	d.contains("1 shown", "wick/sh-")
+	d.lacks("wick/train-")
 	d.keys("enter") // stop typing; the filter stays
 	d.keys("esc")   // clear it
-	d.contains("train-1", "sh-3")
+	d.contains("wick/train-", "wick/sh-")
 	d.lacks("shown")
 
-	// Live: a new app appears on the next tick.
-	fs.add(spec.AppStatus{AppID: "late-6", Name: "late", State: spec.Running, Created: fixedNow})
-	d.lacks("late-6")
-	d.send(tea.Msg(tickFor()))
-	d.contains("late-6", "6 apps")
+	// Live: an app launched elsewhere appears on the next tick.
+	e.launch(shApp("late", sleeper, 1))
+	d.lacks("wick/late-")
+	d.send(tick())
+	d.contains("wick/late-", "6 apps", "3 running")
 }
 
 func TestLaunchEchoEndToEndInModel(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
-	d := newDriver(t, opts, 120, 32)
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 120, 32)
 	d.keys("n")
 	d.typ("echo")
 	d.golden("picker_echo_120x32")
@@ -110,15 +80,23 @@ func TestLaunchEchoEndToEndInModel(t *testing.T) {
 	d.keys("ctrl+u")
 	d.typ("hi there")
 	d.keys("enter")
-	d.contains("=== APPLICATION ===", "args:         [hi there]", "=== SCHEDULER REQUEST (test) ===")
+	d.contains("=== APPLICATION ===", "args:         [hi there]", "=== SCHEDULER REQUEST (local_cwd) ===")
 	d.golden("preview_echo_120x32")
 	d.keys("enter")
-	d.contains("launched test://wick/echo-", "SUCCEEDED", "▸ test://wick/echo-")
+	d.contains("launched local_cwd://wick/echo-", "▸ local_cwd://wick/echo-")
+	h := selectedHandle(t, d)
+	if st := e.wait(h); st.State != spec.Succeeded {
+		t.Fatalf("%s is %s", h, st.State)
+	}
+	d.send(tick())
+	d.contains("SUCCEEDED")
 	d.golden("apps_after_launch_120x32")
+	d.keys("l")
+	d.contains("hi there", "end of logs")
 }
 
 func TestFormValidatesAsYouType(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 32)
 	openForm(d, "utils.echo")
 	d.keys("tab", "tab") // num_replicas
@@ -136,34 +114,58 @@ func TestFormValidatesAsYouType(t *testing.T) {
 }
 
 func TestFormRequiredAndRunOptions(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 32)
 	openForm(d, "utils.touch")
-	d.contains("*file", "✗ required", "Run options · test", "retries", "verbose")
+	d.contains("*file", "✗ required", "Run options · local_cwd", "log_dir", "prepend_cwd", "stop_timeout")
 	d.keys("enter")
 	d.contains("file: required")
 	d.typ("/tmp/x")
 	d.lacks("✗ required")
-	// Move to the run option "retries" and give it a bad value.
-	for !strings.Contains(d.screen(), "▸  retries") {
+	// Move to the run option "prepend_cwd", a toggle.
+	for !strings.Contains(d.screen(), "▸  prepend_cwd") {
 		d.keys("tab")
 	}
-	d.contains("how many times to retry") // its help
-	d.keys("ctrl+u")
-	d.typ("many")
-	d.contains("✗ want an integer")
-	d.keys("ctrl+u")
-	d.typ("3")
-	d.keys("tab") // verbose, a toggle
+	d.contains("put the working directory") // its help
 	d.contains("[ ]")
 	d.keys("space")
 	d.contains("[x]")
+	// Then to "stop_timeout", and give it a bad value.
+	for !strings.Contains(d.screen(), "▸  stop_timeout") {
+		d.keys("tab")
+	}
+	d.keys("ctrl+u")
+	d.typ("soon")
+	d.contains("✗ want a number")
 	d.keys("enter")
-	d.contains("=== SCHEDULER REQUEST (test) ===", "touch", "/tmp/x")
+	d.lacks("=== APPLICATION ===")
+	d.keys("ctrl+u")
+	d.typ("3")
+	d.lacks("✗")
+	d.keys("enter")
+	d.contains("=== SCHEDULER REQUEST (local_cwd) ===", "touch", "/tmp/x", "stop_timeout: 3")
+}
+
+// TestFormOffersEveryScheduler runs over the runner `wick ui` uses (runner.Builtin:
+// local_cwd, local_dir and local_docker): the form offers each scheduler, and the run
+// options follow the one chosen.
+func TestFormOffersEveryScheduler(t *testing.T) {
+	e := newEnvWith(t, envConfig{reg: runner.Builtin()})
+	d := newDriver(t, e.opts, 120, 32)
+	openForm(d, "utils.echo")
+	d.contains("◂ local_cwd ▸  local_dir  local_docker", "Run options · local_cwd", "log_dir")
+	for !strings.Contains(d.screen(), "▸  scheduler") {
+		d.keys("tab")
+	}
+	d.keys("right", "right")
+	d.contains("local_cwd  local_dir  ◂ local_docker ▸", "Run options · local_docker", "copy_env", "privileged", "network")
+	d.lacks("log_dir")
+	d.keys("left")
+	d.contains("◂ local_dir ▸", "Run options · local_dir", "log_dir")
 }
 
 func TestFormTypingIsNotAnAction(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 32)
 	openForm(d, "utils.echo")
 	d.keys("ctrl+u")
@@ -175,7 +177,7 @@ func TestFormTypingIsNotAnAction(t *testing.T) {
 }
 
 func TestPreviewMasksSecretsUntilRevealed(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 40)
 	openForm(d, "utils.sh")
 	for !strings.Contains(d.screen(), "▸  env") {
@@ -192,7 +194,7 @@ func TestPreviewMasksSecretsUntilRevealed(t *testing.T) {
 }
 
 func TestEscGoesBackKeepingValues(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 32)
 	openForm(d, "utils.echo")
 	d.keys("ctrl+u")
@@ -212,12 +214,12 @@ func TestEscGoesBackKeepingValues(t *testing.T) {
 }
 
 func TestCancelAndDeleteAskFirst(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 24) // newest first: serve (PENDING) is selected
-	d.contains("▸ test://wick/serve-")
+	e := newEnv(t)
+	s := seed(e)
+	d := newDriver(t, e.opts, 120, 24) // newest first: serve (RUNNING) is selected
+	d.contains("▸ " + s.serve)
 	d.keys("x")
-	d.contains("Cancel test://wick/serve-5? Its replicas get SIGTERM, then SIGKILL.")
+	d.contains("Cancel " + s.serve + "? Its replicas get SIGTERM, then SIGKILL.")
 	d.golden("confirm_cancel_120x24")
 	d.keys("n")
 	d.contains("nothing done")
@@ -225,16 +227,24 @@ func TestCancelAndDeleteAskFirst(t *testing.T) {
 	d.keys("D") // delete a running app: refused
 	d.contains("cancel it first")
 	d.keys("x", "y")
-	d.contains("cancelled test://wick/serve-5")
+	d.contains("cancelled " + s.serve)
+	if st := e.wait(s.serve); st.State != spec.Cancelled {
+		t.Fatalf("%s is %s after the cancel", s.serve, st.State)
+	}
+	d.send(tick())
+	d.contains("CANCELLED  0/2")
 	d.keys("D")
-	d.contains("Delete test://wick/serve-5?")
+	d.contains("Delete " + s.serve + "?")
 	d.keys("y")
-	d.contains("deleted test://wick/serve-5", "4 apps")
-	d.lacks("serve-5  serve")
+	d.contains("deleted "+s.serve, "4 apps")
+	d.lacks(s.serve + "  serve") // its row
+	if _, err := e.r.Status(context.Background(), e.handle(s.serve)); !errors.Is(err, runner.ErrNoSuchApp) {
+		t.Fatalf("status of the deleted app: %v", err)
+	}
 }
 
 func TestRelaunchRunsTheSameAppDef(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 32)
 	openForm(d, "utils.echo")
 	d.keys("ctrl+u")
@@ -242,27 +252,27 @@ func TestRelaunchRunsTheSameAppDef(t *testing.T) {
 	d.keys("enter", "enter")
 	d.contains("1 app ")
 	d.keys("r")
-	d.contains("2 apps", "launched test://wick/echo-")
+	d.contains("2 apps", "launched local_cwd://wick/echo-")
 	d.keys("d")
 	d.contains("args:         [again]")
 }
 
 func TestDescribeView(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 24)
+	e := newEnv(t)
+	s := seed(e)
+	d := newDriver(t, e.opts, 120, 24)
 	d.keys("j") // sh, FAILED
 	d.keys("enter")
-	d.contains("handle:   test://wick/sh-3", "state:    FAILED", "REPLICA", "sh/1")
+	d.contains("handle:   "+s.sh, "state:    FAILED", "error:    sh/0 failed with exit code 3", "REPLICA", "sh/1")
 	d.golden("describe_120x24")
 	d.keys("esc")
 	d.contains("Apps")
 }
 
 func TestHelpOverlayAndPalette(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 30)
+	e := newEnv(t)
+	s := seed(e)
+	d := newDriver(t, e.opts, 120, 30)
 	d.keys("?")
 	d.contains("This view (apps)", "Everywhere", "cancel", "command palette")
 	d.golden("help_apps_120x30")
@@ -274,13 +284,13 @@ func TestHelpOverlayAndPalette(t *testing.T) {
 	d.contains("describe")
 	d.golden("palette_120x30")
 	d.keys("enter")
-	d.contains("handle:   test://wick/serve-5")
+	d.contains("handle:   " + s.serve)
 }
 
 func TestQuitSaysRunningAppsKeepRunning(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 24)
+	e := newEnv(t)
+	s := seed(e)
+	d := newDriver(t, e.opts, 120, 24)
 	d.keys("q")
 	if !d.quit {
 		t.Fatal("q did not quit")
@@ -288,10 +298,16 @@ func TestQuitSaysRunningAppsKeepRunning(t *testing.T) {
 	if got := d.m.QuitNote(); !strings.Contains(got, "2 apps are still running and keep running") {
 		t.Fatalf("quit note = %q", got)
 	}
+	// And they do.
+	for _, h := range []string{s.train, s.serve} {
+		if st, err := e.r.Status(context.Background(), e.handle(h)); err != nil || st.State != spec.Running {
+			t.Fatalf("%s after quitting: %v, %v", h, st, err)
+		}
+	}
 }
 
 func TestQuitWithNothingRunningSaysNothing(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 24)
 	d.keys("ctrl+c")
 	if !d.quit || d.m.QuitNote() != "" {
@@ -300,9 +316,8 @@ func TestQuitWithNothingRunningSaysNothing(t *testing.T) {
 }
 
 func TestResizeAnyTime(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 160, 48)
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 160, 48)
 	openForm(d, "utils.echo")
 	for _, sz := range [][2]int{{59, 30}, {100, 11}, {20, 5}, {60, 12}, {80, 24}, {200, 60}} {
 		d.send(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
@@ -328,30 +343,32 @@ func TestResizeAnyTime(t *testing.T) {
 }
 
 func TestMouseWheelAndClick(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 24)
+	e := newEnv(t)
+	// Older apps first, enough to scroll: old-00 is the newest of them.
+	const old = 25
+	for i := old - 1; i >= 0; i-- {
+		e.wait(e.launch(echoApp(fmt.Sprintf("old-%02d", i), "old", 1)))
+	}
+	s := seed(e)
+	d := newDriver(t, e.opts, 120, 24)
+	d.contains(fmt.Sprintf("%d apps", old+5))
 	// Rows start at screen line 3 (title, summary, header): line 5 is the third app.
 	d.send(tea.MouseClickMsg{X: 10, Y: 5, Button: tea.MouseLeft})
-	d.contains("▸ test://wick/train-1")
+	d.contains("▸ " + s.train)
 	d.send(tea.MouseClickMsg{X: 10, Y: 5, Button: tea.MouseLeft}) // again: describe
-	d.contains("handle:   test://wick/train-1")
+	d.contains("handle:   " + s.train)
 	d.keys("esc")
 
-	for i := range 40 {
-		fs.add(spec.AppStatus{AppID: fmt.Sprintf("old-%02d", i), Name: "old", State: spec.Succeeded, Created: fixedNow.Add(-time.Duration(i+30) * time.Hour)})
-	}
-	d.send(tickFor())
 	d.keys("g")
-	d.contains("▸ test://wick/serve-5")
+	d.contains("▸ " + s.serve)
 	for range 3 {
 		d.send(tea.MouseWheelMsg{X: 10, Y: 5, Button: tea.MouseWheelDown})
 	}
 	// Nine rows scrolled away: the selection moved along with the first visible row.
-	d.lacks("serve-5", "sh-3")
-	d.contains("▸ test://wick/old-04")
+	d.lacks(s.serve, s.sh)
+	d.contains("▸ local_cwd://wick/old-04-")
 	d.send(tea.MouseWheelMsg{X: 10, Y: 5, Button: tea.MouseWheelUp})
-	d.contains("test://wick/old-01", "▸ test://wick/old-04")
+	d.contains("local_cwd://wick/old-01-", "▸ local_cwd://wick/old-04-")
 
 	// A click on a crumb of the title bar goes back to that view.
 	openForm(d, "utils.echo")
@@ -363,13 +380,15 @@ func TestMouseWheelAndClick(t *testing.T) {
 }
 
 func TestOpenOnLogs(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	e := newEnv(t)
+	opts := e.opts
 	d := newDriver(t, opts, 120, 24)
 	openForm(d, "utils.echo")
 	d.keys("ctrl+u")
 	d.typ("to the logs")
 	d.keys("enter", "enter")
 	h := selectedHandle(t, d)
+	e.wait(h)
 
 	opts2 := opts
 	opts2.Logs = h
@@ -380,7 +399,7 @@ func TestOpenOnLogs(t *testing.T) {
 }
 
 func TestBadLogsHandle(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	opts.Logs = "nonsense"
 	if _, err := tui.NewModel(opts); err == nil || !strings.Contains(err.Error(), "malformed app handle") {
 		t.Fatalf("err = %v", err)
@@ -399,23 +418,63 @@ func selectedHandle(t *testing.T, d *driver) string {
 	return ""
 }
 
-func tickFor() tea.Msg { return common.TickMsg{Time: fixedNow} }
+// tick is the UI's clock tick, on which live views refresh.
+func tick() tea.Msg { return common.TickMsg{Time: time.Now()} }
 
+// TestLaunchShowsProgressAndFailure launches with a wick binary that cannot run (an
+// empty file, as an interrupted install leaves): the launch gets as far as starting
+// the supervisor, then fails, and says why. (The screen is wide enough for the whole
+// message: the launch view cuts long ones.)
 func TestLaunchShowsProgressAndFailure(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	fs.fail = errors.New("image ghcr.io/nope:latest does not exist")
-	d := newDriver(t, opts, 100, 20)
+	root := newRoot(t)
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	broken := filepath.Join(root, "bin", "wick")
+	writeFile(t, broken, "")
+	if err := os.Chmod(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, envConfig{self: []string{broken}})
+	d := newDriver(t, e.opts, 120, 20)
 	openForm(d, "utils.echo")
 	d.keys("enter", "enter")
-	d.contains("Launching echo on test", "✓ building image for echo", "starting 1 replicas",
-		"✗ test: image ghcr.io/nope:latest does not exist", "launch failed")
-	d.golden("launch_failed_100x20")
+	d.contains("Launching echo on local_cwd", "✓ starting 1 replicas",
+		"✗ local_cwd: start supervisor: fork/exec "+broken+": exec format error", "launch failed")
+	d.golden("launch_failed_120x20")
 	d.keys("esc")
 	d.contains("=== APPLICATION ===")
+	// The app that could not start is recorded as FAILED, with the reason.
+	d.keys("esc", "esc", "esc", "esc")
+	d.send(tick())
+	d.contains("1 app ", "FAILED")
+	d.keys("d")
+	d.contains("state:    FAILED", "exec format error")
+}
+
+// TestLaunchFailsOnALogDirTakenSinceThePreview: the log directory was fine when the
+// preview was made, but a file took its place before the launch.
+func TestLaunchFailsOnALogDirTakenSinceThePreview(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 160, 30)
+	openForm(d, "utils.echo")
+	for !strings.Contains(d.screen(), "▸  log_dir") {
+		d.keys("tab")
+	}
+	logDir := filepath.Join(e.root, "logs")
+	d.keys("ctrl+u")
+	d.typ(logDir)
+	d.keys("enter")
+	d.contains("=== SCHEDULER REQUEST (local_cwd) ===", logDir+"/wick/echo-")
+	writeFile(t, logDir, "not a directory\n")
+	d.keys("enter")
+	d.contains("✗ local_cwd: log directory "+logDir+"/wick/echo-", "cannot be created", "launch failed")
+	d.lacks("✓ starting")
+	d.keys("esc", "esc", "esc", "esc", "esc")
+	d.send(tick())
+	d.contains("No apps yet") // nothing was started
 }
 
 func TestPickerShowsUserComponents(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	user := &components.Component{
 		Name: "train_mnist", Summary: "Trains MNIST.", Source: "/home/me/.wick/components/ml.yaml",
 		Params: []components.Param{{Name: "epochs", Type: components.Int, Default: "3", Help: "passes over the data"}},
@@ -433,7 +492,7 @@ func TestPickerShowsUserComponents(t *testing.T) {
 }
 
 func TestPickerLoadError(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	opts.Components = func() ([]*components.Component, error) {
 		return components.Builtins(), errors.New("bad.yaml:3: unknown parameter \"ecpohs\"")
 	}
@@ -442,47 +501,38 @@ func TestPickerLoadError(t *testing.T) {
 	d.contains(`bad.yaml:3: unknown parameter "ecpohs"`, "utils.echo")
 }
 
-// fakeConfig is a .torchxconfig with defaults for utils.echo and the test scheduler.
-type fakeConfig struct{}
-
-func (fakeConfig) ComponentDefaults(name string) map[string]string {
-	if name == "utils.echo" {
-		return map[string]string{"msg": "from torchxconfig"}
-	}
-	return nil
-}
-
-func (fakeConfig) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) {
-	if scheduler == "test" {
-		return spec.Cfg{"retries": 5, "verbose": true}, nil
-	}
-	return nil, nil
-}
-
 func TestFormTakesTorchxconfigDefaults(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
-	opts.Config = fakeConfig{}
+	opts := newEnv(t).opts
+	// A .torchxconfig in the working directory, read by the real reader.
+	writeFile(t, ".torchxconfig", "[local_cwd]\nstop_timeout = 5\nprepend_cwd = True\n\n[component:utils.echo]\nmsg = from torchxconfig\n")
+	conf, err := config.LoadFiles(".torchxconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Config = conf
 	d := newDriver(t, opts, 120, 32)
 	openForm(d, "utils.echo")
 	d.contains("│from torchxconfig", "│5 ", "[x]")
 	d.keys("enter")
-	d.contains("args:         [from torchxconfig]")
+	d.contains("args:         [from torchxconfig]", "stop_timeout: 5")
 }
 
 // TestGoroutinesEnd follows the logs of a running app (a reader blocked on the
 // iterator), leaves them, and closes the UI: every goroutine the UI started ends.
 func TestGoroutinesEnd(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Running)
+	e := newEnv(t)
+	// Launched first: the engine reaps the app's supervisor from a goroutine that lives
+	// as long as the app, which is not the UI's.
+	e.launch(shApp("sh", "echo started; "+sleeper, 1))
 	before := runtime.NumGoroutine()
-	d := newDriver(t, opts, 120, 24)
-	openForm(d, "utils.echo")
-	d.keys("enter", "enter")
+	d := newDriver(t, e.opts, 120, 24)
 	d.contains("RUNNING")
 	// The stream's commands block while following: run them as Bubble Tea would, in
 	// goroutines, and check that leaving the view ends them.
 	d.async = true
 	d.keys("l")
 	d.contains("following")
+	d.waitScreen("started")
 	d.keys("esc")
 	d.m.Close()
 	deadline := time.Now().Add(5 * time.Second)
@@ -497,10 +547,11 @@ func TestGoroutinesEnd(t *testing.T) {
 
 // TestEveryThemeDraws walks the main views in each builtin theme and the plain one.
 func TestEveryThemeDraws(t *testing.T) {
+	e := newEnv(t)
+	s := seed(e)
 	for _, name := range []string{"dark", "light", "high-contrast", "plain"} {
 		t.Run(name, func(t *testing.T) {
-			opts, fs := fakeOptions(t, spec.Succeeded)
-			seed(fs)
+			opts := e.opts
 			opts.Theme = name
 			if name == "plain" {
 				opts.Theme = ""
@@ -508,15 +559,15 @@ func TestEveryThemeDraws(t *testing.T) {
 					if k == "NO_COLOR" {
 						return "1"
 					}
-					return ""
+					return e.opts.Getenv(k)
 				}
 			}
 			d := newDriver(t, opts, 120, 30)
-			d.contains("▸ test://wick/serve-5", "PENDING")
+			d.contains("▸ "+s.serve, "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 			d.keys("?")
 			d.contains("Everywhere")
 			d.keys("esc", "enter")
-			d.contains("handle:   test://wick/serve-5")
+			d.contains("handle:   " + s.serve)
 			d.keys("esc")
 			openForm(d, "utils.echo")
 			d.keys("enter")
@@ -528,18 +579,18 @@ func TestEveryThemeDraws(t *testing.T) {
 // TestAppsVanishBehindTheList deletes apps elsewhere while the last row is selected:
 // the next listing has fewer apps, and the selection moves to one that is left.
 func TestAppsVanishBehindTheList(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	d := newDriver(t, opts, 120, 24)
+	e := newEnv(t)
+	s := seed(e)
+	d := newDriver(t, e.opts, 120, 24)
 	d.keys("G")
-	d.contains("▸ test://wick/eval-4")
-	for _, id := range []string{"eval-4", "echo-2", "train-1", "sh-3"} {
-		fs.remove(id)
+	d.contains("▸ " + s.eval)
+	for _, h := range []string{s.eval, s.echo, s.train, s.sh} {
+		e.remove(h)
 	}
-	d.send(tickFor())
-	d.contains("1 app ", "▸ test://wick/serve-5")
-	fs.remove("serve-5")
-	d.send(tickFor())
+	d.send(tick())
+	d.contains("1 app ", "▸ "+s.serve)
+	e.remove(s.serve)
+	d.send(tick())
 	d.contains("No apps yet")
 	d.keys("enter", "x", "D", "r", "l")
 	d.contains("no app selected")
@@ -557,7 +608,7 @@ func (*boom) View() string              { return "boom view" }
 // TestPanicsBecomeMessages: a view's panic is no stack trace but a line in the status
 // bar, and the UI goes on.
 func TestPanicsBecomeMessages(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	m, err := tui.NewModel(opts)
 	if err != nil {
 		t.Fatal(err)

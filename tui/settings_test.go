@@ -9,7 +9,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui"
 )
 
@@ -50,7 +49,7 @@ func TestLoadSettings(t *testing.T) {
 }
 
 func TestThemeChoice(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	dir := t.TempDir()
 	opts.SettingsPath = filepath.Join(dir, "config.toml")
 	writeFile(t, filepath.Join(dir, "themes", "ocean.toml"), "accent = \"#00ffff\"\n")
@@ -78,10 +77,16 @@ func TestThemeChoice(t *testing.T) {
 }
 
 func TestNoColor(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
-	env := map[string]string{"NO_COLOR": "1"}
-	opts.Getenv = func(k string) string { return env[k] }
+	e := newEnv(t)
+	s := seed(e)
+	opts := e.opts
+	getenv := opts.Getenv
+	opts.Getenv = func(k string) string {
+		if k == "NO_COLOR" {
+			return "1"
+		}
+		return getenv(k)
+	}
 	opts.Theme = "dark" // NO_COLOR wins
 	d := newDriver(t, opts, 120, 24)
 	scr := d.m.Screen()
@@ -91,11 +96,11 @@ func TestNoColor(t *testing.T) {
 			t.Fatalf("NO_COLOR screen has color %q:\n%q", seq, scr)
 		}
 	}
-	d.contains("▸ test://wick/serve-5", "PENDING")
+	d.contains("▸ "+s.serve, "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 }
 
 func TestAutoThemeFollowsBackground(t *testing.T) {
-	opts, _ := fakeOptions(t, spec.Succeeded)
+	opts := newEnv(t).opts
 	opts.Theme = "auto"
 	d := newDriver(t, opts, 100, 20)
 	dark := d.m.Screen()
@@ -106,8 +111,9 @@ func TestAutoThemeFollowsBackground(t *testing.T) {
 }
 
 func TestKeysFromSettings(t *testing.T) {
-	opts, fs := fakeOptions(t, spec.Succeeded)
-	seed(fs)
+	e := newEnv(t)
+	s := seed(e)
+	opts := e.opts
 	opts.SettingsPath = filepath.Join(t.TempDir(), "config.toml")
 	writeFile(t, opts.SettingsPath, "[keys]\nquit = \"ctrl+q\"\ndescribe = [\"enter\", \"i\"]\n")
 	d := newDriver(t, opts, 120, 24)
@@ -120,7 +126,7 @@ func TestKeysFromSettings(t *testing.T) {
 		t.Fatal("q still quits")
 	}
 	d.keys("i")
-	d.contains("handle:   test://wick/serve-5")
+	d.contains("handle:   " + s.serve)
 	d.keys("ctrl+q")
 	if !d.quit {
 		t.Fatal("ctrl+q does not quit")

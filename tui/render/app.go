@@ -147,7 +147,7 @@ func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
 		kv("created", a.Created.Local().Format(time.DateTime)+st.Dim(" ("+Age(a.Created, now)+" ago)"))
 		kv("duration", Duration(a.Duration(now)))
 	}
-	if a.Msg != "" {
+	if a.Msg != "" && a.Msg != a.StructuredError && a.Msg != spec.ErrorMessage(a.StructuredError) {
 		kv("msg", a.Msg)
 	}
 	if a.StructuredError != "" {
