@@ -18,8 +18,8 @@ import (
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/apps"
 	"github.com/wick-dev/wick/tui/common"
-	"github.com/wick-dev/wick/tui/logs"
 	"github.com/wick-dev/wick/tui/picker"
+	"github.com/wick-dev/wick/tui/wall"
 )
 
 // The smallest screen the layout works in; below it the UI shows a message instead.
@@ -56,6 +56,8 @@ type Model struct {
 	// The help bar, cached: it changes with the view, not with every frame.
 	helpFor  helpKey
 	helpText string
+	// wall configures the log wall.
+	wall wall.Options
 }
 
 // overlay is a modal drawn over the screen that takes every key while open.
@@ -107,7 +109,8 @@ func NewModel(opts Options) (*Model, error) {
 		DefaultScheduler: opts.DefaultScheduler, Workspace: opts.Workspace,
 		Theme: theme, Actions: actions, Now: now,
 	}
-	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval}
+	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval,
+		wall: wall.Options{RingLines: opts.RingLines, StateDir: wall.StateDir(getenv)}}
 	if m.tick == 0 {
 		m.tick = common.TickInterval
 	}
@@ -229,9 +232,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 	return m.active().Update(msg)
 }
 
-// logsView is the view of an app's logs, for the logs action and --logs: the one
-// place where the log wall replaces the single-replica view.
-func (m *Model) logsView(h spec.Handle) common.View { return logs.New(m.ctx, h) }
+// logsView is the view of an app's logs, for the logs action and --logs: the log wall.
+func (m *Model) logsView(h spec.Handle) common.View { return wall.New(m.ctx, h, m.wall) }
 
 // find returns the view with id, if it is still open.
 func (m *Model) find(id common.ViewID) common.View {

@@ -29,6 +29,9 @@ type Options struct {
 	SettingsPath string
 	// Logs, when set, opens the UI on the logs of this app handle (--logs).
 	Logs string
+	// RingLines is how many lines the log wall keeps in memory per replica; 0 means
+	// wall.DefaultRingLines. Older lines are read back from the logs when scrolled to.
+	RingLines int
 
 	// Input and Output are the terminal; nil means the process's.
 	Input  io.Reader

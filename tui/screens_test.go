@@ -80,7 +80,7 @@ func TestLaunchEchoEndToEndInModel(t *testing.T) {
 	d.keys("ctrl+u")
 	d.typ("hi there")
 	d.keys("enter")
-	d.contains("=== APPLICATION ===", "args:         [hi there]", "=== SCHEDULER REQUEST (local_cwd) ===")
+	d.contains("=== APPLICATION ===", `args:         ["hi there"]`, "=== SCHEDULER REQUEST (local_cwd) ===")
 	d.golden("preview_echo_120x32")
 	d.keys("enter")
 	d.contains("launched local_cwd://wick/echo-", "▸ local_cwd://wick/echo-")
@@ -514,7 +514,7 @@ func TestFormTakesTorchxconfigDefaults(t *testing.T) {
 	openForm(d, "utils.echo")
 	d.contains("│from torchxconfig", "│5 ", "[x]")
 	d.keys("enter")
-	d.contains("args:         [from torchxconfig]", "stop_timeout: 5")
+	d.contains(`args:         ["from torchxconfig"]`, "stop_timeout: 5")
 }
 
 // TestGoroutinesEnd follows the logs of a running app (a reader blocked on the

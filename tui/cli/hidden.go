@@ -51,6 +51,9 @@ func (a *app) uiCmd() *cobra.Command {
 launch, browse apps, and watch logs. q quits; running apps keep running.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.RingLines < 1 {
+				return usagef("--ring must be at least 1")
+			}
 			if o.Logs != "" {
 				if _, err := parseHandle(o.Logs); err != nil {
 					return err
@@ -75,6 +78,7 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 				Workspace:        conf.CLIRun()["workspace"],
 				Theme:            o.Theme,
 				Logs:             o.Logs,
+				RingLines:        o.RingLines,
 				Getenv:           a.env.Getenv,
 				Messages:         a.env.Stderr,
 			})
@@ -82,5 +86,6 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 	}
 	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle)")
 	cmd.Flags().StringVar(&o.Theme, "theme", "", "theme: dark, light, high-contrast, or a user theme name")
+	cmd.Flags().IntVar(&o.RingLines, "ring", 100_000, "log lines kept in memory per replica (older ones are read back from disk)")
 	return cmd
 }

@@ -44,8 +44,9 @@ type Env struct {
 
 // UIOptions are the flags of `wick ui`.
 type UIOptions struct {
-	Logs  string
-	Theme string
+	Logs      string
+	Theme     string
+	RingLines int
 }
 
 // OSEnv is the Env of the real process.

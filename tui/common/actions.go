@@ -47,6 +47,29 @@ const (
 	ActFollow   = "follow"
 	ActReplica  = "next-replica"
 
+	// The log wall.
+	ActPrevReplica = "prev-replica"
+	ActZoom        = "zoom"
+	ActMerged      = "merged"
+	ActHide        = "hide"
+	ActShowAll     = "show-all"
+	ActNextPage    = "next-page"
+	ActPrevPage    = "prev-page"
+	ActWrap        = "wrap"
+	ActTimestamps  = "timestamps"
+	ActStreams     = "streams"
+	ActSearch      = "search"
+	ActNextMatch   = "next-match"
+	ActPrevMatch   = "prev-match"
+	ActRegex       = "regex"
+	ActCase        = "case"
+	ActOnlyMatches = "only-matches"
+	ActContext     = "context"
+	ActSave        = "save"
+	ActMark        = "select-lines"
+	ActCopy        = "copy"
+	ActSummary     = "summary"
+
 	ActYes = "yes"
 	ActNo  = "no"
 )
@@ -140,8 +163,29 @@ func DefaultActions() []Action {
 		act(ActReverse, "reverse the order", []string{"O"}, false, KindApps),
 		act(ActRefresh, "refresh", []string{"R", "ctrl+r"}, false, KindApps, KindDescribe, KindLogs),
 		// The logs.
-		act(ActFollow, "follow on/off", []string{"f"}, true, KindLogs),
-		act(ActReplica, "next replica", []string{"tab"}, true, KindLogs),
+		act(ActFollow, "follow/pause", []string{"f"}, true, KindLogs),
+		act(ActReplica, "next pane", []string{"tab", "right", "l"}, true, KindLogs),
+		act(ActPrevReplica, "previous pane", []string{"shift+tab", "left", "h"}, false, KindLogs),
+		act(ActZoom, "zoom pane", []string{"z"}, true, KindLogs),
+		act(ActMerged, "merged view", []string{"m"}, true, KindLogs),
+		act(ActHide, "hide pane", []string{"x"}, false, KindLogs),
+		act(ActShowAll, "show hidden panes", []string{"X"}, false, KindLogs),
+		act(ActNextPage, "next page of panes", []string{"]"}, false, KindLogs),
+		act(ActPrevPage, "previous page of panes", []string{"["}, false, KindLogs),
+		act(ActWrap, "wrap on/off", []string{"w"}, false, KindLogs),
+		act(ActTimestamps, "timestamps on/off", []string{"t"}, false, KindLogs),
+		act(ActStreams, "streams: both/stdout/stderr", []string{"s"}, false, KindLogs),
+		act(ActSearch, "search", []string{"/"}, true, KindLogs),
+		act(ActNextMatch, "next match", []string{"n"}, false, KindLogs),
+		act(ActPrevMatch, "previous match", []string{"N"}, false, KindLogs),
+		act(ActRegex, "search: regex on/off", []string{"alt+r"}, false, KindLogs),
+		act(ActCase, "search: case on/off", []string{"alt+c"}, false, KindLogs),
+		act(ActOnlyMatches, "only matching lines", []string{"F"}, false, KindLogs),
+		act(ActContext, "lines of context", []string{"c"}, false, KindLogs),
+		act(ActSave, "save lines to a file", []string{"S", "ctrl+s"}, false, KindLogs),
+		act(ActMark, "select lines", []string{"v", "V"}, false, KindLogs),
+		act(ActCopy, "copy selection (OSC 52)", []string{"y"}, false, KindLogs),
+		act(ActSummary, "summary on/off", []string{"i"}, false, KindLogs),
 		// Confirmations.
 		act(ActYes, "yes", []string{"y", "enter"}, true, KindConfirm),
 		act(ActNo, "no", []string{"n", "esc"}, true, KindConfirm),
@@ -153,7 +197,7 @@ func DefaultActions() []Action {
 		act(ActTop, "top", []string{"home", "g"}, false, scrolls...),
 		act(ActBottom, "bottom", []string{"end", "G"}, false, scrolls...),
 		// Everywhere.
-		act(ActNew, "new", []string{"n"}, true, KindApps, KindDescribe, KindLogs, KindPreview, KindLaunch),
+		act(ActNew, "new", []string{"n"}, true, KindApps, KindDescribe, KindPreview, KindLaunch),
 		act(ActHome, "app list", []string{"a"}, false, KindDescribe, KindLogs, KindPreview, KindLaunch),
 		act(ActBack, "back", []string{"esc"}, true),
 		act(ActHelp, "help", []string{"?", "f1"}, true),

@@ -184,6 +184,11 @@ func inline(n *node, st Styler, masked bool) string {
 	case 'a':
 		parts := make([]string, len(n.items))
 		for i, it := range n.items {
+			if it.isStr && !masked && strings.Contains(it.scalar, " ") {
+				// In a one-line list a space would read as two items.
+				parts[i] = st.Value(strconv.Quote(it.scalar))
+				continue
+			}
 			parts[i] = inline(it, st, masked)
 		}
 		return st.Dim("[") + strings.Join(parts, st.Dim(", ")) + st.Dim("]")

@@ -1,0 +1,119 @@
+package wall_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EWallDemoTrain runs `wick ui --logs` in tmux on a 4-replica demo.train
+// launched from another command, searches, zooms, pauses and resumes, and compares
+// what the zoomed pane holds with the replica's stdout.log.
+func TestE2EWallDemoTrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (make setup installs it)")
+	}
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "state")
+	environ := append(os.Environ(), "WICK_HOME="+home, "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	run := exec.Command(wickBin, "run", "--detach", "demo.train", "--replicas", "4", "--duration", "8s", "--rate", "50")
+	run.Env, run.Dir = environ, dir
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("wick run: %v\n%s", err, out)
+	}
+	handle := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(handle, '\n'); i >= 0 {
+		handle = handle[i+1:]
+	}
+	appID := handle[strings.LastIndexByte(handle, '/')+1:]
+	t.Cleanup(func() {
+		c := exec.Command(wickBin, "cancel", handle)
+		c.Env = environ
+		_ = c.Run()
+		time.Sleep(200 * time.Millisecond)
+	})
+
+	sock := filepath.Join(dir, "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	cmdline := "cd " + dir + " && exec env WICK_HOME=" + home + " HOME=" + dir + " TERM=xterm-256color " + wickBin + " ui --logs " + handle
+	tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", "w", "-x", "160", "-y", "48", cmdline)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	screen := func() string { return tmux("capture-pane", "-p", "-t", "w") }
+	waitFor := func(want ...string) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s := screen()
+			ok := true
+			for _, w := range want {
+				ok = ok && strings.Contains(s, w)
+			}
+			if ok {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never showed %q:\n%s", want, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("trainer/0", "trainer/3", "following", "[rank 3]")
+	tmux("send-keys", "-t", "w", "/")
+	tmux("send-keys", "-t", "w", "-l", "loss")
+	waitFor("matches")
+	tmux("send-keys", "-t", "w", "Enter")
+	tmux("send-keys", "-t", "w", "z")
+	scr := waitFor("zoomed on trainer/", "/loss")
+	k := regexp.MustCompile(`zoomed on trainer/(\d)`).FindStringSubmatch(scr)[1]
+	// Enter jumped to a match, which pauses the pane; f follows again, f pauses.
+	tmux("send-keys", "-t", "w", "G")
+	waitFor("following")
+	tmux("send-keys", "-t", "w", "f")
+	waitFor("paused (f follows)")
+	tmux("send-keys", "-t", "w", "f")
+	waitFor("following")
+	// At the end, the pane's stdout lines are the last lines of stdout.log.
+	waitFor("end of logs", "Summary")
+	tmux("send-keys", "-t", "w", "i", "s")
+	scr = waitFor("stdout")
+	var shown []string
+	for _, l := range strings.Split(scr, "\n")[3:] {
+		if strings.HasPrefix(l, " [rank ") {
+			shown = append(shown, strings.TrimRight(l[1:], " "))
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(home, "logs", "wick", appID, "trainer", k, "stdout.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(shown) < 20 || len(file) < len(shown) {
+		t.Fatalf("pane shows %d lines, file has %d:\n%s", len(shown), len(file), scr)
+	}
+	tail := file[len(file)-len(shown):]
+	for i := range shown {
+		if shown[i] != strings.TrimRight(tail[i], " ") {
+			t.Fatalf("pane line %d = %q, stdout.log has %q", i, shown[i], tail[i])
+		}
+	}
+	t.Logf("trainer/%s: %d pane lines match the end of stdout.log (%d lines)", k, len(shown), len(file))
+}

@@ -1,0 +1,163 @@
+package wall
+
+import (
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+// DefaultRingLines is how many lines each replica's pane keeps in memory unless the
+// user sets another size: 100k lines of ~100 bytes is ~13 MB a replica, so 8 replicas
+// stay well under 200 MB; older lines are read back from the logs on demand.
+const DefaultRingLines = 100_000
+
+// chunkLines is the ring's unit of allocation and eviction. Chunks are never written
+// below their fill mark once written, so a search running off the UI loop can read a
+// snapshot of them while the loop appends; dropping a whole chunk at a time keeps
+// eviction O(1). 4096 entries are 128 KB.
+const chunkLines = 4096
+
+// Entry flags.
+const (
+	flagStderr  = 1 << iota // the line is from stderr
+	flagPartial             // the line had no newline
+	flagDivider             // not a line: the start of attempt Attempt
+)
+
+// entry is one line held by a ring: 32 bytes besides its text, which for clean lines
+// shares the iterator's read buffer instead of being copied.
+type entry struct {
+	text    string
+	time    int64 // unix nanoseconds
+	attempt int32
+	flags   uint32
+}
+
+func (e *entry) stderr() bool  { return e.flags&flagStderr != 0 }
+func (e *entry) divider() bool { return e.flags&flagDivider != 0 }
+
+// stream is the entry's stream.
+func (e *entry) stream() sched.Stream {
+	if e.stderr() {
+		return sched.Stderr
+	}
+	return sched.Stdout
+}
+
+// when is the entry's time.
+func (e *entry) when() time.Time { return time.Unix(0, e.time) }
+
+func makeEntry(l sched.Line) entry {
+	e := entry{text: Sanitize(l.Text), time: l.Time.UnixNano(), attempt: int32(l.Attempt)}
+	if l.Stream == sched.Stderr {
+		e.flags |= flagStderr
+	}
+	if l.Partial {
+		e.flags |= flagPartial
+	}
+	return e
+}
+
+type chunk [chunkLines]entry
+
+// ring holds the last lines of one replica, addressed by sequence number: the n-th
+// line the pane received (dividers included) has seq n-1 for as long as it is held.
+// Lines read back from the logs are put in front of the oldest held ones.
+type ring struct {
+	chunks []*chunk
+	base   int64 // seq of chunks[0][0]
+	first  int64 // seq of the oldest held entry
+	n      int64 // seq of the next entry appended
+	limit  int   // entries to keep (at least)
+	// back is how many entries before the live window were read back; eviction
+	// leaves them alone until the pane follows again.
+	back int64
+}
+
+func newRing(limit int) *ring {
+	return &ring{limit: max(limit, chunkLines)}
+}
+
+// len is the number of entries held.
+func (r *ring) len() int64 { return r.n - r.first }
+
+// at returns the entry seq, which must be held.
+func (r *ring) at(seq int64) *entry {
+	i := seq - r.base
+	return &r.chunks[i/chunkLines][i%chunkLines]
+}
+
+// push appends e and evicts the oldest chunk when the ring is over its limit.
+func (r *ring) push(e entry) {
+	i := r.n - r.base
+	if int(i/chunkLines) == len(r.chunks) {
+		r.chunks = append(r.chunks, new(chunk))
+	}
+	r.chunks[i/chunkLines][i%chunkLines] = e
+	r.n++
+	if r.n-r.base-r.back > int64(r.limit)+chunkLines {
+		r.chunks[0] = nil
+		r.chunks = r.chunks[1:]
+		r.base += chunkLines
+		r.first = max(r.first, r.base)
+	}
+}
+
+// prepend puts es (oldest first), lines read back from the logs, before the oldest
+// held entry.
+func (r *ring) prepend(es []entry) {
+	for i := len(es) - 1; i >= 0; i-- {
+		if r.first == r.base {
+			r.chunks = append([]*chunk{new(chunk)}, r.chunks...)
+			r.base -= chunkLines
+		}
+		r.first--
+		*r.at(r.first) = es[i]
+		r.back++
+	}
+}
+
+// forget drops the lines read back (when the pane follows again).
+func (r *ring) forget() {
+	if r.back == 0 {
+		return
+	}
+	r.back = 0
+	for len(r.chunks) > 1 && r.n-r.base-chunkLines >= int64(r.limit) {
+		r.chunks[0] = nil
+		r.chunks = r.chunks[1:]
+		r.base += chunkLines
+	}
+	r.first = max(r.first, r.base)
+}
+
+// search returns the first seq in [lo, hi) whose time is after t, by binary search
+// (a replica's lines are in time order).
+func (r *ring) after(t int64, lo, hi int64) int64 {
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if r.at(mid).time <= t {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// snapshot is a read-only view of a ring's entries [first, n) at one moment, safe to
+// read from another goroutine while the ring grows.
+type snapshot struct {
+	chunks      []*chunk
+	base        int64
+	first, last int64
+}
+
+func (r *ring) snapshot(from int64) snapshot {
+	return snapshot{chunks: append([]*chunk(nil), r.chunks...), base: r.base, first: max(from, r.first), last: r.n}
+}
+
+func (s *snapshot) at(seq int64) *entry {
+	i := seq - s.base
+	return &s.chunks[i/chunkLines][i%chunkLines]
+}

@@ -1,0 +1,236 @@
+package wall_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui"
+)
+
+// fourWorkers is a finished app of 4 replicas, 30 stdout lines and one stderr line
+// each.
+const fourWorkers = `i=1; while [ $i -le 30 ]; do echo "w$K line $i"; i=$((i+1)); done; sleep 0.1; echo "w$K warning: low disk" >&2; sleep 0.1; echo "w$K done"`
+
+func TestWallTilesFocusZoomHideMerge(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("four", 4, fourWorkers))
+	e.wait(h)
+	d := e.open(h, 160, 48, nil)
+	d.waitFor("end of logs", "w3 done", "Summary")
+	// The summary: each replica's exit code, restarts and last stderr line.
+	d.contains("SUCCEEDED", "exit 0", "restarts 0", "last stderr: w2 warning: low disk")
+	d.keys("i")
+	d.lacks("Summary")
+	d.contains("▸ worker/0 SUCCEEDED exit 0", "  worker/1 SUCCEEDED", "  worker/3 SUCCEEDED", "▌w1 warning: low disk")
+	d.golden("wall_grid_160x48")
+
+	d.keys("tab")
+	d.contains("▸ worker/1", "  worker/0")
+	d.keys("shift+tab")
+	d.contains("▸ worker/0")
+	d.keys("right", "right")
+	d.contains("▸ worker/2")
+	// A click focuses the pane under it (bottom right: worker/3).
+	d.update(tea.MouseClickMsg{X: 120, Y: 40, Button: tea.MouseLeft})
+	d.contains("▸ worker/3")
+
+	d.keys("z")
+	d.contains("zoomed on worker/3", "w3 line 30")
+	d.lacks("worker/0")
+	d.keys("z")
+	d.contains("worker/0", "worker/3")
+
+	d.keys("x")
+	d.contains("1 hidden (X shows)")
+	d.lacks("worker/3 SUCCEEDED")
+	d.keys("X")
+	d.contains("worker/3 SUCCEEDED")
+
+	d.keys("m")
+	d.contains("merged 4 panes in time order", "worker/0 w0 done", "worker/3 w3 done")
+	d.keys("esc")
+	// Hiding worker/3 moved the focus on to worker/0.
+	d.contains("▸ worker/0")
+	d.lacks("merged 4 panes")
+}
+
+func TestWallFollowPauseScrollWrapStampsStreams(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("ticker", 2, `i=0; while true; do i=$((i+1)); echo "tick $i of w$K and some more text to wrap around the pane"; if [ $((i % 10)) = 0 ]; then echo "err $i" >&2; fi; sleep 0.01; done`))
+	d := e.open(h, 120, 30, nil)
+	d.waitFor("tick 40 of w0", "following", "RUNNING")
+	d.keys("f")
+	d.contains("paused (f follows)")
+	d.waitFor("new")
+	// Scrolling: up a line, a page, to the top and back to the bottom (following).
+	d.keys("g")
+	d.contains("tick 1 of w0")
+	d.keys("j", "pgdown")
+	d.lacks("tick 1 of w0 ")
+	d.keys("pgup", "k")
+	d.contains("tick 1 of w0")
+	d.keys("G")
+	d.contains("following")
+	d.lacks("tick 1 of w0 ")
+
+	d.keys("z", "w")
+	d.contains("wrap around the")
+	d.keys("t")
+	if !regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3} tick`).MatchString(d.screen()) {
+		t.Fatalf("no timestamps:\n%s", d.screen())
+	}
+	d.keys("s")
+	d.contains("stdout")
+	d.lacks("err 1")
+	d.keys("s")
+	d.contains("stderr", "▌", "err 10")
+	d.lacks("tick 3")
+	d.keys("s")
+	d.lacks(" stderr ")
+	// Mouse wheel up pauses the pane under the pointer.
+	d.update(tea.MouseWheelMsg{X: 10, Y: 10, Button: tea.MouseWheelUp})
+	d.waitFor("new")
+}
+
+var focused = regexp.MustCompile(`▸ (worker/\d)`)
+
+func TestWallSearch(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("four", 4, fourWorkers))
+	e.wait(h)
+	d := e.open(h, 160, 48, nil)
+	d.waitFor("end of logs", "w3 done")
+	d.keys("i", "/")
+	d.typ("LINE 1")
+	// Incremental, case-insensitive by default: line 1 and 10-19 in every pane.
+	d.waitFor("44 matches")
+	d.contains("worker/2 SUCCEEDED exit 0 11 matches")
+	d.keys("enter")
+	d.contains("/LINE 1 44 matches")
+	// Only matching lines, then with context.
+	d.keys("F")
+	d.contains("only matches ±0", "w0 line 19")
+	d.lacks("w0 line 2 ", "w0 line 25")
+	d.keys("c")
+	d.contains("only matches ±1", "w0 line 2", "w0 line 20")
+	d.lacks("w0 line 25")
+	d.keys("F", "c", "c", "c", "c")
+	// Case toggle: nothing matches "LINE 1" with case.
+	d.keys("alt+c")
+	d.waitFor("0 matches")
+	d.keys("alt+c")
+	d.waitFor("44 matches")
+	// Regex toggle.
+	d.keys("/")
+	d.keys("ctrl+u")
+	d.typ("line [23]0$")
+	d.waitFor("0 matches")
+	d.keys("alt+r")
+	d.waitFor("8 matches", "[regex]")
+	d.keys("enter")
+	// n and N walk the matches across panes in time order, focusing their pane.
+	seen := map[string]bool{}
+	for range 8 {
+		d.keys("n")
+		if f := focused.FindStringSubmatch(d.screen()); f != nil {
+			seen[f[1]] = true
+		}
+	}
+	if len(seen) != 4 {
+		t.Fatalf("n visited panes %v, want all 4", seen)
+	}
+	d.keys("N")
+	// Esc in the search field clears the search.
+	d.keys("/", "esc")
+	d.lacks("matches")
+	// A bad regex says so.
+	d.keys("/")
+	d.typ("(")
+	d.contains("bad regex")
+}
+
+func TestWallRingDropsAndReadsBack(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("many", 1, `i=1; while [ $i -le 10000 ]; do echo "n $i"; i=$((i+1)); done`))
+	e.wait(h)
+	d := e.open(h, 100, 30, func(o *tui.Options) { o.RingLines = 4096 })
+	d.waitFor("end of logs", "n 10000")
+	d.contains("4.1k dropped", "older on disk")
+	top := regexp.MustCompile(`(?m)^ n 1$`)
+	for range 5 {
+		d.keys("g")
+		if top.MatchString(d.screen()) {
+			break
+		}
+	}
+	if !top.MatchString(d.screen()) {
+		t.Fatalf("the first line was not read back:\n%s", d.screen())
+	}
+	d.lacks("dropped")
+	d.keys("G")
+	d.contains("n 10000")
+}
+
+func TestWallRetryDividerAndSummary(t *testing.T) {
+	e := newEnv(t)
+	marker := filepath.Join(t.TempDir(), "failed-once")
+	app := shApp("retry", 1, `if [ -e "$M" ]; then echo "second run"; else : > "$M"; echo "first run"; echo "boom" >&2; exit 3; fi`)
+	app.Roles[0].Env["M"] = marker
+	app.Roles[0].MaxRetries = 1
+	app.Roles[0].RetryPolicy = spec.RetryReplica
+	h := e.run(app)
+	e.wait(h)
+	d := e.open(h, 120, 30, nil)
+	d.waitFor("end of logs", "second run", "Summary")
+	d.contains("first run", "── attempt 2", "restarts 1", "last stderr: boom", "↻1")
+}
+
+func TestWallSaveCopyAndRestore(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("four", 4, fourWorkers))
+	e.wait(h)
+	d := e.open(h, 160, 48, nil)
+	d.waitFor("end of logs", "w3 done")
+	// Save the focused pane.
+	out := filepath.Join(t.TempDir(), "w0.log")
+	d.keys("S")
+	d.contains("save to: four-")
+	d.keys("ctrl+u")
+	d.typ(out)
+	d.keys("enter")
+	d.settle()
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 32 || lines[0] != "w0 line 1" || lines[31] != "w0 done" {
+		t.Fatalf("saved %d lines: %q", len(lines), data)
+	}
+	// Select three lines and copy them through OSC 52.
+	d.keys("v", "k", "k", "y")
+	if d.clipboard != "w0 line 30\nw0 warning: low disk\nw0 done" {
+		t.Fatalf("clipboard = %q", d.clipboard)
+	}
+	// Set a layout, a search and a pause, close, reopen: they are back.
+	d.keys("tab", "z", "/")
+	d.typ("done")
+	// Enter jumps to the latest match, focusing its pane.
+	d.keys("enter", "f", "t")
+	f := focused.FindStringSubmatch(d.screen())
+	if f == nil {
+		t.Fatalf("no focused pane:\n%s", d.screen())
+	}
+	d.close()
+	d2 := e.open(h, 160, 48, nil)
+	d2.waitFor("end of logs")
+	d2.contains("zoomed on "+f[1], "/done", "4 matches")
+	if !regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3} w`).MatchString(d2.screen()) {
+		t.Fatalf("timestamps were not restored:\n%s", d2.screen())
+	}
+}
