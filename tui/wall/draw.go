@@ -18,12 +18,16 @@ const (
 	// three lines of 24 columns. More replicas than fit go on further pages.
 	minPaneWidth  = 24
 	minPaneHeight = 4
+	// logAspect is how many columns per row a log pane wants to look balanced.
+	logAspect = 4
 	// stampWidth is the width of a timestamp column, "15:04:05.000 ".
 	stampWidth = 13
 )
 
 // tilings are the pane counts a page is tiled for, each with its grid shapes (columns
-// x rows); the shape closest to square (a cell is about twice as tall as wide) wins.
+// x rows). The shape whose panes are "squarest" for logs wins: a cell is about twice
+// as tall as wide, and a log line wants about twice as many columns as a pane wants
+// rows, so a pane of 4 columns per row counts as square.
 var tilings = []struct {
 	n      int
 	shapes [][2]int
@@ -51,7 +55,7 @@ func grid(n, w, h int) (cols, rows int, ok bool) {
 			if cw < minPaneWidth || ch < minPaneHeight {
 				continue
 			}
-			if score := min(cw/2, ch); score > best {
+			if score := min(cw/logAspect, ch); score > best {
 				best, cols, rows = score, s[0], s[1]
 			}
 		}
