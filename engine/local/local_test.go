@@ -357,3 +357,112 @@ func TestTorchelasticErrorFile(t *testing.T) {
 		t.Errorf("second attempt: %+v", rep)
 	}
 }
+
+// TestAttemptsRecordEarlierRuns checks that every restart, under each retry policy,
+// records the run that ended (exit code, times) in the replica's attempts, in
+// state.json as in Describe, including the runs of replicas stopped only because
+// their role or app restarted.
+func TestAttemptsRecordEarlierRuns(t *testing.T) {
+	for _, policy := range []spec.RetryPolicy{spec.RetryReplica, spec.RetryRole, spec.RetryApplication} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			s := testScheduler(t, false)
+			fail := role("fail", "sh", "-c", "exit 3")
+			fail.MaxRetries, fail.RetryPolicy = 2, policy
+			// A bystander: in fail's role under ROLE, in another role otherwise. It is
+			// stopped (SIGTERM) by each ROLE or APPLICATION restart, left alone by
+			// REPLICA ones, and stopped at the end in every case.
+			bystander := role("other", "sleep", "100")
+			app := appOf("attempts", fail, bystander)
+			by := "other"
+			if policy == spec.RetryRole {
+				fail.NumReplicas = 2
+				fail.Args = []string{"-c", `if [ "$WICK_REPLICA_ID" = 1 ]; then exec sleep 100; fi; exit 3`}
+				app, by = appOf("attempts", fail), "fail"
+			}
+			id := start(t, s, app, spec.Cfg{OptStopTimeout: 5.0})
+			st := waitApp(t, s, id)
+			if st.State != spec.Failed || st.NumRestarts != 2 {
+				t.Fatalf("app %s, %d restarts: %s", st.State, st.NumRestarts, st.Msg)
+			}
+			d, err := s.Describe(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			disk, err := readState(filepath.Join(s.appsDir(), id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for src, st := range map[string]*spec.AppStatus{"wait": st, "describe": &d.Status, "state.json": &disk.AppStatus} {
+				r := replicaOf(t, st, "fail", 0)
+				if r.State != spec.Failed || r.Restarts != 2 || r.ExitCode == nil || *r.ExitCode != 3 {
+					t.Errorf("%s: final run %+v", src, r)
+				}
+				checkAttempts(t, src+": fail/0", r, 2, 3)
+				b := replicaOf(t, st, by, map[bool]int{true: 1, false: 0}[by == "fail"])
+				if b.State != spec.Cancelled || b.ExitCode == nil || *b.ExitCode != 128+15 {
+					t.Errorf("%s: bystander's final run %+v", src, b)
+				}
+				if policy == spec.RetryReplica {
+					checkAttempts(t, src+": bystander", b, 0, 0)
+				} else {
+					checkAttempts(t, src+": bystander", b, 2, 128+15)
+				}
+			}
+		})
+	}
+}
+
+// checkAttempts checks that r recorded n earlier runs, numbered from 0, each ended
+// with code, in time order and before the current run.
+func checkAttempts(t *testing.T, what string, r spec.ReplicaStatus, n, code int) {
+	t.Helper()
+	if len(r.Attempts) != n {
+		t.Errorf("%s: %d attempts, want %d: %+v", what, len(r.Attempts), n, r.Attempts)
+		return
+	}
+	var prev time.Time
+	for i, a := range r.Attempts {
+		if a.Attempt != i || a.ExitCode == nil || *a.ExitCode != code {
+			t.Errorf("%s: attempt %d: %+v, want number %d exit %d", what, i, a, i, code)
+			continue
+		}
+		if a.Started.IsZero() || a.Ended.Before(a.Started) || a.Started.Before(prev) {
+			t.Errorf("%s: attempt %d times %v..%v after %v", what, i, a.Started, a.Ended, prev)
+		}
+		prev = a.Ended
+	}
+	if r.Started.Before(prev) {
+		t.Errorf("%s: current run started %v, before the last attempt ended %v", what, r.Started, prev)
+	}
+}
+
+// TestPreviousExitWhileRunning checks that the exit code of the run before the
+// current one reads the same whenever one looks, not only between the failure and
+// the restart: the replica fails once with 3, then runs.
+func TestPreviousExitWhileRunning(t *testing.T) {
+	s := testScheduler(t, false)
+	mark := filepath.Join(t.TempDir(), "m")
+	r := role("r", "sh", "-c", `if [ -e "$1" ]; then exec sleep 100; fi; touch "$1"; echo '{"message": "boom"}' > "$TORCHELASTIC_ERROR_FILE"; exit 3`, "sh", mark)
+	r.MaxRetries, r.RetryPolicy = 1, spec.RetryReplica
+	id := start(t, s, appOf("again", r), spec.Cfg{OptStopTimeout: 5.0})
+	st := waitState(t, s, id, func(st *spec.AppStatus) bool {
+		rep := st.Roles[0].Replicas[0]
+		return rep.State == spec.Running && rep.Restarts == 1
+	})
+	rep := replicaOf(t, st, "r", 0)
+	if rep.ExitCode != nil || rep.StructuredError != "" || !rep.Ended.IsZero() {
+		t.Errorf("the running attempt carries the last one's end: %+v", rep)
+	}
+	a, ok := rep.Attempt(0)
+	if !ok || len(rep.Attempts) != 1 || a.ExitCode == nil || *a.ExitCode != 3 || spec.ErrorMessage(a.Error) != "boom" {
+		t.Errorf("previous attempt: %+v (%v) of %+v", a, ok, rep.Attempts)
+	}
+	if err := s.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	st = waitApp(t, s, id)
+	if rep := replicaOf(t, st, "r", 0); st.State != spec.Cancelled || len(rep.Attempts) != 1 || rep.ExitCode == nil || *rep.ExitCode != 128+15 {
+		t.Errorf("after cancel: %s %+v", st.State, rep)
+	}
+}

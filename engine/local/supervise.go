@@ -670,7 +670,7 @@ func (sv *supervisor) step() {
 			for _, r := range sv.all { // in order, for reproducible pids and logs
 				if sv.pending[r] {
 					delete(sv.pending, r)
-					r.attempt++
+					sv.nextAttempt(r)
 					sv.start(r)
 				}
 			}
@@ -699,6 +699,26 @@ func (sv *supervisor) step() {
 			r.endMarked = true
 		}
 	}
+}
+
+// nextAttempt records r's ended run in its status's attempts and readies the status
+// for the next run. Every restart goes through here, whatever the policy (REPLICA,
+// ROLE, APPLICATION) and whether r failed, succeeded or was stopped for the restart:
+// the previous run's exit code then survives the restart in state.json, rather than
+// being seen only by a reader that happens to look between the end and the restart.
+func (sv *supervisor) nextAttempt(r *replica) {
+	r.st.AddAttempt(spec.Attempt{
+		Attempt:  r.attempt,
+		ExitCode: r.st.ExitCode,
+		Started:  r.st.Started,
+		Ended:    r.st.Ended,
+		Error:    r.st.StructuredError,
+	})
+	r.attempt++
+	// The attempt's own fields are the next run's from now on; evStarted fills them.
+	r.st.Restarts = r.attempt
+	r.st.ExitCode, r.st.Started, r.st.Ended, r.st.StructuredError = nil, time.Time{}, time.Time{}, ""
+	sv.dirty = true
 }
 
 // canRestart reports whether a finished replica may still be restarted because

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -106,6 +107,62 @@ type ReplicaStatus struct {
 	// exec error, or a reason such as "supervisor died".
 	StructuredError string `json:"structured_error_msg,omitempty"`
 	LogDir          string `json:"log_dir,omitempty"`
+	// Attempts are the replica's earlier runs, oldest first: one is added each time
+	// the replica is restarted, so ExitCode, Started, Ended and StructuredError above
+	// are always those of the current (or last) run. At most MaxAttempts are kept.
+	// Schedulers that cannot tell leave it empty (local_docker: the Engine keeps only
+	// the last run of a container).
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// MaxAttempts bounds ReplicaStatus.Attempts: older attempts are dropped. A
+// crash-looping replica with a large max_retries would otherwise grow its status
+// without end, and the status is rewritten whole on every change (the local
+// supervisor's state.json) and read whole on every poll (the UI polls it each tick).
+// The last hundred runs are plenty to see a pattern and to label every retry the UI
+// shows; Restarts still counts every restart, and Attempt.Attempt says which runs
+// were dropped.
+const MaxAttempts = 100
+
+// Attempt is how one earlier run of a replica ended, recorded when the replica was
+// restarted.
+type Attempt struct {
+	// Attempt is the run's number, counted from 0 as sched.Line.Attempt counts it:
+	// the lines the run wrote carry the same number.
+	Attempt int `json:"attempt"`
+	// ExitCode is the run's exit status (128+N when signal N ended it), nil when
+	// unknown.
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Ended    time.Time `json:"ended,omitzero"`
+	// Error is the run's structured error, as ReplicaStatus.StructuredError.
+	Error string `json:"structured_error_msg,omitempty"`
+}
+
+// AddAttempt records an ended run of the replica, dropping the oldest runs beyond
+// MaxAttempts.
+func (r *ReplicaStatus) AddAttempt(a Attempt) {
+	r.Attempts = append(r.Attempts, a)
+	if n := len(r.Attempts) - MaxAttempts; n > 0 {
+		r.Attempts = slices.Delete(r.Attempts, 0, n)
+	}
+}
+
+// Attempt returns the recorded earlier run number n (counted from 0), and false when
+// it is not recorded: the current run, a run dropped beyond MaxAttempts, or a
+// scheduler that records none.
+func (r *ReplicaStatus) Attempt(n int) (Attempt, bool) {
+	// Numbers increase along the slice: search from the newest, which is what callers
+	// ask for (the run before the current one).
+	for i := len(r.Attempts) - 1; i >= 0; i-- {
+		switch a := r.Attempts[i]; {
+		case a.Attempt == n:
+			return a, true
+		case a.Attempt < n:
+			return Attempt{}, false
+		}
+	}
+	return Attempt{}, false
 }
 
 // Replicas counts running and total replicas across roles.

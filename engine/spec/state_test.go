@@ -19,3 +19,21 @@ func TestExitCodeIsTheFirstFailure(t *testing.T) {
 		t.Error("an app with no ended replica has an exit code")
 	}
 }
+
+func TestAttemptsAreBounded(t *testing.T) {
+	var r ReplicaStatus
+	for n := range MaxAttempts + 50 {
+		r.AddAttempt(Attempt{Attempt: n, ExitCode: IntPtr(n % 7)})
+	}
+	if len(r.Attempts) != MaxAttempts || r.Attempts[0].Attempt != 50 || r.Attempts[MaxAttempts-1].Attempt != MaxAttempts+49 {
+		t.Fatalf("kept %d attempts, %d..%d", len(r.Attempts), r.Attempts[0].Attempt, r.Attempts[len(r.Attempts)-1].Attempt)
+	}
+	if a, ok := r.Attempt(120); !ok || a.Attempt != 120 || *a.ExitCode != 120%7 {
+		t.Errorf("Attempt(120) = %+v, %v", a, ok)
+	}
+	for _, n := range []int{0, 49, MaxAttempts + 50} {
+		if _, ok := r.Attempt(n); ok {
+			t.Errorf("Attempt(%d) is recorded", n)
+		}
+	}
+}

@@ -178,7 +178,7 @@ func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts 
 	}
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
-			if r.LogDir != "" || r.Hostname != "" || r.StructuredError != "" {
+			if r.LogDir != "" || r.Hostname != "" || r.StructuredError != "" || len(r.Attempts) > 0 {
 				fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("%s/%d", r.Role, r.ID)))
 				if r.Hostname != "" {
 					fmt.Fprintf(w, "  %s %s\n", st.Key("hostname:"), r.Hostname)
@@ -192,6 +192,7 @@ func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts 
 				if r.StructuredError != "" {
 					fmt.Fprintf(w, "  %s %s\n", st.Key("error:   "), st.Error(spec.ErrorMessage(r.StructuredError)))
 				}
+				attempts(w, &r, st)
 			}
 		}
 	}
@@ -206,6 +207,40 @@ func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts 
 		return Tree(w, d.Cfg, st, opts)
 	}
 	return nil
+}
+
+// attempts lists a replica's earlier runs, numbered from 1 as the log wall's retry
+// dividers number them: exit code, start and end, how long it ran, its error.
+func attempts(w io.Writer, r *spec.ReplicaStatus, st Styler) {
+	if len(r.Attempts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  %s\n", st.Key("attempts:"))
+	if n := r.Attempts[0].Attempt; n > 0 {
+		fmt.Fprintf(w, "    %s\n", st.Dim(fmt.Sprintf("(%d earlier not kept)", n)))
+	}
+	width := len(strconv.Itoa(r.Attempts[len(r.Attempts)-1].Attempt + 1))
+	for _, a := range r.Attempts {
+		times, ran := "-", "-"
+		if !a.Started.IsZero() {
+			start := a.Started.Local()
+			times = start.Format(time.DateTime)
+			if !a.Ended.IsZero() {
+				end := a.Ended.Local()
+				layout := time.TimeOnly
+				if end.Format(time.DateOnly) != start.Format(time.DateOnly) {
+					layout = time.DateTime
+				}
+				times += " → " + end.Format(layout)
+				ran = Duration(a.Ended.Sub(a.Started))
+			}
+		}
+		line := fmt.Sprintf("    %s  exit %-4s %s  %s", st.Dim(fmt.Sprintf("#%-*d", width, a.Attempt+1)), exitText(a.ExitCode), times, st.Dim("("+ran+")"))
+		if msg := FirstLine(spec.ErrorMessage(a.Error)); msg != "" {
+			line += "  " + st.Error(msg)
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // RunOpts writes a scheduler's run options: a usage line, then required and optional

@@ -473,10 +473,15 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 	return rows
 }
 
-// dividerText is what a retry divider says.
+// dividerText is what a retry divider says: the attempt it starts and how the one
+// before ended. That comes from the replica's recorded attempts; exits covers a
+// scheduler that records none (local_docker) or a run dropped from them.
 func (m *Model) dividerText(p *pane, e *entry) string {
 	s := fmt.Sprintf("── attempt %d", e.attempt+1)
-	if code, ok := p.exits[int(e.attempt)-1]; ok {
+	prev := int(e.attempt) - 1
+	if a, ok := p.st.Attempt(prev); ok && a.ExitCode != nil {
+		s += fmt.Sprintf(", previous exit %d", *a.ExitCode)
+	} else if code, ok := p.exits[prev]; ok {
 		s += fmt.Sprintf(", previous exit %d", code)
 	}
 	return s + " ──"

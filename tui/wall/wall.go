@@ -49,7 +49,8 @@ type pane struct {
 	err   error
 	// attempt is the attempt of the last line; a later one draws a divider.
 	attempt int
-	// exits remembers the exit code of each attempt seen in the status.
+	// exits remembers the exit code of each attempt seen in the status, for the
+	// retry dividers (see dividerText).
 	exits      map[int]int
 	lastStderr string
 	rate       float64
@@ -316,11 +317,16 @@ func (m *Model) applyStatus(d *sched.Description) {
 			for _, p := range m.panes {
 				if p.role == role.Role && p.k == r.ID {
 					p.st, p.known = r, true
+					// An exit code is that of the replica's latest run, whose number
+					// is its restarts (it is kept while a restart is pending). Runs
+					// the status records are kept too: a retry's divider still
+					// finds its previous exit once they fall out of Attempts.
 					if r.ExitCode != nil {
-						if r.State.Terminal() {
-							p.exits[r.Restarts] = *r.ExitCode
-						} else if r.Restarts > 0 {
-							p.exits[r.Restarts-1] = *r.ExitCode
+						p.exits[r.Restarts] = *r.ExitCode
+					}
+					for _, a := range r.Attempts {
+						if a.ExitCode != nil {
+							p.exits[a.Attempt] = *a.ExitCode
 						}
 					}
 				}
