@@ -104,3 +104,34 @@ func TestListGoesOnWhenASchedulerIsDown(t *testing.T) {
 		t.Errorf("errors %v, want one naming local_docker", errs)
 	}
 }
+
+func TestComponentCalls(t *testing.T) {
+	r := newRunner(t)
+	ctx := context.Background()
+	defaults := Components{Defaults: func(name string) map[string]string {
+		if name == "utils.echo" {
+			return map[string]string{"msg": "from config"}
+		}
+		return nil
+	}}
+	info, err := r.DryRunComponent(ctx, "utils.echo", nil, "local_cwd", nil, "", defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.App.Roles[0].Args; len(got) != 1 || got[0] != "from config" {
+		t.Errorf("config default not applied: args %q", got)
+	}
+	info, err = r.DryRunComponent(ctx, "utils.echo", []string{"--msg", "flag wins"}, "local_cwd", nil, "", defaults)
+	if err != nil || info.App.Roles[0].Args[0] != "flag wins" {
+		t.Errorf("flag did not win: %v %v", err, info)
+	}
+	var ce *ComponentError
+	for _, c := range []struct {
+		name string
+		args []string
+	}{{"utils.ecoh", nil}, {"utils.touch", nil}, {"utils.echo", []string{"--num_replicas", "0"}}} {
+		if _, err := r.DryRunComponent(ctx, c.name, c.args, "local_cwd", nil, "", Components{}); !errors.As(err, &ce) {
+			t.Errorf("%s %v: want a ComponentError, got %v", c.name, c.args, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/render"
@@ -126,22 +127,6 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	comp, err := components.Find(name, a.findOptions())
-	if err != nil {
-		return usageError{err}
-	}
-	cargs, err := comp.Parse(argv, conf.ComponentDefaults(comp.Name))
-	if errors.Is(err, components.ErrHelp) {
-		_, err := fmt.Fprint(a.env.Stdout, comp.Usage())
-		return err
-	}
-	if err != nil {
-		return usagef("%s: %v", comp.Name, err)
-	}
-	appDef, err := comp.AppDef(cargs)
-	if err != nil {
-		return usagef("%s: %v", comp.Name, err)
-	}
 	cfg, err := s.RunOpts().ParseCfg(f.cfg)
 	if err != nil {
 		return usagef("-cfg: %v", err)
@@ -152,11 +137,18 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	}
 	cfg = cfg.Merge(fileCfg)
 
-	info, err := r.DryRun(a.ctx, appDef, f.scheduler, cfg, f.workspace)
-	if err != nil {
-		if isBadInput(err) {
-			return usageError{err}
-		}
+	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, runner.Components{
+		Find:     a.findOptions(),
+		Defaults: conf.ComponentDefaults,
+	})
+	var compErr *runner.ComponentError
+	switch {
+	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr):
+		_, err := fmt.Fprint(a.env.Stdout, compErr.Component.Usage())
+		return err
+	case errors.As(err, &compErr) || isBadInput(err):
+		return usageError{err}
+	case err != nil:
 		return err
 	}
 	if f.dryrun {

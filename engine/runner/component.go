@@ -1,0 +1,71 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Components says where components are found and which argument defaults apply
+// (.torchxconfig's [component:NAME] sections).
+type Components struct {
+	Find components.FindOptions
+	// Defaults returns the argument defaults of the named component; nil means none.
+	Defaults func(name string) map[string]string
+}
+
+// ComponentError is what is wrong with a component call: an unknown name, bad
+// arguments, a request for help, or an AppDef that does not validate. It is always the
+// user's input.
+type ComponentError struct {
+	// Component is the resolved component, when the name was found.
+	Component *components.Component
+	Err       error
+}
+
+func (e *ComponentError) Error() string { return e.Err.Error() }
+func (e *ComponentError) Unwrap() error { return e.Err }
+
+// Materialize resolves a component by name and builds its AppDef from command-line
+// style arguments (flags, then "--" and trailing arguments). Errors are
+// *ComponentError; asking for help gives one wrapping components.ErrHelp.
+func (r *Runner) Materialize(name string, args []string, c Components) (*components.Component, *spec.AppDef, error) {
+	comp, err := components.Find(name, c.Find)
+	if err != nil {
+		return nil, nil, &ComponentError{Err: err}
+	}
+	var defaults map[string]string
+	if c.Defaults != nil {
+		defaults = c.Defaults(comp.Name)
+	}
+	parsed, err := comp.Parse(args, defaults)
+	if err != nil {
+		return comp, nil, &ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
+	}
+	app, err := comp.AppDef(parsed)
+	if err != nil {
+		return comp, nil, &ComponentError{Component: comp, Err: err}
+	}
+	return comp, app, nil
+}
+
+// DryRunComponent plans a component call on a scheduler: Materialize then DryRun.
+func (r *Runner) DryRunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c Components) (*sched.DryRunInfo, error) {
+	_, app, err := r.Materialize(name, args, c)
+	if err != nil {
+		return nil, err
+	}
+	return r.DryRun(ctx, app, schedName, cfg, workspace)
+}
+
+// RunComponent launches a component call: DryRunComponent then Schedule.
+func (r *Runner) RunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c Components, progress sched.Progress) (spec.Handle, error) {
+	info, err := r.DryRunComponent(ctx, name, args, schedName, cfg, workspace, c)
+	if err != nil {
+		return spec.Handle{}, err
+	}
+	return r.Schedule(ctx, info, progress)
+}
