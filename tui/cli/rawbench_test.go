@@ -26,9 +26,16 @@ func BenchmarkLogCopy(b *testing.B) {
 		}
 	})
 	b.Run("copy", func(b *testing.B) {
+		// cat's work in memory: the bytes moved once, in the same block size.
+		dst := make([]byte, 1<<20)
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			io.Copy(io.Discard, bytes.NewReader(data))
+			r := bytes.NewReader(data)
+			for {
+				if _, err := r.Read(dst); err != nil {
+					break
+				}
+			}
 		}
 	})
 }
