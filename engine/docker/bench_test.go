@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"testing"
@@ -66,6 +67,33 @@ func BenchmarkBareRun8TrueSerial(b *testing.B) {
 		ids := make([]string, 8)
 		for i := range ids {
 			ids[i] = bareRun(b, "/bin/true")
+		}
+		for _, id := range ids {
+			bareWait(b, id)
+		}
+		b.StopTimer()
+		for _, id := range ids {
+			bareRemove(b, id)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkBareRun8TrueConcurrent is the Engine's own limit for BenchmarkRun8True: 8
+// bare create+start calls at once on the same user-defined network, then a wait for
+// all. b.Fatal is not allowed off the benchmark goroutine, so errors are collected.
+func BenchmarkBareRun8TrueConcurrent(b *testing.B) {
+	needEngine(b)
+	for b.Loop() {
+		ids := make([]string, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() { ids[i], errs[i] = bareStart("/bin/true") })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
 		}
 		for _, id := range ids {
 			bareWait(b, id)
@@ -250,6 +278,15 @@ func waitFast(b *testing.B, s *Scheduler, appID string) spec.AppStatus {
 }
 
 func bareRun(b *testing.B, cmd ...string) string {
+	id, err := bareStart(cmd...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return id
+}
+
+// bareStart creates and starts one container of the test image, as docker run -d does.
+func bareStart(cmd ...string) (string, error) {
 	ctx := context.Background()
 	initOn := true
 	res, err := env.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
@@ -257,12 +294,12 @@ func bareRun(b *testing.B, cmd ...string) string {
 		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(env.network), Init: &initOn},
 	})
 	if err != nil {
-		b.Fatal(err)
+		return "", err
 	}
 	if _, err := env.cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		b.Fatal(err)
+		return res.ID, err
 	}
-	return res.ID
+	return res.ID, nil
 }
 
 func bareWait(b *testing.B, id string) {
