@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/wick-dev/wick/components/demo"
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/tui"
+	"github.com/wick-dev/wick/tui/common"
 )
 
 // addHidden adds the verbs wick runs itself: the per-app supervisor and the demo
@@ -62,6 +64,11 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			conf, err := a.loadConfig()
 			if err != nil {
 				return usageError{err}
+			}
+			// Most of the UI's garbage is short-lived log batches: without a soft limit
+			// the heap grows to twice what the rings hold. GOMEMLIMIT, when set, wins.
+			if a.env.Getenv("GOMEMLIMIT") == "" {
+				debug.SetMemoryLimit(common.MemoryLimit)
 			}
 			sched := conf.CLIRun()["scheduler"]
 			if sched == "" {

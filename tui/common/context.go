@@ -75,3 +75,9 @@ func (c *Context) NewID() ViewID {
 	c.lastID++
 	return c.lastID
 }
+
+// MemoryLimit is the UI's soft memory limit (runtime/debug.SetMemoryLimit): 1M log
+// lines held (8 replicas' rings of 125k) fit under it with room for a frame's garbage,
+// keeping RSS under 200 MB. Above it the garbage collector works harder, never more
+// than half a core.
+const MemoryLimit = 160 << 20

@@ -84,7 +84,13 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 			send(chunkMsg{src: i, err: err})
 			return
 		}
-		lines := make([]sched.Line, 1, 16)
+		// A reader that has more ready is likely to fill a chunk: size it once rather
+		// than growing it (the growth was most of the UI's garbage at 80k lines/s).
+		size := 1
+		if ready != nil && ready.Ready() {
+			size = readChunk
+		}
+		lines := make([]sched.Line, 1, size)
 		lines[0] = l
 		for len(lines) < readChunk && ready != nil && ready.Ready() {
 			if l, err = it.Next(ctx); err != nil {
@@ -141,7 +147,11 @@ func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, ge
 				live--
 			}
 			if len(c.lines) > 0 {
-				lines[c.src] = append(lines[c.src], c.lines...)
+				if lines[c.src] == nil {
+					lines[c.src] = c.lines // adopt the reader's chunk: no copy
+				} else {
+					lines[c.src] = append(lines[c.src], c.lines...)
+				}
 				pending += len(c.lines)
 			}
 			if due == nil && !ready {
