@@ -196,7 +196,7 @@ func TestWallOverDocker(t *testing.T) {
 		h := e.runDocker(helperApp("dflood", img, 2, "flood", "10000"), cfg)
 		d := e.open(h, 120, 30, func(o *tui.Options) { o.RingLines = 4096 })
 		d.waitFor("end of logs", "line 9999 of the flood", "worker/0 SUCCEEDED exit 0", "worker/1 SUCCEEDED exit 0")
-		d.contains("4.1k dropped", "older on disk")
+		d.contains("4.1k dropped", "older ones read back on scroll")
 		d.keys("i", "z")
 		top := regexp.MustCompile(`(?m)^ line 0 of the flood`)
 		// Each g at the top reads up to 2000 older lines back (asynchronously): press it

@@ -393,7 +393,7 @@ func (m *Model) Position() string {
 	}
 	s := fmt.Sprintf("%s lines held", count(held))
 	if dropped > 0 {
-		s += fmt.Sprintf(" · %s older on disk", count(dropped))
+		s += fmt.Sprintf(" · %s older ones read back on scroll", count(dropped))
 	}
 	return s
 }

@@ -161,7 +161,7 @@ func TestWallRingDropsAndReadsBack(t *testing.T) {
 	e.wait(h)
 	d := e.open(h, 100, 30, func(o *tui.Options) { o.RingLines = 4096 })
 	d.waitFor("end of logs", "n 10000")
-	d.contains("4.1k dropped", "older on disk")
+	d.contains("4.1k dropped", "older ones read back on scroll")
 	top := regexp.MustCompile(`(?m)^ n 1$`)
 	for range 5 {
 		d.keys("g")
