@@ -118,11 +118,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 		m.rebuild(m.selectedHandle()) // a listing is slow to come: at least the ages move on
 	case tea.MouseWheelMsg:
-		delta := common.WheelStep
-		if msg.Button == tea.MouseWheelUp {
-			delta = -delta
-		}
-		m.cur.Wheel(delta, len(m.visible), m.rowsHeight())
+		m.cur.Wheel(common.WheelDelta(msg), len(m.visible), m.rowsHeight())
 	case tea.MouseClickMsg:
 		if msg.Button != tea.MouseLeft {
 			return nil

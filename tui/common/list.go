@@ -1,6 +1,10 @@
 package common
 
-import "strconv"
+import (
+	"strconv"
+
+	tea "charm.land/bubbletea/v2"
+)
 
 // Cursor is the selection and scroll offset of a list of N rows shown Height at a
 // time.
@@ -70,5 +74,13 @@ func (c *Cursor) Click(y, n int) bool {
 // WheelStep is how many rows one notch of the mouse wheel scrolls: three, as most
 // terminals and editors do.
 const WheelStep = 3
+
+// WheelDelta is how many rows a wheel notch scrolls: up is negative.
+func WheelDelta(msg tea.MouseWheelMsg) int {
+	if msg.Button == tea.MouseWheelUp {
+		return -WheelStep
+	}
+	return WheelStep
+}
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -141,11 +141,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			f.check()
 		}
 	case tea.MouseWheelMsg:
-		if msg.Button == tea.MouseWheelUp {
-			m.offset = max(0, m.offset-common.WheelStep)
-		} else {
-			m.offset += common.WheelStep
-		}
+		m.offset = max(0, m.offset+common.WheelDelta(msg))
 	case tea.MouseClickMsg:
 		if i, ok := m.fieldAt(msg.Y); ok {
 			before := m.focus

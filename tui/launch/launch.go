@@ -109,11 +109,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			common.Notify("launched "+h),
 		)
 	case tea.MouseWheelMsg:
-		if msg.Button == tea.MouseWheelUp {
-			m.pager.Scroll(-common.WheelStep, m.Ctx.Height)
-		} else {
-			m.pager.Scroll(common.WheelStep, m.Ctx.Height)
-		}
+		m.pager.Scroll(common.WheelDelta(msg), m.Ctx.Height)
 	}
 	return nil
 }

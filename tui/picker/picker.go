@@ -77,11 +77,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			m.refilter()
 		}
 	case tea.MouseWheelMsg:
-		delta := common.WheelStep
-		if msg.Button == tea.MouseWheelUp {
-			delta = -delta
-		}
-		m.cur.Wheel(delta, len(m.matches), m.listHeight())
+		m.cur.Wheel(common.WheelDelta(msg), len(m.matches), m.listHeight())
 	case tea.MouseClickMsg:
 		if msg.Button != tea.MouseLeft || msg.X >= m.listWidth() {
 			return nil

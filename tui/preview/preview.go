@@ -103,11 +103,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			return func() tea.Msg { return plannedMsg{ViewID: id, info: info, pages: pages(info, t), theme: t} }
 		}
 	case tea.MouseWheelMsg:
-		if msg.Button == tea.MouseWheelUp {
-			m.pager.Scroll(-common.WheelStep, m.Ctx.Height)
-		} else {
-			m.pager.Scroll(common.WheelStep, m.Ctx.Height)
-		}
+		m.pager.Scroll(common.WheelDelta(msg), m.Ctx.Height)
 	}
 	return nil
 }

@@ -257,10 +257,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		if p, ok := m.paneAt(msg.X, msg.Y); ok && !m.merged {
 			m.focus = p
 		}
-		if msg.Button == tea.MouseWheelUp {
-			return m.scroll(-common.WheelStep)
-		}
-		return m.scroll(common.WheelStep)
+		return m.scroll(common.WheelDelta(msg))
 	case tea.KeyPressMsg, tea.PasteMsg:
 		return m.typed(msg)
 	}
