@@ -12,7 +12,6 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/wick-dev/wick/engine/sched"
-	"github.com/wick-dev/wick/engine/spec"
 )
 
 // markerPath is the file Cancel writes into each container it stops.
@@ -59,19 +58,9 @@ func live(state container.ContainerState) bool {
 // the SIGKILL later, so Cancel returns once the Engine has stopped them all, which takes
 // at most that grace period. Cancelling an app that has ended does nothing.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
-	if err := spec.ValidateName("app id", appID); err != nil {
-		return err
-	}
-	cli, err := s.engine(ctx)
+	cli, sums, err := s.appContainers(ctx, appID)
 	if err != nil {
 		return err
-	}
-	sums, err := s.containers(ctx, cli, appID)
-	if err != nil {
-		return err
-	}
-	if len(sums) == 0 {
-		return notFound(appID)
 	}
 	return s.stop(ctx, cli, sums)
 }
@@ -127,19 +116,9 @@ func first(names []string) string {
 // unless force, which cancels it first. Workspace images are kept: later runs reuse
 // them.
 func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error {
-	if err := spec.ValidateName("app id", appID); err != nil {
-		return err
-	}
-	cli, err := s.engine(ctx)
+	cli, sums, err := s.appContainers(ctx, appID)
 	if err != nil {
 		return err
-	}
-	sums, err := s.containers(ctx, cli, appID)
-	if err != nil {
-		return err
-	}
-	if len(sums) == 0 {
-		return notFound(appID)
 	}
 	n := 0
 	for _, c := range sums {

@@ -71,22 +71,32 @@ func (s *Scheduler) inspect(ctx context.Context, cli *client.Client, sums []cont
 	return reps, err
 }
 
-// Describe reports the app's status per replica and rebuilds its AppDef from the
-// containers' labels.
-func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+// appContainers returns the Engine client and every container of the app, or an error
+// wrapping sched.ErrNotFound when it has none.
+func (s *Scheduler) appContainers(ctx context.Context, appID string) (*client.Client, []container.Summary, error) {
 	if err := spec.ValidateName("app id", appID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cli, err := s.engine(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sums, err := s.containers(ctx, cli, appID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(sums) == 0 {
-		return nil, notFound(appID)
+		return nil, nil, notFound(appID)
+	}
+	return cli, sums, nil
+}
+
+// Describe reports the app's status per replica and rebuilds its AppDef from the
+// containers' labels.
+func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+	cli, sums, err := s.appContainers(ctx, appID)
+	if err != nil {
+		return nil, err
 	}
 	reps, err := s.inspect(ctx, cli, sums)
 	if err != nil {
