@@ -139,39 +139,21 @@ func (k *walker) next(p int, s int64) int64 {
 
 // backward yields the visible lines before the anchors, newest first, until yield
 // returns false. It does not move the anchors.
-func (k *walker) backward(from []int64, yield func(ref) bool) {
-	cand := make([]int64, len(k.srcs))
-	for i, p := range k.srcs {
-		cand[i] = k.prev(p, from[p])
-	}
-	for {
-		best := -1
-		var bk key
-		for i, p := range k.srcs {
-			if cand[i] < 0 {
-				continue
-			}
-			if kk := k.keyOf(p, cand[i]); best < 0 || bk.less(kk) {
-				best, bk = i, kk
-			}
-		}
-		if best < 0 {
-			return
-		}
-		p := k.srcs[best]
-		if !yield(ref{p, cand[best]}) {
-			return
-		}
-		cand[best] = k.prev(p, cand[best])
-	}
-}
+func (k *walker) backward(from []int64, yield func(ref) bool) { k.walk(from, false, yield) }
 
 // forward yields the visible lines at or after from, oldest first, until yield
 // returns false.
-func (k *walker) forward(from []int64, yield func(ref) bool) {
+func (k *walker) forward(from []int64, yield func(ref) bool) { k.walk(from, true, yield) }
+
+// walk merges the sources in time order (forward) or in reverse from the anchors.
+func (k *walker) walk(from []int64, forward bool, yield func(ref) bool) {
 	cand := make([]int64, len(k.srcs))
 	for i, p := range k.srcs {
-		cand[i] = k.next(p, from[p])
+		if forward {
+			cand[i] = k.next(p, from[p])
+		} else {
+			cand[i] = k.prev(p, from[p])
+		}
 	}
 	for {
 		best := -1
@@ -180,7 +162,8 @@ func (k *walker) forward(from []int64, yield func(ref) bool) {
 			if cand[i] < 0 {
 				continue
 			}
-			if kk := k.keyOf(p, cand[i]); best < 0 || kk.less(bk) {
+			kk := k.keyOf(p, cand[i])
+			if best < 0 || forward && kk.less(bk) || !forward && bk.less(kk) {
 				best, bk = i, kk
 			}
 		}
@@ -191,7 +174,11 @@ func (k *walker) forward(from []int64, yield func(ref) bool) {
 		if !yield(ref{p, cand[best]}) {
 			return
 		}
-		cand[best] = k.next(p, cand[best]+1)
+		if forward {
+			cand[best] = k.next(p, cand[best]+1)
+		} else {
+			cand[best] = k.prev(p, cand[best])
+		}
 	}
 }
 
