@@ -162,6 +162,21 @@ func TestFormOffersEveryScheduler(t *testing.T) {
 	d.lacks("log_dir")
 	d.keys("left")
 	d.contains("◂ local_dir ▸", "Run options · local_dir", "log_dir")
+
+	// An edit to local_cwd's run options survives a trip to another scheduler.
+	d.keys("left")
+	for !strings.Contains(d.screen(), "▸  prepend_cwd") {
+		d.keys("tab")
+	}
+	d.keys("space")
+	d.contains("[x]")
+	for !strings.Contains(d.screen(), "▸  scheduler") {
+		d.keys("shift+tab")
+	}
+	d.keys("right")
+	d.contains("Run options · local_dir")
+	d.keys("left")
+	d.contains("Run options · local_cwd", "[x]")
 }
 
 func TestFormTypingIsNotAnAction(t *testing.T) {

@@ -26,9 +26,11 @@ type Model struct {
 	focus    int
 	offset   int // first body line shown
 	formErr  string
-	// opts caches the run options of each scheduler asked for.
-	opts    map[string]optsMsg
-	pending string // the scheduler whose run options are being read
+	// opts caches the run options of each scheduler asked for, and optFields their
+	// fields, so that edits survive switching to another scheduler and back.
+	opts      map[string]optsMsg
+	optFields map[string][]*field
+	pending   string // the scheduler whose run options are being read
 }
 
 // optsMsg carries a scheduler's run options and their .torchxconfig values.
@@ -42,7 +44,7 @@ type optsMsg struct {
 
 // New returns the form of component c.
 func New(ctx *common.Context, c *components.Component) *Model {
-	m := &Model{Base: common.NewBase(ctx, common.KindForm), comp: c, opts: map[string]optsMsg{}}
+	m := &Model{Base: common.NewBase(ctx, common.KindForm), comp: c, opts: map[string]optsMsg{}, optFields: map[string][]*field{}}
 	m.defaults = ctx.Config.ComponentDefaults(c.Name)
 	for i := range c.Params {
 		p := &c.Params[i]
@@ -114,12 +116,17 @@ func (m *Model) setOpts(o optsMsg) {
 	if o.err != nil {
 		m.formErr = o.err.Error()
 	}
-	for i := range o.opts {
-		opt := &o.opts[i]
-		f := optField(opt, o.file[opt.Name])
-		f.check()
-		m.fields = append(m.fields, f)
+	fields, ok := m.optFields[o.sched]
+	if !ok {
+		for i := range o.opts {
+			opt := &o.opts[i]
+			f := optField(opt, o.file[opt.Name])
+			f.check()
+			fields = append(fields, f)
+		}
+		m.optFields[o.sched] = fields
 	}
+	m.fields = append(m.fields, fields...)
 	m.focus = max(0, slices.Index(m.fields, focused))
 }
 
