@@ -3,14 +3,30 @@ GO      ?= go
 BIN     ?= bin/wick
 PKGS    ?= ./...
 FUZZTIME ?= 20s
+TORCH_IMAGE ?= wick-torch:bookworm
 
-.PHONY: all build run test bench fuzz lint setup clean
+.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch
 
 all: build
 
-## setup: install what tests need besides Go (tmux for the end-to-end UI tests)
+## setup: install what tests need besides Go (tmux for the end-to-end UI tests; Slurm's
+## packages for the slurm scheduler's tests against a throwaway cluster, see slurm-up;
+## Debian's python3-torch, for /usr/bin/python3, for the real DDP tests of examples/ddp)
 setup:
 	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux; }
+	@PATH="$$PATH:/usr/sbin:/sbin"; command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v sbatch >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge; }
+	@/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch; }
+
+## slurm-up: start a throwaway Slurm cluster on this machine (munged, slurmctld, two
+## slurmd on 127.0.0.1; root; state under /tmp/wick-slurm) for the slurm tests
+slurm-up:
+	bash scripts/slurm/up.sh
+
+## slurm-down: stop the cluster slurm-up started, by pid
+slurm-down:
+	bash scripts/slurm/down.sh
 
 ## build: compile the wick binary into bin/
 build:
@@ -23,6 +39,14 @@ run: build
 ## test: every test, including the Docker ones and the tmux end-to-end tests
 test:
 	$(GO) test -count=1 -timeout 12m $(PKGS)
+
+## e2e-docker-torch: opt-in, not in CI: make an image with Debian's torch (TORCH_IMAGE,
+## by scripts/docker-torch-image.sh: debootstrap + apt-get + docker import, 2 to 7
+## minutes and 1.3 GB, root) and train examples/ddp on local_docker, -j 2x1 and 1x2,
+## then with a rank that raises
+e2e-docker-torch:
+	sh scripts/docker-torch-image.sh $(TORCH_IMAGE)
+	WICK_DOCKER_TORCH_IMAGE=$(TORCH_IMAGE) $(GO) test -count=1 -timeout 20m -run TestDockerTorchDDP -v ./engine/docker
 
 ## bench: Go benchmarks, each beside what the machine can do, plus CLI timings
 bench: build
@@ -38,10 +62,14 @@ fuzz:
 	  done; \
 	done
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet, staticcheck, and deadcode (functions main never reaches); the
+## tools' versions are pinned by the tool directives of go.mod (go tool NAME)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+	@out=$$($(GO) tool deadcode $(PKGS)) || exit 1; \
+	  if [ -n "$$out" ]; then echo "deadcode: functions main never reaches (delete them, or call them):"; echo "$$out"; exit 1; fi
 
 clean:
 	rm -rf bin

@@ -1,6 +1,7 @@
 package components
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -24,17 +25,38 @@ func Builtins() []*Component { return builtins("") }
 // builtins makes the builtins; demo.train runs the wick binary self ("" for
 // os.Executable()).
 func builtins(self string) []*Component {
+	t := templateBuiltins()
 	return []*Component{
 		demoTrain(self),
 		ddpComponent(),
 		spmdComponent(),
-		binary(),
-		copyComponent(),
-		echo(),
+		t["utils.binary"],
+		t["utils.copy"],
+		t["utils.echo"],
 		python(),
 		sh(),
-		touch(),
+		t["utils.touch"],
 	}
+}
+
+// utilsYAML holds the builtins that are templates, as component files are written.
+//
+//go:embed builtins/utils.yaml
+var utilsYAML []byte
+
+// templateBuiltins parses utilsYAML into fresh components, by name. The file is part of
+// the program (a test parses it), so a failure is wick's bug, not the user's input.
+func templateBuiltins() map[string]*Component {
+	comps, err := ParseFile("", utilsYAML) // no path: errors name the component, not the file
+	if err != nil {
+		panic(fmt.Sprintf("components: the builtin templates do not parse: %v", err))
+	}
+	out := make(map[string]*Component, len(comps))
+	for _, c := range comps {
+		c.Source = "" // a builtin: not found in, nor run from, a file of the user's
+		out[c.Name] = c
+	}
+	return out
 }
 
 // Shared parameters of the builtins, spelled as TorchX spells them.
@@ -68,9 +90,6 @@ func mountsParam() Param {
 func envParam() Param {
 	return Param{Name: "env", Type: Map, Optional: true, Help: "environment variables for the replicas, e.g. ENV1=v1,ENV2=v2"}
 }
-
-// fixedResource is TorchX's Resource(cpu=1, gpu=0, memMB=1024) of the small utilities.
-func fixedResource() spec.Resource { return spec.Resource{CPU: 1, GPU: 0, MemMB: 1024} }
 
 // resourceOf reads cpu, gpu, memMB and h the way TorchX's specs.resource does.
 func resourceOf(a Args) (spec.Resource, error) {
@@ -109,41 +128,6 @@ func app(name string, role spec.Role) *spec.AppDef {
 		role.Env = map[string]string{}
 	}
 	return &spec.AppDef{Name: name, Roles: []spec.Role{role}}
-}
-
-func echo() *Component {
-	return &Component{
-		Name:    "utils.echo",
-		Summary: "Echoes a message to stdout (calls echo).",
-		Params: []Param{
-			{Name: "msg", Type: String, Default: "hello world", Help: "message to echo"},
-			imageParam(),
-			numReplicasParam(),
-		},
-		Build: func(a Args) (*spec.AppDef, error) {
-			r := spec.NewRole("echo", a.String("image"), "echo", a.String("msg"))
-			r.NumReplicas = a.Int("num_replicas")
-			r.Resource = fixedResource()
-			return app("echo", r), nil
-		},
-	}
-}
-
-func touch() *Component {
-	return &Component{
-		Name:    "utils.touch",
-		Summary: "Touches a file (calls touch).",
-		Params: []Param{
-			{Name: "file", Type: String, Required: true, Help: "file to create"},
-			imageParam(),
-		},
-		Example: []string{"--file", "/tmp/touched"},
-		Build: func(a Args) (*spec.AppDef, error) {
-			r := spec.NewRole("touch", a.String("image"), "touch", a.String("file"))
-			r.Resource = fixedResource()
-			return app("touch", r), nil
-		},
-	}
 }
 
 func sh() *Component {
@@ -203,31 +187,6 @@ func copyEnv(m map[string]string) map[string]string {
 	return out
 }
 
-func copyComponent() *Component {
-	return &Component{
-		Name:    "utils.copy",
-		Summary: "Copies a file from src to dst (fsspec URLs), with torchx.apps.utils.copy_main.",
-		Params: []Param{
-			{Name: "src", Type: String, Required: true, Help: "the source fsspec file location"},
-			{Name: "dst", Type: String, Required: true, Help: "the destination fsspec file location"},
-			imageParam(),
-			mountsParam(),
-		},
-		Example: []string{"--src", "s3://bucket/a", "--dst", "/tmp/a"},
-		Build: func(a Args) (*spec.AppDef, error) {
-			mounts, err := mountsOf(a)
-			if err != nil {
-				return nil, err
-			}
-			r := spec.NewRole("torchx-utils-copy", a.String("image"), "python",
-				"-m", "torchx.apps.utils.copy_main", "--src", a.String("src"), "--dst", a.String("dst"))
-			r.Resource = fixedResource()
-			r.Mounts = mounts
-			return app("torchx-utils-copy", r), nil
-		},
-	}
-}
-
 func python() *Component {
 	params := []Param{
 		{Name: "m", Type: String, Optional: true, Help: "run library module as a script"},
@@ -281,33 +240,6 @@ func python() *Component {
 			r.Resource = res
 			r.Env = env
 			r.Mounts = mounts
-			return app(a.String("name"), r), nil
-		},
-	}
-}
-
-func binary() *Component {
-	params := []Param{
-		{Name: "entrypoint", Type: String, Required: true, Help: "the program to run"},
-		{Name: "name", Type: String, Default: "torchx_utils_binary", Help: "name of the job"},
-		numReplicasParam(),
-	}
-	params = append(params, resourceParams("1")...)
-	return &Component{
-		Name:        "utils.binary",
-		Summary:     "Runs a program with the given arguments (image <NONE>).",
-		Params:      params,
-		Varargs:     "args",
-		VarargsHelp: "arguments passed to the program",
-		Example:     []string{"--entrypoint", "date"},
-		Build: func(a Args) (*spec.AppDef, error) {
-			res, err := resourceOf(a)
-			if err != nil {
-				return nil, err
-			}
-			r := spec.NewRole("binary", spec.None, a.String("entrypoint"), a.Varargs...)
-			r.NumReplicas = a.Int("num_replicas")
-			r.Resource = res
 			return app(a.String("name"), r), nil
 		},
 	}

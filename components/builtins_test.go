@@ -389,3 +389,47 @@ func TestDemoTrain(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateBuiltinsPrintAsWritten: the builtins that are templates are
+// builtins/utils.yaml's entries; --print dumps the entry (no inference), and the dump
+// loads back as a component file that builds the same AppDef.
+func TestTemplateBuiltinsPrintAsWritten(t *testing.T) {
+	for name, c := range templateBuiltins() {
+		if c.Source != "" {
+			t.Errorf("%s: Source %q, want none (a builtin)", name, c.Source)
+		}
+		for _, p := range c.Params {
+			if p.Name == "image" && p.Default != DefaultImage {
+				t.Errorf("%s: image default %q, want DefaultImage %q", name, p.Default, DefaultImage)
+			}
+		}
+		out := c.Describe()
+		if !strings.Contains(out, "\n"+name+":\n") || strings.Contains(out, "written out for the example arguments") {
+			t.Errorf("%s: --print is not the template:\n%s", name, out)
+		}
+		comps, err := ParseFile("printed.yaml", []byte(out))
+		if err != nil || len(comps) != 1 {
+			t.Fatalf("%s: the printed component does not load: %v", name, err)
+		}
+		want, err := c.AppDef(mustParse(t, c, c.Example))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := comps[0].AppDef(mustParse(t, comps[0], c.Example))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the printed component builds\n%+v\nwant\n%+v", name, got, want)
+		}
+	}
+}
+
+func mustParse(t *testing.T, c *Component, argv []string) Args {
+	t.Helper()
+	a, err := c.Parse(argv, nil)
+	if err != nil {
+		t.Fatalf("%s %v: %v", c.Name, argv, err)
+	}
+	return a
+}

@@ -118,9 +118,9 @@ func findInFile(path, file, name string) (*Component, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w %q: want path/to/file.yaml:NAME", ErrNoSuchComponent, ":"+name)
 	}
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("component file: %w", err)
+		return nil, err
 	}
 	comps, err := ParseFile(path, data)
 	if err != nil {

@@ -153,7 +153,7 @@ func (c *Component) AppDef(args Args) (*spec.AppDef, error) {
 	}
 	app, err := c.Build(args)
 	if err != nil {
-		if c.template != nil {
+		if c.template != nil && c.Source != "" {
 			return nil, err // "file.yaml:LINE: ..." says where already
 		}
 		return nil, fmt.Errorf("%s: %w", c.Name, err)

@@ -85,10 +85,19 @@ func (c *Component) Describe() string {
 	return encodeYAML(doc)
 }
 
-// describeFile prints a user component's definition back.
+// describeFile prints a component file's definition back: a user's, or a builtin that
+// is a template (components/builtins/utils.yaml).
 func (c *Component) describeFile() string {
 	key := strNode(c.template.name)
 	key.HeadComment = fmt.Sprintf("%s, from %s", c.template.name, c.template.path)
+	if c.Source == "" {
+		head := fmt.Sprintf("%s, a builtin written as a wick component file. Save it (e.g. as my.yaml) and run\n  wick run my.yaml:%s", c.Name, c.Name)
+		if len(c.Example) > 0 {
+			head += " " + shellJoin(c.Example)
+		}
+		key.HeadComment = head + "\nParameters become flags; in the app, ${{ name }} takes a parameter's value\n" +
+			"and ${{ name | quote }} shell-quotes it."
+	}
 	return encodeYAML(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{key, c.template.node}})
 }
 

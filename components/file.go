@@ -3,9 +3,11 @@ package components
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -14,15 +16,77 @@ import (
 
 // LoadFile reads the components defined in a component file.
 func LoadFile(path string) ([]*Component, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("component file: %w", err)
+		return nil, err
 	}
 	return ParseFile(path, data)
 }
 
-// maxFileSize bounds a component file: a component is a few hundred lines at most.
-const maxFileSize = 1 << 20
+// Limits of component files, checked before any work: a component is a few hundred
+// lines at most.
+const (
+	// maxFileSize bounds the file.
+	maxFileSize = 1 << 20
+	// maxExpanded bounds the file's YAML with its aliases expanded: a few aliases
+	// repeated many times (100,000 copies of one string, or aliases of aliases) would
+	// otherwise make a 1 MB file gigabytes in memory.
+	maxExpanded = 4 << 20
+)
+
+// readFile reads a component file: a regular file (not a FIFO that would block, not
+// /dev/zero that never ends) of at most maxFileSize bytes, checked before reading.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("component file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("component file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("component file %s: not a regular file", path)
+	}
+	if st.Size() > maxFileSize {
+		return nil, fmt.Errorf("%s: file is larger than %d bytes", path, maxFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("component file: %w", err)
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s: file is larger than %d bytes", path, maxFileSize)
+	}
+	return data, nil
+}
+
+// expandedSize is the size of n with every alias replaced by what it names, counted
+// once per node (memo) so that the count itself stays linear; it stops counting past
+// limit.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int64, limit int64) int64 {
+	if n == nil {
+		return 0
+	}
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	memo[n] = limit + 1 // a cycle (yaml.v3 refuses them) counts as too much
+	size := int64(len(n.Value) + 8)
+	if n.Kind == yaml.AliasNode {
+		size += expandedSize(n.Alias, memo, limit)
+	}
+	for _, c := range n.Content {
+		if size > limit {
+			break
+		}
+		size += expandedSize(c, memo, limit)
+	}
+	size = min(size, limit+1)
+	memo[n] = size
+	return size
+}
 
 // ParseFile reads the components of a component file whose content is data; path
 // names the file in errors ("comps.yaml:12: ...") and in each component's Source.
@@ -46,6 +110,9 @@ func ParseFile(path string, data []byte) (comps []*Component, err error) {
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: no components defined", path)
+	}
+	if expandedSize(&doc, map[*yaml.Node]int64{}, maxExpanded) > maxExpanded {
+		return nil, fmt.Errorf("%s: the YAML expands to more than %d bytes with its aliases", path, maxExpanded)
 	}
 	f := &fileParser{path: path}
 	root := f.resolve(doc.Content[0])
@@ -130,7 +197,12 @@ type fileParser struct {
 	path string
 }
 
+// errAt is an error at node n: "path:LINE: ...", or without a place for the builtin
+// templates (path ""), whose errors the component's name prefixes instead.
 func (f *fileParser) errAt(n *yaml.Node, format string, args ...any) error {
+	if f.path == "" {
+		return fmt.Errorf(format, args...)
+	}
 	return fmt.Errorf("%s:%d: %s", f.path, n.Line, fmt.Sprintf(format, args...))
 }
 

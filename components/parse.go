@@ -232,6 +232,9 @@ func parseMap(s string) (map[string]string, error) {
 	}
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
+		if _, dup := m[kv.Key]; dup {
+			return nil, fmt.Errorf("%s is given twice", kv.Key)
+		}
 		m[kv.Key] = kv.Value
 	}
 	return m, nil

@@ -10,7 +10,6 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/wick-dev/wick/engine/spec"
-	"github.com/wick-dev/wick/tui/render"
 )
 
 // Theme is a palette and the styles made from it. It is immutable once built and safe
@@ -45,8 +44,6 @@ type Theme struct {
 	prefixes                                 []lipgloss.Style
 	plain                                    bool
 }
-
-var _ render.Styler = (*Theme)(nil)
 
 // fg returns a style with foreground c, or no foreground when c is nil.
 func fg(c color.Color) lipgloss.Style {

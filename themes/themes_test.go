@@ -10,7 +10,6 @@ import (
 
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
-	"github.com/wick-dev/wick/tui/render"
 )
 
 func TestBuiltinsColorAndPlainDoesNot(t *testing.T) {
@@ -19,11 +18,10 @@ func TestBuiltinsColorAndPlainDoesNot(t *testing.T) {
 		if !ok {
 			t.Fatalf("builtin %q missing", name)
 		}
-		var st render.Styler = th
-		if got := st.State(spec.Failed, "FAILED"); got == "FAILED" || ansi.Strip(got) != "FAILED" {
+		if got := th.State(spec.Failed, "FAILED"); got == "FAILED" || ansi.Strip(got) != "FAILED" {
 			t.Errorf("%s: State(FAILED) = %q, want colored FAILED", name, got)
 		}
-		if got := st.Prefix(-3, "w/0"); ansi.Strip(got) != "w/0" {
+		if got := th.Prefix(-3, "w/0"); ansi.Strip(got) != "w/0" {
 			t.Errorf("%s: Prefix = %q", name, got)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // View draws the screen: the title bar, the active view, the status line and the help
@@ -44,14 +45,14 @@ func (m *Model) Screen() (screen string) {
 	var b strings.Builder
 	b.WriteString(m.titleBar())
 	b.WriteByte('\n')
-	b.WriteString(common.Fit(m.active().View(), m.width, m.ctx.Height))
+	b.WriteString(widget.Fit(m.active().View(), m.width, m.ctx.Height))
 	b.WriteByte('\n')
 	b.WriteString(m.statusLine())
 	b.WriteByte('\n')
 	b.WriteString(m.helpBar())
 	screen = b.String()
 	if m.over != nil {
-		screen = common.Overlay(screen, m.over.view(m), m.width, m.height)
+		screen = widget.Overlay(screen, m.over.view(m), m.width, m.height)
 	}
 	return screen
 }
@@ -88,12 +89,35 @@ func (m *Model) titleBar() string {
 	for _, c := range parts[1:] {
 		crumbs += t.Crumb.Render(crumbSep) + c
 	}
-	right := t.Muted.Render("? help  : commands")
+	right := t.Muted.Render(m.hintKeys())
 	gap := m.width - ansi.StringWidth(crumbs) - ansi.StringWidth(right)
 	if gap < 1 {
-		return common.PadRight(crumbs, m.width)
+		return widget.PadRight(crumbs, m.width)
 	}
 	return crumbs + strings.Repeat(" ", gap) + right
+}
+
+// hintKeys names the keys of help and the palette in the title bar: those that work
+// now. While a field has focus, "?" and ":" type into it, so only keys that do not
+// type (f1, ctrl+...) are named, or none.
+func (m *Model) hintKeys() string {
+	var parts []string
+	for _, a := range []struct{ name, what string }{{common.ActHelp, "help"}, {common.ActPalette, "commands"}} {
+		act, ok := m.ctx.Actions.Get(a.name, m.active().Kind())
+		if !ok {
+			continue
+		}
+		b := act.Binding
+		if m.active().Typing() {
+			if b, ok = common.WhileTyping(b); !ok {
+				continue
+			}
+		}
+		if ks := b.Keys(); len(ks) > 0 {
+			parts = append(parts, ks[0]+" "+a.what)
+		}
+	}
+	return strings.Join(parts, "  ")
 }
 
 // positioner is a view that reports its scroll position.
@@ -115,7 +139,7 @@ func (m *Model) statusLine() string {
 	}
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
 	if gap < 1 {
-		return common.PadRight(left, m.width)
+		return widget.PadRight(left, m.width)
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
@@ -155,7 +179,7 @@ func (m *Model) drawHelpBar() string {
 		}
 		bindings = kept
 	}
-	return common.PadRight(h.ShortHelpView(bindings), m.width)
+	return widget.PadRight(h.ShortHelpView(bindings), m.width)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -170,7 +194,7 @@ func center(width, height int, lines ...string) string {
 			break
 		}
 		pad := max(0, (width-ansi.StringWidth(l))/2)
-		out[top+i] = common.PadRight(strings.Repeat(" ", pad)+l, width)
+		out[top+i] = widget.PadRight(strings.Repeat(" ", pad)+l, width)
 	}
 	for i, l := range out {
 		if l == "" {

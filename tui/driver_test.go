@@ -167,6 +167,23 @@ func (d *driver) keys(names ...string) {
 	}
 }
 
+// maxPresses bounds the presses of a key that move to a field: more than any form has
+// fields, so a renamed field fails the test instead of hanging it.
+const maxPresses = 40
+
+// focus presses key (tab or shift+tab) until the form's cursor is on the field named
+// name, failing the test after maxPresses.
+func (d *driver) focus(name, key string) {
+	d.t.Helper()
+	for range maxPresses {
+		if strings.Contains(d.screen(), "▸  "+name) {
+			return
+		}
+		d.keys(key)
+	}
+	d.t.Fatalf("no field %q after %d presses of %s:\n%s", name, maxPresses, key, d.screen())
+}
+
 // typ types text one character at a time.
 func (d *driver) typ(text string) {
 	d.t.Helper()
@@ -227,6 +244,9 @@ var (
 	shortDur = regexp.MustCompile(`\b(\d+ms|\d+\.\ds)\b *`)
 	// replicaPID matches the PID of a row of the describe view's replica table
 	// (REPLICA STATE EXIT RESTARTS PID ...), padding included.
+	// usageCell is a running app's CPU and RSS in the app list (or a replica's in a
+	// status table): real processes' figures.
+	usageCell  = regexp.MustCompile(`\b\d+% +\d+(?:\.\d+)?(?:B|KiB|MiB|GiB|TiB|PiB|EiB)\b`)
 	replicaPID = regexp.MustCompile(`(?m)^(\S+/\d+ +[A-Z]+ +\S+ +\d+ +)(\d+ *)`)
 )
 
@@ -252,6 +272,7 @@ func plain(s string) string {
 	s = dateTime.ReplaceAllString(s, "YYYY-MM-DD hh:mm:ss")
 	s = clockTime.ReplaceAllString(s, "hh:mm:ss")
 	s = shortDur.ReplaceAllStringFunc(s, func(m string) string { return keepWidth(m, "DUR") })
+	s = usageCell.ReplaceAllStringFunc(s, func(m string) string { return keepWidth(m, "CPU RSS") })
 	s = replicaPID.ReplaceAllStringFunc(s, func(m string) string {
 		g := replicaPID.FindStringSubmatch(m)
 		return g[1] + keepWidth(g[2], "PID")

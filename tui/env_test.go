@@ -85,7 +85,7 @@ func newEnvWith(t testing.TB, c envConfig) *env {
 // default, the logs of an app) wrap and cut them alike; plain replaces the digits.
 func newRoot(t testing.TB) string {
 	t.Helper()
-	for {
+	for range 100 { // 64 random bits: a second try is already a surprise
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
 		dir := filepath.Join("/tmp", "wick-tui-"+hex.EncodeToString(b))
@@ -97,6 +97,8 @@ func newRoot(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	t.Fatal("no fresh /tmp/wick-tui-* directory after 100 tries")
+	return ""
 }
 
 // setupEnv builds the world of a test in root: directories, environment, working

@@ -42,7 +42,7 @@ func TestLocalLaunchDescribeLogs(t *testing.T) {
 	d.keys("esc", "esc")
 
 	// Relaunch: the same AppDef, a new app.
-	d.keys("r")
+	d.keys("r", "y")
 	d.contains("launched local_cwd://wick/echo-")
 	d.waitScreen("2 apps")
 	for strings.Count(d.screen(), "SUCCEEDED") < 2 {
@@ -61,9 +61,7 @@ func TestLocalCancelRunningApp(t *testing.T) {
 	e := newEnv(t)
 	d := newDriver(t, e.opts, 160, 48)
 	openForm(d, "utils.sh")
-	for !strings.Contains(d.screen(), "▸  -- args") {
-		d.keys("tab")
-	}
+	d.focus("-- args", "tab")
 	d.typ("sleep 30")
 	d.keys("enter", "enter")
 	d.waitScreen("RUNNING")

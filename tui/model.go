@@ -9,17 +9,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
+	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/apps"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/form"
 	"github.com/wick-dev/wick/tui/picker"
 	"github.com/wick-dev/wick/tui/wall"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // The smallest screen the layout works in; below it the UI shows a message instead.
@@ -58,6 +64,9 @@ type Model struct {
 	helpText string
 	// wall configures the log wall.
 	wall wall.Options
+	// settingsPath is the settings file (config.toml), where a theme picked in the UI
+	// is saved; themesDir holds the user themes.
+	settingsPath, themesDir string
 }
 
 // overlay is a modal drawn over the screen that takes every key while open.
@@ -89,7 +98,7 @@ func NewModel(opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	actions := common.NewRegistry()
+	actions := newActions()
 	for name, keys := range settings.Keys {
 		if err := actions.Rebind(name, keys); err != nil {
 			return nil, fmt.Errorf("%s: [keys]: %w", path, err)
@@ -105,16 +114,32 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &common.Context{
-		Ctx: ctx, Backend: opts.Runner, Config: conf, Components: opts.Components,
+		Ctx: ctx, Backend: opts.Runner, Config: conf, Components: opts.Components, Find: opts.Find,
 		DefaultScheduler: opts.DefaultScheduler, Workspace: opts.Workspace,
 		Theme: theme, Actions: actions, Now: now,
 	}
 	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval,
-		wall: wall.Options{RingLines: opts.RingLines, StateDir: wall.StateDir(getenv)}}
+		settingsPath: path, themesDir: ThemesDir(path),
+		wall: wall.Options{RingLines: opts.RingLines, StateDir: uiStateDir(opts.Runner.StateDir())}}
+	// The wall's metrics: the settings' [metrics], under .torchxconfig's [wick:metrics].
+	sections := maps.Clone(settings.Metrics)
+	if wc, ok := conf.(wickSections); ok {
+		if sections == nil {
+			sections = map[string]string{}
+		}
+		maps.Copy(sections, wc.Wick("metrics"))
+	}
+	mc, err := metrics.ParseConfig(sections)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf(".torchxconfig: %w", err)
+	}
+	m.wall.Metrics = &mc
 	if m.tick == 0 {
 		m.tick = common.TickInterval
 	}
 	m.home = apps.New(c)
+	m.home.Restore(m.wall.StateDir)
 	m.stack = []common.View{m.home}
 	if opts.Logs != "" {
 		h, err := spec.ParseHandle(opts.Logs)
@@ -125,6 +150,21 @@ func NewModel(opts Options) (*Model, error) {
 		m.stack = append(m.stack, m.logsView(h))
 	}
 	return m, nil
+}
+
+// ForgetApp removes what the UI keeps of app h under the state directory stateDir (its
+// wall layout), for `wick delete`.
+func ForgetApp(stateDir string, h spec.Handle) error {
+	return wall.Forget(uiStateDir(stateDir), h)
+}
+
+// uiStateDir is where the UI keeps its state (the wall's layout per app): beside the
+// schedulers', under the state directory the Runner was given; "" keeps none.
+func uiStateDir(stateDir string) string {
+	if stateDir == "" {
+		return ""
+	}
+	return filepath.Join(stateDir, "ui")
 }
 
 // Init starts the first work of the views (the app list, and the logs of --logs), the
@@ -170,6 +210,20 @@ func (m *Model) recover() {
 func (m *Model) Fault() error { return m.fault }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
+	if d, ok := msg.(appops.Done); ok && d.Verb == appops.VerbDeleted && d.Err == nil {
+		// The app is gone: so is the wall's layout of it. The message goes on to the
+		// view that asked.
+		if h, err := spec.ParseHandle(d.Handle); err == nil {
+			_ = wall.Forget(m.wall.StateDir, h)
+		}
+	}
+	if d, ok := msg.(appops.BulkDone); ok && d.Verb == appops.VerbDeleted {
+		for _, s := range d.Handles {
+			if h, err := spec.ParseHandle(s); err == nil {
+				_ = wall.Forget(m.wall.StateDir, h)
+			}
+		}
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.resize(msg.Width, msg.Height)
@@ -196,6 +250,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.pop()
 	case common.HomeMsg:
 		for len(m.stack) > 1 {
+			m.noteAlarms(m.stack[len(m.stack)-1])
 			m.stack[len(m.stack)-1].Close()
 			m.stack = m.stack[:len(m.stack)-1]
 		}
@@ -211,6 +266,8 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		v := m.logsView(h)
 		m.stack = append(m.stack, v)
 		return v.Init()
+	case appops.EditMsg:
+		return m.openEdit(msg)
 	case common.ConfirmMsg:
 		m.over = &confirm{prompt: msg.Prompt, yes: msg.Yes}
 		return nil
@@ -230,6 +287,23 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	}
 	return m.active().Update(msg)
+}
+
+// openEdit opens the form of the component an app was launched from, filled with its
+// arguments and run options: a relaunch with edits.
+func (m *Model) openEdit(msg appops.EditMsg) tea.Cmd {
+	switch {
+	case msg.Err != nil:
+		return common.NotifyErr(msg.Err)
+	case msg.Call == nil:
+		return common.Notify(msg.Unknown())
+	}
+	f := form.New(m.ctx, msg.Component)
+	if err := f.Fill(msg.Call.Args, msg.Handle.Scheduler, msg.Cfg); err != nil {
+		return common.NotifyErr(fmt.Errorf("%s: cannot fill the form: %w", msg.Handle, err))
+	}
+	m.stack = append(m.stack, f)
+	return f.Init()
 }
 
 // logsView is the view of an app's logs, for the logs action and --logs: the log wall.
@@ -257,6 +331,7 @@ func (m *Model) pop() tea.Cmd {
 	}
 	top := m.active()
 	m.stack = m.stack[:len(m.stack)-1]
+	m.noteAlarms(top)
 	top.Close()
 	if a, ok := m.active().(common.Activator); ok {
 		return a.Activate()
@@ -267,6 +342,11 @@ func (m *Model) pop() tea.Cmd {
 // key resolves a key: the overlay takes all; a focused text field takes text; then the
 // action table; then the view.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if !m.noticeAt.IsZero() && m.ctx.Now().Sub(m.noticeAt) > noticeTTL {
+		// An old message must not read as the answer to this key ("nothing done"
+		// from a confirm minutes ago), even if no tick came in between.
+		m.notice = ""
+	}
 	if m.over != nil {
 		cmd, done := m.over.key(m, k)
 		if done {
@@ -275,7 +355,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return cmd
 	}
 	v := m.active()
-	if k.Keystroke() != "ctrl+c" && v.Typing() && common.IsEditKey(k) {
+	if k.Keystroke() != "ctrl+c" && v.Typing() && widget.IsEditKey(k) {
 		return v.Update(k)
 	}
 	if a, ok := m.ctx.Actions.Match(k, v.Kind()); ok {
@@ -297,7 +377,7 @@ func (m *Model) run(name string) tea.Cmd {
 		m.over = newPalette()
 		return nil
 	case common.ActNew:
-		if v.Kind() == common.KindPicker {
+		if v.Kind() == picker.Kind {
 			return nil
 		}
 		p := picker.New(m.ctx)
@@ -305,6 +385,8 @@ func (m *Model) run(name string) tea.Cmd {
 		return p.Init()
 	case common.ActHome:
 		return func() tea.Msg { return common.HomeMsg{} }
+	case actTheme:
+		return m.nextTheme()
 	}
 	cmd, ok := v.Do(name)
 	if !ok && name == common.ActBack {
@@ -373,4 +455,18 @@ func (m *Model) Close() {
 		m.stack[i].Close()
 	}
 	m.cancel()
+}
+
+// wickSections is implemented by configs that hold wick's own [wick:NAME] sections
+// (engine/config.Config): the wall reads [wick:metrics] from it.
+type wickSections interface {
+	Wick(name string) map[string]string
+}
+
+// noteAlarms marks in the app list the metric alarms a closing log wall found.
+func (m *Model) noteAlarms(v common.View) {
+	if w, ok := v.(interface{ MetricAlarms() (spec.Handle, int) }); ok {
+		h, n := w.MetricAlarms()
+		m.home.SetAlarms(h.String(), n)
+	}
 }

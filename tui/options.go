@@ -15,6 +15,9 @@ type Options struct {
 	// Components lists what the picker offers: builtins and user components
 	// (components.All). Nil offers the builtins.
 	Components func() ([]*components.Component, error)
+	// Find is where the Runner finds the component the form plans (components.Find):
+	// the search path Components lists.
+	Find components.FindOptions
 	// Config supplies .torchxconfig defaults; nil means none.
 	Config common.Config
 	// DefaultScheduler is preselected in the argument form ([cli:run] scheduler, or
@@ -36,6 +39,9 @@ type Options struct {
 	// Input and Output are the terminal; nil means the process's.
 	Input  io.Reader
 	Output io.Writer
+	// Width and Height are the size to draw at when Output is not a terminal that can
+	// say its size (a pipe); zero waits for the terminal's.
+	Width, Height int
 	// Messages receives what the UI says after it closes (that running apps keep
 	// running); nil means os.Stderr.
 	Messages io.Writer

@@ -1,22 +1,54 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // helpOverlay is the `?` overlay: every action of the active view, then the global ones, with
-// all their keys. Any key closes it.
-type helpOverlay struct{}
+// all their keys. When it is taller than the screen, the moving keys scroll it; any
+// other key closes it.
+type helpOverlay struct {
+	offset int // first line shown
+	lines  int // lines of the last drawing, for scrolling
+	room   int // lines that fit
+}
 
-func (*helpOverlay) key(*Model, tea.KeyPressMsg) (tea.Cmd, bool) { return nil, true }
+func (h *helpOverlay) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if h.lines <= h.room {
+		return nil, true
+	}
+	a, ok := m.ctx.Actions.Match(k, m.active().Kind())
+	if !ok {
+		return nil, true
+	}
+	last := h.lines - h.room
+	switch a.Name {
+	case widget.Up:
+		h.offset = max(0, h.offset-1)
+	case widget.Down:
+		h.offset = min(last, h.offset+1)
+	case widget.PageUp:
+		h.offset = max(0, h.offset-h.room)
+	case widget.PageDown:
+		h.offset = min(last, h.offset+h.room)
+	case widget.Top:
+		h.offset = 0
+	case widget.Bottom:
+		h.offset = last
+	default:
+		return nil, true
+	}
+	return nil, false
+}
 
-func (*helpOverlay) view(m *Model) string {
+func (h *helpOverlay) view(m *Model) string {
 	t := m.ctx.Theme
 	kind := m.active().Kind()
 	var own, moving, global []common.Action
@@ -32,62 +64,58 @@ func (*helpOverlay) view(m *Model) string {
 		switch {
 		case a.Global():
 			global = append(global, a)
-		case isMove(a.Name):
+		case common.IsMove(a.Name):
 			moving = append(moving, a)
 		default:
 			own = append(own, a)
 		}
 	}
-	// One column with every key and the action names when it fits; else two
-	// columns (this view | moving and everywhere) with the first keys only.
 	all := append(append(append([]common.Action{}, own...), moving...), global...)
-	twoCols := len(all)+8 > m.height-2
-	keys := func(a common.Action) string {
-		ks := a.Binding.Keys()
-		if twoCols && len(ks) > 2 {
-			ks = ks[:2]
-		}
-		return strings.Join(ks, " ")
-	}
-	keyW := 0
+	keyW, helpW := 0, 0
 	for _, a := range all {
-		keyW = max(keyW, len(keys(a)))
+		keyW = max(keyW, len(keysOf(a)))
+		helpW = max(helpW, widget.Width(a.Help()))
 	}
-	section := func(lines []string, title string, acts []common.Action) []string {
+	// The box's border and padding take 4 columns; the descriptions get what the keys
+	// leave of the screen, not a fixed half.
+	inner := max(20, m.width-8)
+	keyW = min(keyW, inner/3)
+	helpW = min(helpW, inner-keyW-2)
+	nameW := 0
+	for _, a := range all {
+		nameW = max(nameW, len(a.Name))
+	}
+	withNames := keyW+2+helpW+2+nameW <= inner
+	var lines []string
+	section := func(title string, acts []common.Action) {
 		if len(acts) == 0 {
-			return lines
+			return
 		}
 		if len(lines) > 0 {
 			lines = append(lines, "")
 		}
 		lines = append(lines, t.TableHead.Render(title))
 		for _, a := range acts {
-			l := t.HelpKey.Render(common.PadRight(keys(a), keyW)) + "  " + common.PadRight(a.Help(), 20)
-			if !twoCols && a.Name != a.Help() {
-				l += " " + t.Muted.Render(a.Name)
+			l := t.HelpKey.Render(widget.PadRight(keysOf(a), keyW)) + "  " + widget.PadRight(a.Help(), helpW)
+			if withNames && a.Name != a.Help() {
+				// The action's name: what the palette runs and [keys] rebinds.
+				l += "  " + t.Muted.Render(a.Name)
 			}
 			lines = append(lines, l)
 		}
-		return lines
 	}
-	foot := t.Muted.Render("any key closes · : runs an action by name")
-	left := section(nil, "This view ("+m.active().Title()+")", own)
-	if !twoCols {
-		lines := section(section(left, "Moving", moving), "Everywhere", global)
-		return t.Box.Render(strings.Join(lines, "\n") + "\n\n" + foot)
+	section("This view ("+m.active().Title()+")", own)
+	section("Moving", moving)
+	section("Everywhere", global)
+	h.room = max(3, m.height-4) // the box: two borders, a blank line and the foot
+	h.lines = len(lines)
+	h.offset = min(h.offset, max(0, h.lines-h.room))
+	foot := "any key closes · : runs an action by name"
+	if h.lines > h.room {
+		lines = lines[h.offset:min(len(lines), h.offset+h.room)]
+		foot = fmt.Sprintf("↑/↓ pgup/pgdn scroll (%d-%d of %d) · any other key closes", h.offset+1, h.offset+len(lines), h.lines)
 	}
-	right := section(section(nil, "Moving", moving), "Everywhere", global)
-	body := lipgloss.JoinHorizontal(lipgloss.Top, strings.Join(left, "\n"), "   ", strings.Join(right, "\n"))
-	return t.Box.Render(body + "\n\n" + foot)
-}
-
-// isMove reports whether an action moves the cursor or scrolls.
-func isMove(name string) bool {
-	switch name {
-	case common.ActUp, common.ActDown, common.ActPageUp, common.ActPageDown, common.ActTop, common.ActBottom:
-		return true
-	}
-	return false
+	return t.Box.Render(strings.Join(lines, "\n") + "\n\n" + t.Muted.Render(foot))
 }
 
 // keysOf lists every key of an action.
@@ -96,8 +124,8 @@ func keysOf(a common.Action) string { return strings.Join(a.Binding.Keys(), " ")
 // palette is the `:` command palette: the actions of the active view, fuzzily
 // filtered by name and help; Enter runs the selected one by name.
 type palette struct {
-	in      common.Input
-	cur     common.Cursor
+	in      widget.Input
+	cur     widget.Cursor
 	matches []common.Action
 }
 
@@ -105,7 +133,7 @@ type palette struct {
 const paletteRows = 10
 
 func newPalette() *palette {
-	p := &palette{in: common.NewInput(": ")}
+	p := &palette{in: widget.NewInput(": ")}
 	p.in.Placeholder = "action name"
 	p.in.Focus()
 	return p
@@ -122,9 +150,9 @@ func (p *palette) filter(m *Model) {
 		if a.Name == common.ActPalette || slices.ContainsFunc(hits, func(s scored) bool { return s.a.Name == a.Name }) {
 			continue
 		}
-		s, _, ok := common.Fuzzy(q, a.Name)
+		s, _, ok := widget.Fuzzy(q, a.Name)
 		if !ok {
-			if s, _, ok = common.Fuzzy(q, a.Help()); !ok {
+			if s, _, ok = widget.Fuzzy(q, a.Help()); !ok {
 				continue
 			}
 			s /= 2
@@ -140,24 +168,29 @@ func (p *palette) filter(m *Model) {
 }
 
 func (p *palette) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
-	switch k.Keystroke() {
-	case "esc", "ctrl+c":
+	var name string
+	if a, ok := m.ctx.Actions.Match(k, kindPalette); ok {
+		name = a.Name
+	}
+	switch name {
+	case actClosePalette:
 		return nil, true
-	case "enter":
+	case actRunAction:
 		p.filter(m)
 		if p.cur.Index < len(p.matches) {
-			name := p.matches[p.cur.Index].Name
+			chosen := p.matches[p.cur.Index].Name
+			// The palette closes first; the action may open another overlay (help),
+			// which must stay open.
 			m.over = nil
-			return m.run(name), m.over == nil
+			cmd := m.run(chosen)
+			return cmd, m.over == nil
 		}
 		return nil, true
-	case "up", "ctrl+p", "shift+tab":
-		p.cur.Do(common.ActUp, len(p.matches), paletteRows)
-	case "down", "ctrl+n", "tab":
-		p.cur.Do(common.ActDown, len(p.matches), paletteRows)
+	case common.ActUp, common.ActDown:
+		p.cur.Do(name, len(p.matches), paletteRows)
 	default:
 		if p.in.Update(k) {
-			p.cur = common.Cursor{}
+			p.cur = widget.Cursor{}
 		}
 	}
 	p.filter(m)
@@ -174,8 +207,12 @@ func (p *palette) view(m *Model) string {
 	end := min(len(p.matches), p.cur.Offset+paletteRows)
 	for i := p.cur.Offset; i < end; i++ {
 		a := p.matches[i]
-		line := common.PadRight(a.Name, 14) + "  " + common.PadRight(a.Help(), 26) + "  " + keysOf(a)
-		line = common.PadRight(line, width-4)
+		desc := a.Help()
+		if desc == a.Name {
+			desc = "" // the name says it all: no echo of it
+		}
+		line := widget.PadRight(a.Name, 16) + "  " + widget.PadRight(desc, 30) + "  " + keysOf(a)
+		line = widget.PadRight(line, width-4)
 		if i == p.cur.Index {
 			b.WriteString("\n" + t.Selected.Render(line))
 		} else {
@@ -195,11 +232,11 @@ type confirm struct {
 }
 
 func (c *confirm) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
-	a, ok := m.ctx.Actions.Match(k, common.KindConfirm)
+	a, ok := m.ctx.Actions.Match(k, kindConfirm)
 	switch {
-	case ok && a.Name == common.ActYes:
+	case ok && a.Name == actYes:
 		return c.yes, true
-	case ok && a.Name == common.ActNo, k.Keystroke() == "ctrl+c":
+	case ok && a.Name == actNo, k.Keystroke() == "ctrl+c":
 		return common.Notify("nothing done"), true
 	}
 	return nil, false
@@ -207,8 +244,8 @@ func (c *confirm) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 
 func (c *confirm) view(m *Model) string {
 	t := m.ctx.Theme
-	yes, _ := m.ctx.Actions.Get(common.ActYes, common.KindConfirm)
-	no, _ := m.ctx.Actions.Get(common.ActNo, common.KindConfirm)
+	yes, _ := m.ctx.Actions.Get(actYes, kindConfirm)
+	no, _ := m.ctx.Actions.Get(actNo, kindConfirm)
 	return t.Box.Render(t.Warning.Render(c.prompt) + "\n\n" +
 		t.HelpKey.Render(keysOf(yes)) + " " + t.HelpDesc.Render("yes") + "   " +
 		t.HelpKey.Render(keysOf(no)) + " " + t.HelpDesc.Render("no"))

@@ -25,6 +25,9 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Output != nil {
 		popts = append(popts, tea.WithOutput(opts.Output))
 	}
+	if opts.Width > 0 && opts.Height > 0 {
+		popts = append(popts, tea.WithWindowSize(opts.Width, opts.Height))
+	}
 	_, err = tea.NewProgram(m, popts...).Run()
 	m.Close()
 	if note := m.QuitNote(); note != "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +19,15 @@ func TestRunQuitsAndSaysAppsKeepRunning(t *testing.T) {
 	seed(e)
 	opts := e.opts
 	in, feed := io.Pipe()
-	var out, msgs bytes.Buffer
-	opts.Input, opts.Output, opts.Messages = in, &out, &msgs
+	var msgs bytes.Buffer
+	screen := newScreen("5 apps")
+	opts.Input, opts.Output, opts.Messages = in, screen, &msgs
+	opts.Width, opts.Height = 120, 30
 	opts.TickInterval = 0
 	done := make(chan error, 1)
 	go func() { done <- tui.Run(context.Background(), opts) }()
-	// Give the first listing time to arrive, so that the note can count the apps.
-	time.Sleep(300 * time.Millisecond)
+	// The note counts the apps of the first listing: quit once it is drawn.
+	screen.wait(t)
 	if _, err := feed.Write([]byte("q")); err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +49,13 @@ func TestRunCancelledContext(t *testing.T) {
 	opts := newEnv(t).opts
 	in, feed := io.Pipe()
 	defer feed.Close()
-	opts.Input, opts.Output = in, io.Discard
+	screen := newScreen("No apps yet")
+	opts.Input, opts.Output = in, screen
+	opts.Width, opts.Height = 120, 30
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- tui.Run(ctx, opts) }()
-	time.Sleep(100 * time.Millisecond)
+	screen.wait(t) // cancel a running program, not one still starting
 	cancel()
 	select {
 	case err := <-done:
@@ -59,5 +64,42 @@ func TestRunCancelledContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context was cancelled")
+	}
+}
+
+// screen is a program's output that says when a text first appears in it.
+type screen struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func newScreen(want string) *screen { return &screen{want: want, seen: make(chan struct{})} }
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	if s.want != "" && strings.Contains(s.buf.String(), s.want) {
+		s.want = ""
+		close(s.seen)
+	}
+	return len(p), nil
+}
+
+// screenTimeout bounds the wait for the first frames: the app list draws within a
+// second even on a loaded machine.
+const screenTimeout = 20 * time.Second
+
+// wait returns once the text was drawn, failing the test after screenTimeout.
+func (s *screen) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.seen:
+	case <-time.After(screenTimeout):
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t.Fatalf("%q not drawn within %s; the output:\n%q", s.want, screenTimeout, s.buf.String())
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/describe"
 )
 
 // openForm goes from the app list to the form of component name.
@@ -123,17 +124,13 @@ func TestFormRequiredAndRunOptions(t *testing.T) {
 	d.typ("/tmp/x")
 	d.lacks("✗ required")
 	// Move to the run option "prepend_cwd", a toggle.
-	for !strings.Contains(d.screen(), "▸  prepend_cwd") {
-		d.keys("tab")
-	}
+	d.focus("prepend_cwd", "tab")
 	d.contains("put the working directory") // its help
 	d.contains("[ ]")
 	d.keys("space")
 	d.contains("[x]")
 	// Then to "stop_timeout", and give it a bad value.
-	for !strings.Contains(d.screen(), "▸  stop_timeout") {
-		d.keys("tab")
-	}
+	d.focus("stop_timeout", "tab")
 	d.keys("ctrl+u")
 	d.typ("soon")
 	d.contains("✗ want a number")
@@ -154,9 +151,7 @@ func TestFormOffersEveryScheduler(t *testing.T) {
 	d := newDriver(t, e.opts, 120, 32)
 	openForm(d, "utils.echo")
 	d.contains("◂ local_cwd ▸  local_dir  local_docker", "Run options · local_cwd", "log_dir")
-	for !strings.Contains(d.screen(), "▸  scheduler") {
-		d.keys("tab")
-	}
+	d.focus("scheduler", "tab")
 	d.keys("right", "right")
 	d.contains("local_cwd  local_dir  ◂ local_docker ▸", "Run options · local_docker", "copy_env", "privileged", "network")
 	d.lacks("log_dir")
@@ -165,18 +160,60 @@ func TestFormOffersEveryScheduler(t *testing.T) {
 
 	// An edit to local_cwd's run options survives a trip to another scheduler.
 	d.keys("left")
-	for !strings.Contains(d.screen(), "▸  prepend_cwd") {
-		d.keys("tab")
-	}
+	d.focus("prepend_cwd", "tab")
 	d.keys("space")
 	d.contains("[x]")
-	for !strings.Contains(d.screen(), "▸  scheduler") {
-		d.keys("shift+tab")
-	}
+	d.focus("scheduler", "shift+tab")
 	d.keys("right")
 	d.contains("Run options · local_dir")
 	d.keys("left")
 	d.contains("Run options · local_cwd", "[x]")
+}
+
+// TestFormPlansThroughTheRunner: the form plans its command line with the Runner's
+// DryRunComponent, as `wick run` does: the same error, word for word, and the
+// component's warnings.
+func TestFormPlansThroughTheRunner(t *testing.T) {
+	opts := newEnv(t).opts
+	d := newDriver(t, opts, 160, 40)
+	openForm(d, "dist.spmd")
+	d.focus("script", "tab")
+	d.typ("train.py")
+	d.focus("j", "tab")
+	d.keys("ctrl+u")
+	d.typ("2y4")
+	d.keys("enter")
+	_, want := opts.Runner.DryRunComponent(context.Background(), "dist.spmd", []string{"--script", "train.py", "-j", "2y4"}, "local_cwd", nil, "", runner.Components{})
+	if want == nil {
+		t.Fatal("the Runner planned -j 2y4")
+	}
+	d.contains("dry run failed: " + want.Error()[:80])
+	d.keys("esc")
+	d.keys("ctrl+u")
+	d.typ("1x2")
+	d.keys("enter")
+	d.contains("=== APPLICATION ===", "warning: -j 1x2 sets nproc_per_node=2, but a gpu.small host has 1 GPUs")
+}
+
+// TestFormToggleKeysAreActions: the keys of a toggle are rows of the action table, so
+// help lists them and [keys] rebinds them.
+func TestFormToggleKeysAreActions(t *testing.T) {
+	opts := newEnv(t).opts
+	opts.SettingsPath = filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, opts.SettingsPath, "[keys]\ntoggle = \"t\"\n")
+	d := newDriver(t, opts, 120, 32)
+	openForm(d, "utils.echo")
+	d.focus("prepend_cwd", "tab")
+	d.contains("t toggle / next choice")
+	d.keys("space")
+	d.lacks("[x]")
+	d.keys("t")
+	d.contains("[x]")
+	d.keys("?")
+	d.contains("toggle / next choice", "previous choice", "prev-choice")
+	d.keys("esc")
+	d.keys("t")
+	d.lacks("[x]")
 }
 
 func TestFormTypingIsNotAnAction(t *testing.T) {
@@ -195,9 +232,7 @@ func TestPreviewMasksSecretsUntilRevealed(t *testing.T) {
 	opts := newEnv(t).opts
 	d := newDriver(t, opts, 120, 40)
 	openForm(d, "utils.sh")
-	for !strings.Contains(d.screen(), "▸  env") {
-		d.keys("tab")
-	}
+	d.focus("env", "tab")
 	d.typ("API_TOKEN=s3cr3t,PLAIN=visible")
 	d.keys("enter")
 	d.contains("API_TOKEN:", "••••••••", "visible")
@@ -266,7 +301,7 @@ func TestRelaunchRunsTheSameAppDef(t *testing.T) {
 	d.typ("again")
 	d.keys("enter", "enter")
 	d.contains("1 app ")
-	d.keys("r")
+	d.keys("r", "y")
 	d.contains("2 apps", "launched local_cwd://wick/echo-")
 	d.keys("d")
 	d.contains("args:         [again]")
@@ -289,10 +324,12 @@ func TestHelpOverlayAndPalette(t *testing.T) {
 	s := seed(e)
 	d := newDriver(t, e.opts, 120, 30)
 	d.keys("?")
-	d.contains("This view (apps)", "Everywhere", "cancel", "command palette")
+	d.contains("This view (apps)", "cancel", "delete all finished")
 	d.golden("help_apps_120x30")
-	d.keys("j") // any key closes
-	d.lacks("This view (apps)")
+	d.keys("G")
+	d.contains("Everywhere", "command palette")
+	d.keys("q") // any key but a move closes
+	d.lacks("Everywhere")
 
 	d.keys(":")
 	d.typ("descr")
@@ -413,6 +450,33 @@ func TestOpenOnLogs(t *testing.T) {
 	d2.contains("Apps")
 }
 
+// TestWallStateUnderTheRunnersStateDir: the wall keeps its layout under the state
+// directory the Runner was given, whatever the environment says.
+func TestWallStateUnderTheRunnersStateDir(t *testing.T) {
+	e := newEnv(t)
+	h := e.launch(echoApp("echo", "kept", 2))
+	e.wait(h)
+	saveWallLayout(t, e, h)
+}
+
+// saveWallLayout opens the wall of app h, changes its layout (zoom), closes the UI and
+// returns the file the layout was saved to, under the Runner's state directory.
+func saveWallLayout(t *testing.T, e *env, h string) string {
+	t.Helper()
+	opts := e.opts
+	opts.Logs = h
+	d := newDriver(t, opts, 120, 24)
+	d.contains("echo/1", "kept")
+	d.keys("z")
+	d.m.Close()
+	hd := e.handle(h)
+	path := filepath.Join(e.r.StateDir(), "ui", "wall", hd.Scheduler+"_"+hd.Session+"_"+hd.AppID+".json")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the wall's state is not under the Runner's state directory: %v", err)
+	}
+	return path
+}
+
 func TestBadLogsHandle(t *testing.T) {
 	opts := newEnv(t).opts
 	opts.Logs = "nonsense"
@@ -452,8 +516,9 @@ func TestLaunchShowsProgressAndFailure(t *testing.T) {
 	d := newDriver(t, e.opts, 120, 20)
 	openForm(d, "utils.echo")
 	d.keys("enter", "enter")
-	d.contains("Launching echo on local_cwd", "✓ starting 1 replicas",
+	d.contains("Launching echo on local_cwd", "✓ starting 1 replica",
 		"✗ local_cwd: start supervisor: fork/exec "+broken+": exec format error", "launch failed")
+	d.lacks("1 replicas")
 	d.golden("launch_failed_120x20")
 	d.keys("esc")
 	d.contains("=== APPLICATION ===")
@@ -471,9 +536,7 @@ func TestLaunchFailsOnALogDirTakenSinceThePreview(t *testing.T) {
 	e := newEnv(t)
 	d := newDriver(t, e.opts, 160, 30)
 	openForm(d, "utils.echo")
-	for !strings.Contains(d.screen(), "▸  log_dir") {
-		d.keys("tab")
-	}
+	d.focus("log_dir", "tab")
 	logDir := filepath.Join(e.root, "logs")
 	d.keys("ctrl+u")
 	d.typ(logDir)
@@ -630,7 +693,7 @@ func TestPanicsBecomeMessages(t *testing.T) {
 	}
 	defer m.Close()
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
-	v := &boom{Base: common.NewBase(&common.Context{}, common.KindDescribe)}
+	v := &boom{Base: common.NewBase(&common.Context{}, describe.Kind)}
 	m.Update(common.PushMsg{View: v})
 	m.Update(key("j"))
 	if err := m.Fault(); err == nil || !strings.Contains(err.Error(), "kaboom") {

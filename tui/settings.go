@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
+	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
-	"github.com/wick-dev/wick/tui/common"
 )
 
 // Settings are the UI settings of ~/.config/wick/config.toml:
@@ -18,25 +20,36 @@ import (
 //	[keys]                     # override the keys of actions (see `?` in the UI)
 //	quit = ["q", "ctrl+q"]
 //	logs = "L"
+//
+//	[metrics]                  # the numbers the log wall draws, as [wick:metrics]
+//	metrics = ["loss", "lr"]   # of .torchxconfig (which wins key by key)
+//	pattern.acc = 'top-1 acc (\S+)%'
+//	divergence = 4
 type Settings struct {
 	// Theme names the theme; "" or "auto" picks dark or light from the terminal.
 	Theme string
 	// Keys maps action names to their keys.
 	Keys map[string][]string
+	// Metrics holds the [metrics] section: the keys of engine/metrics.ParseConfig.
+	Metrics map[string]string
 }
 
-// DefaultSettingsPath is $XDG_CONFIG_HOME/wick/config.toml, else
-// ~/.config/wick/config.toml.
-func DefaultSettingsPath(getenv func(string) string) string {
-	dir := getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home := getenv("HOME")
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
-		dir = filepath.Join(home, ".config")
+// UserConfigDir is the user's configuration directory: $XDG_CONFIG_HOME, else
+// ~/.config. wick's settings, themes and user components live under its wick folder.
+func UserConfigDir(getenv func(string) string) string {
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+		return dir
 	}
-	return filepath.Join(dir, "wick", "config.toml")
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".config")
+}
+
+// DefaultSettingsPath is UserConfigDir/wick/config.toml.
+func DefaultSettingsPath(getenv func(string) string) string {
+	return filepath.Join(UserConfigDir(getenv), "wick", "config.toml")
 }
 
 // ThemesDir is where user themes live: the themes folder beside the settings file.
@@ -59,7 +72,7 @@ func LoadSettings(path string) (Settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
-	actions := common.NewRegistry().Names()
+	actions := newActions().Names()
 	for _, e := range entries {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("%s: line %d: %s", path, e.Line, fmt.Sprintf(format, args...))
@@ -93,8 +106,27 @@ func LoadSettings(path string) (Settings, error) {
 				s.Keys = map[string][]string{}
 			}
 			s.Keys[e.Key] = keys
+		case e.Section == "metrics":
+			var v string
+			switch x := e.Value.(type) {
+			case string:
+				v = x
+			case []string:
+				v = strings.Join(x, ",")
+			case int64:
+				v = strconv.FormatInt(x, 10)
+			default:
+				return s, bad("%s must be a string, a number or an array of strings", e.Key)
+			}
+			if _, err := metrics.ParseConfig(map[string]string{e.Key: v}); err != nil {
+				return s, bad("%v", strings.Replace(err.Error(), "["+metrics.Section+"]", "[metrics]", 1))
+			}
+			if s.Metrics == nil {
+				s.Metrics = map[string]string{}
+			}
+			s.Metrics[e.Key] = v
 		default:
-			return s, bad("unknown section [%s] (want [keys])", e.Section)
+			return s, bad("unknown section [%s] (want [keys] or [metrics])", e.Section)
 		}
 	}
 	return s, nil

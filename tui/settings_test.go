@@ -118,7 +118,7 @@ func TestKeysFromSettings(t *testing.T) {
 	writeFile(t, opts.SettingsPath, "[keys]\nquit = \"ctrl+q\"\ndescribe = [\"enter\", \"i\"]\n")
 	d := newDriver(t, opts, 120, 24)
 	d.contains("enter/i describe")
-	d.keys("?")
+	d.keys("?", "G")
 	d.contains("ctrl+q", "quit")
 	d.keys("esc")
 	d.keys("q")
@@ -131,4 +131,19 @@ func TestKeysFromSettings(t *testing.T) {
 	if !d.quit {
 		t.Fatal("ctrl+q does not quit")
 	}
+}
+
+// TestPaletteKeysFromSettings: the palette's own keys are rows of the action table,
+// rebound by name like any other.
+func TestPaletteKeysFromSettings(t *testing.T) {
+	opts := newEnv(t).opts
+	opts.SettingsPath = filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, opts.SettingsPath, "[keys]\nclose-palette = \"ctrl+g\"\n")
+	d := newDriver(t, opts, 120, 30)
+	d.keys(":")
+	d.contains("action name")
+	d.keys("esc")
+	d.contains("action name") // esc no longer closes it
+	d.keys("ctrl+g")
+	d.lacks("action name")
 }

@@ -322,14 +322,18 @@ func (t *trainer) warn(i int) {
 	t.err.WriteByte('\n')
 }
 
-// loss is a plausible, deterministic training curve with per-rank noise.
-func (t *trainer) loss(step int) float64 {
+// noise is deterministic per rank and step, uniform in [-0.5, 0.5).
+func (t *trainer) noise(step int) float64 {
 	x := uint64(step)*0x9E3779B97F4A7C15 ^ uint64(t.o.Rank+1)*0xBF58476D1CE4E5B9
 	x ^= x >> 31
 	x *= 0x94D049BB133111EB
 	x ^= x >> 29
-	noise := float64(x>>11)/float64(1<<53) - 0.5
-	return 0.35 + 2.6*math.Exp(-float64(step)/600) + 0.08*noise
+	return float64(x>>11)/float64(1<<53) - 0.5
+}
+
+// loss is a plausible, deterministic training curve with per-rank noise.
+func (t *trainer) loss(step int) float64 {
+	return 0.35 + 2.6*math.Exp(-float64(step)/600) + 0.08*t.noise(step)
 }
 
 // lr is a linear warm-up then cosine decay from 3e-4.
@@ -379,8 +383,11 @@ func (t *trainer) endEpoch() {
 	epoch := t.step/o.StepsPerEpoch - 1
 	t.bar(true)
 	avg := t.epochSum / float64(max(1, t.epochN))
+	// The eval loss sits above the train loss by a gap that widens as the model
+	// starts to overfit, with its own noise (a different batch of held-out data).
+	eval := avg*(1.03+0.005*float64(epoch)) + 0.03*t.noise(-1-epoch)
 	fmt.Fprintf(t.out, "[rank %d] epoch %d done: train loss %.4f, eval loss %.4f, %.1fs elapsed\n",
-		o.Rank, epoch, avg, avg*1.04, time.Since(t.start).Seconds())
+		o.Rank, epoch, avg, eval, time.Since(t.start).Seconds())
 	if o.Rank == 0 {
 		fmt.Fprintf(t.out, "[rank 0] saved checkpoint to checkpoints/epoch_%03d.pt\n", epoch)
 	}
@@ -419,12 +426,20 @@ func (t *trainer) bar(final bool) {
 	fmt.Fprintf(&b, "\rEpoch %d: %3d%%|", epoch, int(frac*100))
 	b.WriteString(strings.Repeat("█", full))
 	if full < width {
-		b.WriteString(blocks[int(frac*width*8)%8])
+		// The partial cell is a space when no eighth of it is filled: the bar always
+		// takes width cells.
+		part := blocks[int(frac*width*8)%8]
+		if part == "" {
+			part = " "
+		}
+		b.WriteString(part)
 		b.WriteString(strings.Repeat(" ", width-full-1))
 	}
 	rate := o.Rate
-	fmt.Fprintf(&b, "| %d/%d [%s<%s, %.2fit/s, loss=%.4f]",
-		n, size, clock(time.Duration(float64(n)/rate*float64(time.Second))),
+	// The count is padded to the total's digits so that the line keeps its width as
+	// it is redrawn.
+	fmt.Fprintf(&b, "| %*d/%d [%s<%s, %.2fit/s, loss=%.4f]",
+		len(strconv.Itoa(size)), n, size, clock(time.Duration(float64(n)/rate*float64(time.Second))),
 		clock(time.Duration(float64(size-n)/rate*float64(time.Second))), rate, t.loss(max(0, t.step-1)))
 	t.err.WriteString(b.String())
 	t.barOpen = true

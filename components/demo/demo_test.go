@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -124,6 +125,23 @@ func TestTrainOutput(t *testing.T) {
 	// Progress bars are redrawn with \r and each is ended by a newline.
 	if !strings.Contains(errOut, "\rEpoch 0: 100%|██████████| 250/250 [") || !strings.Contains(errOut, "\rEpoch 2: 100%|██████████| 100/100 [") {
 		t.Errorf("no finished progress bars on stderr:\n%q", errOut)
+	}
+	// Every frame of one epoch's bar has the same width: a bar redrawn in place
+	// leaves no debris and does not jump.
+	for _, line := range strings.Split(errOut, "\n") {
+		if !strings.HasPrefix(line, "\rEpoch 0:") {
+			continue
+		}
+		frames := strings.Split(line[1:], "\r")
+		for _, f := range frames {
+			bar := f[strings.Index(f, "|")+1 : strings.LastIndex(f, "|")]
+			if n := utf8.RuneCountInString(bar); n != 10 {
+				t.Errorf("bar %q is %d cells, want 10", bar, n)
+			}
+			if w0, w := utf8.RuneCountInString(frames[0]), utf8.RuneCountInString(f); w != w0 {
+				t.Errorf("frame %q is %d cells wide, the first was %d", f, w, w0)
+			}
+		}
 	}
 	if !strings.HasSuffix(errOut, "\n") || strings.Contains(errOut, "\r\n") {
 		t.Errorf("progress bars not ended properly: %q", errOut[max(0, len(errOut)-200):])

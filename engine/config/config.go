@@ -16,7 +16,8 @@
 //	[cli:run]              defaults of `wick run`: scheduler, workspace, component
 //	scheduler = local_cwd
 //
-// [torchx:tracker] and [tracker:NAME] sections are accepted and ignored.
+// [torchx:tracker] and [tracker:NAME] sections are accepted and ignored. [wick:NAME]
+// sections hold wick's own settings ([wick:metrics]: see engine/metrics.ParseConfig).
 //
 // # Which files, and precedence
 //
@@ -79,16 +80,6 @@ type Locations struct {
 	Cwd, Home string
 }
 
-// DefaultLocations reads the locations from the process: $TORCHXCONFIG, the working
-// directory and the home directory.
-func DefaultLocations() Locations {
-	var loc Locations
-	loc.TorchxConfig, loc.TorchxConfigSet = os.LookupEnv(EnvVar)
-	loc.Cwd, _ = os.Getwd()
-	loc.Home, _ = os.UserHomeDir()
-	return loc
-}
-
 // Paths returns the config files to read, highest precedence first: the
 // $TORCHXCONFIG file alone (an error if it is not a file; none if it is empty), or
 // the project's then the home directory's .torchxconfig, those that exist.
@@ -125,31 +116,11 @@ func Paths(loc Locations) ([]string, error) {
 	return paths, nil
 }
 
-// Load reads the config files of a project: torchxconfig is the value of
-// $TORCHXCONFIG ("" when unset), home the home directory, cwd the project directory.
-// Use LoadLocations to tell an unset $TORCHXCONFIG from an empty one.
-func Load(torchxconfig, home, cwd string) (*Config, error) {
-	return LoadLocations(Locations{TorchxConfig: torchxconfig, TorchxConfigSet: torchxconfig != "", Cwd: cwd, Home: home})
-}
-
-// LoadLocations reads the config files Paths finds.
-func LoadLocations(loc Locations) (*Config, error) {
+// Load reads the config files of a project, those Paths finds at loc.
+func Load(loc Locations) (*Config, error) {
 	paths, err := Paths(loc)
 	if err != nil {
 		return nil, err
-	}
-	return LoadFiles(paths...)
-}
-
-// LoadDirs reads DIR/.torchxconfig for each directory that has one, highest
-// precedence first (pass the project directory, then home).
-func LoadDirs(dirs ...string) (*Config, error) {
-	var paths []string
-	for _, d := range dirs {
-		p := filepath.Join(d, FileName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			paths = append(paths, p)
-		}
 	}
 	return LoadFiles(paths...)
 }
@@ -177,9 +148,6 @@ func LoadFiles(paths ...string) (*Config, error) {
 	}
 	return c, nil
 }
-
-// New makes a Config of parsed files, highest precedence first.
-func New(files ...*File) *Config { return &Config{files: files} }
 
 // Files lists the paths of the files read, highest precedence first.
 func (c *Config) Files() []string {
@@ -263,6 +231,10 @@ func (c *Config) ComponentDefaults(name string) map[string]string {
 // CLIRun returns the [cli:run] defaults: scheduler, workspace, component.
 func (c *Config) CLIRun() map[string]string { return c.merged("cli:run") }
 
+// Wick returns a [wick:NAME] section of wick's own settings (e.g. wick:metrics), the
+// first file that sets a key winning.
+func (c *Config) Wick(name string) map[string]string { return c.merged("wick:" + name) }
+
 // CLI returns the [cli:CMD] defaults of a wick verb.
 func (c *Config) CLI(cmd string) map[string]string { return c.merged("cli:" + cmd) }
 
@@ -294,7 +266,7 @@ func (c *Config) CheckSections(schedulers []string) error {
 		for _, s := range f.Sections {
 			prefix, _, hasPrefix := strings.Cut(s.Name, ":")
 			switch {
-			case hasPrefix && (prefix == "component" || prefix == "cli" || prefix == "tracker"),
+			case hasPrefix && (prefix == "component" || prefix == "cli" || prefix == "tracker" || prefix == "wick"),
 				s.Name == "torchx:tracker":
 				continue
 			}

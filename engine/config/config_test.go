@@ -164,7 +164,7 @@ func TestRunOpts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := New(f).RunOpts("local_cwd", opts); err == nil || err.Error() != want {
+		if _, err := (&Config{files: []*File{f}}).RunOpts("local_cwd", opts); err == nil || err.Error() != want {
 			t.Errorf("%q: err = %v, want %q", src, err, want)
 		}
 	}
@@ -172,10 +172,9 @@ func TestRunOpts(t *testing.T) {
 
 func TestSectionsMerge(t *testing.T) {
 	dir := t.TempDir()
-	c, err := LoadDirs(
-		filepath.Dir(write(t, filepath.Join(dir, "p"), "[component:dist.ddp]\nj = 2x8\n[cli:run]\nscheduler = local_cwd\n")),
-		filepath.Join(dir, "no-config-here"),
-		filepath.Dir(write(t, filepath.Join(dir, "h"), "[component:dist.ddp]\nj = 1x1\nimage = img\n[cli:run]\nscheduler = local_docker\ncomponent = dist.ddp\n[cli:list]\nscheduler = x\n")),
+	c, err := LoadFiles(
+		write(t, filepath.Join(dir, "p"), "[component:dist.ddp]\nj = 2x8\n[cli:run]\nscheduler = local_cwd\n"),
+		write(t, filepath.Join(dir, "h"), "[component:dist.ddp]\nj = 1x1\nimage = img\n[cli:run]\nscheduler = local_docker\ncomponent = dist.ddp\n[cli:list]\nscheduler = x\n"),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -205,13 +204,16 @@ func TestSectionsMerge(t *testing.T) {
 }
 
 func TestCheckSections(t *testing.T) {
-	f, err := Parse("f", []byte("[local_cwd]\n[component:x]\n[cli:run]\n[torchx:tracker]\n[tracker:fsspec]\n[local_dokcer]\n"))
+	f, err := Parse("f", []byte("[local_cwd]\n[component:x]\n[cli:run]\n[torchx:tracker]\n[tracker:fsspec]\n[wick:metrics]\nwatch = loss\n[local_dokcer]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = New(f).CheckSections([]string{"local_cwd", "local_dir", "local_docker"})
-	if err == nil || err.Error() != `f:6: unknown section [local_dokcer]: not a scheduler (did you mean "local_docker"?)` {
+	err = (&Config{files: []*File{f}}).CheckSections([]string{"local_cwd", "local_dir", "local_docker"})
+	if err == nil || err.Error() != `f:8: unknown section [local_dokcer]: not a scheduler (did you mean "local_docker"?)` {
 		t.Errorf("err = %v", err)
+	}
+	if got := (&Config{files: []*File{f}}).Wick("metrics")["watch"]; got != "loss" {
+		t.Errorf("[wick:metrics] watch = %q", got)
 	}
 }
 
@@ -248,17 +250,14 @@ func TestPaths(t *testing.T) {
 			t.Errorf("%+v: %v, %v; want %v", tc.loc, got, err, tc.want)
 		}
 	}
-	c, err := LoadLocations(Locations{Cwd: cwd, Home: home, TorchxConfig: explicit, TorchxConfigSet: true})
+	c, err := Load(Locations{Cwd: cwd, Home: home, TorchxConfig: explicit, TorchxConfigSet: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg, _ := c.RunOpts("local_cwd", opts); cfg["log_dir"] != "/e" {
 		t.Errorf("TORCHXCONFIG file not read: %v", cfg)
 	}
-	if c, err := Load(explicit, home, cwd); err != nil || !reflect.DeepEqual(c.Files(), []string{explicit}) {
-		t.Errorf("Load with $TORCHXCONFIG: %v, %v", c.Files(), err)
-	}
-	if c, err := Load("", home, cwd); err != nil || !reflect.DeepEqual(c.Files(), []string{pc, ph}) {
+	if c, err := Load(Locations{Cwd: cwd, Home: home}); err != nil || !reflect.DeepEqual(c.Files(), []string{pc, ph}) {
 		t.Errorf("Load: %v, %v (the project's file first)", c.Files(), err)
 	}
 	if _, err := LoadFiles(filepath.Join(dir, "missing")); err == nil {

@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		c := New(file)
+		c := &Config{files: []*File{file}}
 		for _, s := range file.Sections {
 			if s.Line < 1 || s.Line > lines {
 				t.Errorf("section %q at line %d of %d", s.Name, s.Line, lines)

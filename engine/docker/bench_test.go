@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -22,6 +23,8 @@ import (
 //	go test -run '^$' -bench . ./engine/docker/
 
 // BenchmarkRun8True launches 8 replicas of `true` and waits until they have all exited.
+// Like its bare twins, it waits on the Engine (ContainerWait), so that the difference
+// is wick's launch; the app's state is checked untimed.
 func BenchmarkRun8True(b *testing.B) {
 	needEngine(b)
 	s := newScheduler(b)
@@ -36,10 +39,17 @@ func BenchmarkRun8True(b *testing.B) {
 		if err := s.Schedule(ctx, info, nil); err != nil {
 			b.Fatal(err)
 		}
-		if st := waitFast(b, s, info.AppID); st.State != spec.Succeeded {
-			b.Fatalf("state %s", st.State)
+		for k := range r.NumReplicas {
+			bareWait(b, containerName(info.AppID, r.Name, k))
 		}
 		b.StopTimer()
+		d, err := s.Describe(ctx, info.AppID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d.Status.State != spec.Succeeded {
+			b.Fatalf("after the wait: %s", d.Status.State)
+		}
 		if err := s.Delete(ctx, info.AppID, true); err != nil {
 			b.Fatal(err)
 		}
@@ -127,8 +137,12 @@ func BenchmarkCancel4(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		if d, err := s.Describe(ctx, info.AppID); err != nil || d.Status.State != spec.Cancelled {
-			b.Fatalf("after cancel: %v %v", d.Status.State, err)
+		d, err := s.Describe(ctx, info.AppID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d.Status.State != spec.Cancelled {
+			b.Fatalf("after cancel: %s", d.Status.State)
 		}
 		if err := s.Delete(ctx, info.AppID, true); err != nil {
 			b.Fatal(err)
@@ -260,23 +274,6 @@ func floodApp(b *testing.B) string {
 	return flood.app
 }
 
-// waitFast polls Describe every 10 ms until the app is terminal.
-func waitFast(b *testing.B, s *Scheduler, appID string) spec.AppStatus {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		d, err := s.Describe(context.Background(), appID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if d.Status.State.Terminal() {
-			return d.Status
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	b.Fatalf("app %s did not end", appID)
-	return spec.AppStatus{}
-}
-
 func bareRun(b *testing.B, cmd ...string) string {
 	id, err := bareStart(cmd...)
 	if err != nil {
@@ -331,4 +328,89 @@ func BenchmarkBareLogs200kTimestamps(b *testing.B) {
 		}
 		body.Close()
 	}
+}
+
+// BenchmarkFollow200k launches a replica that prints 200k lines as fast as it can and
+// follows its log until the replica has ended and every line is read: what attached
+// `wick run` does. lines/op is how many lines were delivered.
+func BenchmarkFollow200k(b *testing.B) {
+	needEngine(b)
+	s := newScheduler(b)
+	ctx := context.Background()
+	app := &spec.AppDef{Name: "bench-follow", Roles: []spec.Role{role("flood", 1, "flood", "200000")}}
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		info := plan(b, s, app, nil, "")
+		b.StartTimer()
+		if err := s.Schedule(ctx, info, nil); err != nil {
+			b.Fatal(err)
+		}
+		it, err := s.Logs(ctx, info.AppID, "flood", 0, sched.LogOptions{Follow: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = 0
+		for {
+			if _, err := it.Next(ctx); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		it.Close()
+		b.StopTimer()
+		if err := s.Delete(ctx, info.AppID, true); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n), "lines/op")
+}
+
+// BenchmarkBareFollow200k is `docker run -d` of the same replica, with the same log
+// configuration as wick's containers, then `docker logs -f` until the Engine ends the
+// stream: lines/op shows how many lines the Engine's follow stream delivers by itself.
+func BenchmarkBareFollow200k(b *testing.B) {
+	needEngine(b)
+	ctx := context.Background()
+	n := 0
+	for b.Loop() {
+		res, err := env.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Config: &container.Config{Image: env.image, Entrypoint: []string{"/bin/helper"}, Cmd: []string{"flood", "200000"}, Labels: map[string]string{"wick-test": env.session}},
+			HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(env.network),
+				LogConfig: container.LogConfig{Type: logDriver, Config: logSpec(nil).Options}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := res.ID
+		if _, err := env.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		body, err := env.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lc := &lineCounter{}
+		if _, err := stdcopy.StdCopy(lc, io.Discard, body); err != nil {
+			b.Fatal(err)
+		}
+		body.Close()
+		n = lc.n
+		b.StopTimer()
+		bareWait(b, id)
+		bareRemove(b, id)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n), "lines/op")
+}
+
+// lineCounter counts the newlines written to it.
+type lineCounter struct{ n int }
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.n += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
 }

@@ -58,7 +58,7 @@ func live(state container.ContainerState) bool {
 // the SIGKILL later, so Cancel returns once the Engine has stopped them all, which takes
 // at most that grace period. Cancelling an app that has ended does nothing.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
-	cli, sums, err := s.appContainers(ctx, appID)
+	cli, sums, _, err := s.appContainers(ctx, appID)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func first(names []string) string {
 // unless force, which cancels it first. Workspace images are kept: later runs reuse
 // them.
 func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error {
-	cli, sums, err := s.appContainers(ctx, appID)
+	cli, sums, _, err := s.appContainers(ctx, appID)
 	if err != nil {
 		return err
 	}

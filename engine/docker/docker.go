@@ -42,6 +42,9 @@ const (
 	// LabelApp holds the submitted AppDef, run options and workspace as JSON. It is
 	// left out of the dry run's printout.
 	LabelApp = "dev.wick.app"
+	// LabelHome identifies the WICK_HOME that launched the app (see homeID): a shared
+	// Engine holds other homes' and users' apps, which lists leave out by default.
+	LabelHome = "dev.wick.home"
 	// LabelManaged marks networks and workspace images wick created.
 	LabelManaged = "dev.wick.managed"
 
@@ -61,6 +64,10 @@ const (
 	OptShmSize     = "shm_size"
 	OptQuiet       = "quiet"
 	OptStopTimeout = "stop_timeout"
+	// OptPublishPorts publishes port_map on the host's loopback address.
+	OptPublishPorts = "publish_ports"
+	// OptLogOpts are options of the containers' json-file log.
+	OptLogOpts = "log_opts"
 )
 
 // Defaults of the run options.
@@ -81,6 +88,10 @@ type Scheduler struct {
 	mu     sync.Mutex // guards cli and pinged
 	cli    *client.Client
 	pinged bool
+
+	errs errorCache
+	// stats keeps containers' previous CPU samples (see Usage).
+	stats statsCache
 }
 
 // New makes the local_docker scheduler. It does not contact the Engine: the first call
@@ -96,7 +107,7 @@ func New(cfg sched.Config) (sched.Scheduler, error) {
 func (s *Scheduler) Name() string { return Name }
 
 // RunOpts lists the options of local_docker: TorchX's (copy_env, env, privileged,
-// image_repo, quiet) plus network, shm_size and stop_timeout.
+// image_repo, quiet) plus network, shm_size, publish_ports, log_opts and stop_timeout.
 func (s *Scheduler) RunOpts() spec.RunOpts {
 	return spec.RunOpts{
 		{Name: OptCopyEnv, Type: spec.OptList, Help: "glob patterns (fnmatch) of host environment variables to copy into the containers, e.g. FOO_*,AWS_*"},
@@ -104,9 +115,11 @@ func (s *Scheduler) RunOpts() spec.RunOpts {
 		{Name: OptPrivileged, Type: spec.OptBool, Default: false, Help: "run the containers privileged (docker run --privileged)"},
 		{Name: OptImageRepo, Type: spec.OptString, Help: "repository of the images built from a workspace (default " + DefaultImageRepo + "); they are tagged by content"},
 		{Name: OptNetwork, Type: spec.OptString, Default: DefaultNetwork, Help: "user-defined bridge network the containers join (created when missing); replicas reach each other by container name on it"},
-		{Name: OptShmSize, Type: spec.OptString, Help: "size of /dev/shm in each container, e.g. 2g or 512m (default: the Engine's, 64m)"},
+		{Name: OptShmSize, Type: spec.OptString, Help: "size of /dev/shm in each container, e.g. 2g or 512m (default: the role's memMB, as in TorchX; without one, the Engine's 64m)"},
+		{Name: OptPublishPorts, Type: spec.OptBool, Default: false, Help: "publish each role's port_map on the host's 127.0.0.1 (replica 0 on the port itself, others on ephemeral ports); off, replicas reach each other by name on the network only, as in TorchX"},
+		{Name: OptLogOpts, Type: spec.OptMap, Help: "options of the containers' json-file log, written max-size:100m,max-file:3 (default: none, and the log is never rotated, so that every line stays readable until the app is deleted; the Engine's follow skips and repeats lines where it rotates a log)"},
 		{Name: OptQuiet, Type: spec.OptBool, Default: false, Help: "do not report the steps of workspace image builds"},
-		{Name: OptStopTimeout, Type: spec.OptInt, Default: DefaultStopTimeout, Help: "seconds a cancelled replica gets between SIGTERM and SIGKILL"},
+		{Name: OptStopTimeout, Type: spec.OptInt, Default: DefaultStopTimeout, Help: "seconds a cancelled replica gets between SIGTERM and SIGKILL; 0 to 86400"},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -25,6 +26,10 @@ func dryRun(t *testing.T, app *spec.AppDef, cfg spec.Cfg, workspace string) (*Re
 	cfg, err = s.RunOpts().Resolve(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// What the Runner checks before a scheduler's DryRun (sched.Scheduler.DryRun).
+	if err := app.Validate(); err != nil {
+		return nil, err
 	}
 	req, err := s.DryRun(context.Background(), sched.Submission{AppID: "trainer-bcd0123456789", App: app, Cfg: cfg, Workspace: workspace})
 	if err != nil {
@@ -81,6 +86,7 @@ func TestDryRun(t *testing.T) {
 		"WICK_UNIT_COPY_A": "a", "WICK_UNIT_COPY_B": "role", "FROM_ROLE": "1", "FROM_CFG": "role wins", "ONLY_CFG": "1",
 		"TORCHX_RANK0_HOST": "trainer-bcd0123456789-trainer-0", "TORCHX_IMAGE": "pytorch:2",
 		"WICK_APP_ID": "trainer-bcd0123456789", "WICK_ROLE": "trainer", "WICK_REPLICA_ID": "1",
+		"PYTHONUNBUFFERED": "1", "TORCHELASTIC_ERROR_FILE": "/run/wick/error.json",
 	} {
 		if c.Env[k] != v {
 			t.Errorf("env %s=%q, want %q", k, c.Env[k], v)
@@ -100,7 +106,8 @@ func TestDryRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(req.record), &rec); err != nil || rec.App.Roles[0].Args[3] != "${app_id}" || rec.Cfg[OptShmSize] != "2g" {
 		t.Errorf("app record %s: %v", req.record, err)
 	}
-	wantMounts := []MountSpec{{Type: spec.MountBind, Source: "/data", Target: "/data", ReadOnly: true}, {Type: spec.MountVolume, Source: "cache", Target: "/cache"}}
+	wantMounts := []MountSpec{{Type: spec.MountBind, Source: "/data", Target: "/data", ReadOnly: true}, {Type: spec.MountVolume, Source: "cache", Target: "/cache"},
+		{Type: spec.MountVolume, Target: "/run/wick"}} // the error file's anonymous volume
 	if !slices.Equal(c.Mounts, wantMounts) {
 		t.Errorf("mounts %+v", c.Mounts)
 	}
@@ -115,8 +122,11 @@ func TestDryRun(t *testing.T) {
 	if c.Resources != (Resources{NanoCPUs: 4e9, MemoryBytes: 2048 << 20, GPUs: 2, ShmBytes: 2 << 30}) {
 		t.Errorf("resources %+v", c.Resources)
 	}
-	if !slices.Equal(c.Ports, []PortSpec{{Name: "tensorboard", ContainerPort: 6006, HostPort: 0}}) ||
-		!slices.Equal(req.Containers[0].Ports, []PortSpec{{Name: "tensorboard", ContainerPort: 6006, HostPort: 6006}}) {
+	if c.Log.Driver != "json-file" || len(c.Log.Options) != 1 || c.Log.Options["max-size"] != unrotated {
+		t.Errorf("log %+v: want json-file, never rotated", c.Log)
+	}
+	// port_map is not published unless asked (TorchX does not publish it).
+	if len(c.Ports) != 0 || len(req.Containers[0].Ports) != 0 {
 		t.Errorf("ports %+v and %+v", req.Containers[0].Ports, c.Ports)
 	}
 	if c.Restart != (RestartSpec{Policy: "on-failure", MaxRetries: 3}) || !c.Init || !c.Privileged || c.StopTimeout != DefaultStopTimeout || c.Network != "mynet" {
@@ -126,8 +136,17 @@ func TestDryRun(t *testing.T) {
 	if p.Resources != (Resources{ShmBytes: 2 << 30}) || p.Restart.Policy != "no" || len(p.Command) != 1 || p.Env["TORCHX_RANK0_HOST"] != "trainer-bcd0123456789-trainer-0" {
 		t.Errorf("ps %+v", p)
 	}
-	if len(req.Warnings) != 2 || !strings.Contains(req.Warnings[0], "example.com/thing") || !strings.Contains(req.Warnings[1], "per replica") {
+	// GPU warnings first: whether the machine has enough (nvidia-smi), and that the
+	// two trainers share the same GPUs.
+	warns := strings.Join(req.Warnings, "\n")
+	if len(req.Warnings) < 3 || !strings.Contains(warns, "2 containers ask for GPUs") || !strings.Contains(warns, "example.com/thing") || !strings.Contains(warns, "per replica") {
 		t.Errorf("warnings %q", req.Warnings)
+	}
+	if gpus.Count(context.Background()) < 2 && !strings.Contains(warns, "2 GPUs per container but") {
+		t.Errorf("no warning of missing GPUs: %q", req.Warnings)
+	}
+	if !strings.Contains(req.record, "share them") {
+		t.Errorf("the warnings are not in the app record, for describe")
 	}
 
 	// The request prints as JSON, fields in order.
@@ -147,9 +166,49 @@ func TestDryRun(t *testing.T) {
 	if opts.Name != "trainer-bcd0123456789-trainer-0" || opts.Config.Entrypoint[0] != "python" || len(opts.Config.Cmd) != 10 ||
 		h.NanoCPUs != 4e9 || h.Memory != 2048<<20 || h.ShmSize != 2<<30 || !*h.Init || !h.Privileged ||
 		len(h.DeviceRequests) != 1 || h.DeviceRequests[0].Count != 2 || !slices.Equal(h.DeviceRequests[0].Capabilities[0], []string{"compute", "utility"}) ||
-		len(h.Mounts) != 2 || len(h.Devices) != 3 || len(h.PortBindings) != 1 || string(h.RestartPolicy.Name) != "on-failure" ||
+		len(h.Mounts) != 3 || len(h.Devices) != 3 || len(h.PortBindings) != 0 || string(h.RestartPolicy.Name) != "on-failure" ||
 		opts.Config.Labels[LabelApp] != req.record {
 		t.Errorf("create options %+v %+v", opts.Config, h)
+	}
+}
+
+// Without shm_size, /dev/shm is as large as the memory limit (TorchX); port_map is
+// published on loopback only when publish_ports asks for it; a role that names its own
+// error file gets no error volume.
+func TestDryRunDefaults(t *testing.T) {
+	r := spec.NewRole("trainer", "pytorch:2", "python")
+	r.NumReplicas = 2
+	r.Resource = spec.Resource{CPU: 1, MemMB: 512}
+	r.PortMap = map[string]int{"c10d": 29500}
+	own := spec.NewRole("own", "pytorch:2", "python")
+	own.Env = map[string]string{"TORCHELASTIC_ERROR_FILE": "/out/err.json", "PYTHONUNBUFFERED": ""}
+	app := &spec.AppDef{Name: "trainer", Roles: []spec.Role{r, own}}
+	req, err := dryRun(t, app, spec.Cfg{OptPublishPorts: true, OptLogOpts: map[string]string{"max-size": "100m", "max-file": "3"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, c1, o := req.Containers[0], req.Containers[1], req.Containers[2]
+	if c0.Log.Options["max-size"] != "100m" || c0.Log.Options["max-file"] != "3" {
+		t.Errorf("log_opts not applied: %+v", c0.Log)
+	}
+	if c0.Resources.ShmBytes != 512<<20 || o.Resources.ShmBytes != 0 {
+		t.Errorf("shm %d and %d", c0.Resources.ShmBytes, o.Resources.ShmBytes)
+	}
+	if !slices.Equal(c0.Ports, []PortSpec{{Name: "c10d", ContainerPort: 29500, HostPort: 29500}}) ||
+		!slices.Equal(c1.Ports, []PortSpec{{Name: "c10d", ContainerPort: 29500, HostPort: 0}}) {
+		t.Errorf("ports %+v and %+v", c0.Ports, c1.Ports)
+	}
+	opts, err := createOptions(&c0, req.record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port, binds := range opts.HostConfig.PortBindings {
+		if len(binds) != 1 || binds[0].HostIP.String() != "127.0.0.1" || binds[0].HostPort != "29500" {
+			t.Errorf("port %v bound to %+v, want 127.0.0.1:29500", port, binds)
+		}
+	}
+	if o.Env["TORCHELASTIC_ERROR_FILE"] != "/out/err.json" || o.Env["PYTHONUNBUFFERED"] != "" || len(o.Mounts) != 0 {
+		t.Errorf("own error file: env %v mounts %v", o.Env, o.Mounts)
 	}
 }
 
@@ -164,6 +223,7 @@ func TestDryRunErrors(t *testing.T) {
 	}{
 		{"bad shm", ok, spec.Cfg{OptShmSize: "lots"}, "", "shm_size"},
 		{"negative stop", ok, spec.Cfg{OptStopTimeout: -1}, "", "stop_timeout"},
+		{"absurd stop", ok, spec.Cfg{OptStopTimeout: 9999999999}, "", "between 0 and 86400"},
 		{"no roles", &spec.AppDef{Name: "x"}, nil, "", "no roles"},
 		{"no image", &spec.AppDef{Name: "x", Roles: []spec.Role{spec.NewRole("r", "", "/bin/true")}}, nil, "", "no image"},
 		{"bad port", &spec.AppDef{Name: "x", Roles: []spec.Role{{Name: "r", Image: "i", Entrypoint: "e", NumReplicas: 1, PortMap: map[string]int{"p": 70000}}}}, nil, "", "not a port"},

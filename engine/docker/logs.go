@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -39,15 +38,34 @@ const (
 	// untilSlack is how long a follower with Until in the future keeps reading after
 	// Until, for lines stamped before it that are still in flight.
 	untilSlack = time.Second
+	// resumeSlack is how far before the cursor a resumed read starts. The Engine
+	// stamps stdout and stderr apart, so a message stored after the cursor's can be
+	// stamped a little before it; the messages a resumed read repeats are skipped.
+	resumeSlack = time.Second
+	// fragmentSize is the size of the Engine's log buffer (its copier's, 16 KiB): a
+	// line longer than that is stored as messages of exactly this size without a
+	// newline, then a last one with it. A shorter message without a newline is text
+	// the replica left unterminated when its output ended (its run ended).
+	fragmentSize = 16 << 10
+	// maxLineBytes bounds a line joined from fragments in memory. A longer line (a
+	// progress bar redrawn with \r for an hour without a newline) is first collapsed
+	// to its last \r segment; what is still too long is delivered in pieces marked
+	// Partial.
+	maxLineBytes = 1 << 20
+	// maxPendingText bounds the text of a pending line (LogOptions.Pending): the start
+	// of its last \r segment. The wall shows no more of a line.
+	maxPendingText = 16 << 10
 )
 
 // Logs returns the lines of one replica's container, read from the Engine with their
-// timestamps. Lines keep their stream (the containers have no TTY) and are never split
-// or merged: Docker's 16 KiB fragments of a long line are joined again. Since and Until
-// go to the Engine and are applied again exactly; Follow reads until the replica has
-// ended for good (across Docker's restarts of it). Docker does not say which run of a
+// timestamps. Lines keep their stream (the containers have no TTY) and are never
+// merged: Docker's 16 KiB fragments of a long line are joined again, and text a run
+// left without a newline ends there, as a Partial line. Since and Until go to the
+// Engine and are applied again exactly. Follow reads until the replica has ended for
+// good (across Docker's restarts of it) and every stored line is read, also where
+// the Engine's own follow stream ends early. Docker does not say which run of a
 // restarted container wrote a line, so Attempt is set only where wick sees it: on the
-// lines a follower reads after a restart, which belong to the new run.
+// lines a follower reads of runs it saw Docker start.
 func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, opts sched.LogOptions) (sched.LogIterator, error) {
 	if err := spec.ValidateName("app id", appID); err != nil {
 		return nil, err
@@ -74,11 +92,19 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, o
 	it := &logIter{q: newLineQueue(), cancel: cancel, done: make(chan struct{})}
 	r := &logReader{s: s, cli: cli, id: id, role: role, replica: replica, opts: opts, q: it.q}
 	r.refresh(&info.Container)
+	r.restarts = info.Container.RestartCount
+	r.ended = !liveState(info.Container.State)
 	go func() {
 		defer close(it.done)
 		r.run(rctx)
 	}()
 	return it, nil
+}
+
+// liveState reports whether a container may still write to its log: it runs, is
+// paused, is being restarted by Docker, or was never started.
+func liveState(st *container.State) bool {
+	return st != nil && (st.Running || st.Paused || st.Restarting || st.Status == container.StateCreated)
 }
 
 // findReplica returns the id of the container of role/replica of the app.
@@ -88,16 +114,16 @@ func (s *Scheduler) findReplica(ctx context.Context, cli *client.Client, appID, 
 	if err != nil {
 		return "", s.engineErr(err)
 	}
-	if len(res.Items) > 0 {
-		newest := res.Items[0]
-		for _, c := range res.Items[1:] {
+	if own, _ := ownContainers(res.Items); len(own) > 0 {
+		newest := own[0]
+		for _, c := range own[1:] {
 			if c.Created > newest.Created {
 				newest = c
 			}
 		}
 		return newest.ID, nil
 	}
-	all, err := s.containers(ctx, cli, appID)
+	all, _, err := s.containers(ctx, cli, appID)
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +207,14 @@ func (q *lineQueue) end(err error) {
 	q.wake()
 }
 
-// take returns every waiting line, in time order, or how the lines ended.
+// hasLines reports whether take would return at once.
+func (q *lineQueue) hasLines() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending) > 0 || q.err != nil
+}
+
+// take returns every waiting line (see orderBatch), or how the lines ended.
 func (q *lineQueue) take(ctx context.Context, done []sched.Line) ([]sched.Line, error) {
 	for {
 		q.mu.Lock()
@@ -195,7 +228,7 @@ func (q *lineQueue) take(ctx context.Context, done []sched.Line) ([]sched.Line, 
 			case q.space <- struct{}{}:
 			default:
 			}
-			sortBatch(lines)
+			orderBatch(lines)
 			return lines, nil
 		}
 		err := q.err
@@ -243,6 +276,12 @@ func (it *logIter) Next(ctx context.Context) (sched.Line, error) {
 	return l, nil
 }
 
+// Ready reports whether Next would return at once (sched.Readier): a line is read,
+// or the lines have ended.
+func (it *logIter) Ready() bool {
+	return it.next < len(it.cur) || it.err != nil || it.q.hasLines()
+}
+
 // Close stops the reading and waits for its goroutine to end.
 func (it *logIter) Close() error {
 	it.once.Do(func() {
@@ -267,21 +306,47 @@ type logReader struct {
 	q       *lineQueue
 
 	tty bool
-	// attempt is the run the lines now read belong to, when known (after a restart
-	// seen while following), else 0.
+	// ended is set when the container had ended for good when the reading began: its
+	// stored log is complete and one plain read has it all.
+	ended bool
+	// live is set when pending lines are wanted: following a replica that runs.
+	live bool
+	// restarts is the container's restart count when last seen.
+	restarts int
+	// attempt is the run the messages now read belong to, when known (after a
+	// restart seen while following), else 0.
 	attempt int
+	// runs are the restarts seen and not yet reached in the log, oldest first.
+	runs []runStart
 
-	// The cursor: at is the latest time of a raw line read, seen the count of raw lines
-	// stamped exactly at. Docker's streams are not strictly in time order (stdout and
-	// stderr are stamped apart), so the cursor skips lines only when resuming: a new
-	// request since at repeats the lines stamped at, of which skip are dropped.
-	at       time.Time
-	seen     int
-	resuming bool
-	skip     int
+	// The cursor: the stamp of the last message read, in the Engine's order (not the
+	// latest stamp: the wall clock may step back), and how many messages stamped
+	// exactly so were read. A resumed read starts a little before it, and skip counts
+	// the messages stamped at it still to pass before the new ones begin.
+	at   time.Time
+	seen int
+	skip int
+
+	// lines are the lines being joined, by stream (0 stdout, 1 stderr).
+	lines [2]joining
 
 	// ring holds the last opts.Tail matching lines while tailing client-side.
 	ring *tailRing
+}
+
+// runStart is a run of the container that wick saw Docker start: the messages stamped
+// after the previous run ended belong to it.
+type runStart struct {
+	after   time.Time
+	attempt int
+}
+
+// joining is a line whose end has not come yet.
+type joining struct {
+	t       time.Time // when its first byte was stored
+	attempt int
+	buf     []byte
+	shown   string // the pending text last yielded (LogOptions.Pending)
 }
 
 func (r *logReader) refresh(info *container.InspectResponse) {
@@ -310,6 +375,10 @@ func (r *logReader) read(ctx context.Context) error {
 	}
 	engineTail := o.Tail > 0 && o.Regex == nil && streams == sched.Combined && o.Since.IsZero() && o.Until.IsZero()
 	clientTail := o.Tail > 0 && !engineTail
+	// A container that has ended for good has its whole log stored: following it is
+	// reading it once.
+	follow := o.Follow && !r.ended && (o.Until.IsZero() || o.Until.After(time.Now()))
+	r.live = follow && o.Pending
 
 	req := client.ContainerLogsOptions{
 		ShowStdout: streams != sched.Stderr,
@@ -323,6 +392,7 @@ func (r *logReader) read(ctx context.Context) error {
 	}
 	if clientTail {
 		// First the backlog, up to now, of which only the last Tail lines are kept.
+		// The cursor then says where the rest begins.
 		t0 := time.Now()
 		if !o.Until.IsZero() && o.Until.Before(t0) {
 			t0 = o.Until
@@ -333,6 +403,11 @@ func (r *logReader) read(ctx context.Context) error {
 		if err := r.stream(ctx, back); err != nil {
 			return err
 		}
+		if !follow {
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+		}
 		ring := r.ring
 		r.ring = nil
 		for _, l := range ring.all() {
@@ -340,14 +415,16 @@ func (r *logReader) read(ctx context.Context) error {
 				return err
 			}
 		}
-		if !o.Follow || !o.Until.IsZero() && !o.Until.After(time.Now()) {
+		if !follow {
 			return nil
 		}
-		r.at, r.resuming, r.skip = t0, true, math.MaxInt
-		req.Since = engineTime(t0)
+		r.resume(&req)
 	}
-	if !o.Follow || !o.Until.IsZero() && !o.Until.After(time.Now()) {
-		return r.stream(ctx, req) // nothing to follow past Until
+	if !follow {
+		if err := r.stream(ctx, req); err != nil {
+			return err
+		}
+		return r.flush(ctx)
 	}
 	req.Follow = true
 	if !o.Until.IsZero() {
@@ -364,10 +441,11 @@ func (r *logReader) read(ctx context.Context) error {
 			}
 			return err
 		}
-		// The stream ends when the container stops. Docker may be restarting it.
+		// The stream ends when the container stops, and Engine 20.10 may end it
+		// before it has sent every stored line. Docker may be restarting it.
 		info, err := r.cli.ContainerInspect(ctx, r.id, client.ContainerInspectOptions{})
 		if cerrdefs.IsNotFound(err) {
-			return nil
+			return r.flush(ctx)
 		}
 		if err != nil {
 			if ctx.Err() == context.DeadlineExceeded {
@@ -375,17 +453,31 @@ func (r *logReader) read(ctx context.Context) error {
 			}
 			return err
 		}
-		st := info.Container.State
-		if st == nil || !(st.Running || st.Restarting || st.Status == container.StateCreated) {
-			return nil
+		c := &info.Container
+		r.refresh(c)
+		if c.RestartCount > r.restarts && c.State != nil {
+			r.restarts = c.RestartCount
+			if len(r.runs) < spec.MaxAttempts {
+				r.runs = append(r.runs, runStart{after: parseTime(c.State.FinishedAt), attempt: c.RestartCount})
+			}
 		}
-		r.refresh(&info.Container)
-		r.attempt = info.Container.RestartCount
-		if !r.at.IsZero() {
-			// Resume after the last line read. (With nothing read yet, asking again for
-			// the same is right, tail included.)
-			req.Since, req.Tail = engineTime(r.at), ""
-			r.resuming, r.skip = true, r.seen
+		r.resume(&req)
+		if !liveState(c.State) {
+			// Ended for good. The Engine closes a container's log before it reports
+			// the container stopped, so the stored log is complete: read the rest of
+			// it from the cursor, once, unless its last messages are the cursor's.
+			if r.complete(ctx, req) {
+				return r.flush(ctx)
+			}
+			drain := req
+			drain.Follow = false
+			if err := r.stream(ctx, drain); err != nil {
+				if ctx.Err() == context.DeadlineExceeded {
+					return nil
+				}
+				return err
+			}
+			return r.flush(ctx)
 		}
 		if wait := restartPoll - time.Since(start); wait > 0 {
 			select {
@@ -398,6 +490,65 @@ func (r *logReader) read(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// resume makes req read on after the cursor. With nothing read yet, asking again for
+// the same is right, tail included.
+func (r *logReader) resume(req *client.ContainerLogsOptions) {
+	if r.seen == 0 {
+		return
+	}
+	since := r.at.Add(-resumeSlack)
+	if since.Before(r.opts.Since) {
+		since = r.opts.Since
+	}
+	req.Since, req.Tail = engineTime(since), ""
+	r.skip = r.seen
+}
+
+// complete reports whether the stored log ends with the message at the cursor, asking
+// the Engine for its last few messages only (a tail is read from the end of the log,
+// where a read since the cursor decodes the whole log). It answers false when it
+// cannot tell: with one stream selected, the Engine counts the tail over both.
+func (r *logReader) complete(ctx context.Context, req client.ContainerLogsOptions) bool {
+	if r.seen == 0 || !req.ShowStdout || !req.ShowStderr || req.Until != "" {
+		return false
+	}
+	check := req
+	check.Follow, check.Since, check.Tail = false, "", strconv.Itoa(r.seen+1)
+	body, err := r.cli.ContainerLogs(ctx, r.id, check)
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	var stamps []time.Time
+	br := bufio.NewReader(body)
+	var hdr [8]byte
+	for len(stamps) <= r.seen {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			break
+		}
+		size := int(binary.BigEndian.Uint32(hdr[4:]))
+		b, err := br.Peek(min(size, 64))
+		if err != nil && len(b) < min(size, 64) {
+			return false
+		}
+		t, _ := splitTimestamp(b)
+		if _, err := br.Discard(size); err != nil {
+			return false
+		}
+		stamps = append(stamps, t)
+	}
+	n := len(stamps)
+	if n < r.seen {
+		return false
+	}
+	for _, t := range stamps[n-r.seen:] {
+		if !t.Equal(r.at) {
+			return false
+		}
+	}
+	return n == r.seen || !stamps[0].Equal(r.at)
 }
 
 // engineTime formats a time for the Engine's since and until: Unix seconds and
@@ -421,21 +572,10 @@ func (r *logReader) stream(ctx context.Context, req client.ContainerLogsOptions)
 
 // parse reads the Engine's log stream: frames of stdcopy's multiplexed format (an
 // 8-byte header giving the stream and the size, then the message), or the raw text of
-// a container with a TTY.
+// a container with a TTY. Lines unfinished when the stream ends stay in r.lines: the
+// next read may finish them.
 func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 	br := bufio.NewReaderSize(body, 64<<10)
-	var pending [3]pendingLine
-	emitRest := func() error {
-		for st := range pending {
-			if p := &pending[st]; p.buf.Len() > 0 {
-				if err := r.line(ctx, sched.Stream(streamName(stdcopy.StdType(st))), p.t, p.buf.Bytes(), true); err != nil {
-					return err
-				}
-				p.buf.Reset()
-			}
-		}
-		return nil
-	}
 	var hdr [8]byte
 	var payload []byte
 	for {
@@ -451,7 +591,7 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 				}
 			}
 			if err == io.EOF && len(b) == 0 {
-				return emitRest()
+				return nil
 			}
 			if err != nil && err != io.EOF {
 				return err
@@ -460,7 +600,7 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 		} else {
 			if _, err := io.ReadFull(br, hdr[:]); err != nil {
 				if err == io.EOF {
-					return emitRest()
+					return nil
 				}
 				return err
 			}
@@ -480,72 +620,146 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 				st = stdcopy.Stdout
 			}
 		}
-		if err := r.frame(ctx, st, payload, &pending[st]); err != nil {
+		if err := r.message(ctx, st, payload); err != nil {
 			return err
+		}
+		// Show the lines still being written once nothing more is waiting: a
+		// progress bar's latest state, not each of its redraws.
+		if r.opts.Pending && r.live && br.Buffered() == 0 {
+			if err := r.pending(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// pendingLine is the start of a line whose end has not come yet.
-type pendingLine struct {
-	t   time.Time
-	buf bytes.Buffer
-}
-
-// frame takes one timestamped message of the Engine: "TIMESTAMP TEXT", where TEXT is a
-// line with its newline, or a fragment of a long line without one.
-func (r *logReader) frame(ctx context.Context, st stdcopy.StdType, payload []byte, p *pendingLine) error {
-	t, rest := splitTimestamp(payload)
-	name := streamName(st)
-	for len(rest) > 0 {
-		if p.buf.Len() == 0 {
-			p.t = t
+// message takes one timestamped message of the Engine: "TIMESTAMP TEXT", where TEXT is
+// a line with its newline, a 16 KiB fragment of a long line, or the unterminated
+// text a run ended with. It moves the cursor past the message, or skips it when a
+// resumed read repeats it.
+func (r *logReader) message(ctx context.Context, st stdcopy.StdType, payload []byte) error {
+	t, text := splitTimestamp(payload)
+	if r.skip > 0 {
+		if t.Equal(r.at) {
+			r.skip--
 		}
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			p.buf.Write(rest)
-			return nil
-		}
-		text := rest[:i]
-		if p.buf.Len() > 0 {
-			p.buf.Write(text)
-			text = p.buf.Bytes()
-		}
-		if err := r.line(ctx, name, p.t, text, false); err != nil {
+		return nil
+	}
+	if t.Equal(r.at) {
+		r.seen++
+	} else {
+		r.at, r.seen = t, 1
+	}
+	for len(r.runs) > 0 && t.After(r.runs[0].after) {
+		// The first message of a run wick saw Docker start: what earlier runs left
+		// unfinished ends here.
+		if err := r.flush(ctx); err != nil {
 			return err
 		}
-		p.buf.Reset()
-		rest = rest[i+1:]
+		r.attempt = r.runs[0].attempt
+		r.runs = r.runs[1:]
+	}
+	i := 0
+	if st == stdcopy.Stderr {
+		i = 1
+	}
+	return r.join(ctx, i, t, text)
+}
+
+// join adds a message's text to the line of its stream and yields what it ends.
+func (r *logReader) join(ctx context.Context, i int, t time.Time, text []byte) error {
+	j := &r.lines[i]
+	for {
+		nl := bytes.IndexByte(text, '\n')
+		if nl < 0 {
+			break
+		}
+		line := text[:nl]
+		if len(j.buf) == 0 {
+			j.t, j.attempt = t, r.attempt
+		} else {
+			j.buf = append(j.buf, line...)
+			line = j.buf
+		}
+		if err := r.emit(ctx, i, j, line, false); err != nil {
+			return err
+		}
+		text = text[nl+1:]
+	}
+	if len(text) == 0 {
+		return nil
+	}
+	if len(j.buf) == 0 {
+		j.t, j.attempt = t, r.attempt
+	}
+	j.buf = append(j.buf, text...)
+	if len(text) < fragmentSize && !r.tty {
+		// Not a fragment of a long line: the run's output ended without a newline.
+		return r.emit(ctx, i, j, j.buf, true)
+	}
+	if len(j.buf) > maxLineBytes {
+		if k := bytes.LastIndexByte(j.buf, '\r'); k > 0 {
+			j.buf = j.buf[:copy(j.buf, j.buf[k:])]
+		}
+		if len(j.buf) > maxLineBytes {
+			return r.emit(ctx, i, j, j.buf, true)
+		}
 	}
 	return nil
 }
 
-func streamName(st stdcopy.StdType) sched.Stream {
-	if st == stdcopy.Stderr {
+// flush yields the unfinished lines as Partial: their run or their stream has ended.
+func (r *logReader) flush(ctx context.Context) error {
+	for i := range r.lines {
+		if j := &r.lines[i]; len(j.buf) > 0 {
+			if err := r.emit(ctx, i, j, j.buf, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pending yields each stream's unfinished line when its text changed: its last \r
+// segment, at most maxPendingText bytes.
+func (r *logReader) pending(ctx context.Context) error {
+	for i := range r.lines {
+		j := &r.lines[i]
+		if len(j.buf) == 0 || r.ring != nil {
+			continue
+		}
+		seg := bytes.TrimRight(j.buf, "\r")
+		if k := bytes.LastIndexByte(seg, '\r'); k >= 0 {
+			seg = seg[k+1:]
+		}
+		if len(seg) > maxPendingText {
+			seg = seg[:maxPendingText]
+		}
+		if string(seg) == j.shown {
+			continue
+		}
+		j.shown = string(seg)
+		l := sched.Line{Time: j.t, Stream: streamOf(i), Role: r.role, Replica: r.replica, Attempt: j.attempt, Text: j.shown, Pending: true}
+		if r.opts.Match(l) {
+			if err := r.q.put(ctx, l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func streamOf(i int) sched.Stream {
+	if i == 1 {
 		return sched.Stderr
 	}
 	return sched.Stdout
 }
 
-// line moves the cursor past a raw line and keeps it when it passes the filters.
-func (r *logReader) line(ctx context.Context, st sched.Stream, t time.Time, text []byte, partial bool) error {
-	if r.resuming {
-		switch {
-		case t.Before(r.at):
-			return nil
-		case t.Equal(r.at) && r.skip > 0:
-			r.skip--
-			return nil
-		case t.After(r.at):
-			r.resuming = false
-		}
-	}
-	if t.After(r.at) {
-		r.at, r.seen = t, 1
-	} else if t.Equal(r.at) {
-		r.seen++
-	}
-	l := sched.Line{Time: t, Stream: st, Role: r.role, Replica: r.replica, Attempt: r.attempt, Text: string(text), Partial: partial}
+// emit yields a line of stream i that passes the filters, and empties j.
+func (r *logReader) emit(ctx context.Context, i int, j *joining, text []byte, partial bool) error {
+	l := sched.Line{Time: j.t, Stream: streamOf(i), Role: r.role, Replica: r.replica, Attempt: j.attempt, Text: string(text), Partial: partial}
+	j.buf, j.shown = j.buf[:0], ""
 	if !r.opts.Match(l) {
 		return nil
 	}
@@ -579,11 +793,31 @@ func (t *tailRing) all() []sched.Line {
 	return append(append(out, t.lines[t.next:]...), t.lines[:t.next]...)
 }
 
-// sortBatch puts a batch in time order: the Engine stamps stdout and stderr apart
-// and may write two lines a few microseconds out of order.
-func sortBatch(lines []sched.Line) {
-	if !slices.IsSortedFunc(lines, byTime) {
-		slices.SortStableFunc(lines, byTime)
+// orderBatch puts a batch in time order while keeping each stream's lines in the
+// order the Engine stored them: the Engine stamps stdout and stderr apart and may store
+// two lines a few microseconds out of order, but the lines of one stream are in the
+// order they were written even when the wall clock stepped back between them.
+func orderBatch(lines []sched.Line) {
+	if slices.IsSortedFunc(lines, byTime) {
+		return
+	}
+	var out, errs []sched.Line
+	for _, l := range lines {
+		if l.Stream == sched.Stderr {
+			errs = append(errs, l)
+		} else {
+			out = append(out, l)
+		}
+	}
+	i, j := 0, 0
+	for k := range lines {
+		if j == len(errs) || i < len(out) && !errs[j].Time.Before(out[i].Time) {
+			lines[k] = out[i]
+			i++
+		} else {
+			lines[k] = errs[j]
+			j++
+		}
 	}
 }
 

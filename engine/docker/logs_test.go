@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 
+	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -42,6 +47,9 @@ func parseAll(t *testing.T, body io.Reader, opts sched.LogOptions, tty bool) ([]
 		r.ring = newTailRing(opts.Tail)
 	}
 	err := r.parse(ctx, body)
+	if err == nil {
+		err = r.flush(ctx)
+	}
 	var tail []sched.Line
 	if r.ring != nil {
 		tail = r.ring.all()
@@ -158,31 +166,158 @@ func TestParseLogResume(t *testing.T) {
 	frame(&again, stdcopy.Stdout, time.Second, "b\n")
 	frame(&again, stdcopy.Stdout, time.Second, "c\n")
 	frame(&again, stdcopy.Stdout, 2*time.Second, "d\n")
-	q := newLineQueue()
-	r := &logReader{role: "r", q: q}
-	if err := r.parse(context.Background(), &first); err != nil {
-		t.Fatal(err)
-	}
-	r.resuming, r.skip = true, r.seen
-	if err := r.parse(context.Background(), &again); err != nil {
-		t.Fatal(err)
-	}
-	q.end(io.EOF)
-	if got := texts(drain(t, q)); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+	if got := texts(resumed(t, sched.LogOptions{}, &first, &again)); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("got %q", got)
 	}
 }
 
-// The queue wakes Next for a batch or after coalesce, keeps lines in time order, and
+// resumed reads first, then again as a read resumed after it, and returns the lines.
+func resumed(t *testing.T, opts sched.LogOptions, first, again io.Reader) []sched.Line {
+	t.Helper()
+	ctx := context.Background()
+	q := newLineQueue()
+	r := &logReader{role: "r", q: q, opts: opts, live: opts.Follow && opts.Pending}
+	if err := r.parse(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	var req client.ContainerLogsOptions
+	r.resume(&req)
+	if want := engineTime(r.at.Add(-resumeSlack)); r.seen > 0 && req.Since != want {
+		t.Errorf("resumed since %s, want %s (a little before the cursor)", req.Since, want)
+	}
+	if err := r.parse(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.end(io.EOF)
+	return drain(t, q)
+}
+
+// Issue 15 item 2: a run that ended without a newline does not swallow the first line
+// of the next run when a follower resumes; item 4: nor does a plain read glue them.
+func TestParseLogRunBoundary(t *testing.T) {
+	var first, again bytes.Buffer
+	frame(&first, stdcopy.Stdout, 0, "run 1\n")
+	frame(&first, stdcopy.Stdout, time.Millisecond, "end 1")
+	// The follower's stream ends here; Docker restarts the container.
+	frame(&again, stdcopy.Stdout, 0, "run 1\n")
+	frame(&again, stdcopy.Stdout, time.Millisecond, "end 1")
+	frame(&again, stdcopy.Stdout, time.Second, "run 2\n")
+	frame(&again, stdcopy.Stdout, time.Second+time.Millisecond, "end 2")
+	want := []string{"run 1", "end 1", "run 2", "end 2"}
+	lines := resumed(t, sched.LogOptions{Follow: true}, bytes.NewReader(first.Bytes()), bytes.NewReader(again.Bytes()))
+	if got := texts(lines); !slices.Equal(got, want) {
+		t.Fatalf("follow: got %q, want %q", got, want)
+	}
+	if !lines[1].Partial || !lines[3].Partial || lines[0].Partial || lines[2].Partial {
+		t.Errorf("partial flags: %+v", lines)
+	}
+	plain, err := parseAll(t, bytes.NewReader(again.Bytes()), sched.LogOptions{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(plain); !slices.Equal(got, want) {
+		t.Errorf("plain read: got %q, want %q", got, want)
+	}
+}
+
+// Issue 15 item 8: the wall clock steps back. Lines of one stream keep their order,
+// and a resumed read drops none of the lines stamped before the cursor's latest time.
+func TestParseLogClockStep(t *testing.T) {
+	var first, again bytes.Buffer
+	msgs := []struct {
+		st   stdcopy.StdType
+		at   time.Duration
+		text string
+	}{
+		{stdcopy.Stdout, 10 * time.Second, "out a"},
+		{stdcopy.Stdout, 11 * time.Second, "out b"},
+		{stdcopy.Stdout, 5 * time.Second, "out c"}, // the clock stepped back 6 s
+		{stdcopy.Stderr, 5500 * time.Millisecond, "err e"},
+	}
+	for _, m := range msgs {
+		frame(&first, m.st, m.at, m.text+"\n")
+		frame(&again, m.st, m.at, m.text+"\n")
+	}
+	frame(&again, stdcopy.Stdout, 6*time.Second, "out d\n")
+	lines := resumed(t, sched.LogOptions{Follow: true}, &first, &again)
+	var out []string
+	for _, l := range lines {
+		if l.Stream == sched.Stdout {
+			out = append(out, l.Text)
+		}
+	}
+	if want := []string{"out a", "out b", "out c", "out d"}; !slices.Equal(out, want) || len(lines) != 5 {
+		t.Errorf("stdout %q, want %q; all %q", out, want, texts(lines))
+	}
+}
+
+// A long line joined from fragments is announced as pending while it is written, and
+// committed whole; a line of endless \r redraws is bounded.
+func TestParseLogPending(t *testing.T) {
+	var first, again bytes.Buffer
+	bar := func(from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&b, "\rstep %06d", i)
+		}
+		return b.String()
+	}
+	chunk := bar(0, fragmentSize/12+1)[:fragmentSize] // a 16 KiB fragment, cut mid-redraw
+	frame(&first, stdcopy.Stdout, 0, chunk)
+	frame(&again, stdcopy.Stdout, 0, chunk)
+	frame(&again, stdcopy.Stdout, 0, "\rdone\n")
+	lines := resumed(t, sched.LogOptions{Follow: true, Pending: true}, bytes.NewReader(first.Bytes()), bytes.NewReader(again.Bytes()))
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines: %+v", len(lines), lines)
+	}
+	lastSeg := chunk[strings.LastIndexByte(chunk, '\r')+1:]
+	if p := lines[0]; !p.Pending || p.Text != lastSeg || !p.Time.Equal(t0) {
+		t.Errorf("pending line %+v, want %q", short(p), lastSeg)
+	}
+	if c := lines[1]; c.Pending || c.Partial || c.Text != chunk+"\rdone" {
+		t.Errorf("committed line %+v", short(c))
+	}
+	// Without Pending, no pending lines.
+	lines = resumed(t, sched.LogOptions{Follow: true}, bytes.NewReader(first.Bytes()), bytes.NewReader(again.Bytes()))
+	if len(lines) != 1 || lines[0].Pending {
+		t.Errorf("without Pending: %+v", lines)
+	}
+
+	// Megabytes of redraws with no newline: memory stays bounded.
+	var huge bytes.Buffer
+	n := 3 * maxLineBytes / fragmentSize
+	for i := range n {
+		frame(&huge, stdcopy.Stdout, 0, bar(i*2000, i*2000+2000)[:fragmentSize])
+	}
+	frame(&huge, stdcopy.Stdout, 0, "\rfinished\n")
+	ctx := context.Background()
+	q := newLineQueue()
+	r := &logReader{role: "r", q: q}
+	go func() {
+		if err := r.parse(ctx, &huge); err != nil {
+			t.Error(err)
+		}
+		q.end(io.EOF)
+	}()
+	lines = drain(t, q)
+	if len(lines) != 1 || !strings.HasSuffix(lines[0].Text, "\rfinished") || len(lines[0].Text) > maxLineBytes+fragmentSize {
+		t.Errorf("redraws: %d lines, last of %d bytes", len(lines), len(lines[len(lines)-1].Text))
+	}
+}
+
+// The queue wakes Next for a batch or after coalesce, puts the streams in time order, and
 // holds the reader back when Next does not keep up.
 func TestLineQueue(t *testing.T) {
 	ctx := context.Background()
 	q := newLineQueue()
 	start := time.Now()
-	if err := q.put(ctx, sched.Line{Text: "late", Time: t0.Add(time.Second)}); err != nil {
+	if err := q.put(ctx, sched.Line{Text: "late", Stream: sched.Stdout, Time: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.put(ctx, sched.Line{Text: "early", Time: t0}); err != nil {
+	if err := q.put(ctx, sched.Line{Text: "early", Stream: sched.Stderr, Time: t0}); err != nil {
 		t.Fatal(err)
 	}
 	lines, err := q.take(ctx, nil)
@@ -324,9 +459,101 @@ func TestAppState(t *testing.T) {
 		{[]spec.ReplicaStatus{r(spec.UnknownState), r(spec.Succeeded)}, spec.UnknownState},
 	} {
 		var st spec.AppStatus
-		appState(&st, c.reps)
+		appState(&st, c.reps, nil)
 		if st.State != c.want {
 			t.Errorf("%v: got %s, want %s", c.reps, st.State, c.want)
 		}
+	}
+}
+
+// Describe shows the plan's warnings (the GPU ones among them) from the app record,
+// and rebuilds no more than spec.MaxReplicas replicas from labels when the record is
+// not wick's.
+func TestDescribeRecord(t *testing.T) {
+	s := &Scheduler{}
+	at := "2026-01-02T03:04:05.5Z"
+	rep := func(labels map[string]string) *replica {
+		return &replica{sum: container.Summary{ID: "abc", Names: []string{"/x"}, Labels: labels},
+			info: &container.InspectResponse{Config: &container.Config{}, State: &container.State{Status: container.StateRunning, Running: true, StartedAt: at}}}
+	}
+	app := &spec.AppDef{Name: "gpu", Roles: []spec.Role{spec.NewRole("r", "img", "python")}}
+	app.Roles[0].Resource.GPU = 2
+	req, err := s.plan(context.Background(), sched.Submission{AppID: "gpu-abc", Session: "s", App: app, Cfg: spec.Cfg{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := maps.Clone(req.Containers[0].Labels)
+	labels[LabelApp] = req.record
+	d := s.describe("gpu-abc", []*replica{rep(labels)})
+	if gpus.Count(context.Background()) < 2 && (len(d.Status.Warnings) == 0 || !strings.Contains(d.Status.Warnings[0], "GPUs")) {
+		t.Errorf("describe warnings %q, want the plan's GPU warning", d.Status.Warnings)
+	}
+
+	// A record that claims 10^9 replicas is not wick's: the labels are used, bounded.
+	bad := maps.Clone(labels)
+	bad[LabelApp] = `{"app":{"name":"gpu","roles":[{"name":"r","image":"img","entrypoint":"python","num_replicas":1000000000}]}}`
+	bad[LabelReplicaID] = strconv.Itoa(spec.MaxReplicas - 1)
+	d = s.describe("gpu-abc", []*replica{rep(bad)})
+	if n := d.App.Roles[0].NumReplicas; n != spec.MaxReplicas {
+		t.Errorf("rebuilt %d replicas, want %d", n, spec.MaxReplicas)
+	}
+}
+
+// The iterator is a sched.Readier: Ready says whether Next would return at once.
+func TestLogIterReady(t *testing.T) {
+	ctx := context.Background()
+	q := newLineQueue()
+	it := &logIter{q: q, cancel: func() {}, done: make(chan struct{})}
+	close(it.done)
+	var r sched.Readier = it
+	if r.Ready() {
+		t.Error("ready with nothing read")
+	}
+	for _, text := range []string{"a", "b"} {
+		if err := q.put(ctx, sched.Line{Text: text, Time: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !r.Ready() {
+		t.Error("not ready with two lines waiting (before the coalescing timer fired)")
+	}
+	if l, err := it.Next(ctx); err != nil || l.Text != "a" || !r.Ready() {
+		t.Errorf("first line %q %v, ready %v", l.Text, err, r.Ready())
+	}
+	if l, err := it.Next(ctx); err != nil || l.Text != "b" || r.Ready() {
+		t.Errorf("second line %q %v, ready %v", l.Text, err, r.Ready())
+	}
+	q.end(io.EOF)
+	if !r.Ready() {
+		t.Error("not ready once the lines ended")
+	}
+	if _, err := it.Next(ctx); err != io.EOF {
+		t.Errorf("after the end: %v", err)
+	}
+	it.Close()
+}
+
+// The app's error is the oldest error file of a failed replica (TorchX's choice), and
+// its message names that replica; a cancelled replica's file does not count.
+func TestAppStateOldestError(t *testing.T) {
+	code := spec.IntPtr(1)
+	reps := []spec.ReplicaStatus{
+		{Role: "a", ID: 0, State: spec.Failed, ExitCode: code, StructuredError: `{"message": {"message": "RuntimeError: Connection closed by peer"}}`},
+		{Role: "b", ID: 0, State: spec.Failed, ExitCode: code, StructuredError: `{"message": {"message": "ValueError: bad batch\nmore"}}`},
+		{Role: "c", ID: 0, State: spec.Succeeded},
+	}
+	errAt := []time.Time{t0.Add(time.Millisecond), t0, {}}
+	var st spec.AppStatus
+	appState(&st, reps, errAt)
+	if st.State != spec.Failed || spec.ErrorMessage(st.StructuredError) != "ValueError: bad batch\nmore" ||
+		st.Msg != "replica b/0 exited with code 1: ValueError: bad batch (and 1 more failed)" {
+		t.Errorf("status %q %q %q", st.State, st.Msg, st.StructuredError)
+	}
+	// Cancelled: no error file makes the headline.
+	reps[1].State = spec.Cancelled
+	st = spec.AppStatus{}
+	appState(&st, reps, errAt)
+	if st.State != spec.Cancelled || strings.Contains(st.StructuredError, "ValueError") {
+		t.Errorf("cancelled: %q %q", st.State, st.StructuredError)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 )
 
@@ -66,12 +68,60 @@ func (s *Scheduler) ensureNetwork(ctx context.Context, cli *client.Client, name 
 			return false, err
 		}
 	}
-	return true, nil
+	// Engine 20.10 at API 1.41 lets two processes that do not share the lock (another
+	// state directory, another machine) each make a network of the same name, and then
+	// refuses both as ambiguous. All keep the oldest.
+	keep, err := s.dedupeNetworks(ctx, cli, name)
+	if err != nil {
+		return false, err
+	}
+	return keep == res.ID, nil
+}
+
+// dedupeNetworks removes the wick-made networks named name but the oldest, when
+// nothing uses them, and returns the id of the one kept.
+func (s *Scheduler) dedupeNetworks(ctx context.Context, cli *client.Client, name string) (string, error) {
+	res, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: client.Filters{}.Add("name", name)})
+	if err != nil {
+		return "", s.engineErr(err)
+	}
+	var same []network.Summary
+	for _, n := range res.Items {
+		if n.Name == name {
+			same = append(same, n)
+		}
+	}
+	if len(same) == 0 {
+		return "", fmt.Errorf("network %s vanished as it was made", name)
+	}
+	slices.SortFunc(same, func(a, b network.Summary) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, n := range same[1:] {
+		if n.Labels[LabelManaged] != "true" {
+			continue
+		}
+		users, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("network", n.ID)})
+		if err != nil || len(users.Items) > 0 {
+			continue
+		}
+		_, _ = cli.NetworkRemove(context.WithoutCancel(ctx), n.ID, client.NetworkRemoveOptions{})
+	}
+	return same[0].ID, nil
 }
 
 // checkNetwork reports whether the network exists, and fails when it is not a bridge.
 func (s *Scheduler) checkNetwork(ctx context.Context, cli *client.Client, name string) (bool, error) {
 	res, err := cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+	if err != nil && strings.Contains(err.Error(), "ambiguous") {
+		// Two networks of this name (see dedupeNetworks): keep the oldest.
+		if _, derr := s.dedupeNetworks(ctx, cli, name); derr == nil {
+			res, err = cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+		}
+	}
 	switch {
 	case cerrdefs.IsNotFound(err):
 		return false, nil

@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	units "github.com/docker/go-units"
 
+	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -74,12 +77,45 @@ type Container struct {
 	Privileged bool              `json:"privileged,omitempty"`
 	// StopTimeout is the grace, in seconds, between SIGTERM and SIGKILL on stop.
 	StopTimeout int `json:"stop_timeout"`
+	// Log is the container's log: always json-file, which wick reads back.
+	Log LogSpec `json:"log"`
+}
+
+// LogSpec is a container's log driver and its options.
+type LogSpec struct {
+	Driver  string            `json:"driver"`
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// logDriver is the log driver of wick's containers: the Engine keeps its log, which
+// wick reads back (other drivers may not keep one).
+const logDriver = "json-file"
+
+// unrotated is the json-file max-size that keeps a container's whole log: 4 EiB (the
+// Engine refuses zero or less, and parses sizes as floats, so MaxInt64 overflows).
+// The Engine's follow stream skips and repeats lines where it rotates a log (Engine
+// 20.10 with max-size 10m: lines 0 to 76,486 of 200,000 were followed, then 152,489 to
+// 199,999 twice), and a rotated log loses its oldest lines: wick keeps a docker app's
+// log whole, as it keeps a local app's, until the app is deleted, unless log_opts
+// says otherwise.
+var unrotated = strconv.FormatInt(1<<62, 10)
+
+// logSpec is the log of every container of an app with these log_opts.
+func logSpec(opts map[string]string) LogSpec {
+	o := map[string]string{}
+	for k, v := range opts {
+		o[k] = v
+	}
+	if _, ok := o["max-size"]; !ok {
+		o["max-size"] = unrotated
+	}
+	return LogSpec{Driver: logDriver, Options: o}
 }
 
 // MountSpec is a bind mount or a named volume.
 type MountSpec struct {
 	Type     spec.MountType `json:"type"`
-	Source   string         `json:"source"`
+	Source   string         `json:"source,omitempty"` // none: an anonymous volume
 	Target   string         `json:"target"`
 	ReadOnly bool           `json:"readonly,omitempty"`
 }
@@ -97,13 +133,17 @@ type Resources struct {
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	// GPUs is the count of GPUs requested with capabilities [["compute","utility"]].
 	GPUs int `json:"gpus,omitempty"`
-	// ShmBytes sizes /dev/shm, independently of the memory limit.
+	// ShmBytes sizes /dev/shm: the shm_size option, else the memory limit (as TorchX
+	// does: PyTorch's DataLoader workers share tensors there, and Docker's 64 MB is
+	// too small for them).
 	ShmBytes int64 `json:"shm_bytes,omitempty"`
 }
 
-// PortSpec publishes a container port on the host. Replica 0 of a role binds the
-// port_map's port on the host; other replicas get an ephemeral host port, since two
-// containers cannot bind the same one.
+// PortSpec publishes a container port on the host's loopback address, only when the
+// publish_ports option asks for it (replicas reach each other by name on the network
+// without it, as in TorchX). Replica 0 of a role binds the port_map's port on the
+// host; other replicas get an ephemeral host port, since two containers cannot bind
+// the same one.
 type PortSpec struct {
 	Name          string `json:"name"`
 	ContainerPort int    `json:"container_port"`
@@ -124,7 +164,31 @@ type appRecord struct {
 	Cfg map[string]string `json:"cfg,omitempty"`
 	// Workspace is the directory laid over roles[0]'s image, if any.
 	Workspace string `json:"workspace,omitempty"`
+	// Warnings are the plan's, shown again by describe.
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// The environment wick sets in every container unless the user set it.
+const (
+	// envUnbuffered makes Python write its output as it goes, as on local_cwd:
+	// otherwise a replica's log is not live.
+	envUnbuffered = "PYTHONUNBUFFERED"
+	// envErrorFile is where torchelastic (and any program using its record
+	// decorator) writes the exception that ended the replica.
+	envErrorFile = "TORCHELASTIC_ERROR_FILE"
+	// envPetLogDir is torchrun's --log_dir, where it keeps each worker's error file.
+	envPetLogDir = "PET_LOG_DIR"
+)
+
+// errorDir is where each container's error file lives: an anonymous volume of the
+// container, so that it survives the container's restarts, is readable from any
+// process that reaches the Engine once the container has stopped, and goes with the
+// container on delete. Launch makes it writable for every user of the image.
+const (
+	errorDir  = "/run/wick"
+	errorFile = errorDir + "/error.json"
+	petLogDir = errorDir + "/torchelastic"
+)
 
 // expandDevice expands TorchX's named resource devices into device paths.
 func expandDevice(name string, n int) ([]string, bool) {
@@ -155,19 +219,19 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	if sub.App == nil {
 		return nil, fmt.Errorf("local_docker: no app to plan")
 	}
-	if err := spec.ValidateName("app id", sub.AppID); err != nil {
-		return nil, err
-	}
+	// The Runner has validated the app and the names and resolved the run options
+	// (sched.Scheduler.DryRun).
 	session := sub.Session
 	if session == "" {
 		session = s.cfg.Session
 	}
-	if err := spec.ValidateName("session", session); err != nil {
-		return nil, err
-	}
 	app := sub.App.Clone()
-	if err := app.Validate(); err != nil {
-		return nil, err
+	for _, r := range app.Roles {
+		if r.Image == "" || r.Image == spec.None {
+			// A role with no image runs a program of this machine (demo.train runs the
+			// wick binary): there is nothing to start a container from.
+			return nil, fmt.Errorf("role %q has no image: local_docker runs every role in a container of its image; run it on local_cwd or local_dir", r.Name)
+		}
 	}
 	cfg := sub.Cfg
 	network := cfg.String(OptNetwork)
@@ -184,13 +248,17 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	}
 	stopTimeout := DefaultStopTimeout
 	if v, ok := cfg[OptStopTimeout].(int); ok {
-		if v < 0 {
-			return nil, fmt.Errorf("%w %s=%d: must not be negative", spec.ErrInvalidRunOpt, OptStopTimeout, v)
+		if v < 0 || v > spec.MaxStopTimeout {
+			return nil, fmt.Errorf("%w %s=%d: must be between 0 and %d seconds", spec.ErrInvalidRunOpt, OptStopTimeout, v, spec.MaxStopTimeout)
 		}
 		stopTimeout = v
 	}
 
+	publish := cfg.Bool(OptPublishPorts)
+	logs := logSpec(cfg.Map(OptLogOpts))
+
 	req := &Request{AppID: sub.AppID, Session: session, Network: network}
+	req.Warnings = append(req.Warnings, gpuWarnings(ctx, app)...)
 
 	if sub.Workspace != "" {
 		b, err := planBuild(ctx, sub.Workspace, app.Roles[0], cfg)
@@ -199,12 +267,6 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		}
 		req.Build = b
 	}
-
-	record, err := json.Marshal(appRecord{App: app, Cfg: formatCfg(cfg), Workspace: sub.Workspace})
-	if err != nil {
-		return nil, fmt.Errorf("local_docker: encoding the app: %w", err)
-	}
-	req.record = string(record)
 
 	base := copyEnv(cfg.List(OptCopyEnv), os.Environ())
 	for k, v := range cfg.Map(OptEnv) {
@@ -241,6 +303,9 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		}
 		if role.Resource.MemMB > 0 {
 			res.MemoryBytes = int64(role.Resource.MemMB) << 20
+			if shm == 0 {
+				res.ShmBytes = res.MemoryBytes
+			}
 		}
 		if role.Resource.GPU > 0 {
 			res.GPUs = role.Resource.GPU
@@ -255,12 +320,18 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		for k := range role.NumReplicas {
 			name := containerName(sub.AppID, role.Name, k)
 			r := spec.Macros{AppID: sub.AppID, ReplicaID: strconv.Itoa(k), ImgRoot: "", Rank0Env: spec.Rank0Env}.Apply(role)
-			env := make(map[string]string, len(base)+len(r.Env)+5)
-			for k, v := range base {
-				env[k] = v
+			env := make(map[string]string, len(base)+len(r.Env)+7)
+			env[envUnbuffered] = "1"
+			env[envErrorFile] = errorFile
+			env[envPetLogDir] = petLogDir
+			maps.Copy(env, base)
+			maps.Copy(env, r.Env) // the role's own env wins over the run options'.
+			cmounts := mounts
+			if env[envErrorFile] != errorFile && env[envPetLogDir] == petLogDir {
+				delete(env, envPetLogDir) // no volume for it
 			}
-			for k, v := range r.Env {
-				env[k] = v
+			if env[envErrorFile] == errorFile {
+				cmounts = append(slices.Clip(mounts), MountSpec{Type: spec.MountVolume, Target: errorDir})
 			}
 			env[spec.Rank0Env] = rank0
 			env["TORCHX_IMAGE"] = image
@@ -272,6 +343,9 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 				p := role.PortMap[pname]
 				if p < 1 || p > 65535 {
 					return nil, fmt.Errorf("role %q: port_map %s=%d is not a port number", role.Name, pname, p)
+				}
+				if !publish {
+					continue
 				}
 				host := p
 				if k > 0 {
@@ -298,7 +372,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 					LabelTorchXRoleName:  role.Name,
 					LabelTorchXReplicaID: strconv.Itoa(k),
 				},
-				Mounts:      mounts,
+				Mounts:      cmounts,
 				Devices:     devices,
 				Resources:   res,
 				Ports:       ports,
@@ -307,9 +381,16 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 				Init:        true,
 				Privileged:  cfg.Bool(OptPrivileged),
 				StopTimeout: stopTimeout,
+				Log:         logs,
 			})
 		}
 	}
+	// The record carries the plan's warnings, for describe.
+	record, err := json.Marshal(appRecord{App: app, Cfg: formatCfg(cfg), Workspace: sub.Workspace, Warnings: req.Warnings})
+	if err != nil {
+		return nil, fmt.Errorf("local_docker: encoding the app: %w", err)
+	}
+	req.record = string(record)
 	return req, nil
 }
 
@@ -394,6 +475,33 @@ func formatCfg(cfg spec.Cfg) map[string]string {
 	out := make(map[string]string, len(cfg))
 	for k, v := range cfg {
 		out[k] = spec.FormatValue(v)
+	}
+	return out
+}
+
+// gpuWarnings says what the user should know about the GPUs the app asks for: Docker
+// gives every container that asks for N GPUs the same first N of the machine, so
+// replicas share them, and the machine may have fewer than asked.
+func gpuWarnings(ctx context.Context, app *spec.AppDef) []string {
+	want, most, sharing := 0, 0, 0
+	for _, r := range app.Roles {
+		if r.Resource.GPU > 0 {
+			want += r.NumReplicas * r.Resource.GPU
+			most = max(most, r.Resource.GPU)
+			sharing += r.NumReplicas
+		}
+	}
+	if want == 0 {
+		return nil
+	}
+	var out []string
+	if have := gpus.Count(ctx); have < most {
+		out = append(out, fmt.Sprintf("the app asks for %d GPUs per container but %d were found (nvidia-smi -L): the containers will fail to start", most, have))
+	} else if have < want {
+		out = append(out, fmt.Sprintf("the app asks for %d GPUs in all but %d were found (nvidia-smi -L)", want, have))
+	}
+	if sharing > 1 {
+		out = append(out, fmt.Sprintf("%d containers ask for GPUs: Docker gives each the same first GPUs of the machine, so they share them", sharing))
 	}
 	return out
 }

@@ -1,11 +1,13 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -67,7 +69,8 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 			containers = retag(containers, req.Build.Role, tag)
 		}
 	}
-	if err := s.checkImages(ctx, cli, containers); err != nil {
+	users, err := s.checkImages(ctx, cli, containers)
+	if err != nil {
 		return err
 	}
 	if err := checkMountSources(cli, containers); err != nil {
@@ -90,7 +93,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		progress.Report("created network %s", req.Network)
 	}
 
-	if err := s.launch(ctx, cli, req, containers, progress); err != nil {
+	if err := s.launch(ctx, cli, req, containers, users, progress); err != nil {
 		// Unlock first: removing the network we created takes the lock exclusively.
 		unlock()
 		s.rollback(ctx, cli, req.AppID, req.Network, created)
@@ -120,22 +123,31 @@ func retag(cs []Container, role, image string) []Container {
 // launch creates every container, then starts them, each phase concurrently. The calls
 // themselves are not cancelled halfway (a create the Engine finishes after we gave up
 // would escape the cleanup); ctx is checked between them.
-func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request, cs []Container, progress sched.Progress) error {
+func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) error {
 	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	ids := make([]string, len(cs))
-	progress.Report("creating %d containers", len(cs))
+	progress.Report("creating %s", spec.Count(len(cs), "container"))
 	err := forEach(ctx, len(cs), func(i int) error {
 		c := &cs[i]
 		opts, err := createOptions(c, req.record)
 		if err != nil {
 			return err
 		}
+		if home := s.homeID(); home != "" {
+			opts.Config.Labels[LabelHome] = home // not in the dry run: it differs per home
+		}
 		res, err := cli.ContainerCreate(calls, opts)
 		if err != nil {
 			return s.createErr(err, c)
 		}
 		ids[i] = res.ID
+		if c.Env[envErrorFile] == errorFile && !rootUser(users[c.Image]) {
+			// A new volume belongs to root: let the image's user write its error file.
+			if _, err := cli.CopyToContainer(calls, res.ID, client.CopyToContainerOptions{DestinationPath: path.Dir(errorDir), Content: bytes.NewReader(errorDirTar())}); err != nil {
+				return fmt.Errorf("preparing container %s: %s", c.Name, engineMessage(s.engineErr(err)))
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -160,7 +172,7 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request
 	if err := ctx.Err(); err != nil {
 		return err // cancelled while the last ones started: the caller gave up
 	}
-	progress.Report("launched %s: %d containers", req.AppID, len(cs))
+	progress.Report("launched %s: %s", req.AppID, spec.Count(len(cs), "container"))
 	return nil
 }
 
@@ -217,7 +229,7 @@ func forEach(ctx context.Context, n int, f func(i int) error) error {
 func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID, netName string, createdNet bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if cs, err := s.containers(ctx, cli, appID); err == nil {
+	if cs, _, err := s.containers(ctx, cli, appID); err == nil {
 		_ = forEach(ctx, len(cs), func(i int) error {
 			_, err := cli.ContainerRemove(ctx, cs[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 			return err
@@ -261,6 +273,7 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 		NetworkMode:   container.NetworkMode(c.Network),
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(c.Restart.Policy), MaximumRetryCount: c.Restart.MaxRetries},
 		Privileged:    c.Privileged,
+		LogConfig:     container.LogConfig{Type: c.Log.Driver, Config: c.Log.Options},
 		ShmSize:       c.Resources.ShmBytes,
 		Init:          &initOn,
 		Resources: container.Resources{
@@ -290,7 +303,9 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 			if p.HostPort > 0 {
 				hostPort = strconv.Itoa(p.HostPort)
 			}
-			host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: netip.IPv4Unspecified(), HostPort: hostPort})
+			// Loopback only: a published port (a c10d store) must not be open to the
+			// whole network.
+			host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: hostPort})
 		}
 	}
 	return client.ContainerCreateOptions{
@@ -304,8 +319,8 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 }
 
 // checkImages makes sure every image is on the Engine before anything is created:
-// local_docker never pulls.
-func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Container) error {
+// local_docker never pulls. It returns the user each image runs as.
+func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Container) (map[string]string, error) {
 	var images []string
 	seen := map[string]bool{}
 	for _, c := range cs {
@@ -315,16 +330,24 @@ func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Co
 		}
 	}
 	errs := make([]error, len(images))
+	users := make([]string, len(images))
 	err := forEach(ctx, len(images), func(i int) error {
-		if _, err := cli.ImageInspect(ctx, images[i]); err != nil {
+		res, err := cli.ImageInspect(ctx, images[i])
+		if err != nil {
 			errs[i] = s.imageErr(err, images[i])
+		} else if res.Config != nil {
+			users[i] = res.Config.User
 		}
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return joinErrs(errs...)
+	out := make(map[string]string, len(images))
+	for i, img := range images {
+		out[img] = users[i]
+	}
+	return out, joinErrs(errs...)
 }
 
 // imageErr explains a failed image lookup.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -23,6 +24,8 @@ type replica struct {
 	info *container.InspectResponse
 	// cancelled is set when wick's cancel marker is in the container.
 	cancelled bool
+	// err is the error file of a failed container.
+	err errorInfo
 }
 
 func (r *replica) role() string { return r.sum.Labels[LabelRole] }
@@ -35,13 +38,15 @@ func (r *replica) id() int {
 	return k
 }
 
-// containers lists the containers of an app, in any state.
-func (s *Scheduler) containers(ctx context.Context, cli *client.Client, appID string) ([]container.Summary, error) {
+// containers lists the containers of an app, in any state, and warns of those that
+// carry its app id but are not wick's (see ownReplica).
+func (s *Scheduler) containers(ctx context.Context, cli *client.Client, appID string) ([]container.Summary, []string, error) {
 	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelAppID+"="+appID)})
 	if err != nil {
-		return nil, s.engineErr(err)
+		return nil, nil, s.engineErr(err)
 	}
-	return res.Items, nil
+	own, warns := ownContainers(res.Items)
+	return own, warns, nil
 }
 
 // notFound is the error for an app the Engine has no container of.
@@ -65,36 +70,40 @@ func (s *Scheduler) inspect(ctx context.Context, cli *client.Client, sums []cont
 		r.info = &res.Container
 		if st := r.info.State; st != nil && !st.Running && !st.Restarting && !st.Paused {
 			r.cancelled = hasMarker(ctx, cli, r.sum.ID)
+			r.err = s.readErrorFile(ctx, cli, r)
 		}
 		return nil
 	})
 	return reps, err
 }
 
-// appContainers returns the Engine client and every container of the app, or an error
-// wrapping sched.ErrNotFound when it has none.
-func (s *Scheduler) appContainers(ctx context.Context, appID string) (*client.Client, []container.Summary, error) {
+// appContainers returns the Engine client, every container of the app and warnings of
+// containers skipped, or an error wrapping sched.ErrNotFound when it has none.
+func (s *Scheduler) appContainers(ctx context.Context, appID string) (*client.Client, []container.Summary, []string, error) {
 	if err := spec.ValidateName("app id", appID); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cli, err := s.engine(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	sums, err := s.containers(ctx, cli, appID)
+	sums, warns, err := s.containers(ctx, cli, appID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(sums) == 0 {
-		return nil, nil, notFound(appID)
+		if len(warns) > 0 {
+			return nil, nil, nil, fmt.Errorf("%w (%s)", notFound(appID), warns[0])
+		}
+		return nil, nil, nil, notFound(appID)
 	}
-	return cli, sums, nil
+	return cli, sums, warns, nil
 }
 
 // Describe reports the app's status per replica and rebuilds its AppDef from the
 // containers' labels.
 func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
-	cli, sums, err := s.appContainers(ctx, appID)
+	cli, sums, warns, err := s.appContainers(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +111,9 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 	if err != nil {
 		return nil, err
 	}
-	return s.describe(appID, reps), nil
+	d := s.describe(appID, reps)
+	d.Status.Warnings = append(d.Status.Warnings, warns...)
+	return d, nil
 }
 
 // List returns one status per app (not per container), of every session, oldest first.
@@ -115,7 +126,19 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	if err != nil {
 		return nil, s.engineErr(err)
 	}
-	reps, err := s.inspect(ctx, cli, res.Items)
+	byID := map[string][]container.Summary{}
+	for _, c := range res.Items {
+		id := c.Labels[LabelAppID]
+		byID[id] = append(byID[id], c)
+	}
+	var sums []container.Summary
+	warns := map[string][]string{}
+	for id, cs := range byID {
+		own, w := ownContainers(cs)
+		sums = append(sums, own...)
+		warns[id] = w
+	}
+	reps, err := s.inspect(ctx, cli, sums)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +149,9 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	}
 	out := make([]spec.AppStatus, 0, len(byApp))
 	for id, reps := range byApp {
-		out = append(out, s.describe(id, reps).Status)
+		st := s.describe(id, reps).Status
+		st.Warnings = append(st.Warnings, warns[id]...)
+		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {
@@ -153,6 +178,7 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 	d := &sched.Description{App: app, Cfg: s.parseCfg(rec.Cfg)}
 	st := &d.Status
 	st.AppID, st.Scheduler, st.Name = appID, Name, app.Name
+	st.Warnings = append(st.Warnings, rec.Warnings...)
 	session := spec.DefaultSession
 	for _, r := range reps {
 		if v := r.sum.Labels[LabelSession]; v != "" {
@@ -161,12 +187,14 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 		}
 	}
 	st.Handle = spec.Handle{Scheduler: Name, Session: session, AppID: appID}.String()
+	st.Foreign = len(reps) == 0 || reps[0].sum.Labels[LabelHome] != s.homeID()
 
 	byKey := map[string]*replica{}
 	for _, r := range reps {
 		byKey[r.role()+"/"+strconv.Itoa(r.id())] = r
 	}
 	var states []spec.ReplicaStatus
+	var errAt []time.Time // when each of states wrote its error file, if it did
 	for _, role := range app.Roles {
 		rs := spec.RoleStatus{Role: role.Name}
 		for k := range role.NumReplicas {
@@ -174,14 +202,16 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 			r, ok := byKey[key]
 			delete(byKey, key)
 			var rep spec.ReplicaStatus
+			var at time.Time
 			if ok {
-				rep = replicaStatus(r)
+				rep, at = replicaStatus(r), r.err.at
 			} else {
 				rep = spec.ReplicaStatus{ID: k, Role: role.Name, State: spec.Failed, Hostname: containerName(appID, role.Name, k),
 					StructuredError: "container " + containerName(appID, role.Name, k) + " was removed outside wick"}
 			}
 			rs.Replicas = append(rs.Replicas, rep)
 			states = append(states, rep)
+			errAt = append(errAt, at)
 		}
 		st.Roles = append(st.Roles, rs)
 	}
@@ -193,6 +223,7 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 		}
 		rep := replicaStatus(r)
 		states = append(states, rep)
+		errAt = append(errAt, r.err.at)
 		i := len(st.Roles) - 1
 		if i < 0 || st.Roles[i].Role != rep.Role {
 			st.Roles = append(st.Roles, spec.RoleStatus{Role: rep.Role})
@@ -216,16 +247,27 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 			}
 		}
 	}
-	appState(st, states)
+	appState(st, states, errAt)
 	return d
 }
 
 // appState sets the app's state, restarts, message and end from its replicas': while
 // any replica is not terminal the app is RUNNING (or PENDING, or SUBMITTED); once all
 // are, it is CANCELLED if wick cancelled any, FAILED if any failed, else SUCCEEDED.
-func appState(st *spec.AppStatus, reps []spec.ReplicaStatus) {
+// errAt[i], when set, is when reps[i] wrote its error file: the app's error is the
+// oldest error file's, as in TorchX, and its message names that replica.
+func appState(st *spec.AppStatus, reps []spec.ReplicaStatus, errAt []time.Time) {
 	var running, pending, submitted, cancelled, unknown bool
 	var failed []spec.ReplicaStatus
+	first := -1 // the failed replica with the oldest error file
+	for i, at := range errAt {
+		if !at.IsZero() && reps[i].State == spec.Failed && (first < 0 || at.Before(errAt[first])) {
+			first = i
+		}
+	}
+	if first >= 0 {
+		st.StructuredError = reps[first].StructuredError
+	}
 	for _, r := range reps {
 		st.NumRestarts += r.Restarts
 		if st.StructuredError == "" && r.StructuredError != "" {
@@ -272,11 +314,17 @@ func appState(st *spec.AppStatus, reps []spec.ReplicaStatus) {
 	}
 	if len(failed) > 0 && st.State != spec.Cancelled {
 		f := failed[0]
+		if first >= 0 {
+			f = reps[first]
+		}
 		switch {
 		case f.ExitCode != nil:
 			st.Msg = fmt.Sprintf("replica %s/%d exited with code %d", f.Role, f.ID, *f.ExitCode)
+			if msg := spec.ErrorMessage(f.StructuredError); msg != "" {
+				st.Msg += ": " + firstLine(msg)
+			}
 		case f.StructuredError != "":
-			st.Msg = fmt.Sprintf("replica %s/%d: %s", f.Role, f.ID, f.StructuredError)
+			st.Msg = fmt.Sprintf("replica %s/%d: %s", f.Role, f.ID, firstLine(spec.ErrorMessage(f.StructuredError)))
 		}
 		if len(failed) > 1 {
 			st.Msg += fmt.Sprintf(" (and %d more failed)", len(failed)-1)
@@ -337,10 +385,18 @@ func replicaStatus(r *replica) spec.ReplicaStatus {
 	switch {
 	case cs.OOMKilled:
 		rep.StructuredError = "killed: out of memory (memMB limit)"
+	case r.err.text != "":
+		rep.StructuredError = r.err.text
 	case cs.Error != "":
 		rep.StructuredError = cs.Error
 	}
 	return rep
+}
+
+// firstLine returns the first line of s.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 func trimSlash(name string) string {
@@ -368,17 +424,20 @@ func (s *Scheduler) record(reps []*replica) appRecord {
 			continue
 		}
 		var rec appRecord
-		if err := json.Unmarshal([]byte(raw), &rec); err == nil && rec.App != nil {
-			return rec
+		if len(raw) > maxRecord || json.Unmarshal([]byte(raw), &rec) != nil || rec.App == nil || rec.App.Validate() != nil {
+			continue // not one wick wrote: rebuild what the labels say
 		}
+		return rec
 	}
 	return appRecord{}
 }
 
 // rebuildApp makes what AppDef it can from labels alone: roles, their images and
-// replica counts.
+// replica counts. The replicas it accounts for are at most spec.MaxReplicas in all;
+// containers past that still show, as extras (see describe).
 func rebuildApp(reps []*replica) *spec.AppDef {
 	app := &spec.AppDef{}
+	total := 0
 	for _, r := range reps {
 		if app.Name == "" {
 			app.Name = r.sum.Labels[LabelAppID]
@@ -389,7 +448,10 @@ func rebuildApp(reps []*replica) *spec.AppDef {
 			role = &app.Roles[len(app.Roles)-1]
 			role.NumReplicas = 0
 		}
-		role.NumReplicas = max(role.NumReplicas, r.id()+1)
+		if n := max(role.NumReplicas, r.id()+1); total+n-role.NumReplicas <= spec.MaxReplicas {
+			total += n - role.NumReplicas
+			role.NumReplicas = n
+		}
 	}
 	return app
 }

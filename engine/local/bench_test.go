@@ -213,7 +213,8 @@ func BenchmarkFollowLatency(b *testing.B) {
 	waitApp(b, s, id)
 }
 
-// BenchmarkList lists 1000 apps.
+// BenchmarkList lists 1000 apps, beside reading their state files and nothing more
+// (the directory listing and one read per app: what any List must do).
 func BenchmarkList(b *testing.B) {
 	s := testScheduler(b, false)
 	id := start(b, s, appOf("seed", role("e", "true")), nil)
@@ -226,10 +227,25 @@ func BenchmarkList(b *testing.B) {
 		os.Mkdir(dir, 0o755)
 		clone.save(dir)
 	}
-	for b.Loop() {
-		apps, err := s.List(context.Background())
-		if err != nil || len(apps) != 1000 {
-			b.Fatal(len(apps), err)
+	b.Run("wick", func(b *testing.B) {
+		for b.Loop() {
+			apps, err := s.List(context.Background())
+			if err != nil || len(apps) != 1000 {
+				b.Fatal(len(apps), err)
+			}
 		}
-	}
+	})
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			ents, err := os.ReadDir(s.appsDir())
+			if err != nil || len(ents) != 1000 {
+				b.Fatal(len(ents), err)
+			}
+			for _, e := range ents {
+				if _, err := os.ReadFile(filepath.Join(s.appsDir(), e.Name(), stateFile)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

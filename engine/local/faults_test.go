@@ -181,9 +181,16 @@ func TestKillingTheSupervisorLeavesNoReplica(t *testing.T) {
 	if _, err := follow.Next(ctx); !errors.Is(err, io.EOF) {
 		t.Errorf("follower after the supervisor died: %v", err)
 	}
-	// The reaper wrote the verdict: no reader has to work it out.
-	if onDisk, err := readState(dir); err != nil || onDisk.State != spec.Failed {
-		t.Errorf("on disk: %v %v", onDisk.State, err)
+	// The reaper writes the verdict: no reader has to work it out. Readers do not
+	// wait for it (they reconcile), so neither does the follower above.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		onDisk, err := readState(dir)
+		if err == nil && onDisk.State == spec.Failed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("on disk: %v %v", onDisk.State, err)
+		}
 	}
 }
 
@@ -420,25 +427,67 @@ func waitReaper(t testing.TB, supervisor int) {
 	t.Fatal("the supervisor started no reaper")
 }
 
-func TestSecondCancelKillsAtOnce(t *testing.T) {
+// A cancel repeated while the app stops (a retry, or cancel then delete --force)
+// keeps the stop timeout: the replica finishes saving its checkpoint.
+func TestSecondCancelKeepsTheGrace(t *testing.T) {
+	s := testScheduler(t, false)
+	r := role("saver", "sh", "-c", "trap 'sleep 1; echo saved; exit 0' TERM; echo ready; while :; do sleep 0.05; done")
+	id := start(t, s, appOf("saver", r), spec.Cfg{OptStopTimeout: 30.0})
+	waitLine(t, s, id, "saver", "ready")
+	for range 3 {
+		if err := s.Cancel(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := waitApp(t, s, id)
+	if st.State != spec.Cancelled {
+		t.Errorf("app %s", st.State)
+	}
+	if got := lineTexts(logLines(t, s, id, "saver", 0, sched.LogOptions{Streams: sched.Stdout})); got != "ready\nsaved\n" {
+		t.Errorf("the replica was killed before it saved: %q", got)
+	}
+}
+
+// Kill does not wait for the stop timeout.
+func TestKillKillsAtOnce(t *testing.T) {
 	s := testScheduler(t, false)
 	r := role("stubborn", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done")
 	id := start(t, s, appOf("stubborn", r), spec.Cfg{OptStopTimeout: 60.0})
-	it, err := s.Logs(context.Background(), id, "stubborn", 0, sched.LogOptions{Follow: true})
+	waitLine(t, s, id, "stubborn", "ready")
+	began := time.Now()
+	s.Cancel(context.Background(), id)
+	time.Sleep(50 * time.Millisecond)
+	if err := s.Kill(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	st := waitApp(t, s, id)
+	if d := time.Since(began); d > 10*time.Second || st.State != spec.Cancelled {
+		t.Errorf("%s after %v", st.State, d)
+	}
+	if code := replicaOf(t, st, "stubborn", 0).ExitCode; code == nil || *code != 137 {
+		t.Errorf("exit code %v, want 137", code)
+	}
+}
+
+// waitLine waits until replica 0 of role has written a line with text.
+func waitLine(t *testing.T, s *Scheduler, id, role, text string) {
+	t.Helper()
+	it, err := s.Logs(context.Background(), id, role, 0, sched.LogOptions{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	if _, err := it.Next(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	s.Cancel(context.Background(), id)
-	time.Sleep(50 * time.Millisecond)
-	s.Cancel(context.Background(), id)
-	st := waitApp(t, s, id)
-	if d := time.Since(began); d > 10*time.Second || st.State != spec.Cancelled {
-		t.Errorf("%s after %v", st.State, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		l, err := it.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", text, err)
+		}
+		if l.Text == text {
+			return
+		}
 	}
 }
 
@@ -472,5 +521,48 @@ func TestInterruptedScheduleCancelsTheApp(t *testing.T) {
 	}
 	if st := waitApp(t, s, info.AppID); st.State != spec.Cancelled {
 		t.Errorf("interrupted start: %s %s", st.State, st.Msg)
+	}
+}
+
+// The stop timeout protects a replica's whole process group, not only its leader: a
+// worker that saves a checkpoint after its agent died of SIGTERM (torchrun) finishes.
+func TestStopTimeoutCoversTheGroup(t *testing.T) {
+	s := testScheduler(t, false)
+	worker := `trap 'sleep 1; echo worker saved; exit 0' TERM; echo worker up; while :; do sleep 0.05; done`
+	r := role("agent", "sh", "-c", `sh -c "$0" & wait`, worker)
+	id := start(t, s, appOf("agent", r), spec.Cfg{OptStopTimeout: 20.0})
+	waitLine(t, s, id, "agent", "worker up")
+	began := time.Now()
+	if err := s.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	st := waitApp(t, s, id)
+	if st.State != spec.Cancelled {
+		t.Errorf("app %s", st.State)
+	}
+	if got := lineTexts(logLines(t, s, id, "agent", 0, sched.LogOptions{Streams: sched.Stdout})); got != "worker up\nworker saved\n" {
+		t.Errorf("the worker was killed before it saved: %q", got)
+	}
+	if d := time.Since(began); d > 15*time.Second {
+		t.Errorf("the app ended %v after the cancel: the group's end was not noticed", d)
+	}
+}
+
+// A group that outlives its leader and ignores SIGTERM is killed when the stop
+// timeout ends.
+func TestLingeringGroupIsKilledAtTheStopTimeout(t *testing.T) {
+	s := testScheduler(t, false)
+	worker := `trap '' TERM; echo worker up; while :; do sleep 0.05; done`
+	r := role("agent", "sh", "-c", `sh -c "$0" & wait`, worker)
+	id := start(t, s, appOf("agent", r), spec.Cfg{OptStopTimeout: 1.0})
+	waitLine(t, s, id, "agent", "worker up")
+	began := time.Now()
+	if err := s.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	st := waitApp(t, s, id)
+	d := time.Since(began)
+	if st.State != spec.Cancelled || d < 900*time.Millisecond || d > 15*time.Second {
+		t.Errorf("app %s %v after the cancel", st.State, d)
 	}
 }

@@ -76,6 +76,9 @@ const (
 // as in TorchX's local scheduler and wick's local_docker.
 const DefaultStopTimeout = 10.0
 
+// MaxStopTimeout is the largest stop_timeout accepted (spec.MaxStopTimeout, a day).
+const MaxStopTimeout = float64(spec.MaxStopTimeout)
+
 // Scheduler is local_cwd or local_dir. It holds no state of its own beyond a watcher
 // for following logs: everything about apps is on disk.
 type Scheduler struct {
@@ -83,6 +86,10 @@ type Scheduler struct {
 	dir     bool // local_dir: the image is the directory the replica runs in
 	cfg     sched.Config
 	watcher *logs.Watcher
+	// logCache keeps what opening logs reads of an app (see logCache).
+	logCache *logCache
+	// usage keeps the previous CPU sample of replicas' processes (see Usage).
+	usage usageSampler
 }
 
 // NewCwd makes the local_cwd scheduler: replicas run in the working directory of the
@@ -114,7 +121,7 @@ func newScheduler(name string, dir bool, cfg sched.Config) (*Scheduler, error) {
 	if cfg.Session == "" {
 		cfg.Session = spec.DefaultSession
 	}
-	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher()}, nil
+	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher(), logCache: &logCache{}}, nil
 }
 
 // Name returns "local_cwd" or "local_dir".
@@ -131,7 +138,7 @@ func (s *Scheduler) RunOpts() spec.RunOpts {
 		{Name: OptAutoCuda, Type: spec.OptBool, Default: false,
 			Help: "set CUDA_VISIBLE_DEVICES for roles that request GPUs, giving each replica its own (counted with nvidia-smi -L); does nothing if there are not enough"},
 		{Name: OptStopTimeout, Type: spec.OptFloat, Default: DefaultStopTimeout,
-			Help: "seconds a stopping replica (cancel, restart, another replica's failure) gets between SIGTERM to its process group and SIGKILL"},
+			Help: "seconds a stopping replica (cancel, restart, another replica's failure) gets between SIGTERM to its process group and SIGKILL; 0 to 86400"},
 	}
 }
 

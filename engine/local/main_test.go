@@ -18,6 +18,18 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 )
 
+// envTestWriteDelay makes the supervisors a test starts write their logs slowly, as on
+// a slow disk (see testWriteDelay).
+const envTestWriteDelay = "WICK_TEST_WRITE_DELAY"
+
+// envTestHandoverDelay makes supervisors pause right after they take an app over (see
+// testHandoverDelay).
+const envTestHandoverDelay = "WICK_TEST_HANDOVER_DELAY"
+
+// envTestTakeoverDelay makes supervisors pause before they take an app over (see
+// testTakeoverDelay).
+const envTestTakeoverDelay = "WICK_TEST_TAKEOVER_DELAY"
+
 // helperVerb makes the test binary act as a replica program (see helper).
 const helperVerb = "__helper"
 
@@ -26,7 +38,16 @@ const helperVerb = "__helper"
 // ...` runs one of the replica programs the tests need.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == SuperviseVerb {
-		if err := Supervise(context.Background(), os.Args[2]); err != nil {
+		if d, err := time.ParseDuration(os.Getenv(envTestWriteDelay)); err == nil {
+			testWriteDelay = d
+		}
+		if d, err := time.ParseDuration(os.Getenv(envTestHandoverDelay)); err == nil {
+			testHandoverDelay = d
+		}
+		if d, err := time.ParseDuration(os.Getenv(envTestTakeoverDelay)); err == nil {
+			testTakeoverDelay = d
+		}
+		if err := supervise(context.Background(), os.Args[2], swapHook(os.Getenv(envSwap))); err != nil {
 			fmt.Fprintln(os.Stderr, "wick:", err)
 			os.Exit(1)
 		}
@@ -43,6 +64,7 @@ func TestMain(m *testing.M) {
 //	lines N       N lines of 50 bytes on stdout, as fast as possible
 //	bigline       a 10 MB line, binary garbage, and a last line without newline
 //	ticks N MS    N lines "tick <unix nanos>", one every MS milliseconds
+//	burn MB       hold MB MiB of touched memory and keep a core busy, for 2 minutes
 func helper(name string, args []string) int {
 	switch name {
 	case "lines":
@@ -59,6 +81,8 @@ func helper(name string, args []string) int {
 			time.Sleep(time.Duration(ms) * time.Millisecond)
 			fmt.Printf("tick %d\n", time.Now().UnixNano())
 		}
+	case "burn":
+		burn(args)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", name)
 		return 2

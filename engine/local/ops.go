@@ -10,12 +10,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -58,6 +61,12 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 				}
 				dir := filepath.Join(s.appsDir(), e.Name())
 				st, err := readState(dir)
+				var ce *CorruptError
+				if errors.As(err, &ce) && s.name == NameCwd {
+					// Shown, once (by local_cwd), so that it can be seen and deleted.
+					out[i] = s.corruptStatus(dir, ce)
+					continue
+				}
 				if err != nil || st.Scheduler != s.name {
 					continue // being created or deleted, or another scheduler's
 				}
@@ -87,6 +96,29 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	return apps, nil
 }
 
+// corruptStatus is the list row of an app whose state cannot be read: UNKNOWN, with
+// why. The session is launch.json's when it can be read.
+func (s *Scheduler) corruptStatus(dir string, ce *CorruptError) *spec.AppStatus {
+	session := s.cfg.Session
+	var created time.Time
+	if l, err := readLaunch(dir); err == nil {
+		session, created = l.Session, l.Created
+	} else if fi, err := os.Stat(dir); err == nil {
+		created = fi.ModTime()
+	}
+	msg := "corrupt state: " + ce.Err.Error()
+	return &spec.AppStatus{
+		Handle:          spec.Handle{Scheduler: s.name, Session: session, AppID: ce.AppID}.String(),
+		AppID:           ce.AppID,
+		Scheduler:       s.name,
+		Name:            "?",
+		State:           spec.UnknownState,
+		Msg:             msg,
+		StructuredError: msg,
+		Created:         created,
+	}
+}
+
 // Cancel asks the app's supervisor to stop the app (SIGTERM) and returns at once. An
 // app whose supervisor has not started yet is cancelled by a request file it reads
 // when it starts.
@@ -101,9 +133,11 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	if !st.Supervisor.IsZero() {
 		return signalProc(st.Supervisor, unix.SIGTERM)
 	}
-	if err := os.WriteFile(filepath.Join(dir, cancelFile), nil, 0o644); err != nil {
+	f, err := safefs.OpenAppend(filepath.Join(dir, cancelFile))
+	if err != nil {
 		return fmt.Errorf("cancel %s: %w", appID, err)
 	}
+	f.Close()
 	// The supervisor may have taken over between the read and the request file.
 	if fresh, err := readState(dir); err == nil && !fresh.Supervisor.IsZero() {
 		return signalProc(fresh.Supervisor, unix.SIGTERM)
@@ -133,6 +167,10 @@ func signalProc(p logs.Proc, sig unix.Signal) error {
 // end.
 func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error {
 	dir, st, err := s.load(appID)
+	var ce *CorruptError
+	if errors.As(err, &ce) && force {
+		return s.deleteCorrupt(dir, appID)
+	}
 	if err != nil {
 		return err
 	}
@@ -143,17 +181,16 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 		if err := s.Cancel(ctx, appID); err != nil {
 			return err
 		}
+		// A supervisor may have taken the app over since it was read: wait for it.
+		if fresh, err := readState(dir); err == nil {
+			st = fresh
+		}
 	}
 	// Wait for the supervisor to finish writing, whether it is stopping the app or
 	// just recording its end.
 	if p := st.Supervisor; p.Alive() {
-		done, stop := s.watcher.WatchProc(p)
-		select {
-		case <-done:
-			stop()
-		case <-ctx.Done():
-			stop()
-			return fmt.Errorf("delete %s: %w", appID, ctx.Err())
+		if err := s.waitSupervisor(ctx, appID, p); err != nil {
+			return err
 		}
 	}
 	if l, err := readLaunch(dir); err == nil {
@@ -165,10 +202,79 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 			}
 		}
 	}
-	// Rename first: the app vanishes at once for concurrent readers, never half
-	// removed.
+	return s.removeAppDir(dir, appID)
+}
+
+// waitSupervisor waits for an app's supervisor to exit. A supervisor that is stopped
+// (SIGSTOP, a debugger) can never exit by itself: that is said at once rather than
+// waited for in silence, and nothing is deleted, since its replicas still run.
+func (s *Scheduler) waitSupervisor(ctx context.Context, appID string, p logs.Proc) error {
+	done, stop := s.watcher.WatchProc(p)
+	defer stop()
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
+	for {
+		if procStopped(p.PID) {
+			return fmt.Errorf("delete %s: its supervisor (pid %d) is stopped, so it cannot stop the app and exit: resume it (kill -CONT %d) and delete again, or kill it", appID, p.PID, p.PID)
+		}
+		select {
+		case <-done:
+			return nil
+		case <-check.C:
+		case <-ctx.Done():
+			return fmt.Errorf("delete %s: waiting for its supervisor (pid %d) to exit: %w", appID, p.PID, ctx.Err())
+		}
+	}
+}
+
+// procStopped reports whether process pid is stopped (state T or t in /proc).
+func procStopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may hold any
+	// character: look after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'T' || b[i+2] == 't'
+}
+
+// deleteCorrupt removes an app whose state cannot be read, and its logs: where
+// launch.json says, or, when it cannot be read either, the app's directory in every
+// session of the default log_dir.
+func (s *Scheduler) deleteCorrupt(dir, appID string) error {
+	var logDirs []string
+	if l, err := readLaunch(dir); err == nil {
+		logDirs = append(logDirs, l.Request.LogDir)
+	} else if sessions, err := os.ReadDir(s.defaultLogDir()); err == nil {
+		for _, e := range sessions {
+			if e.IsDir() {
+				logDirs = append(logDirs, filepath.Join(s.defaultLogDir(), e.Name(), appID))
+			}
+		}
+	}
+	for _, d := range logDirs {
+		if filepath.IsAbs(d) && filepath.Base(d) == appID {
+			if err := os.RemoveAll(d); err != nil {
+				return fmt.Errorf("delete logs of %s: %w", appID, err)
+			}
+		}
+	}
+	return s.removeAppDir(dir, appID)
+}
+
+// removeAppDir removes an app's state directory: renamed first, so that the app
+// vanishes at once for concurrent readers, never half removed. Losing a race with
+// another delete is "no such app".
+func (s *Scheduler) removeAppDir(dir, appID string) error {
 	trash := filepath.Join(s.appsDir(), "."+appID+".deleted")
 	if err := os.Rename(dir, trash); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %s", sched.ErrNotFound, appID)
+		}
 		return fmt.Errorf("delete %s: %w", appID, err)
 	}
 	if err := os.RemoveAll(trash); err != nil {
@@ -180,19 +286,65 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 // Logs returns the lines of replica k of role, from the files of the app's log
 // directory. Following ends once the replica can write no more and every line is read.
 func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sched.LogOptions) (sched.LogIterator, error) {
-	logDir, st, err := s.replicaLogDir(appID, role, k)
+	logDir, writer, err := s.replicaLogDir(appID, role, k)
 	if err != nil {
 		return nil, err
 	}
-	writer := st.Supervisor
-	if writer.IsZero() {
-		writer = st.Owner
+	if opts.Follow {
+		dir, _ := s.appDir(appID)
+		if writer, err = s.awaitSupervisor(ctx, dir, writer); err != nil {
+			return nil, err
+		}
 	}
 	it, err := logs.Open(logs.Source{Dir: logDir, Role: role, Replica: k, Writer: writer, Watcher: s.watcher}, opts)
 	if err != nil {
 		return nil, err
 	}
 	return it, nil
+}
+
+// LogsOf returns the iterators of many replicas of an app, reading the app's state
+// and launch files at most once.
+func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.ReplicaRef, opts sched.LogOptions) ([]sched.LogIterator, error) {
+	dir, err := s.appDir(appID)
+	if err != nil {
+		return nil, err
+	}
+	writer, err := s.logCache.writer(dir, func() (*state, error) {
+		_, st, err := s.load(appID)
+		return st, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.logCache.launch(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read app %s: %w", appID, err)
+	}
+	if opts.Follow {
+		if writer, err = s.awaitSupervisor(ctx, dir, writer); err != nil {
+			return nil, err
+		}
+	}
+	its := make([]sched.LogIterator, 0, len(refs))
+	fail := func(err error) ([]sched.LogIterator, error) {
+		for _, it := range its {
+			it.Close()
+		}
+		return nil, err
+	}
+	for _, ref := range refs {
+		logDir, err := replicaDirOf(l, appID, ref.Role, ref.Replica)
+		if err != nil {
+			return fail(err)
+		}
+		it, err := logs.Open(logs.Source{Dir: logDir, Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher}, opts)
+		if err != nil {
+			return fail(err)
+		}
+		its = append(its, it)
+	}
+	return its, nil
 }
 
 // RawLog opens the log file of one stream of a replica as it is on disk: stdout.log
@@ -213,16 +365,33 @@ func (s *Scheduler) RawLog(ctx context.Context, appID, role string, k int, strea
 	return f, nil
 }
 
-// replicaLogDir finds the log directory of replica k of role, with the app's state.
-func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, *state, error) {
-	dir, st, err := s.load(appID)
+// replicaLogDir finds the log directory of replica k of role, and the process writing
+// it. Both come from the cache of what opening logs reads (see logCache).
+func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, logs.Proc, error) {
+	dir, err := s.appDir(appID)
 	if err != nil {
-		return "", nil, err
+		return "", logs.Proc{}, err
 	}
-	l, err := readLaunch(dir)
+	writer, err := s.logCache.writer(dir, func() (*state, error) {
+		_, st, err := s.load(appID)
+		return st, err
+	})
 	if err != nil {
-		return "", nil, fmt.Errorf("read app %s: %w", appID, err)
+		return "", logs.Proc{}, err
 	}
+	l, err := s.logCache.launch(dir)
+	if err != nil {
+		return "", logs.Proc{}, fmt.Errorf("read app %s: %w", appID, err)
+	}
+	logDir, err := replicaDirOf(l, appID, role, k)
+	if err != nil {
+		return "", logs.Proc{}, err
+	}
+	return logDir, writer, nil
+}
+
+// replicaDirOf finds the log directory of replica k of role in an app's launch.
+func replicaDirOf(l *launch, appID, role string, k int) (string, error) {
 	var rr *RoleRequest
 	var names []string
 	for i := range l.Request.Roles {
@@ -232,12 +401,12 @@ func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, *state, er
 		}
 	}
 	if rr == nil {
-		return "", nil, fmt.Errorf("app %s has no role %q%s (roles: %s)", appID, role, spec.DidYouMean(role, names), strings.Join(names, ", "))
+		return "", fmt.Errorf("app %s has no role %q%s (roles: %s)", appID, role, spec.DidYouMean(role, names), strings.Join(names, ", "))
 	}
 	if k < 0 || k >= len(rr.Replicas) {
-		return "", nil, fmt.Errorf("role %s of app %s has no replica %d (it has %d)", role, appID, k, len(rr.Replicas))
+		return "", fmt.Errorf("role %s of app %s has no replica %d (it has %d)", role, appID, k, len(rr.Replicas))
 	}
-	return rr.Replicas[k].LogDir, st, nil
+	return rr.Replicas[k].LogDir, nil
 }
 
 // Wait blocks until the app is terminal and returns its status. It is woken by

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/safefs"
 )
 
 // The reaper covers the one case the supervisor cannot: its own SIGKILL. Pdeathsig
@@ -57,7 +58,7 @@ func (sv *supervisor) startReaper() {
 		sv.logf("no reaper: wick's own command is unknown")
 		return
 	}
-	logf, err := os.OpenFile(sv.dir+"/"+supervisorLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	logf, err := safefs.OpenAppend(sv.dir + "/" + supervisorLog)
 	if err != nil {
 		logf = sv.null
 	} else {
@@ -85,11 +86,17 @@ func (sv *supervisor) reaperPID() int { return sv.reaperProc }
 
 // tellReaper sends "+PGID" or "-PGID".
 func (sv *supervisor) tellReaper(op byte, pgid int) {
+	sv.tellReaperLine(string(op) + strconv.Itoa(pgid))
+}
+
+// tellReaperLine sends one line to the reaper: "+PGID", "-PGID", or "cDIR", the
+// app's cgroup.
+func (sv *supervisor) tellReaperLine(line string) {
 	if sv.reaper == nil {
 		return
 	}
 	_ = sv.reaper.SetWriteDeadline(time.Now().Add(reaperWriteTimeout))
-	if _, err := sv.reaper.WriteString(string(op) + strconv.Itoa(pgid) + "\n"); err != nil {
+	if _, err := sv.reaper.WriteString(line + "\n"); err != nil {
 		sv.logf("reaper: %v", err)
 		sv.reaper.Close()
 		sv.reaper = nil
@@ -116,6 +123,7 @@ func reap(appDir string) error {
 	// Signals meant for the app's processes are not for the reaper.
 	signal.Ignore(unix.SIGHUP, unix.SIGINT, unix.SIGTERM)
 	groups := map[int]bool{}
+	cgroupDir := ""
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		line := sc.Text()
@@ -123,6 +131,10 @@ func reap(appDir string) error {
 			return nil
 		}
 		if len(line) < 2 {
+			continue
+		}
+		if line[0] == 'c' {
+			cgroupDir = line[1:]
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -138,6 +150,12 @@ func reap(appDir string) error {
 	}
 	for pgid := range groups {
 		killGroup(pgid, unix.SIGKILL)
+	}
+	if cgroupDir != "" {
+		// What left the groups is still in the app's cgroup.
+		if err := killCgroupDir(cgroupDir); err != nil {
+			fmt.Fprintf(os.Stderr, "wick reaper: %v\n", err)
+		}
 	}
 	l, err := readLaunch(appDir)
 	if err != nil {

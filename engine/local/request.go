@@ -1,21 +1,20 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -98,24 +97,14 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	if sub.App == nil {
 		return nil, errors.New("no app to plan")
 	}
-	app := sub.App
-	if err := app.Validate(); err != nil {
-		return nil, err
-	}
-	if err := spec.ValidateName("app id", sub.AppID); err != nil {
-		return nil, err
-	}
+	// The Runner has validated the app and the names and resolved the run options
+	// (sched.Scheduler.DryRun).
+	app, cfg := sub.App, sub.Cfg
 	session := sub.Session
 	if session == "" {
 		session = s.cfg.Session
 	}
-	if err := spec.ValidateName("session", session); err != nil {
-		return nil, err
-	}
-	cfg, err := s.RunOpts().Resolve(sub.Cfg)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	logDir := cfg.String(OptLogDir)
 	if logDir == "" {
 		logDir = s.defaultLogDir()
@@ -123,9 +112,17 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	if logDir, err = filepath.Abs(expandHome(logDir)); err != nil {
 		return nil, fmt.Errorf("log_dir: %w", err)
 	}
+	// Symbolic links are resolved once, here: below, the log directories are created
+	// and opened following none.
+	if logDir, err = safefs.Resolve(logDir); err != nil {
+		return nil, fmt.Errorf("log_dir: %w", err)
+	}
 	stop := cfg.Float(OptStopTimeout)
-	if stop < 0 {
-		return nil, fmt.Errorf("%w: %s must not be negative (got %g)", spec.ErrInvalidRunOpt, OptStopTimeout, stop)
+	if stop < 0 || stop > MaxStopTimeout || math.IsNaN(stop) {
+		return nil, fmt.Errorf("%w: %s must be between 0 and %g seconds (got %g)", spec.ErrInvalidRunOpt, OptStopTimeout, MaxStopTimeout, stop)
+	}
+	if err := checkFDBudget(app); err != nil {
+		return nil, err
 	}
 	cwd := s.cfg.WorkDir
 	if cwd == "" {
@@ -277,29 +274,51 @@ func isExecutable(path string) bool {
 	return err == nil && st.Mode().IsRegular() && unix.Access(path, unix.X_OK) == nil
 }
 
+// fdsPerReplica is what one replica costs the supervisor in open files: four log files
+// and the two pipe read ends it keeps, plus the write ends it holds while forking
+// (measured: about 6 a replica at rest).
+const fdsPerReplica = 8
+
+// fdReserve is the supervisor's own files: state, logs, the reaper, the runtime.
+const fdReserve = 64
+
+// checkFDBudget refuses, before anything starts, an app whose replicas would run the
+// supervisor out of file descriptors half way through starting them. The supervisor
+// raises its soft limit to the hard one (Go does at start), so the hard limit counts.
+func checkFDBudget(app *spec.AppDef) error {
+	n := 0
+	for _, r := range app.Roles {
+		n += r.NumReplicas
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Max == unix.RLIM_INFINITY {
+		return nil
+	}
+	return fdBudget(n, rl.Max)
+}
+
+// fdBudget checks n replicas against a limit of open files.
+func fdBudget(n int, limit uint64) error {
+	need := uint64(n)*fdsPerReplica + fdReserve
+	if need > limit {
+		fit := (limit - min(limit, fdReserve)) / fdsPerReplica
+		return fmt.Errorf("%w: %d replicas need about %d open files, more than the limit of %d (ulimit -Hn): at most %d fit", spec.ErrReplicaBudget, n, need, limit, fit)
+	}
+	return nil
+}
+
 // checkLogDir tells, without creating anything, whether the app's log directory can
-// be created: its nearest existing ancestor must be a writable directory, and it must
-// not exist yet.
+// be created: it must not exist yet, every existing directory above it must be safe
+// from other users (owned by root or us, and writable by nobody else unless sticky:
+// see package safefs), and the nearest one must be writable.
 func checkLogDir(appLogDir string) error {
 	if _, err := os.Lstat(appLogDir); err == nil {
 		return fmt.Errorf("log directory %s already exists", appLogDir)
 	}
-	for p := filepath.Dir(appLogDir); ; p = filepath.Dir(p) {
-		st, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) && p != filepath.Dir(p) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("log directory %s cannot be created: %w", appLogDir, err)
-		}
-		if !st.IsDir() {
-			return fmt.Errorf("log directory %s cannot be created: %s is not a directory", appLogDir, p)
-		}
-		if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
-			return fmt.Errorf("log directory %s cannot be created: %s is not writable (%v)", appLogDir, p, err)
-		}
-		return nil
+	if err := safefs.CheckPath(appLogDir); err != nil {
+		return fmt.Errorf("log directory %s cannot be created: %w", appLogDir, err)
 	}
+	return nil
 }
 
 // assignGPUs hands out CUDA_VISIBLE_DEVICES as TorchX does: consecutive ranges of
@@ -318,7 +337,7 @@ func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool) (map[string][]
 	if !auto {
 		return nil, fmt.Sprintf("the app asks for %d GPUs but %s is off: replicas may share GPUs (-cfg %s=true gives each its own)", want, OptAutoCuda, OptAutoCuda)
 	}
-	have := countGPUs(ctx)
+	have := gpus.Count(ctx)
 	if have < want {
 		return nil, fmt.Sprintf("the app asks for %d GPUs but %d were found (nvidia-smi -L): CUDA_VISIBLE_DEVICES is not set", want, have)
 	}
@@ -338,21 +357,4 @@ func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool) (map[string][]
 		}
 	}
 	return out, ""
-}
-
-// countGPUs counts the lines of `nvidia-smi -L`: zero when it is missing or fails.
-func countGPUs(ctx context.Context) int {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").Output()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, line := range bytes.Split(out, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) > 0 {
-			n++
-		}
-	}
-	return n
 }

@@ -11,12 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Schedule launches a planned app: it creates the log directories (so that an
@@ -24,7 +27,7 @@ import (
 // directory, starts the supervisor detached in its own session, and returns once the
 // supervisor reports that the replicas are started, or why it could not start them.
 // If ctx ends first, the app is cancelled.
-func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) error {
+func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) (err error) {
 	if info == nil || info.App == nil {
 		return errors.New("nothing to schedule")
 	}
@@ -42,6 +45,9 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if req.AppID != info.AppID || req.StateDir != appDir {
 		return fmt.Errorf("the request does not match app %s (run the dry run again)", info.AppID)
 	}
+	if !(req.StopTimeout >= 0 && req.StopTimeout <= MaxStopTimeout) { // a request read back
+		return fmt.Errorf("%w: %s must be between 0 and %g seconds (got %g)", spec.ErrInvalidRunOpt, OptStopTimeout, MaxStopTimeout, req.StopTimeout)
+	}
 	self, err := s.selfCommand()
 	if err != nil {
 		return err
@@ -49,13 +55,27 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := makeLogDirs(req); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.appsDir(), 0o755); err != nil {
+	// Until the supervisor is started, a failure removes what was made here: a launch
+	// that fails leaves nothing behind that no verb could see or delete.
+	undo, started := []string{req.LogDir}, false
+	defer func() {
+		if err != nil && !started {
+			for _, p := range undo {
+				_ = os.RemoveAll(p)
+			}
+		}
+	}()
+	if err := safefs.MkdirAll(s.appsDir()); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	if err := os.Mkdir(appDir, 0o755); err != nil {
+	if err := os.Mkdir(appDir, safefs.DirMode); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("app %s already exists", req.AppID)
 		}
+		return fmt.Errorf("state directory: %w", err)
+	}
+	undo = append(undo, appDir)
+	if err := os.Chmod(appDir, safefs.DirMode); err != nil { // whatever the umask
 		return fmt.Errorf("state directory: %w", err)
 	}
 	l := &launch{
@@ -80,7 +100,8 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := st.save(appDir); err != nil {
 		return err
 	}
-	progress.Report("starting %d replicas", req.replicas())
+	progress.Report("starting %s", spec.Count(req.replicas(), "replica"))
+	started = true
 	return s.startSupervisor(ctx, appDir, self, st)
 }
 
@@ -125,8 +146,10 @@ func (s *Scheduler) selfCommand() ([]string, error) {
 }
 
 // makeLogDirs creates the app's log directory (which must not exist) and one per
-// replica.
-func makeLogDirs(req *Request) error {
+// replica, 0700, without following symbolic links: every directory from "/" down to
+// the session's must be trusted (see package safefs), and the app's is new, so that
+// nobody else can put anything below it.
+func makeLogDirs(req *Request) (rerr error) {
 	if err := checkLogDir(req.LogDir); err != nil {
 		return err
 	}
@@ -137,21 +160,40 @@ func makeLogDirs(req *Request) error {
 		}
 		return fmt.Errorf("log directory %s cannot be created: %w", req.LogDir, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(req.LogDir), 0o755); err != nil {
+	session, err := safefs.MkdirAllDir(filepath.Dir(req.LogDir))
+	if err != nil {
 		return fail(err)
 	}
-	if err := os.Mkdir(req.LogDir, 0o755); err != nil {
+	defer session.Close()
+	app, err := safefs.Mkdir(session, filepath.Base(req.LogDir))
+	if err != nil {
 		return fail(err)
 	}
+	defer app.Close()
+	defer func() {
+		if rerr != nil {
+			_ = os.RemoveAll(req.LogDir) // ours: just made, exclusively
+		}
+	}()
 	for _, role := range req.Roles {
+		roleDir, err := safefs.Mkdir(app, role.Name)
+		if err != nil {
+			return fail(err)
+		}
 		for _, r := range role.Replicas {
-			if !strings.HasPrefix(r.LogDir, req.LogDir+string(filepath.Separator)) {
-				return fmt.Errorf("replica log directory %s is outside %s", r.LogDir, req.LogDir)
+			name := strconv.Itoa(r.ID)
+			if r.LogDir != filepath.Join(req.LogDir, role.Name, name) {
+				roleDir.Close()
+				return fmt.Errorf("replica log directory %s is not %s/%s/%s", r.LogDir, req.LogDir, role.Name, name)
 			}
-			if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
+			d, err := safefs.Mkdir(roleDir, name)
+			if err != nil {
+				roleDir.Close()
 				return fail(err)
 			}
+			d.Close()
 		}
+		roleDir.Close()
 	}
 	return nil
 }
@@ -169,7 +211,7 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 		}
 		return err
 	}
-	logf, err := os.OpenFile(filepath.Join(appDir, supervisorLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := safefs.OpenAppend(filepath.Join(appDir, supervisorLog))
 	if err != nil {
 		return failed(fmt.Errorf("supervisor log: %w", err))
 	}

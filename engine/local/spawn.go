@@ -20,6 +20,10 @@ import (
 type children struct {
 	mu      sync.Mutex
 	waiters map[int]chan unix.WaitStatus
+	// beforeReap, if set, is called with a waited-for child that has exited but is
+	// not reaped yet: while it is a zombie its pid, and so its process group's id,
+	// cannot be reused, so the group can be signalled without hitting a stranger.
+	beforeReap func(pid int)
 }
 
 func newChildren() *children { return &children{waiters: map[int]chan unix.WaitStatus{}} }
@@ -42,6 +46,22 @@ func (c *children) fork(argv0 string, argv []string, attr *syscall.ProcAttr) (in
 // reap collects every exited child, without blocking. Statuses of children nobody
 // waits for (adopted orphans) are dropped.
 func (c *children) reap() {
+	if c.beforeReap != nil {
+		c.mu.Lock()
+		pids := make([]int, 0, len(c.waiters))
+		for pid := range c.waiters {
+			pids = append(pids, pid)
+		}
+		c.mu.Unlock()
+		for _, pid := range pids {
+			var info unix.Siginfo
+			// WNOWAIT: look, leave it a zombie.
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+			if err == nil && info.Signo != 0 {
+				c.beforeReap(pid)
+			}
+		}
+	}
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -54,27 +58,10 @@ type state struct {
 	Supervisor logs.Proc `json:"supervisor,omitzero"`
 }
 
-// writeFileAtomic replaces dir/name with data: readers see the old or the new file,
-// never a mix. The temporary file is in dir so that rename stays on one file system.
+// writeFileAtomic replaces dir/name with data (mode 0600): readers see the old or the
+// new file, never a mix.
 func writeFileAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return safefs.WriteFileAtomic(dir, name, data)
 }
 
 func writeJSONAtomic(dir, name string, v any) error {
@@ -85,32 +72,170 @@ func writeJSONAtomic(dir, name string, v any) error {
 	return writeFileAtomic(dir, name, append(data, '\n'))
 }
 
-func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
+// maxStateFile bounds what is read of state.json and launch.json: a thousand-replica
+// app's files are well under a megabyte; a larger one is corrupt, not an app.
+const maxStateFile = 64 << 20
+
+// CorruptError is an app directory whose state cannot be read: truncated or garbage
+// JSON, a file that is not a regular file, one over maxStateFile. Such an app is
+// listed as UNKNOWN and `delete --force` removes it.
+type CorruptError struct {
+	AppID string
+	Err   error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("app %s has corrupt state (%v); delete --force removes it", e.AppID, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// readJSON reads a state file of the app directory: a missing file is fs.ErrNotExist,
+// anything unreadable a *CorruptError.
+func readJSON(appDir, name string, v any) error {
+	path := filepath.Join(appDir, name)
+	corrupt := func(err error) error {
+		return &CorruptError{AppID: filepath.Base(appDir), Err: fmt.Errorf("%s: %w", name, stripPath(err, path))}
+	}
+	data, err := safefs.ReadFile(path, maxStateFile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	if err != nil {
+		return corrupt(err)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return corrupt(err)
 	}
 	return nil
 }
 
+// stripPath drops the path from an error that names it, to keep messages short.
+func stripPath(err error, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, path+": ") {
+		return errors.New(strings.TrimPrefix(msg, path+": "))
+	}
+	return err
+}
+
 func readLaunch(appDir string) (*launch, error) {
 	var l launch
-	if err := readJSON(filepath.Join(appDir, launchFile), &l); err != nil {
+	if err := readJSON(appDir, launchFile, &l); err != nil {
 		return nil, err
 	}
 	if l.Request == nil || l.App == nil {
-		return nil, fmt.Errorf("%s: incomplete", filepath.Join(appDir, launchFile))
+		return nil, &CorruptError{AppID: filepath.Base(appDir), Err: fmt.Errorf("%s: incomplete", launchFile)}
 	}
 	return &l, nil
 }
 
+// logCache keeps what opening a replica's logs reads of an app: its launch file
+// (parsed) and the process writing its logs (from its state file). Opening the logs of
+// replica after replica (the wall's panes and read-backs) would otherwise parse a
+// thousand-replica app's files each time. An entry is used only while its file's
+// inode, size and time are unchanged; state.json is replaced by rename, so any write
+// shows.
+type logCache struct {
+	mu       sync.Mutex
+	launches map[string]cachedLaunch
+	writers  map[string]cachedWriter
+}
+
+// fileKey identifies a version of a file.
+type fileKey struct{ ino, size, mtime, ctime int64 }
+
+type cachedLaunch struct {
+	key fileKey
+	l   *launch
+}
+
+type cachedWriter struct {
+	key fileKey
+	w   logs.Proc
+}
+
+// maxCached bounds each map of the cache: the apps whose logs are open at once.
+const maxCached = 16
+
+func statKey(path string) (fileKey, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileKey{}, false
+	}
+	return fileKey{int64(st.Ino), st.Size, st.Mtim.Nano(), st.Ctim.Nano()}, true
+}
+
+// launch returns the launch of appDir, read again only when the file changed. The
+// launch returned is shared: callers must not modify it.
+func (c *logCache) launch(appDir string) (*launch, error) {
+	key, ok := statKey(filepath.Join(appDir, launchFile))
+	if c == nil || !ok {
+		return readLaunch(appDir) // its error says what is wrong
+	}
+	c.mu.Lock()
+	e, hit := c.launches[appDir]
+	c.mu.Unlock()
+	if hit && e.key == key {
+		return e.l, nil
+	}
+	l, err := readLaunch(appDir)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.launches == nil || len(c.launches) >= maxCached {
+		c.launches = map[string]cachedLaunch{}
+	}
+	c.launches[appDir] = cachedLaunch{key, l}
+	return l, nil
+}
+
+// writer returns the process writing the logs of the app in appDir (its supervisor, or
+// the launcher before the supervisor took over), with load's checks, reading
+// state.json again only when it changed.
+func (c *logCache) writer(appDir string, load func() (*state, error)) (logs.Proc, error) {
+	// The key is taken before reading: a write in between makes the next call read
+	// again, never use stale content.
+	key, ok := statKey(filepath.Join(appDir, stateFile))
+	if c != nil && ok {
+		c.mu.Lock()
+		e, hit := c.writers[appDir]
+		c.mu.Unlock()
+		if hit && e.key == key {
+			return e.w, nil
+		}
+	}
+	st, err := load()
+	if err != nil {
+		return logs.Proc{}, err
+	}
+	w := st.Supervisor
+	if w.IsZero() {
+		w = st.Owner
+	}
+	if c != nil && ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.writers == nil || len(c.writers) >= maxCached {
+			c.writers = map[string]cachedWriter{}
+		}
+		c.writers[appDir] = cachedWriter{key, w}
+	}
+	return w, nil
+}
+
 func readState(appDir string) (*state, error) {
 	var st state
-	if err := readJSON(filepath.Join(appDir, stateFile), &st); err != nil {
+	if err := readJSON(appDir, stateFile, &st); err != nil {
 		return nil, err
+	}
+	if st.Scheduler == "" || st.AppID != filepath.Base(appDir) {
+		return nil, &CorruptError{AppID: filepath.Base(appDir), Err: fmt.Errorf("%s: not this app's state", stateFile)}
 	}
 	return &st, nil
 }
@@ -165,6 +290,10 @@ func (s *Scheduler) load(appID string) (string, *state, error) {
 	st, err := readState(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, fmt.Errorf("%w: %s", sched.ErrNotFound, appID)
+	}
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		return dir, nil, err // the directory, for delete --force
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("read app %s: %w", appID, err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,24 +32,51 @@ const (
 )
 
 const (
-	// drainWait bounds how long the supervisor waits for a replica's output pipes to
-	// close once its process group is gone. Only a process that left the group
-	// (setsid) can hold them open longer; its output is then no longer recorded.
+	// drainWait is how long after a replica's end the supervisor looks at who still
+	// holds its output pipes. A pipe whose writers are all gone is read to its end,
+	// however long that takes (a slow disk): its data is finite. A pipe still held
+	// open then can only be held by a process that left the replica's process group
+	// (setsid) and escaped every kill: that pipe is closed, its further output is not
+	// recorded, and the app's status says so.
 	drainWait = 500 * time.Millisecond
 	// maxErrorFile bounds what is read of a torchelastic error file.
 	maxErrorFile = 64 << 10
 )
 
+// Test hooks, to widen timing windows of the real code. Only the test binary's
+// TestMain sets them, before it runs a supervisor; they are zero in wick.
+var (
+	// testWriteDelay stands in for a slow disk (logs.Recorder.SetWriteDelay).
+	testWriteDelay time.Duration
+	// testHandoverDelay is slept between the supervisor's taking over the app and
+	// its looking for a cancel or a delete.
+	testHandoverDelay time.Duration
+	// testTakeoverDelay is slept before the supervisor takes the app over.
+	testTakeoverDelay time.Duration
+)
+
+// errDeleted is the supervisor's answer when the app was deleted before it could
+// start it.
+var errDeleted = errors.New("the app was deleted before it started")
+
 // Supervise runs the supervisor of the app whose state directory is appDir, as the
 // hidden verb `wick __supervise APP_DIR` that Schedule starts: it starts the replicas,
 // records their output, applies the retry policies, keeps state.json current, and
-// returns when the app is terminal (nil) or when it cannot run the app. SIGTERM, or
-// ctx being done, cancels the app; a second SIGTERM kills the replicas at once.
+// returns when the app is terminal (nil) or when it cannot run the app. SIGTERM or
+// SIGINT, or ctx being done, cancels the app: the replicas get the stop timeout to end,
+// however many times the request comes (a retried cancel, or a cancel then a delete,
+// must not cost a checkpoint). Only killSignal (Scheduler.Kill) kills them at once.
 //
 // Started with WICK_SUPERVISOR_REAPER set, the same verb runs the app's reaper
 // instead: a small process that outlives a supervisor killed with SIGKILL and kills
 // what the supervisor left (see reap).
 func Supervise(ctx context.Context, appDir string) error {
+	return supervise(ctx, appDir, nil)
+}
+
+// supervise is Supervise with a test hook called between the launcher's mkdir and the
+// supervisor's open of each replica's log directory.
+func supervise(ctx context.Context, appDir string, beforeLogs func(dir string)) error {
 	if os.Getenv(envReaper) != "" {
 		return reap(appDir)
 	}
@@ -66,6 +94,7 @@ func Supervise(ctx context.Context, appDir string) error {
 		reportReady(ready, err)
 		return err
 	}
+	sv.beforeLogs = beforeLogs
 	return sv.run(ctx, ready)
 }
 
@@ -88,7 +117,16 @@ const (
 	idle     procPhase = iota // no process
 	starting                  // being forked
 	running
+	// lingering: the leader of a replica being stopped is gone, but the rest of its
+	// process group still runs (torchrun's workers saving a checkpoint after their
+	// agent exited on SIGTERM). The group keeps the stop timeout; SIGKILL comes only
+	// when it ends.
+	lingering
 )
+
+// lingerPoll is how often the supervisor looks whether a lingering group has ended:
+// its members need not be the supervisor's children, so no SIGCHLD tells.
+const lingerPoll = 20 * time.Millisecond
 
 type roleRun struct {
 	req      *RoleRequest
@@ -102,17 +140,20 @@ type replica struct {
 	st   *spec.ReplicaStatus // in the supervisor's state
 	w    *logs.Writer
 
-	attempt   int
-	phase     procPhase
-	pid       int
-	stopping  bool      // the supervisor asked it to stop
-	killAt    time.Time // when SIGKILL follows SIGTERM
-	killed    bool
-	errFile   os.FileInfo // the error file as it was before this attempt, or nil
-	pumps     int         // output copies still running for this attempt
-	readers   []*os.File  // their pipes, closed to force them to end
-	drainAt   time.Time   // when the pipes are closed if still open
-	endMarked bool
+	attempt     int
+	phase       procPhase
+	pid         int
+	stopping    bool      // the supervisor asked it to stop
+	killAt      time.Time // when SIGKILL follows SIGTERM
+	killed      bool
+	errFile     os.FileInfo // the error file as it was before this attempt, or nil
+	pumps       int         // output copies still running for this attempt
+	readers     []*os.File  // their pipes, closed to force them to end
+	drainAt     time.Time   // when the pipes are checked for escaped writers
+	escaped     bool        // a pipe was closed while an escaped process held it
+	groupKilled bool        // its group got SIGKILL while its exited leader was a zombie
+	forkAt      time.Time   // when this attempt was started
+	endMarked   bool
 }
 
 func (r *replica) name() string { return r.role.req.Name + "/" + strconv.Itoa(r.req.ID) }
@@ -151,18 +192,20 @@ type supervisor struct {
 	timer      *time.Timer
 	null       *os.File
 	env        []string
+	cg         *cgroup  // the app's cgroup, or nil where the machine has none for it
+	reserved   bool     // the space for the final state is reserved (reserve.go)
 	reaper     *os.File // pipe to the reaper process, or nil
 	reaperR    *os.File // its read end until the reaper starts
 	reaperProc int
 	reaperAt   <-chan time.Time // when to start the reaper
 
-	signals      int // SIGTERMs received
 	inflight     int // forks not yet reported
 	readyPending int // replicas whose first start is not reported yet
 	appRestarts  int
 	pending      map[*replica]bool // stopped or stopping, to restart together
 	target       spec.AppState     // 0 while running; the final state once decided
 	dirty        bool
+	beforeLogs   func(dir string) // test hook, see supervise
 }
 
 func newSupervisor(appDir string) (*supervisor, error) {
@@ -193,6 +236,8 @@ func newSupervisor(appDir string) (*supervisor, error) {
 		pending: map[*replica]bool{},
 		env:     os.Environ(),
 	}
+	sv.rec.SetWriteDelay(testWriteDelay)
+	sv.kids.beforeReap = sv.leaderExited
 	for i := range sv.req.Roles {
 		rr := &roleRun{req: &sv.req.Roles[i]}
 		if i >= len(st.Roles) || len(st.Roles[i].Replicas) != len(rr.req.Replicas) {
@@ -214,7 +259,7 @@ func (sv *supervisor) logf(format string, args ...any) {
 
 // setup takes the app over from the launcher: signals, subreaper, state, log files.
 func (sv *supervisor) setup() error {
-	signal.Notify(sv.sigs, unix.SIGTERM, unix.SIGINT)
+	signal.Notify(sv.sigs, unix.SIGTERM, unix.SIGINT, killSignal)
 	// No terminal to hang up: a stray SIGHUP must not end a day-long training run. It
 	// is caught and dropped rather than ignored: an ignored signal stays ignored
 	// across exec, and the replicas must keep the default. Catching it also undoes an
@@ -226,18 +271,39 @@ func (sv *supervisor) setup() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		sv.logf("cannot become a child subreaper: %v", err)
 	}
+	if testTakeoverDelay > 0 {
+		time.Sleep(testTakeoverDelay)
+	}
 	sv.st.Owner, sv.st.Supervisor = sv.self, sv.self
 	sv.st.State = spec.Pending
 	if err := sv.st.save(sv.dir); err != nil {
 		return err
 	}
+	if testHandoverDelay > 0 {
+		time.Sleep(testHandoverDelay)
+	}
+	// From the save on, a cancel or delete finds this supervisor and signals it or
+	// waits for it. One that read the state before the save may have written its
+	// cancel request, removed the logs and the app's directory since: look now,
+	// before anything is created, so that a deleted app never starts and nothing of
+	// it is recreated.
+	if _, err := os.Stat(filepath.Join(sv.dir, launchFile)); err != nil {
+		return errDeleted
+	}
 	var err error
 	if sv.null, err = devNull(); err != nil {
 		return err
 	}
+	sv.makeReserve()
+	if sv.cg, err = newCgroup(sv.req.AppID); err != nil {
+		sv.logf("no cgroup for the app (%v): processes that leave their replica's process group are found through the subreaper only", err)
+	}
 	for _, r := range sv.all {
-		if err := os.MkdirAll(r.req.LogDir, 0o755); err != nil {
-			return fmt.Errorf("create log directory: %w", err)
+		// The launcher made the directory; the writer opens it and its files
+		// following no symbolic link, and one that is gone (deleted with the app)
+		// is not recreated.
+		if sv.beforeLogs != nil {
+			sv.beforeLogs(r.req.LogDir)
 		}
 		if r.w, err = sv.rec.Create(r.req.LogDir); err != nil {
 			return err
@@ -246,6 +312,9 @@ func (sv *supervisor) setup() error {
 	sv.timer = time.NewTimer(time.Hour)
 	sv.timer.Stop()
 	sv.openReaper()
+	if sv.cg != nil {
+		sv.tellReaperLine("c" + sv.cg.dir)
+	}
 	sv.reaperAt = time.After(reaperDelay)
 	return nil
 }
@@ -255,7 +324,15 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 	defer signal.Stop(sv.sigchld)
 	if err := sv.setup(); err != nil {
 		sv.closeWriters()
-		sv.failStart(err)
+		if sv.cg != nil {
+			sv.cg.remove()
+		}
+		sv.dropReserve()
+		if errors.Is(err, errDeleted) {
+			sv.quitReaper()
+		} else {
+			sv.failStart(err)
+		}
 		reportReady(ready, err)
 		return err
 	}
@@ -278,11 +355,9 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 			sv.handle(ev)
 		case <-sv.sigchld:
 			sv.kids.reap()
-		case <-sv.sigs:
-			// A second signal kills at once. ctx may be done because of the same
-			// signal (the CLI's signal context): that is not a second request.
-			sv.signals++
-			sv.cancel(sv.signals > 1)
+			sv.checkLingering()
+		case sig := <-sv.sigs:
+			sv.cancel(sig == killSignal)
 		case <-done:
 			done = nil
 			sv.cancel(false)
@@ -349,7 +424,8 @@ func (sv *supervisor) save() {
 
 // start forks a replica's current attempt, with fresh pipes for its output.
 func (sv *supervisor) start(r *replica) {
-	r.phase, r.stopping, r.killed = starting, false, false
+	r.phase, r.stopping, r.killed, r.groupKilled = starting, false, false, false
+	r.forkAt = time.Now()
 	r.killAt, r.drainAt = time.Time{}, time.Time{}
 	r.errFile = nil
 	if p := r.req.Env[envErrorFile]; p != "" {
@@ -382,10 +458,24 @@ func (sv *supervisor) start(r *replica) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	if sv.cg != nil {
+		// Straight into the app's cgroup (clone3): nothing it starts can leave
+		// before it is in.
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, sv.cg.fd
+	}
 	startThread(func() {
 		pid, exited, err := 0, (<-chan unix.WaitStatus)(nil), lookErr
 		if err == nil {
 			pid, exited, err = sv.kids.fork(argv0, r.req.Argv, attr)
+			if err != nil && attr.Sys.UseCgroupFD {
+				// clone3 into a cgroup refused (an old kernel, a cgroup that turned
+				// unusable): the replica still runs, in the supervisor's cgroup.
+				noCg := *attr.Sys
+				noCg.UseCgroupFD = false
+				a := *attr
+				a.Sys = &noCg
+				pid, exited, err = sv.kids.fork(argv0, r.req.Argv, &a)
+			}
 			if err != nil {
 				err = &execError{file: argv0, err: err}
 			}
@@ -419,6 +509,7 @@ func (sv *supervisor) handle(ev event) {
 		r.pumps--
 		if ev.err != nil {
 			sv.logf("%s: %v", r.name(), ev.err)
+			sv.noteWarnings()
 		}
 	case evStarted:
 		sv.inflight--
@@ -451,23 +542,70 @@ func (sv *supervisor) handle(ev event) {
 		}
 	case evExited:
 		code := exitCode(ev.ws)
-		// Whatever the leader left in its group goes with it, as in a container.
-		killGroup(r.pid, unix.SIGKILL)
-		sv.tellReaper('-', r.pid)
-		r.phase = idle
 		r.st.ExitCode = spec.IntPtr(code)
 		r.st.Ended = now
-		r.drainAt = now.Add(drainWait)
+		if r.stopping && !r.killed && groupAlive(r.pid) {
+			// Being stopped: the rest of the group gets the rest of the grace.
+			r.phase = lingering
+		} else {
+			// Whatever the leader left in its group goes with it, as in a container.
+			// Mostly done already, by leaderExited while the leader was a zombie; a
+			// leader reaped elsewhere (its status collected by a wait of the whole
+			// group) is caught here.
+			if !r.groupKilled {
+				killGroup(r.pid, unix.SIGKILL)
+			}
+			sv.groupGone(r, now)
+		}
 		switch {
 		case code == 0:
 			r.st.State = spec.Succeeded
-		case r.stopping:
+		case r.stopping && sv.stoppedBySignal(r, ev.ws, code):
 			r.st.State = spec.Cancelled
 		default:
 			r.st.State = spec.Failed
 			r.st.StructuredError = sv.errorFile(r)
 		}
 		sv.exited(r, code)
+	}
+}
+
+// leaderExited is called with the pid of a replica's leader that has exited and is
+// not reaped yet. Unless the replica is being stopped (its group then keeps the
+// stop timeout), its group is killed now: the zombie leader keeps the group's id
+// from being reused, which it no longer does once reaped.
+func (sv *supervisor) leaderExited(pid int) {
+	for _, r := range sv.all {
+		if r.phase == running && r.pid == pid && !(r.stopping && !r.killed) {
+			killGroup(pid, unix.SIGKILL)
+			r.groupKilled = true
+		}
+	}
+}
+
+// groupGone records that r's process group has ended (or has been killed).
+func (sv *supervisor) groupGone(r *replica, now time.Time) {
+	sv.tellReaper('-', r.pid)
+	r.phase = idle
+	r.drainAt = now.Add(drainWait)
+	sv.dirty = true
+}
+
+// groupAlive reports whether process group pgid still has a member. The leader of a
+// replica's group is reaped before this is asked; while any member lives, the kernel
+// keeps the group's id from being reused as a pid.
+func groupAlive(pgid int) bool {
+	err := unix.Kill(-pgid, 0)
+	return err == nil || err == unix.EPERM
+}
+
+// checkLingering ends the lingering of replicas whose group has ended.
+func (sv *supervisor) checkLingering() {
+	now := time.Now()
+	for _, r := range sv.all {
+		if r.phase == lingering && !groupAlive(r.pid) {
+			sv.groupGone(r, now)
+		}
 	}
 }
 
@@ -568,7 +706,7 @@ func firstLine(s string) string {
 func (sv *supervisor) cancel(now bool) {
 	if now {
 		for _, r := range sv.all {
-			if r.phase == running && !r.killed {
+			if (r.phase == running || r.phase == lingering) && !r.killed {
 				killGroup(r.pid, unix.SIGKILL)
 				r.killed = true
 			}
@@ -611,21 +749,103 @@ func (sv *supervisor) stopReplica(r *replica) {
 // onTimer kills replicas past their stop timeout and closes pipes past their drain
 // time.
 func (sv *supervisor) onTimer() {
+	sv.checkLingering()
 	now := time.Now()
 	for _, r := range sv.all {
-		if r.phase == running && r.stopping && !r.killed && !now.Before(r.killAt) {
+		if (r.phase == running && r.stopping || r.phase == lingering) && !r.killed && !now.Before(r.killAt) {
 			killGroup(r.pid, unix.SIGKILL)
 			r.killed = true
 		}
 		if r.phase == idle && r.pumps > 0 && !r.drainAt.IsZero() && !now.Before(r.drainAt) {
-			sv.closeReaders(r)
+			r.drainAt = time.Time{}
+			sv.closeHeldReaders(r)
 		}
 	}
 }
 
-func (sv *supervisor) closeReaders(r *replica) {
+// closeHeldReaders closes those of r's output pipes that a process still holds open
+// for writing: once the replica's group is gone, only an escaped process can. A pipe
+// whose writers are all gone is left to its Copy, which reads it to the end.
+func (sv *supervisor) closeHeldReaders(r *replica) {
 	for _, f := range r.readers {
+		if writersGone(f) {
+			continue
+		}
 		f.Close() // makes Copy return; closing twice is harmless
+		if !r.escaped {
+			r.escaped = true
+			sv.logf("%s: a process that left the replica's process group still holds its output open; its output is no longer recorded", r.name())
+			sv.noteWarnings()
+		}
+	}
+}
+
+// writersGone reports whether no process holds the write end of pipe f open any more
+// (POLLHUP), or f is closed. The data still in the pipe does not matter: poll reports
+// the hang-up as soon as the last writer is gone.
+func writersGone(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := true
+	cerr := rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			gone = err != nil || n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+			return
+		}
+	})
+	return gone || cerr != nil
+}
+
+// noteWarnings recomputes the app's warnings from its replicas: output not recorded
+// because an escaped process held a pipe, or because the logs could not be written.
+func (sv *supervisor) noteWarnings() {
+	var ws []string
+	for _, r := range sv.all {
+		if r.escaped {
+			ws = append(ws, r.name()+": output written after the replica ended was not recorded: a process that left its process group still held its stdout or stderr")
+		}
+		if r.w == nil {
+			continue
+		}
+		out, errb, err := r.w.Lost()
+		why := "write error"
+		if err != nil {
+			why = rootCause(err)
+		}
+		for _, l := range []struct {
+			n    int64
+			name string
+		}{{out, "stdout"}, {errb, "stderr"}} {
+			if l.n > 0 {
+				ws = append(ws, fmt.Sprintf("%s: %d bytes of %s not written: %s", r.name(), l.n, l.name, why))
+			}
+		}
+		if out == 0 && errb == 0 && err != nil {
+			ws = append(ws, fmt.Sprintf("%s: logs incomplete: %s", r.name(), rootCause(err)))
+		}
+	}
+	if !slices.Equal(ws, sv.st.Warnings) {
+		sv.st.Warnings = ws
+		sv.dirty = true
+	}
+}
+
+// rootCause returns the innermost error's message: "no space left on device" rather
+// than the chain of paths and operations that led to it.
+func rootCause(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
 	}
 }
 
@@ -637,7 +857,7 @@ func (sv *supervisor) rearm() {
 			if t.IsZero() {
 				continue
 			}
-			if t == r.killAt && (r.phase != running || r.killed) {
+			if t == r.killAt && (r.phase != running && r.phase != lingering || r.killed) {
 				continue
 			}
 			if t == r.drainAt && (r.phase != idle || r.pumps == 0) {
@@ -646,6 +866,14 @@ func (sv *supervisor) rearm() {
 			if next.IsZero() || t.Before(next) {
 				next = t
 			}
+		}
+	}
+	for _, r := range sv.all {
+		if r.phase == lingering {
+			if t := time.Now().Add(lingerPoll); next.IsZero() || t.Before(next) {
+				next = t
+			}
+			break
 		}
 	}
 	sv.timer.Stop()
@@ -754,6 +982,13 @@ func (sv *supervisor) finished() bool {
 // sees the end finds the final state), and dismisses the reaper.
 func (sv *supervisor) finalize() {
 	sv.killOrphans()
+	if sv.cg != nil {
+		// Everything the replicas started, wherever it went.
+		if err := sv.cg.kill(sv.kids.reap); err != nil {
+			sv.logf("%v", err)
+		}
+		defer sv.cg.remove()
+	}
 	drain := time.NewTimer(drainWait)
 	defer drain.Stop()
 	timeout := drain.C
@@ -764,25 +999,35 @@ func (sv *supervisor) finalize() {
 		case <-sv.sigchld:
 			sv.kids.reap()
 		case <-timeout:
-			// Only processes that escaped every kill hold the pipes: stop recording.
+			// Pipes still held open now are held by processes that escaped every
+			// kill: stop recording those. The others are read to their end.
 			for _, r := range sv.all {
-				sv.closeReaders(r)
+				if r.pumps > 0 {
+					sv.closeHeldReaders(r)
+				}
 			}
 			timeout = nil
 		}
 	}
+	sv.noteWarnings()
 	now := time.Now()
 	for _, r := range sv.all {
 		if !r.st.State.Terminal() {
 			r.st.State = spec.Cancelled
 		}
 	}
+	if sv.target == spec.Failed {
+		sv.rootCause()
+	}
 	sv.st.State = sv.target
 	sv.st.Ended = now
 	// Everything in the directories is written before the terminal state: whoever
 	// waits for it (and then reads or deletes the app) finds the app complete.
 	sv.writeSuccess()
-	sv.save()
+	if err := sv.saveFinal(); err != nil {
+		sv.logf("the final state could not be written: %v", err)
+	}
+	sv.dirty = false
 	for _, r := range sv.all {
 		if !r.endMarked {
 			if err := r.w.End(); err != nil {

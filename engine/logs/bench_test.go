@@ -227,3 +227,73 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "µs-median")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "µs-p99")
 }
+
+// BenchmarkPendingLatency measures, beside BenchmarkFollowLatency (a committed line),
+// how long a progress-bar update ("\r" and no newline) written to a replica's pipe
+// takes to come out of a following iterator as a pending line.
+func BenchmarkPendingLatency(b *testing.B) {
+	dir := b.TempDir()
+	w, err := NewRecorder().Create(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pr, pw, _ := os.Pipe()
+	go w.Copy(sched.Stdout, 0, pr)
+	it, err := Open(Source{Dir: dir}, sched.LogOptions{Follow: true, Pending: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Close()
+	var lat []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		// Every update differs from the last, as a bar's count does.
+		pw.WriteString("\r" + strconv.Itoa(len(lat)) + " it")
+		l, err := it.Next(context.Background())
+		if err != nil || !l.Pending {
+			b.Fatal(l, err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	pw.Close()
+	reportLatency(b, lat)
+}
+
+// BenchmarkPendingLatencyMerged is BenchmarkPendingLatency through Merge with a second,
+// quiet replica, as attached wick run and wick log -t read: the update must not wait
+// for the other replica.
+func BenchmarkPendingLatencyMerged(b *testing.B) {
+	var its []sched.LogIterator
+	var pws []*os.File
+	for k := range 2 {
+		dir := b.TempDir()
+		w, err := NewRecorder().Create(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr, pw, _ := os.Pipe()
+		go w.Copy(sched.Stdout, 0, pr)
+		pws = append(pws, pw)
+		it, err := Open(Source{Dir: dir, Replica: k}, sched.LogOptions{Follow: true, Pending: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		its = append(its, it)
+	}
+	m := Merge(its...)
+	defer m.Close()
+	var lat []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		pws[0].WriteString("\r" + strconv.Itoa(len(lat)) + " it")
+		l, err := m.Next(context.Background())
+		if err != nil || !l.Pending {
+			b.Fatal(l, err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	for _, pw := range pws {
+		pw.Close()
+	}
+	reportLatency(b, lat)
+}

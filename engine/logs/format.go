@@ -57,7 +57,7 @@ const (
 
 // Record flags.
 const (
-	flagPartial = 1 << 0 // the run is a final line without a newline
+	flagPartial = 1 << 0 // the run is a final line without a newline (combined.log has one after the run, outside it)
 	flagEnd     = 1 << 1 // no run follows: the replica will write no more
 )
 
@@ -66,7 +66,7 @@ var ErrBadIndex = errors.New("not a wick log index")
 
 // record describes one run of whole lines in combined.log, or the end of the logs.
 type record struct {
-	time      int64 // unix nanoseconds when the run's last chunk was read
+	time      int64 // unix nanoseconds when the first byte of the run's first line was read
 	combOff   int64 // offset of the run in combined.log
 	streamOff int64 // offset of the same bytes in stdout.log or stderr.log
 	length    int64 // bytes in the run

@@ -88,6 +88,12 @@ type Iterator struct {
 	gone      bool // the writer is gone or the files were removed
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// Pending lines (LogOptions.Pending), see pending.go.
+	pend        []*pendingStream
+	pendHead    *sched.Line // found by Ready, for Next
+	scanBuf     []byte
+	lastAttempt int
 }
 
 // Open returns an iterator over the logs in src.Dir, filtered and shaped by opts. With
@@ -118,10 +124,11 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 		it.Close()
 		return nil, fmt.Errorf("open logs of %s/%d: %s: %w", src.Role, src.Replica, it.idx.Name(), err)
 	}
+	var w *Watcher
 	if opts.Follow {
 		// Watch before reading anything: a change made after the first read but
 		// before the watch would otherwise be missed.
-		w := src.Watcher
+		w = src.Watcher
 		if w == nil {
 			w = NewWatcher()
 		}
@@ -136,6 +143,14 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 	if err := it.seek(); err != nil {
 		it.Close()
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
+	}
+	// A filtered view lists matching lines only: an unfinished line that may never
+	// match has no place in it.
+	if opts.Follow && opts.Pending && opts.Regex == nil {
+		if err := it.openPending(w); err != nil {
+			it.Close()
+			return nil, fmt.Errorf("follow logs of %s/%d: %w", src.Role, src.Replica, err)
+		}
 	}
 	return it, nil
 }
@@ -322,6 +337,10 @@ func (it *Iterator) fill() bool {
 			it.ended = true
 			continue
 		}
+		it.lastAttempt = int(r.attempt)
+		if it.pend != nil {
+			it.commit(&r)
+		}
 		if !it.opts.Until.IsZero() && r.time >= it.opts.Until.UnixNano() {
 			// Runs are in time order: nothing after this one can match.
 			it.done = true
@@ -355,6 +374,10 @@ func (it *Iterator) loadBlock(first record) error {
 		}
 		it.recs = it.recs[1:]
 		it.nextRec++
+		it.lastAttempt = int(r.attempt)
+		if it.pend != nil {
+			it.commit(&r)
+		}
 		total += r.length
 		addSpan(&r, int(total))
 		last = r
@@ -402,7 +425,7 @@ func (it *Iterator) lineFromBlock() {
 // lines have ended, or the iterator failed. Merge uses it to keep lines of several
 // replicas in time order.
 func (it *Iterator) Ready() bool {
-	return it.fill() || it.done || it.err != nil
+	return it.fill() || it.done || it.err != nil || it.pend != nil && it.pendingReady()
 }
 
 // Next returns the next line. It blocks, when following, until one is written, the
@@ -452,6 +475,16 @@ func (it *Iterator) Next(ctx context.Context) (sched.Line, error) {
 		if it.done {
 			return sched.Line{}, io.EOF
 		}
+		if it.pend != nil {
+			l, ok, err := it.nextPending()
+			if err != nil {
+				it.err = err
+				return sched.Line{}, err
+			}
+			if ok {
+				return l, nil
+			}
+		}
 		if err := it.wait(ctx); err != nil {
 			return sched.Line{}, err
 		}
@@ -471,11 +504,16 @@ func (it *Iterator) wait(ctx context.Context) error {
 		defer t.Stop()
 		until = t.C
 	}
+	pa, pb := it.pendingWake()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-it.closed:
 		return ErrClosed
+	case <-pa:
+		it.pend[0].dirty = true
+	case <-pb:
+		it.pend[1].dirty = true
 	case <-it.watch.C():
 		if it.watch.Events()&Gone != 0 {
 			it.gone = true
@@ -507,6 +545,7 @@ func (it *Iterator) Close() error {
 		if it.comb != nil {
 			it.comb.Close()
 		}
+		it.closePending()
 	})
 	return nil
 }

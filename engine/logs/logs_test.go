@@ -180,8 +180,9 @@ func TestLinesKeepStreamOrderAndWholeness(t *testing.T) {
 	if got := readFile(t, filepath.Join(r.dir, StderrFile)); got != "e1\ne2\n" {
 		t.Errorf("stderr.log = %q", got)
 	}
-	// combined.log: whole lines only, in the order their newlines arrived.
-	if got := readFile(t, filepath.Join(r.dir, CombinedFile)); got != "a\ne1\nhello\ne2\nb\nno newline" {
+	// combined.log: whole lines only, in the order their newlines arrived; a last
+	// line without one gets one there.
+	if got := readFile(t, filepath.Join(r.dir, CombinedFile)); got != "a\ne1\nhello\ne2\nb\nno newline\n" {
 		t.Errorf("combined.log = %q", got)
 	}
 	src := Source{Dir: r.dir, Role: "trainer", Replica: 3}
@@ -265,12 +266,13 @@ func TestHugeLineAndBinaryAreIntact(t *testing.T) {
 	if len(errLines) != 2000 {
 		t.Fatalf("%d stderr lines, want 2000", len(errLines))
 	}
-	// combined holds every byte of both, line by line.
+	// combined holds every byte of both, line by line, and a newline after stdout's
+	// unterminated last line.
 	all := readAll(t, Source{Dir: r.dir}, sched.LogOptions{})
 	if len(all) != len(lines)+2000 {
 		t.Fatalf("combined has %d lines, want %d", len(all), len(lines)+2000)
 	}
-	if st := fileSize(t, filepath.Join(r.dir, CombinedFile)); st != int64(stdout.Len())+fileSize(t, filepath.Join(r.dir, StderrFile)) {
+	if st := fileSize(t, filepath.Join(r.dir, CombinedFile)); st != int64(stdout.Len())+fileSize(t, filepath.Join(r.dir, StderrFile))+1 {
 		t.Fatalf("combined.log has %d bytes", st)
 	}
 }
@@ -580,7 +582,10 @@ func TestMergeFollowDeliversPromptlyAndEnds(t *testing.T) {
 		if err != nil || l.Text != "from a" {
 			t.Fatalf("line %d: %v %v", i, l, err)
 		}
-		if d := time.Since(start); d > inexactWait {
+		// Not a timing figure (the benchmarks measure latency): a line waiting for
+		// the silent source would never come, so a generous bound tells the two
+		// apart on a loaded machine.
+		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("line %d took %v", i, d)
 		}
 	}

@@ -10,12 +10,9 @@ import (
 	"github.com/wick-dev/wick/engine/sched"
 )
 
-// Readier is implemented by iterators that can tell, without blocking, whether Next
-// would return at once. Like Next, Ready is called from one goroutine at a time.
-// Merge orders the lines of such iterators exactly; Iterator and Merged implement it.
-type Readier interface {
-	Ready() bool
-}
+// Readier is sched.Readier: Merge orders the lines of such iterators exactly;
+// Iterator and Merged implement it.
+type Readier = sched.Readier
 
 const (
 	// mergeBatch is how many ready lines a source hands over at once: per-line channel
@@ -33,6 +30,11 @@ const (
 	// way); a few milliseconds cover that. Lines of the past are always older than
 	// this, so only live following waits, and by this much at most.
 	followGrace = 10 * time.Millisecond
+	// mergeCredits is how many batches of a source may wait for the merge. A source
+	// whose lines are all later than another's (a replica that started late) would
+	// otherwise be read whole into memory while the other is emitted: 2 x 10M lines
+	// took gigabytes. With credits, memory is bounded by the number of sources.
+	mergeCredits = 2
 )
 
 // Merged is the iterator Merge returns: the lines of several iterators in time order
@@ -54,12 +56,21 @@ type Merged struct {
 }
 
 type mergeSrc struct {
+	credits    chan struct{} // one per batch the pump may hand over
+	held       int           // batches received since q was last empty
 	q          []sched.Line
+	arrivals   []arrival    // when the lines of q arrived, a batch at a time
 	batch      []sched.Line // the slice q came from, to recycle
 	exact      bool         // implements Readier
 	idle       bool         // said it has no line ready
 	done       bool
 	emptySince time.Time
+}
+
+// arrival is when n consecutive lines of a source's queue reached the Merged.
+type arrival struct {
+	n  int
+	at time.Time // with its monotonic reading: immune to wall-clock steps
 }
 
 type mergeMsg struct {
@@ -92,7 +103,10 @@ func Merge(its ...sched.LogIterator) *Merged {
 	now := time.Now()
 	for i, it := range its {
 		_, exact := it.(Readier)
-		m.srcs[i] = mergeSrc{exact: exact, emptySince: now}
+		m.srcs[i] = mergeSrc{exact: exact, emptySince: now, credits: make(chan struct{}, mergeCredits)}
+		for range mergeCredits {
+			m.srcs[i].credits <- struct{}{}
+		}
 		m.wg.Add(1)
 		go m.pump(i, it)
 	}
@@ -125,6 +139,12 @@ func (m *Merged) pump(i int, it sched.LogIterator) {
 			}
 		}
 		if len(batch) > 0 {
+			// Wait until the merge has room for this source's lines.
+			select {
+			case <-m.srcs[i].credits:
+			case <-m.ctx.Done():
+				return
+			}
 			if !m.send(mergeMsg{src: i, lines: batch}) {
 				return
 			}
@@ -160,6 +180,8 @@ func (m *Merged) apply(msg mergeMsg) {
 		s.idle = true
 	default:
 		s.idle = false
+		s.held++
+		s.arrivals = append(s.arrivals, arrival{n: len(msg.lines), at: time.Now()})
 		if len(s.q) == 0 {
 			m.recycle(s)
 			s.q, s.batch = msg.lines, msg.lines
@@ -219,7 +241,14 @@ func (m *Merged) pick(now time.Time) (int, time.Duration) {
 			if !s.idle {
 				return -1, 0 // its pump is reading: a line or an idle notice is coming
 			}
-			if left := followGrace - now.Sub(m.srcs[best].q[0].Time); left > 0 {
+			// The line's stamp says how old it is, unless the wall clock was stepped
+			// back since it was read: then it looks younger than it is, by the size
+			// of the step. When it reached this Merged bounds the wait either way.
+			left := followGrace - now.Sub(m.srcs[best].q[0].Time)
+			if a := m.srcs[best].arrivals; len(a) > 0 {
+				left = min(left, followGrace-now.Sub(a[0].at))
+			}
+			if left > 0 {
 				wait = max(wait, left)
 			}
 			continue
@@ -238,10 +267,18 @@ func (m *Merged) pop(i int, now time.Time) sched.Line {
 	s := &m.srcs[i]
 	l := s.q[0]
 	s.q = s.q[1:]
+	if len(s.arrivals) > 0 {
+		if s.arrivals[0].n--; s.arrivals[0].n == 0 {
+			s.arrivals = s.arrivals[1:]
+		}
+	}
 	if len(s.q) == 0 {
 		s.emptySince = now
 		m.recycle(s)
 		s.q = nil
+		for ; s.held > 0; s.held-- {
+			s.credits <- struct{}{} // never blocks: at most mergeCredits are out
+		}
 	}
 	return l
 }

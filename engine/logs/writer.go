@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 )
 
@@ -40,6 +41,22 @@ const (
 type Recorder struct {
 	bufs sync.Pool
 	now  func() time.Time
+	// slow is slept before every write to a log file: a test's slow disk (see
+	// SetWriteDelay). Zero in production.
+	slow time.Duration
+}
+
+// SetWriteDelay makes every write of the Recorder's Writers to a log file wait d
+// first. It exists for tests that stand in for a slow or throttled disk (NFS, a
+// saturated device), to widen the timing windows of the real code; it must be called
+// before the first Create.
+func (r *Recorder) SetWriteDelay(d time.Duration) { r.slow = d }
+
+// stall waits out the test delay of SetWriteDelay, if any.
+func (r *Recorder) stall() {
+	if r.slow > 0 {
+		time.Sleep(r.slow)
+	}
 }
 
 // NewRecorder returns a Recorder.
@@ -69,11 +86,13 @@ type Writer struct {
 	comb    *os.File
 	idx     *os.File
 	combOff int64
+	idxOff  int64 // size of the index up to its last complete record
 	lastT   int64 // run times never go backwards, whatever the wall clock does
 	ended   bool
 
-	mu  sync.Mutex
-	err error // the first write error, reported by Copy and Close
+	mu   sync.Mutex
+	err  error    // the first write error, reported by Copy and Close
+	lost [3]int64 // per stream code: bytes read but not written to its file
 }
 
 type streamFile struct {
@@ -99,16 +118,22 @@ type run struct {
 	done    chan struct{} // closed once written
 }
 
-// Create creates (or truncates) the log files of one replica in dir, which must exist.
+// Create creates the log files of one replica in dir, which must exist and hold none.
 // Close must be called to end its combiner goroutine.
 func (r *Recorder) Create(dir string) (*Writer, error) {
 	w := &Writer{rec: r, dir: dir, runs: make(chan run, runQueue)}
+	// The directory is opened following no symbolic link, and the files are new
+	// (O_EXCL): a link planted in their place is refused, never written through.
+	d, err := safefs.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open log directory: %w", err)
+	}
+	defer d.Close()
 	open := func(name string) (*os.File, error) {
 		// Not O_APPEND: combined.log receives copy_file_range output, which refuses an
 		// O_APPEND destination. This writer is the only one, so offsets are its own.
-		return os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		return safefs.CreateExcl(d, name)
 	}
-	var err error
 	for _, f := range []struct {
 		name string
 		dst  **os.File
@@ -132,6 +157,7 @@ func (r *Recorder) Create(dir string) (*Writer, error) {
 		w.closeFiles()
 		return nil, fmt.Errorf("create log index: %w", err)
 	}
+	w.idxOff = recordSize
 	w.combiner.Add(1)
 	go w.combine()
 	return w, nil
@@ -143,6 +169,21 @@ func (w *Writer) fail(err error) {
 	if w.err == nil {
 		w.err = err
 	}
+}
+
+func (w *Writer) addLost(code uint8, n int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lost[code] += n
+}
+
+// Lost returns how many bytes of stdout and of stderr were read from the replica but
+// could not be written to stdout.log and stderr.log (a full disk, an I/O error), and
+// the first write error of the logs, if any.
+func (w *Writer) Lost() (stdout, stderr int64, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lost[codeStdout], w.lost[codeStderr], w.err
 }
 
 func (w *Writer) firstErr() error {
@@ -167,6 +208,9 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		bp    *[]byte // the read buffer, held only while data flows or a line is carried
 		carry int     // bytes of the unfinished line at the start of the buffer
 		spill bool    // the unfinished line is too long to carry: it is on disk only
+		// When the first byte of the unfinished line arrived: a line's time is when it
+		// began (a progress bar drawn for a minute is stamped when it appeared).
+		lineT int64
 	)
 	for {
 		var n int
@@ -195,10 +239,15 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			break // closed, failed, or EOF
 		}
 		t := w.rec.now().UnixNano()
+		if sf.lineStart == sf.pos {
+			lineT = t // this chunk begins a line
+		}
 		buf := *bp
 		chunk := buf[carry : carry+n]
-		if _, err := sf.f.Write(chunk); err != nil {
+		w.rec.stall()
+		if wn, err := sf.f.Write(chunk); err != nil {
 			w.fail(fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err))
+			w.addLost(code, int64(n-wn))
 		}
 		sf.pos += int64(n)
 		nl := bytes.LastIndexByte(chunk, '\n')
@@ -213,7 +262,7 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		r := run{
 			code:    code,
 			attempt: uint32(attempt),
-			time:    t,
+			time:    lineT,
 			sf:      sf,
 			diskOff: sf.lineStart,
 			lines:   int64(bytes.Count(chunk[:nl+1], []byte{'\n'})),
@@ -225,11 +274,22 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		} else {
 			r.mem = buf[:carry+nl+1]
 		}
-		sf.lineStart += r.disk + int64(len(r.mem))
+		if first := int64(bytes.IndexByte(chunk, '\n')); lineT != t && first < int64(nl) {
+			// The line begun earlier keeps its own time in a run of its own; the lines
+			// that began in this chunk get the chunk's time.
+			head := r
+			head.buf, head.lines = nil, 1
+			head.mem = r.mem[:int64(len(r.mem))-int64(nl)+first]
+			w.runs <- head
+			r.diskOff += head.disk + int64(len(head.mem))
+			r.disk, r.mem, r.lines, r.time = 0, chunk[first+1:nl+1], r.lines-1, t
+		}
+		// Past the run (and the head run split off before it, if any).
+		sf.lineStart = r.diskOff + r.disk + int64(len(r.mem))
 		// The buffer goes with the run; what follows the last newline starts the
 		// next buffer.
 		tail := chunk[nl+1:]
-		bp, carry, spill = nil, 0, false
+		bp, carry, spill, lineT = nil, 0, false, t
 		if len(tail) > maxCarry {
 			spill = true
 		} else if len(tail) > 0 {
@@ -242,7 +302,7 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 	r := run{done: done}
 	if sf.lineStart < sf.pos {
 		// The stream ended inside a line: it is delivered whole, marked partial.
-		r = run{code: code, attempt: uint32(attempt), time: w.rec.now().UnixNano(), sf: sf, diskOff: sf.lineStart, lines: 1, partial: true, done: done}
+		r = run{code: code, attempt: uint32(attempt), time: lineT, sf: sf, diskOff: sf.lineStart, lines: 1, partial: true, done: done}
 		if spill || bp == nil {
 			r.disk = sf.pos - sf.lineStart
 		} else {
@@ -312,6 +372,7 @@ func (w *Writer) writeRun(r *run) error {
 	if r.partial {
 		rec.flags |= flagPartial
 	}
+	w.rec.stall()
 	var err error
 	if r.disk > 0 {
 		err = w.copyFromStream(r.sf, r.diskOff, r.disk)
@@ -319,20 +380,38 @@ func (w *Writer) writeRun(r *run) error {
 	if err == nil {
 		_, err = w.comb.Write(r.mem)
 	}
+	// combined.log holds whole lines only: a final line without a newline (a stream
+	// that ended inside a line) gets one there, outside the run, so that the next
+	// run (the other stream's, or the next attempt's) starts a line of its own in
+	// the raw file too. Its stream file keeps the bytes as they came.
+	gap := int64(0)
+	if err == nil && r.partial {
+		_, err = w.comb.Write([]byte{'\n'})
+		gap = 1
+	}
 	if err != nil {
-		// Keep combined.log and the index consistent: put combined.log back where the
-		// index says it ends, and skip the record.
-		_ = w.comb.Truncate(w.combOff)
-		_, _ = w.comb.Seek(w.combOff, io.SeekStart)
+		w.rewind()
 		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, CombinedFile), err)
 	}
 	var b [recordSize]byte
 	rec.encode(&b)
 	if _, err := w.idx.Write(b[:]); err != nil {
+		w.rewind()
 		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, IndexFile), err)
 	}
-	w.combOff += total
+	w.combOff += total + gap
+	w.idxOff += recordSize
 	return nil
+}
+
+// rewind keeps combined.log and the index consistent after a failed write (a full
+// disk): both go back to where the last complete record says they end, and the run
+// is skipped.
+func (w *Writer) rewind() {
+	_ = w.comb.Truncate(w.combOff)
+	_, _ = w.comb.Seek(w.combOff, io.SeekStart)
+	_ = w.idx.Truncate(w.idxOff)
+	_, _ = w.idx.Seek(w.idxOff, io.SeekStart)
 }
 
 // copyFromStream appends n bytes of sf at off to combined.log, in the kernel when it
@@ -376,10 +455,11 @@ func writeEnd(f *os.File, t int64) error {
 }
 
 // MarkEnd appends the end mark to the index of the logs in dir, unless it is already
-// there. It is for the process that takes over after a writer died; it must not run
-// while a Writer still writes in dir.
+// there, after reconciling combined.log and the index with the stream files (see
+// reconcile). It is for the process that takes over after a writer died; it must not
+// run while a Writer still writes in dir.
 func MarkEnd(dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, IndexFile), os.O_RDWR|os.O_APPEND, 0)
+	f, err := os.OpenFile(filepath.Join(dir, IndexFile), os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("mark end of logs: %w", err)
 	}
@@ -407,6 +487,10 @@ func MarkEnd(dir string) error {
 		if err := f.Truncate(size); err != nil {
 			return fmt.Errorf("mark end of logs: %w", err)
 		}
+	}
+	// What the dead writer had read but not indexed yet is in the stream files.
+	if err := reconcile(dir, f, size); err != nil {
+		return fmt.Errorf("mark end of logs: reconcile %s: %w", dir, err)
 	}
 	return writeEnd(f, time.Now().UnixNano())
 }

@@ -4,14 +4,17 @@ import (
 	"github.com/wick-dev/wick/engine/docker"
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/slurm"
 )
 
 // Builtin returns the registry of wick's schedulers, the default (local_cwd) first.
-// A new scheduler is one more line here; nothing in the UI changes.
+// Each scheduler package registers itself, by name, into the registry it is given (its
+// Register); a new scheduler is one more call here, and nothing in the UI changes.
+// There is no global registry: tests and embedders build their own.
 func Builtin() *sched.Registry {
 	r := &sched.Registry{}
-	r.Register(local.NameCwd, local.NewCwd)
-	r.Register(local.NameDir, local.NewDir)
-	r.Register(docker.Name, docker.New)
+	local.Register(r)
+	docker.Register(r)
+	slurm.Register(r)
 	return r
 }

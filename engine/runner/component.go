@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/sched"
@@ -15,6 +17,9 @@ type Components struct {
 	Find components.FindOptions
 	// Defaults returns the argument defaults of the named component; nil means none.
 	Defaults func(name string) map[string]string
+	// Warn, when not nil, receives the warnings a component gives while building its
+	// AppDef (e.g. dist.ddp's -j against the host's GPUs).
+	Warn func(msg string)
 }
 
 // ComponentError is what is wrong with a component call: an unknown name, bad
@@ -45,6 +50,7 @@ func (r *Runner) Materialize(name string, args []string, c Components) (*compone
 	if err != nil {
 		return comp, nil, &ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
 	}
+	parsed.Warn = c.Warn
 	app, err := comp.AppDef(parsed)
 	if err != nil {
 		return comp, nil, &ComponentError{Component: comp, Err: err}
@@ -54,18 +60,27 @@ func (r *Runner) Materialize(name string, args []string, c Components) (*compone
 
 // DryRunComponent plans a component call on a scheduler: Materialize then DryRun.
 func (r *Runner) DryRunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c Components) (*sched.DryRunInfo, error) {
-	_, app, err := r.Materialize(name, args, c)
+	comp, app, err := r.Materialize(name, args, c)
 	if err != nil {
 		return nil, err
 	}
-	return r.DryRun(ctx, app, schedName, cfg, workspace)
-}
-
-// RunComponent launches a component call: DryRunComponent then Schedule.
-func (r *Runner) RunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c Components, progress sched.Progress) (spec.Handle, error) {
-	info, err := r.DryRunComponent(ctx, name, args, schedName, cfg, workspace, c)
+	info, err := r.DryRun(ctx, app, schedName, cfg, workspace)
 	if err != nil {
-		return spec.Handle{}, err
+		return nil, err
 	}
-	return r.Schedule(ctx, info, progress)
+	ref := comp.Name
+	if comp.Source != "" {
+		// The file as found now (relative names are read from Find.WorkDir): a
+		// relaunch from another directory finds it too.
+		src := comp.Source
+		if !filepath.IsAbs(src) && c.Find.WorkDir != "" {
+			src = filepath.Join(c.Find.WorkDir, src)
+		}
+		if abs, err := filepath.Abs(src); err == nil {
+			src = abs
+		}
+		ref = src + ":" + comp.Name
+	}
+	info.Call = &sched.Call{Component: ref, Args: slices.Clone(args)}
+	return info, nil
 }

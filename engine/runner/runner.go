@@ -52,6 +52,10 @@ func New(reg *sched.Registry, cfg sched.Config) *Runner {
 // Session is the session name put in new handles.
 func (r *Runner) Session() string { return r.cfg.Session }
 
+// StateDir is wick's state directory, as the Runner was given it: the UI keeps its own
+// small state beside the schedulers' (StateDir/ui).
+func (r *Runner) StateDir() string { return r.cfg.StateDir }
+
 // SchedulerBackends lists the scheduler names, the default first.
 func (r *Runner) SchedulerBackends() []string { return r.reg.Names() }
 
@@ -88,6 +92,9 @@ func (r *Runner) SchedulerRunOpts(name string) (spec.RunOpts, error) {
 // against the scheduler's run options and asks the scheduler for its request.
 func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string, cfg spec.Cfg, workspace string) (*sched.DryRunInfo, error) {
 	if err := app.Validate(); err != nil {
+		return nil, err
+	}
+	if err := spec.ValidateName("session", r.cfg.Session); err != nil {
 		return nil, err
 	}
 	s, err := r.Scheduler(schedName)
@@ -131,6 +138,7 @@ func (r *Runner) Schedule(ctx context.Context, info *sched.DryRunInfo, progress 
 	if err := s.Schedule(ctx, info, progress); err != nil {
 		return spec.Handle{}, fmt.Errorf("%s: %w", info.Scheduler, err)
 	}
+	r.recordCall(info)
 	return info.Handle(), nil
 }
 
@@ -171,10 +179,75 @@ func (r *Runner) Describe(ctx context.Context, h spec.Handle) (*sched.Descriptio
 	if err != nil {
 		return nil, notFound(h, err)
 	}
+	if err := sameSession(h, &d.Status); err != nil {
+		return nil, err
+	}
 	d.Status.Handle = h.String()
 	d.Status.Scheduler = h.Scheduler
 	d.Status.AppID = h.AppID
 	return d, nil
+}
+
+// ErrNoUsage is wrapped when the app's scheduler cannot tell what its replicas use.
+var ErrNoUsage = errors.New("scheduler does not report resource usage")
+
+// Usage returns the CPU and memory of each running replica of the app. The scheduler
+// keeps each process's previous sample, so a caller that refreshes gets the CPU over
+// the time since its previous call; the first call gives each process's average since
+// it started. It wraps ErrNoUsage for a scheduler that cannot tell (slurm).
+func (r *Runner) Usage(ctx context.Context, h spec.Handle) (map[sched.ReplicaKey]sched.Usage, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := s.(sched.UsageReader)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", h, ErrNoUsage)
+	}
+	m, err := u.Usage(ctx, h.AppID)
+	if err != nil {
+		return nil, notFound(h, err)
+	}
+	return m, nil
+}
+
+// AttachUsage sets the Usage of each running replica of st (an app's status, as
+// Describe returned it) from the scheduler's Usage. Replicas it cannot read keep a nil
+// Usage; a scheduler that cannot tell leaves st as it is and returns nil.
+func (r *Runner) AttachUsage(ctx context.Context, h spec.Handle, st *spec.AppStatus) error {
+	if st.State.Terminal() {
+		return nil
+	}
+	m, err := r.Usage(ctx, h)
+	if errors.Is(err, ErrNoUsage) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			rep := &st.Roles[i].Replicas[j]
+			if u, ok := m[sched.ReplicaKey{Role: st.Roles[i].Role, Replica: rep.ID}]; ok && rep.State == spec.Running {
+				rep.Usage = &u
+			}
+		}
+	}
+	return nil
+}
+
+// sameSession refuses a handle whose session is not the app's: the app ids of two
+// sessions never clash, so such a handle names no app (it must not be answered, and
+// echoed back, as if it did).
+func sameSession(h spec.Handle, st *spec.AppStatus) error {
+	if st.Handle == "" {
+		return nil // the scheduler does not say
+	}
+	got, err := spec.ParseHandle(st.Handle)
+	if err != nil || got.Session == "" || got.Session == h.Session {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (app %s is in session %s)", sched.ErrNotFound, h, h.AppID, got.Session)
 }
 
 // Status returns the app's status.
@@ -229,6 +302,9 @@ func (r *Runner) Cancel(ctx context.Context, h spec.Handle) error {
 	if err != nil {
 		return err
 	}
+	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {
+		return err
+	}
 	if err := s.Cancel(ctx, h.AppID); err != nil {
 		return notFound(h, err)
 	}
@@ -242,9 +318,13 @@ func (r *Runner) Delete(ctx context.Context, h spec.Handle, force bool) error {
 	if err != nil {
 		return err
 	}
+	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {
+		return err
+	}
 	if err := s.Delete(ctx, h.AppID, force); err != nil {
 		return notFound(h, err)
 	}
+	r.forgetCall(h)
 	return nil
 }
 
@@ -321,6 +401,35 @@ func (r *Runner) LogLines(ctx context.Context, h spec.Handle, role string, k int
 		return nil, notFound(h, err)
 	}
 	return it, nil
+}
+
+// LogLinesOf returns the iterators of many replicas of the app, in the order of refs:
+// at once when the scheduler can (sched.MultiLogger), else one by one. On error none is
+// left open.
+func (r *Runner) LogLinesOf(ctx context.Context, h spec.Handle, refs []sched.ReplicaRef, opts sched.LogOptions) ([]sched.LogIterator, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	if ml, ok := s.(sched.MultiLogger); ok {
+		its, err := ml.LogsOf(ctx, h.AppID, refs, opts)
+		if err != nil {
+			return nil, notFound(h, err)
+		}
+		return its, nil
+	}
+	its := make([]sched.LogIterator, 0, len(refs))
+	for _, ref := range refs {
+		it, err := r.LogLines(ctx, h, ref.Role, ref.Replica, opts)
+		if err != nil {
+			for _, it := range its {
+				it.Close()
+			}
+			return nil, err
+		}
+		its = append(its, it)
+	}
+	return its, nil
 }
 
 // ErrNoRawLog is returned by RawLog when the scheduler's logs are not plain files.

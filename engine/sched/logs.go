@@ -31,7 +31,9 @@ func ParseStream(s string) (Stream, error) {
 
 // Line is one log line of one replica.
 type Line struct {
-	// Time is when wick (or the Engine) read the line.
+	// Time is when wick (or the Engine) read the line's first byte. Times in one
+	// replica's log never go backwards: a line begun before a line of the other stream
+	// ended takes that line's time.
 	Time    time.Time `json:"time"`
 	Stream  Stream    `json:"stream"`
 	Role    string    `json:"role"`
@@ -42,6 +44,15 @@ type Line struct {
 	// delivered whole, with Partial set.
 	Text    string `json:"text"`
 	Partial bool   `json:"partial,omitempty"`
+	// Pending marks a line still being written (a progress bar redrawn with \r): the
+	// replica has not ended it yet. Only iterators asked for LogOptions.Pending yield
+	// such lines. Text is its last \r segment so far and Time is when its first byte
+	// arrived. A pending line stands until the next line of the same stream, pending
+	// or not, replaces it; the committed line that ends it comes with Pending false.
+	Pending bool `json:"pending,omitempty"`
+	// Cut marks a pending line of which only the start is given: the replica has
+	// written more than an iterator holds of an unfinished line (see logs.MaxPending).
+	Cut bool `json:"cut,omitempty"`
 }
 
 // LogOptions select and shape the lines a LogIterator yields.
@@ -57,6 +68,9 @@ type LogOptions struct {
 	Streams Stream
 	// Tail, when positive, starts with only the last Tail lines available.
 	Tail int
+	// Pending, when following, also yields each stream's unfinished line as it
+	// changes (see Line.Pending). Readers that print committed lines only leave it off.
+	Pending bool
 }
 
 // Match reports whether a line passes the options' stream, time and regex filters.
@@ -81,8 +95,31 @@ type LogIterator interface {
 	Close() error
 }
 
+// Readier is implemented by iterators that can tell, without blocking, whether Next
+// would return at once: a line is ready, the lines have ended, or the iterator failed.
+// Like Next, Ready is called from one goroutine at a time. Readers use it to take many
+// lines in one go (the wall's batches) and to keep several replicas in time order
+// (engine/logs.Merge). Iterators of every scheduler should implement it.
+type Readier interface {
+	Ready() bool
+}
+
 // RawLogReader is implemented by schedulers whose logs are files: it opens one stream
 // of a replica as stored, for reading a whole log fast when nothing is filtered.
 type RawLogReader interface {
 	RawLog(ctx context.Context, appID, role string, replica int, stream Stream) (io.ReadCloser, error)
+}
+
+// ReplicaRef names one replica of an app: its role and its id.
+type ReplicaRef struct {
+	Role    string
+	Replica int
+}
+
+// MultiLogger is implemented by schedulers that open the logs of many replicas of an
+// app at once more cheaply than one by one (the local scheduler reads the app's state
+// once instead of once per replica). The iterators are in the order of refs; on error
+// none is left open.
+type MultiLogger interface {
+	LogsOf(ctx context.Context, appID string, refs []ReplicaRef, opts LogOptions) ([]LogIterator, error)
 }

@@ -38,6 +38,18 @@ type DryRunInfo struct {
 	// Request is the scheduler's own request (JSON-marshalable, struct fields in the
 	// order they should be printed).
 	Request any `json:"request"`
+	// Call is the component call the app was planned from (`wick run COMPONENT ARGS`),
+	// or nil for an AppDef. It is not part of the printed plan; the Runner records it
+	// at launch so that the UI can open the component's form filled with these
+	// arguments again.
+	Call *Call `json:"-"`
+}
+
+// Call is a component call: the component's name (FILE:NAME for a user file, with an
+// absolute FILE) and its command-line style arguments.
+type Call struct {
+	Component string   `json:"component"`
+	Args      []string `json:"args"`
 }
 
 // Handle is the app's handle once scheduled.
@@ -73,7 +85,9 @@ type Scheduler interface {
 	// RunOpts describes the run options the scheduler accepts.
 	RunOpts() spec.RunOpts
 	// DryRun plans sub without side effects and returns the request Schedule would
-	// submit. sub.Cfg is already resolved against RunOpts.
+	// submit. The Runner has checked sub: its app validates, its app id and session are
+	// valid names, and its Cfg is resolved against RunOpts; DryRun checks only what is
+	// its own (images, directories, run option values).
 	DryRun(ctx context.Context, sub Submission) (any, error)
 	// Schedule submits a planned app and returns once it is launched.
 	Schedule(ctx context.Context, info *DryRunInfo, progress Progress) error
@@ -81,8 +95,11 @@ type Scheduler interface {
 	Describe(ctx context.Context, appID string) (*Description, error)
 	// List returns the status of every app this scheduler knows, of every session.
 	List(ctx context.Context) ([]spec.AppStatus, error)
-	// Cancel asks the app to stop and returns without waiting for it to end. Cancelling
-	// a terminal app does nothing.
+	// Cancel asks the app to stop. It may return before the replicas have ended (the
+	// local schedulers signal the supervisor, slurm runs scancel) or wait until they
+	// are stopped (local_docker stops its containers, each within its stop timeout):
+	// callers bound it with ctx and read the outcome with Describe. Cancelling a
+	// terminal app does nothing.
 	Cancel(ctx context.Context, appID string) error
 	// Delete removes what the app left behind (state, logs, containers). A running app
 	// is refused with ErrRunning unless force, which cancels it first.

@@ -83,10 +83,20 @@ var (
 	ErrNoRoles         = errors.New("app has no roles")
 	ErrEmptyEntrypoint = errors.New("empty entrypoint")
 	ErrBadReplicas     = errors.New("num_replicas must be at least 1")
+	ErrTooManyReplicas = fmt.Errorf("an app has at most %d replicas", MaxReplicas)
+	// ErrBadEnvName is an env variable name a process cannot be given.
+	ErrBadEnvName = errors.New("invalid env variable name")
+	// ErrReplicaBudget is an app whose replicas this machine cannot hold (open files).
+	ErrReplicaBudget = errors.New("too many replicas for this machine")
 )
 
 // Validate checks what every scheduler needs: at least one role, unique valid role
 // names, a non-empty entrypoint and at least one replica per role.
+// MaxReplicas is the most replicas an app may have, over all its roles: one machine
+// runs them (every replica is processes, pipes and log files), and a preview of a
+// million replicas would take gigabytes before anything started.
+const MaxReplicas = 4096
+
 func (a *AppDef) Validate() error {
 	if err := ValidateName("app name", a.Name); err != nil {
 		return err
@@ -95,6 +105,7 @@ func (a *AppDef) Validate() error {
 		return fmt.Errorf("app %q: %w", a.Name, ErrNoRoles)
 	}
 	seen := map[string]bool{}
+	total := 0
 	for _, r := range a.Roles {
 		if err := ValidateName("role name", r.Name); err != nil {
 			return err
@@ -109,6 +120,10 @@ func (a *AppDef) Validate() error {
 		if r.NumReplicas < 1 {
 			return fmt.Errorf("role %q: %w (got %d)", r.Name, ErrBadReplicas, r.NumReplicas)
 		}
+		if r.NumReplicas > MaxReplicas || total+r.NumReplicas > MaxReplicas {
+			return fmt.Errorf("role %q: %w (got %d)", r.Name, ErrTooManyReplicas, total+r.NumReplicas)
+		}
+		total += r.NumReplicas
 		if r.MinReplicas > r.NumReplicas {
 			return fmt.Errorf("role %q: min_replicas %d exceeds num_replicas %d", r.Name, r.MinReplicas, r.NumReplicas)
 		}
@@ -117,6 +132,11 @@ func (a *AppDef) Validate() error {
 		}
 		if _, err := ParseRetryPolicy(string(r.RetryPolicy)); err != nil {
 			return fmt.Errorf("role %q: %w", r.Name, err)
+		}
+		for _, k := range SortedKeys(r.Env) {
+			if !validEnvName(k) {
+				return fmt.Errorf("role %q: %w %q (want letters, digits, _, . and -, not starting with a digit)", r.Name, ErrBadEnvName, k)
+			}
 		}
 	}
 	return nil
@@ -200,4 +220,28 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// validEnvName reports whether k can name an environment variable everywhere (shells,
+// Docker, Slurm): letters, digits, '_', '.' and '-', not starting with a digit. A
+// space, '=' or a control character would break the replica's environment.
+func validEnvName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '.' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Count writes n and noun, plural unless n is 1: "1 replica", "3 replicas".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -52,7 +53,7 @@ func FuzzParseLogID(f *testing.F) {
 				t.Errorf("ParseLogID(%q): replica %d", s, id)
 			}
 		}
-		again, err := ParseLogID(l.String())
+		again, err := ParseLogID(formatLogID(l))
 		if err != nil || !reflect.DeepEqual(again, l) {
 			t.Errorf("round trip of %q: %+v, %v (was %+v)", s, again, err, l)
 		}
@@ -205,4 +206,20 @@ func FuzzMakeAppID(f *testing.F) {
 			t.Errorf("MakeAppID(%q) = %q", name, id)
 		}
 	})
+}
+
+// formatLogID writes a log identifier back, as `wick log` takes it.
+func formatLogID(l LogID) string {
+	s := l.Handle.String()
+	if l.Role != "" {
+		s += "/" + l.Role
+		if len(l.Replicas) > 0 {
+			ids := make([]string, len(l.Replicas))
+			for i, k := range l.Replicas {
+				ids[i] = strconv.Itoa(k)
+			}
+			s += "/" + strings.Join(ids, ",")
+		}
+	}
+	return s
 }

@@ -60,26 +60,12 @@ func (h Handle) validate() error {
 // LogID names the logs of an app, a role, or some replicas of a role:
 // SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]] with IDS like "0,2".
 type LogID struct {
-	Handle
-	Role string
+	// Handle is the app's; a named field, not embedded, so that a LogID is never
+	// printed as its handle alone.
+	Handle Handle
+	Role   string
 	// Replicas lists the chosen replica ids; empty means all.
 	Replicas []int
-}
-
-// String formats the identifier back.
-func (l LogID) String() string {
-	s := l.Handle.String()
-	if l.Role != "" {
-		s += "/" + l.Role
-		if len(l.Replicas) > 0 {
-			ids := make([]string, len(l.Replicas))
-			for i, k := range l.Replicas {
-				ids[i] = strconv.Itoa(k)
-			}
-			s += "/" + strings.Join(ids, ",")
-		}
-	}
-	return s
 }
 
 // ParseLogID reads SCHEDULER://[SESSION]/APP_ID[/ROLE[/IDS]] with the rule of torchx log:
@@ -100,8 +86,8 @@ func ParseLogID(s string) (LogID, error) {
 	if err := l.Handle.validate(); err != nil {
 		return bad(err.Error())
 	}
-	if l.Session == "" {
-		l.Session = DefaultSession
+	if l.Handle.Session == "" {
+		l.Handle.Session = DefaultSession
 	}
 	if len(parts) >= 3 {
 		l.Role = parts[2]

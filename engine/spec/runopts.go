@@ -4,10 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 )
+
+// MaxStopTimeout is the largest stop_timeout a scheduler accepts, in seconds: a day.
+// More is surely a typo, and a duration of 1e10 seconds would overflow.
+const MaxStopTimeout = 86400
 
 // OptType is the type of a run option's value.
 type OptType int
@@ -97,8 +102,11 @@ func (opt RunOpt) Cast(s string) (any, error) {
 		return v, nil
 	case OptFloat:
 		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return nil, wrap(errors.New("want a number"))
+		}
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, wrap(errors.New("want a finite number"))
 		}
 		return v, nil
 	case OptBool:
@@ -288,6 +296,9 @@ func (o RunOpts) Resolve(cfg Cfg) (Cfg, error) {
 		}
 		if !opt.Type.holds(v) {
 			return nil, fmt.Errorf("%w %s: want %s, got %v (%T)", ErrInvalidRunOpt, k, opt.Type, v, v)
+		}
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return nil, fmt.Errorf("%w %s=%v: want a finite number", ErrInvalidRunOpt, k, f)
 		}
 		out[k] = v
 	}

@@ -49,8 +49,8 @@ func TestParseLogID(t *testing.T) {
 		}
 	}
 	l := LogID{Handle: Handle{"local_cwd", "wick", "app"}, Role: "r", Replicas: []int{1, 0}}
-	if l.String() != "local_cwd://wick/app/r/1,0" {
-		t.Errorf("String() = %q", l.String())
+	if got := formatLogID(l); got != "local_cwd://wick/app/r/1,0" {
+		t.Errorf("formatLogID = %q", got)
 	}
 	for _, in := range []string{
 		"local_cwd://wick", "local_cwd://wick/app/r/0/x", "local_cwd://wick/app/r/a", "local_cwd://wick/app/r/-1",
@@ -451,5 +451,19 @@ func TestAppState(t *testing.T) {
 	}
 	if msg := ErrorMessage("not json"); msg != "not json" {
 		t.Errorf("ErrorMessage = %q", msg)
+	}
+}
+
+func TestFloatRunOptsAreFinite(t *testing.T) {
+	opt := RunOpt{Name: "x", Type: OptFloat}
+	for _, s := range []string{"nan", "NaN", "inf", "-Inf", "+inf", "1e400", "infinity"} {
+		if v, err := opt.Cast(s); err == nil {
+			t.Errorf("Cast(%q) = %v, want an error", s, v)
+		} else if !strings.Contains(err.Error(), "finite") {
+			t.Errorf("Cast(%q): %v", s, err)
+		}
+	}
+	if v, err := opt.Cast("1e10"); err != nil || v.(float64) != 1e10 {
+		t.Errorf("Cast(1e10) = %v, %v", v, err)
 	}
 }

@@ -82,6 +82,14 @@ type AppStatus struct {
 	Created         time.Time    `json:"created,omitzero"`
 	Ended           time.Time    `json:"ended,omitzero"`
 	Roles           []RoleStatus `json:"roles"`
+	// Warnings are problems that did not decide the app's state but that its user must
+	// know of, one line each: output that could not be recorded (a full disk, a
+	// process that escaped its replica and held its output open).
+	Warnings []string `json:"warnings,omitempty"`
+	// Foreign marks an app another WICK_HOME launched (a local_docker app of a shared
+	// Engine, or one of an older wick without the home label): lists show it only
+	// when asked for all apps.
+	Foreign bool `json:"foreign,omitempty"`
 }
 
 // RoleStatus is the status of every replica of one role.
@@ -113,6 +121,25 @@ type ReplicaStatus struct {
 	// Schedulers that cannot tell leave it empty (local_docker: the Engine keeps only
 	// the last run of a container).
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Usage is what the running replica used when the status was read, when the caller
+	// asked for it (the Runner's AttachUsage) and the scheduler can tell; nil otherwise.
+	// Schedulers never store it.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is what one replica costs the machine at a moment: its processes' (or its
+// container's) CPU and resident memory.
+type Usage struct {
+	// CPU is the CPU time used per second of wall time, in cores (1.5 = one and a
+	// half cores busy), over the time since the scheduler's previous sample of the
+	// same process, or since the process started when there is none.
+	CPU float64 `json:"cpu"`
+	// RSS is the resident memory in bytes: the sum of the group's processes' resident
+	// sets for a local replica, the container's memory use as `docker stats` shows it
+	// (usage less inactive file cache) for a container.
+	RSS uint64 `json:"rss_bytes"`
+	// At is when the sample was taken.
+	At time.Time `json:"sampled_at"`
 }
 
 // MaxAttempts bounds ReplicaStatus.Attempts: older attempts are dropped. A

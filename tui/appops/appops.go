@@ -1,23 +1,53 @@
 // Package appops holds the actions on one app that the app list and the describe view
-// share: logs, cancel and delete (each confirmed), and relaunch.
+// share: logs, cancel, delete and relaunch (each confirmed), and relaunch with edits.
 package appops
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/launch"
 )
 
+// The actions on one app.
+const (
+	ActLogs     = "logs"
+	ActCancel   = "cancel"
+	ActDelete   = "delete"
+	ActRelaunch = "relaunch"
+	ActEdit     = "relaunch-edit"
+)
+
+// Actions are the rows of the action table for the actions on one app, in views of
+// kind kind (the app list and describe list them among their own).
+func Actions(kind common.Kind) []common.Action {
+	return []common.Action{
+		common.NewAction(ActLogs, "logs", []string{"l"}, true, kind),
+		common.NewAction(ActCancel, "cancel", []string{"x"}, true, kind),
+		common.NewAction(ActDelete, "delete", []string{"D"}, true, kind),
+		common.NewAction(ActRelaunch, "relaunch", []string{"r"}, true, kind),
+		common.NewAction(ActEdit, "relaunch with edits", []string{"e", "R"}, false, kind),
+	}
+}
+
+// The verbs of Done.
+const (
+	VerbCancelled = "cancelled"
+	VerbDeleted   = "deleted"
+)
+
 // Done reports the end of a cancel or delete to the view that asked.
 type Done struct {
 	common.ViewID
-	Verb   string // "cancelled" or "deleted"
+	Verb   string // VerbCancelled or VerbDeleted
 	Handle string
 	Err    error
 }
@@ -39,24 +69,134 @@ func (d Done) Notice() tea.Cmd {
 func Act(ctx *common.Context, id common.ViewID, action string, h spec.Handle, st spec.AppState) (tea.Cmd, bool) {
 	b, parent := ctx.Backend, ctx.Ctx
 	switch action {
-	case common.ActLogs:
+	case ActLogs:
 		return func() tea.Msg { return common.OpenLogsMsg{Handle: h.String()} }, true
-	case common.ActRelaunch:
-		return common.Push(launch.Relaunch(ctx, h)), true
-	case common.ActCancel:
+	case ActRelaunch:
+		// The view is made here, not in the confirmation's command: views get their
+		// ids on the UI's goroutine.
+		v := launch.Relaunch(ctx, h)
+		return common.Confirm(fmt.Sprintf("Relaunch %s as is? The same AppDef and run options, on %s.", h, h.Scheduler),
+			common.Push(v)), true
+	case ActEdit:
+		find := ctx.Find
+		return func() tea.Msg { return readEdit(parent, b, find, h) }, true
+	case ActCancel:
 		if st.Terminal() {
 			return common.Notify(h.String() + " has already ended (" + st.String() + ")"), true
 		}
 		return common.Confirm(fmt.Sprintf("Cancel %s? Its replicas get SIGTERM, then SIGKILL.", h), func() tea.Msg {
-			return Done{ViewID: id, Verb: "cancelled", Handle: h.String(), Err: b.Cancel(parent, h)}
+			return Done{ViewID: id, Verb: VerbCancelled, Handle: h.String(), Err: b.Cancel(parent, h)}
 		}), true
-	case common.ActDelete:
+	case ActDelete:
 		if !st.Terminal() {
 			return common.NotifyErr(fmt.Errorf("%s is %s: cancel it first (x), then delete", h, st)), true
 		}
 		return common.Confirm(fmt.Sprintf("Delete %s? Its state and logs are removed.", h), func() tea.Msg {
-			return Done{ViewID: id, Verb: "deleted", Handle: h.String(), Err: b.Delete(parent, h, false)}
+			return Done{ViewID: id, Verb: VerbDeleted, Handle: h.String(), Err: b.Delete(parent, h, false)}
 		}), true
 	}
 	return nil, false
+}
+
+// EditMsg brings what the form of a relaunch with edits needs: the component the app
+// h was launched from, its arguments and run options. Call is nil when they are not
+// known (an app launched from an AppDef, or by another WICK_HOME); Err is a failure to
+// read them. The root opens the form.
+type EditMsg struct {
+	Handle    spec.Handle
+	Call      *sched.Call
+	Component *components.Component
+	Cfg       spec.Cfg
+	Err       error
+}
+
+// Unknown is the line the status bar shows when the app's component call is not known.
+func (e EditMsg) Unknown() string {
+	return e.Handle.String() + ": its component and arguments are not known (launched from an AppDef, or by another WICK_HOME); r relaunches it as is"
+}
+
+// readEdit reads the component call of the app h, its component and run options.
+func readEdit(ctx context.Context, b common.Backend, find components.FindOptions, h spec.Handle) tea.Msg {
+	call, err := b.Call(h)
+	if err != nil || call == nil {
+		return EditMsg{Handle: h, Err: err}
+	}
+	comp, err := components.Find(call.Component, find)
+	if err != nil {
+		return EditMsg{Handle: h, Err: fmt.Errorf("%s was launched from %s: %w", h, call.Component, err)}
+	}
+	msg := EditMsg{Handle: h, Call: call, Component: comp}
+	// The run options it ran with fill the form; without them (a scheduler that does
+	// not keep them), the form's defaults.
+	if d, err := b.Describe(ctx, h); err == nil {
+		msg.Cfg = d.Cfg
+	}
+	return msg
+}
+
+// BulkDone reports the end of a cancel or delete of several apps.
+type BulkDone struct {
+	common.ViewID
+	Verb    string   // VerbCancelled or VerbDeleted
+	Handles []string // the apps it was done to
+	Errs    []error  // one per app it failed for
+}
+
+// Notice is the status-line message for d: how many, and the first failure.
+func (d BulkDone) Notice() tea.Cmd {
+	msg := fmt.Sprintf("%s %s", d.Verb, apps(len(d.Handles)))
+	if len(d.Errs) > 0 {
+		return common.NotifyErr(fmt.Errorf("%s; %d failed: %w", msg, len(d.Errs), d.Errs[0]))
+	}
+	return common.Notify(msg)
+}
+
+// apps is "1 app" or "N apps".
+func apps(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "app")) }
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// Bulk cancels (ActCancel) or deletes (ActDelete) the apps hs after one confirmation
+// that says how many (adj says which: "marked", "finished"), and how many of those the
+// user picked are skipped (a cancel skips the apps that ended, a delete the running
+// ones).
+func Bulk(ctx *common.Context, id common.ViewID, action string, hs []spec.Handle, adj string, skipped int) tea.Cmd {
+	b, parent := ctx.Backend, ctx.Ctx
+	verb, question, what := VerbDeleted, "Delete", "Their state and logs are removed."
+	skip := "still running"
+	if action == ActCancel {
+		verb, question, what = VerbCancelled, "Cancel", "Their replicas get SIGTERM, then SIGKILL."
+		skip = "already ended"
+	}
+	note := ""
+	if skipped > 0 {
+		note = fmt.Sprintf(" (%d %s: skipped)", skipped, skip)
+	}
+	if len(hs) == 0 {
+		return common.Notify(fmt.Sprintf("no %s app to %s%s", adj, strings.ToLower(question), note))
+	}
+	prompt := fmt.Sprintf("%s %d %s %s?%s %s", question, len(hs), adj, plural(len(hs), "app"), note, what)
+	return common.Confirm(prompt, func() tea.Msg {
+		d := BulkDone{ViewID: id, Verb: verb}
+		for _, h := range hs {
+			var err error
+			if action == ActCancel {
+				err = b.Cancel(parent, h)
+			} else {
+				err = b.Delete(parent, h, false)
+			}
+			if err != nil {
+				d.Errs = append(d.Errs, fmt.Errorf("%s: %w", h, err))
+				continue
+			}
+			d.Handles = append(d.Handles, h.String())
+		}
+		return d
+	})
 }

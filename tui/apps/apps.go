@@ -15,11 +15,43 @@ import (
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/describe"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // listTimeout bounds one listing, so that a hung scheduler (a Docker Engine that does
 // not answer) cannot stall the refreshes for long.
 const listTimeout = 10 * time.Second
+
+// Kind is the app list's kind of view.
+const Kind common.Kind = "apps"
+
+// The app list's own actions.
+const (
+	ActDescribe = "describe"
+	ActFilter   = "filter"
+	ActSort     = "sort"
+	ActReverse  = "reverse"
+	ActMark     = "mark"
+	ActPrune    = "delete-finished"
+	ActScope    = "all-homes"
+)
+
+// Actions are the app list's rows of the action table.
+func Actions() []common.Action {
+	rows := []common.Action{common.NewAction(ActDescribe, "describe", []string{"enter", "d"}, true, Kind)}
+	rows = append(rows, appops.Actions(Kind)...)
+	rows = append(rows,
+		// Before Moves: space marks here rather than paging down.
+		common.NewAction(ActMark, "mark / unmark (x, D act on all marked; esc unmarks)", []string{"space"}, false, Kind),
+		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
+		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
+		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
+		common.NewAction(ActSort, "sort by next column", []string{"o"}, false, Kind),
+		common.NewAction(ActReverse, "reverse the order", []string{"O"}, false, Kind),
+		common.NewAction(common.ActRefresh, "refresh", []string{"ctrl+r"}, false, Kind),
+	)
+	return append(rows, common.Moves(Kind)...)
+}
 
 // Model is the app list view.
 type Model struct {
@@ -31,16 +63,33 @@ type Model struct {
 	loading bool
 
 	visible []int // indices into apps, filtered and sorted
-	table   common.Table
+	table   widget.Table
 	now     time.Time // the time the cells were made for
-	cur     common.Cursor
+	cur     widget.Cursor
 
-	filter    common.Input
+	filter    widget.Input
 	filtering bool
 	sort      sortKey
 	reverse   bool
 	// pending is a handle to select once it appears (after a launch).
 	pending string
+	// alarms counts the metric alarms a log wall found, by handle (see SetAlarms).
+	alarms map[string]int
+	// all shows the apps other WICK_HOMEs launched (on a shared Docker Engine) too;
+	// foreign counts those hidden.
+	all     bool
+	foreign int
+	// stateDir is where the sort and filter are kept ("" keeps none); saved is what
+	// was last written there.
+	stateDir string
+	saved    listState
+	// marked are the handles of the apps marked for a bulk cancel or delete.
+	marked map[string]bool
+	// filterCleared says the filter was cleared to show the app just selected; the
+	// next listing's update tells the user once.
+	filterCleared bool
+	// usage is what the running apps use, by handle (see usage.go).
+	usage usageState
 }
 
 type listedMsg struct {
@@ -51,9 +100,12 @@ type listedMsg struct {
 
 // New returns the app list.
 func New(ctx *common.Context) *Model {
-	m := &Model{Base: common.NewBase(ctx, common.KindApps)}
-	m.table.Flex = 0 // HANDLE shrinks first
-	m.filter = common.NewInput("filter: ")
+	m := &Model{Base: common.NewBase(ctx, Kind)}
+	// At 80 columns NAME gives way first, then HANDLE loses its scheduler://session/
+	// start: the app id is what tells two apps apart.
+	m.table.Shrink, m.table.ShrinkMin = []int{render.AppColName, render.AppColHandle}, 8
+	m.table.KeepEnd = []int{render.AppColHandle}
+	m.filter = widget.NewInput("filter: ")
 	return m
 }
 
@@ -73,7 +125,12 @@ func (m *Model) Typing() bool { return m.filtering }
 func (m *Model) Running() int {
 	n := 0
 	for i := range m.apps {
-		if !m.apps[i].State.Terminal() {
+		// UNKNOWN (corrupt state) is not running: nothing is known to run. Other
+		// homes' apps are not this user's to mind.
+		if m.apps[i].Foreign && !m.all {
+			continue
+		}
+		if st := m.apps[i].State; !st.Terminal() && st != spec.UnknownState {
 			n++
 		}
 	}
@@ -109,8 +166,21 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		sel := m.selectedHandle() // before the indices change meaning
 		m.loading, m.loaded = false, true
 		m.apps, m.errs = msg.apps, msg.errs
+		m.dropGoneMarks()
 		m.rebuild(sel)
+		usage := m.refreshUsage()
+		if m.filterCleared {
+			m.filterCleared = false
+			return tea.Batch(usage, common.Notify("filter cleared to show the new app"))
+		}
+		return usage
+	case usageMsg:
+		m.tookUsage(msg)
 	case appops.Done:
+		return tea.Batch(msg.Notice(), m.refresh())
+	case appops.BulkDone:
+		clear(m.marked) // done with them
+		m.rebuild(m.selectedHandle())
 		return tea.Batch(msg.Notice(), m.refresh())
 	case common.TickMsg:
 		if cmd := m.refresh(); cmd != nil {
@@ -118,14 +188,14 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 		m.rebuild(m.selectedHandle()) // a listing is slow to come: at least the ages move on
 	case tea.MouseWheelMsg:
-		m.cur.Wheel(common.WheelDelta(msg), len(m.visible), m.rowsHeight())
+		m.cur.Wheel(widget.WheelDelta(msg), len(m.visible), m.rowsHeight())
 	case tea.MouseClickMsg:
 		if msg.Button != tea.MouseLeft {
 			return nil
 		}
 		before := m.cur.Index
 		if m.cur.Click(msg.Y-headerLines, len(m.visible)) && before == m.cur.Index {
-			cmd, _ := m.Do(common.ActDescribe)
+			cmd, _ := m.Do(ActDescribe)
 			return cmd
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
@@ -145,7 +215,12 @@ func (m *Model) rebuild(selected string) {
 	m.now = m.Ctx.Now()
 	terms := strings.Fields(strings.ToLower(m.filter.Value()))
 	m.visible = m.visible[:0]
+	m.foreign = 0
 	for i := range m.apps {
+		if m.apps[i].Foreign && !m.all {
+			m.foreign++
+			continue
+		}
 		if matches(&m.apps[i], terms) {
 			m.visible = append(m.visible, i)
 		}
@@ -154,6 +229,12 @@ func (m *Model) rebuild(selected string) {
 	rows := make([][]string, len(m.visible))
 	for r, i := range m.visible {
 		rows[r] = cells(&m.apps[i], m.now)
+		if m.alarms[m.apps[i].Handle] > 0 {
+			rows[r][render.AppColName] = alarmMark + rows[r][render.AppColName]
+		}
+		if m.marked[m.apps[i].Handle] {
+			rows[r][render.AppColName] = markMark + rows[r][render.AppColName]
+		}
 	}
 	m.table.Headers = append([]string(nil), render.AppHeaders...)
 	arrow := "↓"
@@ -161,16 +242,36 @@ func (m *Model) rebuild(selected string) {
 		arrow = "↑"
 	}
 	m.table.Headers[m.sort.column()] += " " + arrow
+	m.addUsageColumn(rows)
 	m.table.SetRows(rows)
 	m.selectHandle(selected)
 	m.applySelection()
 }
 
 func (m *Model) applySelection() {
+	if m.pending != "" && !m.selectHandle(m.pending) && m.filter.Value() != "" && m.listed(m.pending) {
+		// The app to select is listed but the filter hides it (a launch while a filter
+		// is active): the filter goes, so that the cursor lands on the new app and `l`
+		// opens its logs, not those of the row the cursor was on.
+		m.filter.SetValue("")
+		m.rebuild(m.pending)
+		m.filterCleared = true
+		return
+	}
 	if m.pending != "" && m.selectHandle(m.pending) {
 		m.pending = ""
 	}
 	m.cur.Clamp(len(m.visible), m.rowsHeight())
+}
+
+// listed reports whether the last listing holds the app with handle h.
+func (m *Model) listed(h string) bool {
+	for i := range m.apps {
+		if m.apps[i].Handle == h {
+			return true
+		}
+	}
+	return false
 }
 
 // selectHandle moves the cursor to the app with handle h; it reports whether it is
@@ -200,9 +301,11 @@ func (m *Model) selectedHandle() string {
 	return ""
 }
 
-// Do runs the app list's actions on the selected app.
+// Do runs the app list's actions on the selected app. The sort and filter it leaves
+// are saved for the next run of the UI.
 func (m *Model) Do(action string) (tea.Cmd, bool) {
-	if m.filtering && action == common.ActDescribe {
+	defer m.save()
+	if m.filtering && action == ActDescribe {
 		// Enter ends the filter's typing; the filter stays.
 		m.filtering = false
 		m.filter.Blur()
@@ -218,31 +321,48 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 			m.filter.Blur()
 			return nil, true
 		}
+		if len(m.marked) > 0 { // esc unmarks first, then clears the filter
+			clear(m.marked)
+			m.rebuild(m.selectedHandle())
+			return common.Notify("unmarked every app"), true
+		}
 		if m.filter.Value() != "" {
 			m.filter.SetValue("")
 			m.rebuild(m.selectedHandle())
 			return nil, true
 		}
 		return nil, false
-	case common.ActFilter:
+	case ActFilter:
 		m.filtering = true
 		m.filter.Focus()
 		return nil, true
-	case common.ActSort:
+	case ActSort:
 		m.sort = (m.sort + 1) % numSortKeys
 		m.rebuild(m.selectedHandle())
 		return common.Notify("sorted by " + m.sort.String()), true
-	case common.ActReverse:
+	case ActReverse:
 		m.reverse = !m.reverse
 		m.rebuild(m.selectedHandle())
 		return nil, true
 	case common.ActRefresh:
 		return m.refresh(), true
+	case ActPrune:
+		return m.prune(), true
+	case ActScope:
+		m.all = !m.all
+		m.rebuild(m.selectedHandle())
+		if m.all {
+			return common.Notify("showing the apps of every WICK_HOME"), true
+		}
+		return common.Notify("showing this WICK_HOME's apps"), true
+	}
+	if len(m.marked) > 0 && (action == appops.ActCancel || action == appops.ActDelete) {
+		return m.bulk(action), true
 	}
 	a := m.selected()
 	if a == nil {
 		switch action {
-		case common.ActDescribe, common.ActLogs, common.ActCancel, common.ActDelete, common.ActRelaunch:
+		case ActDescribe, ActMark, appops.ActLogs, appops.ActCancel, appops.ActDelete, appops.ActRelaunch, appops.ActEdit:
 			return common.Notify("no app selected"), true
 		}
 		return nil, false
@@ -251,8 +371,103 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 	if err != nil {
 		return common.NotifyErr(err), true
 	}
-	if action == common.ActDescribe {
+	switch action {
+	case ActDescribe:
 		return common.Push(describe.New(m.Ctx, h)), true
+	case ActMark:
+		m.toggleMark(a.Handle)
+		m.cur.Do(common.ActDown, len(m.visible), m.rowsHeight())
+		return nil, true
 	}
 	return appops.Act(m.Ctx, m.ID(), action, h, a.State)
+}
+
+// markMark starts the name of a marked app.
+const markMark = "● "
+
+// toggleMark marks or unmarks the app with handle h.
+func (m *Model) toggleMark(h string) {
+	if m.marked[h] {
+		delete(m.marked, h)
+	} else {
+		if m.marked == nil {
+			m.marked = map[string]bool{}
+		}
+		m.marked[h] = true
+	}
+	m.rebuild(h)
+}
+
+// dropGoneMarks forgets the marks of apps that are no longer listed (deleted).
+func (m *Model) dropGoneMarks() {
+	if len(m.marked) == 0 {
+		return
+	}
+	listed := make(map[string]bool, len(m.apps))
+	for i := range m.apps {
+		listed[m.apps[i].Handle] = true
+	}
+	for h := range m.marked {
+		if !listed[h] {
+			delete(m.marked, h)
+		}
+	}
+}
+
+// bulk cancels or deletes every marked app, after one confirmation that says how many
+// (and how many are skipped: a cancel skips the apps that ended, a delete the ones
+// still running).
+func (m *Model) bulk(action string) tea.Cmd {
+	var do, skip []spec.AppStatus
+	for i := range m.apps {
+		a := m.apps[i]
+		if !m.marked[a.Handle] {
+			continue
+		}
+		if a.State.Terminal() == (action == appops.ActDelete) {
+			do = append(do, a)
+		} else {
+			skip = append(skip, a)
+		}
+	}
+	return appops.Bulk(m.Ctx, m.ID(), action, handles(do), "marked", len(skip))
+}
+
+// prune deletes every finished app the list shows (the filter applies), after a
+// confirmation that says how many.
+func (m *Model) prune() tea.Cmd {
+	var done []spec.AppStatus
+	for _, i := range m.visible {
+		if m.apps[i].State.Terminal() {
+			done = append(done, m.apps[i])
+		}
+	}
+	return appops.Bulk(m.Ctx, m.ID(), appops.ActDelete, handles(done), "finished", 0)
+}
+
+// handles parses the handles of apps; a listing holds only valid ones.
+func handles(apps []spec.AppStatus) []spec.Handle {
+	var hs []spec.Handle
+	for i := range apps {
+		if h, err := spec.ParseHandle(apps[i].Handle); err == nil {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// alarmMark starts the name of an app whose metrics raised an alarm.
+const alarmMark = "⚠ "
+
+// SetAlarms records the number of metric alarms (NaN, Inf, a departing rank) the log
+// wall of an app found: the app's row is marked while it is non-zero.
+func (m *Model) SetAlarms(handle string, n int) {
+	if m.alarms[handle] == n {
+		return
+	}
+	if m.alarms == nil {
+		m.alarms = map[string]int{}
+	}
+	m.alarms[handle] = n
+	m.rebuild(m.selectedHandle())
 }

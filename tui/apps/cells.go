@@ -27,9 +27,19 @@ func (k sortKey) String() string {
 	return [...]string{"age", "name", "state", "handle", "duration"}[k]
 }
 
-// column is the index in render.AppHeaders of the column a sort key sorts.
+// column is the column of render.AppHeaders a sort key sorts.
 func (k sortKey) column() int {
-	return [...]int{4, 1, 2, 0, 5}[k]
+	switch k {
+	case byName:
+		return render.AppColName
+	case byState:
+		return render.AppColState
+	case byHandle:
+		return render.AppColHandle
+	case byDuration:
+		return render.AppColDuration
+	}
+	return render.AppColAge
 }
 
 // order sorts apps by key; reverse flips it. Age sorts newest first.
@@ -74,9 +84,6 @@ func matches(a *spec.AppStatus, terms []string) bool {
 	return true
 }
 
-// stateCol is the column of the state in render.AppRow.
-const stateCol = 2
-
 // cells is the presentation of one app: the row `wick list` prints (render.AppRow),
 // without colors. Rows are made for every app on each refresh; colors are added when
 // a row is drawn (styled), so a refresh of a thousand apps styles none of them.
@@ -87,6 +94,9 @@ func cells(a *spec.AppStatus, now time.Time) []string {
 // styled returns the cells of a with the state in its color.
 func styled(row []string, a *spec.AppStatus, st render.Styler) []string {
 	out := append([]string(nil), row...)
-	out[stateCol] = st.State(a.State, row[stateCol])
+	out[render.AppColState] = st.State(a.State, row[render.AppColState])
+	if name := row[render.AppColName]; strings.HasPrefix(name, alarmMark) {
+		out[render.AppColName] = st.Error(alarmMark) + name[len(alarmMark):]
+	}
 	return out
 }

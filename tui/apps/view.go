@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // headerLines are the lines above the first row: the summary and the column headers.
@@ -48,19 +48,23 @@ func (m *Model) View() string {
 		return b.String()
 	}
 	widths := m.table.Widths(width - len(gutterOff))
-	b.WriteString(gutterOff + m.table.Header(widths, common.Renderer(t.TableHead)))
+	b.WriteString(gutterOff + m.table.Header(widths, widget.Renderer(t.TableHead)))
 	height := m.rowsHeight()
 	m.cur.Clamp(len(m.visible), height)
 	end := min(len(m.visible), m.cur.Offset+height)
 	for r := m.cur.Offset; r < end; r++ {
 		b.WriteByte('\n')
 		if r == m.cur.Index {
-			b.WriteString(t.Selected.Render(common.PadRight(gutterOn+m.table.Line(r, widths), width)))
+			b.WriteString(t.Selected.Render(widget.PadRight(gutterOn+m.table.Line(r, widths), width)))
 			continue
 		}
-		b.WriteString(gutterOff + common.Columns(styled(m.table.Row(r), &m.apps[m.visible[r]], t), widths))
+		b.WriteString(gutterOff + m.table.Cells(styled(m.table.Row(r), &m.apps[m.visible[r]], t), widths))
 	}
-	if len(m.visible) == 0 {
+	switch {
+	case len(m.visible) > 0:
+	case m.filter.Value() == "" && m.foreign > 0:
+		b.WriteString("\n  " + t.Muted.Render(fmt.Sprintf("No app of this WICK_HOME yet; A shows the %d of other homes.", m.foreign)))
+	default:
 		b.WriteString("\n  " + t.Muted.Render("no app matches the filter"))
 	}
 	m.writeErrs(&b)
@@ -83,8 +87,16 @@ func (m *Model) summary() string {
 	if running > 0 {
 		s += fmt.Sprintf(" · %d running", running)
 	}
-	if len(m.visible) != len(m.apps) {
+	if len(m.visible) != len(m.apps)-m.foreign {
 		s += fmt.Sprintf(" · %d shown", len(m.visible))
+	}
+	if m.foreign > 0 {
+		s += fmt.Sprintf(" · %d of other homes hidden (A)", m.foreign)
+	} else if m.all {
+		s += " · every home"
+	}
+	if len(m.marked) > 0 {
+		s += fmt.Sprintf(" · %d marked", len(m.marked))
 	}
 	dir := "↓"
 	if m.reverse {

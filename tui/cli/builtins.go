@@ -2,31 +2,27 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/config"
+	"github.com/wick-dev/wick/tui"
+	"github.com/wick-dev/wick/tui/render"
 )
 
-// componentDirs is the user component search path: the project's, then the user's.
-func (a *app) componentDirs() []string {
-	dirs := []string{filepath.Join(a.env.WorkDir, ".wick", "components")}
-	if home := a.env.Getenv("HOME"); home != "" {
-		dirs = append(dirs, filepath.Join(home, ".config", "wick", "components"))
-	}
-	return dirs
-}
-
 func (a *app) findOptions() components.FindOptions {
-	return components.FindOptions{Dirs: a.componentDirs(), WorkDir: a.env.WorkDir, Self: a.env.Self}
+	return components.FindOptions{Dirs: components.DefaultDirs(a.env.WorkDir, tui.UserConfigDir(a.env.Getenv)), WorkDir: a.env.WorkDir, Self: a.env.Self}
 }
 
 // loadConfig reads .torchxconfig: only $TORCHXCONFIG when set, else ~/.torchxconfig and
 // ./.torchxconfig, the project file winning.
 func (a *app) loadConfig() (*config.Config, error) {
-	return config.Load(a.env.Getenv("TORCHXCONFIG"), a.env.Getenv("HOME"), a.env.WorkDir)
+	explicit := a.env.Getenv(config.EnvVar)
+	return config.Load(config.Locations{
+		TorchxConfig: explicit, TorchxConfigSet: explicit != "",
+		Cwd: a.env.WorkDir, Home: a.env.Getenv("HOME"),
+	})
 }
 
 func (a *app) builtinsCmd() *cobra.Command {
@@ -45,12 +41,12 @@ found on the search path (./.wick/components, ~/.config/wick/components).
 				if err != nil {
 					return usageError{err}
 				}
-				_, err = fmt.Fprint(a.env.Stdout, c.Describe())
+				_, err = fmt.Fprint(a.env.Stdout, render.EscapeText(c.Describe()))
 				return err
 			}
 			all, errs := components.All(a.findOptions())
 			for _, err := range errs {
-				fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))
 			}
 			if asJSON {
 				type item struct {
@@ -75,12 +71,12 @@ found on the search path (./.wick/components, ~/.config/wick/components).
 			st := a.out()
 			fmt.Fprintf(a.env.Stdout, "Found %d builtin components:\n", len(builtin))
 			for i, c := range builtin {
-				fmt.Fprintf(a.env.Stdout, "%3d. %-14s %s\n", i+1, st.Key(c.Name), st.Dim(c.Summary))
+				fmt.Fprintf(a.env.Stdout, "%3d. %-14s %s\n", i+1, st.Key(render.Escape(c.Name)), st.Dim(render.Escape(c.Summary)))
 			}
 			if len(user) > 0 {
 				fmt.Fprintf(a.env.Stdout, "\nFound %d user components:\n", len(user))
 				for i, c := range user {
-					fmt.Fprintf(a.env.Stdout, "%3d. %-14s %s %s\n", i+1, st.Key(c.Name), st.Dim(c.Summary), st.Dim("("+c.Source+")"))
+					fmt.Fprintf(a.env.Stdout, "%3d. %-14s %s %s\n", i+1, st.Key(render.Escape(c.Name)), st.Dim(render.Escape(c.Summary)), st.Dim("("+render.Escape(c.Source)+")"))
 				}
 			}
 			return nil

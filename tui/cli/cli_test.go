@@ -110,3 +110,19 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs from the golden file (go test ./tui/cli -update rewrites it)\n--- want\n%s\n--- got\n%s", name, want, got)
 	}
 }
+
+// TestRunShowsComponentWarnings: a component's warnings go to stderr, as the UI shows
+// them in its status line (both come from Runner.DryRunComponent).
+func TestRunShowsComponentWarnings(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--dryrun", "dist.spmd", "-j", "1x2", "--script", "train.py")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if want := "wick: warning: -j 1x2 sets nproc_per_node=2, but a gpu.small host has 1 GPUs"; !strings.Contains(r.stderr, want) {
+		t.Fatalf("stderr %q lacks %q", r.stderr, want)
+	}
+	if strings.Contains(r.stdout, "sets nproc_per_node") {
+		t.Fatalf("the component's warning went to stdout:\n%s", r.stdout)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -53,6 +54,10 @@ func (a *app) uiCmd() *cobra.Command {
 launch, browse apps, and watch logs. q quits; running apps keep running.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			stdin, isFile := a.env.Stdin.(*os.File)
+			if !a.env.StdoutTTY || isFile && !isTTY(stdin) {
+				return usagef("wick ui needs a terminal (the verbs work without one: wick --help)")
+			}
 			if o.RingLines < 1 {
 				return usagef("--ring must be at least 1")
 			}
@@ -80,6 +85,7 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 					all, errs := components.All(a.findOptions())
 					return all, errors.Join(errs...)
 				},
+				Find:             a.findOptions(),
 				Config:           conf,
 				DefaultScheduler: sched,
 				Workspace:        conf.CLIRun()["workspace"],

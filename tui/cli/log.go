@@ -19,6 +19,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
 )
 
 type logFlags struct {
@@ -31,13 +32,16 @@ type logFlags struct {
 	asJSON     bool
 	noPrefix   bool
 	lines      int
+	ranks      []int
+	raw        bool
 }
 
 func (a *app) logCmd() *cobra.Command {
 	var f logFlags
 	cmd := &cobra.Command{
-		Use:   "log IDENTIFIER",
-		Short: "Print (or follow) the logs of an app, a role, or some replicas",
+		Use:               "log IDENTIFIER",
+		ValidArgsFunction: a.completeHandles,
+		Short:             "Print (or follow) the logs of an app, a role, or some replicas",
 		Long: `Print the logs of an app's replicas, each line prefixed with role/replica.
 
 IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], e.g.
@@ -46,13 +50,23 @@ IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], e.g.
   local_cwd://wick/train-kf2vb0x9qwm3/trainer/0,2  replicas 0 and 2
 
 --since and --until take a time (RFC 3339, e.g. 2026-11-21T13:05:00Z, or 15:04:05 today)
-or a duration back from now (e.g. 10m). With -t the logs are followed until the app ends.`,
+or a duration back from now (e.g. 10m). With -t (or -f) the logs are followed until the
+app ends.
+
+On a terminal, lines keep their colors (SGR) but every other escape sequence (titles,
+clipboard writes, cursor moves, screen clears, report requests) is dropped, and other
+control characters show as U+FFFD; --raw, or a pipe, gives the bytes as stored.
+
+--rank N prints what global rank N of a torchrun role (dist.ddp run with --tee 1 or 3)
+wrote, from torchrun's "[local_rank]:" prefixes; the node's own lines are left out.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error { return a.runLog(argv[0], f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.regex, "regex", "", "print only lines matching this regular expression")
 	fl.BoolVarP(&f.follow, "tail", "t", false, "follow the logs until the app ends")
+	fl.BoolVarP(&f.follow, "follow", "f", false, "same as --tail")
+	fl.BoolVar(&f.raw, "raw", false, "on a terminal too, print the bytes as stored, escape sequences included (a pipe always gets them)")
 	fl.StringVar(&f.streams, "streams", "combined", "stdout, stderr or combined")
 	fl.StringVar(&f.since, "since", "", "only lines at or after this time or duration ago")
 	fl.StringVar(&f.until, "until", "", "only lines before this time or duration ago")
@@ -60,6 +74,7 @@ or a duration back from now (e.g. 10m). With -t the logs are followed until the 
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per line (time, stream, role, replica, text)")
 	fl.BoolVar(&f.noPrefix, "no-prefix", false, "print lines without the role/replica prefix")
 	fl.IntVarP(&f.lines, "lines", "n", 0, "start with only the last N lines of each replica")
+	fl.IntSliceVar(&f.ranks, "rank", nil, "torchrun roles: print only the lines of these global ranks (e.g. 3 or 0,2)")
 	return cmd
 }
 
@@ -108,6 +123,11 @@ func (f logFlags) options(now time.Time) (sched.LogOptions, error) {
 	}
 	if f.lines < 0 {
 		return o, usagef("--lines must not be negative")
+	}
+	for _, r := range f.ranks {
+		if r < 0 {
+			return o, usagef("--rank %d: a rank is not negative", r)
+		}
 	}
 	o.Follow = f.follow
 	o.Tail = f.lines
@@ -167,9 +187,9 @@ func selectReplicas(id spec.LogID, st *spec.AppStatus, app *spec.AppDef) ([]repl
 }
 
 func (a *app) runLog(ident string, f logFlags) error {
-	id, err := spec.ParseLogID(ident)
+	id, err := a.resolveLogID(ident)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	opts, err := f.options(time.Now())
 	if err != nil {
@@ -186,8 +206,20 @@ func (a *app) runLog(ident string, f logFlags) error {
 	}
 	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
 	defer w.Flush()
-	p := &linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs)}
-	if len(refs) == 1 && f.plain(opts) {
+	p := &linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs),
+		sanitize: a.env.StdoutTTY && !f.raw && !f.asJSON}
+	emit, idle := p.print, w.Flush
+	if opts.Follow && a.env.StdoutTTY && !f.asJSON {
+		lp := newLivePrinter(p, w, a.env.Stdout)
+		opts.Pending = true
+		emit, idle = lp.emit, lp.idle
+		defer lp.finish()
+	}
+	var prefixed func() bool
+	if len(f.ranks) > 0 {
+		emit, prefixed = rankFilter(d.App, f.ranks, emit)
+	}
+	if len(refs) == 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize {
 		rc, err := r.RawLog(a.ctx, id.Handle, refs[0].role, refs[0].k, opts.Streams)
 		if err == nil {
 			defer rc.Close()
@@ -197,7 +229,11 @@ func (a *app) runLog(ident string, f logFlags) error {
 			return err
 		}
 	}
-	return a.streamLogs(a.ctx, id.Handle, refs, opts, p.print, w.Flush)
+	err = a.streamLogs(a.ctx, id.Handle, refs, opts, emit, idle)
+	if err == nil && prefixed != nil && !prefixed() {
+		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
+	}
+	return err
 }
 
 // plain reports whether the whole log is printed as stored: no filter, no time, no
@@ -218,16 +254,13 @@ func prefixIndex(refs []replicaRef) map[string]int {
 // across replicas. idle is called whenever no line is ready, so that buffered output
 // reaches the user promptly while following.
 func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, opts sched.LogOptions, emit func(sched.Line) error, idle func() error) error {
-	its := make([]sched.LogIterator, 0, len(refs))
-	for _, ref := range refs {
-		it, err := a.runner().LogLines(ctx, h, ref.role, ref.k, opts)
-		if err != nil {
-			for _, it := range its {
-				it.Close()
-			}
-			return err
-		}
-		its = append(its, it)
+	srefs := make([]sched.ReplicaRef, len(refs))
+	for i, ref := range refs {
+		srefs[i] = sched.ReplicaRef{Role: ref.role, Replica: ref.k}
+	}
+	its, err := a.runner().LogLinesOf(ctx, h, srefs, opts)
+	if err != nil {
+		return err
 	}
 	merged := logs.Merge(its...)
 	defer merged.Close()
@@ -259,6 +292,8 @@ type linePrinter struct {
 	prefix     bool
 	index      map[string]int
 	prefixes   map[replicaRef]string // styled "role/k " by replica, made once
+	// sanitize drops the escape sequences other than SGR (for a terminal).
+	sanitize bool
 }
 
 // prefixOf returns the styled "role/k " prefix of a replica, or "".
@@ -306,11 +341,13 @@ func (p *linePrinter) copyRaw(r io.Reader, ref replicaRef) error {
 			}
 			line := block[:i]
 			block = block[i+1:]
-			if len(carry) > 0 {
+			joined := len(carry) > 0
+			if joined {
 				line = append(carry, line...)
 				carry = carry[:0]
 			}
-			if !plain && bytes.IndexByte(line, '\r') >= 0 {
+			// A line begun in an earlier block may hold a \r that this block has not.
+			if (!plain || joined) && bytes.IndexByte(line, '\r') >= 0 {
 				p.w.Write(out)
 				out = out[:0]
 				p.writeText(prefix, string(line))
@@ -360,6 +397,9 @@ func (p *linePrinter) print(l sched.Line) error {
 	prefix := p.prefixOf(l.Role, l.Replica)
 	if p.timestamps {
 		prefix = sched.Timestamp(l.Time) + " " + prefix
+	}
+	if p.sanitize {
+		return p.writeText(prefix, render.Sanitize(l.Text, 0))
 	}
 	return p.writeText(prefix, l.Text)
 }

@@ -1,16 +1,20 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/render"
 )
 
@@ -24,8 +28,9 @@ func (a *app) statusCmd() *cobra.Command {
 	var asJSON bool
 	var roles []string
 	cmd := &cobra.Command{
-		Use:   "status HANDLE",
-		Short: "Show an app's state and every replica's state, exit code, restarts and error",
+		Use:               "status HANDLE",
+		ValidArgsFunction: a.completeHandles,
+		Short:             "Show an app's state and every replica's state, exit code, restarts and error",
 		Long: `Show an app's status: its state, then one row per replica with state, exit code,
 restarts, pid or container, start time, duration and error.
 
@@ -33,7 +38,7 @@ HANDLE is SCHEDULER://SESSION/APP_ID, as printed by wick run and wick list.
 Exits 1 with "no such app" when HANDLE names no app.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			h, err := parseHandle(argv[0])
+			h, err := a.resolveHandle(argv[0])
 			if err != nil {
 				return err
 			}
@@ -41,18 +46,36 @@ Exits 1 with "no such app" when HANDLE names no app.`,
 			if err != nil {
 				return err
 			}
+			a.attachUsage(h, st)
 			if len(roles) > 0 {
 				st.Roles = filterRoles(st.Roles, roles)
 			}
 			if asJSON {
 				return writeJSON(a.env.Stdout, st)
 			}
-			return render.Status(a.env.Stdout, st, time.Now(), a.out())
+			if err := render.Status(a.env.Stdout, st, time.Now(), a.out()); err != nil {
+				return err
+			}
+			a.hint(st)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	cmd.Flags().StringSliceVar(&roles, "roles", nil, "show only these roles (comma-separated)")
 	return cmd
+}
+
+// usageTimeout bounds reading what a running app's replicas use: the Docker Engine
+// answers a stats request at its collector's next tick, within a second.
+const usageTimeout = 3 * time.Second
+
+// attachUsage adds the CPU and RSS of each running replica to st. It is best effort:
+// a replica whose usage cannot be read (it just ended, the Engine is slow) is shown
+// without it, and the status is still printed.
+func (a *app) attachUsage(h spec.Handle, st *spec.AppStatus) {
+	ctx, cancel := context.WithTimeout(a.ctx, usageTimeout)
+	defer cancel()
+	_ = a.runner().AttachUsage(ctx, h, st)
 }
 
 func filterRoles(rs []spec.RoleStatus, keep []string) []spec.RoleStatus {
@@ -68,13 +91,14 @@ func filterRoles(rs []spec.RoleStatus, keep []string) []spec.RoleStatus {
 }
 
 func (a *app) describeCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, reveal bool
 	cmd := &cobra.Command{
-		Use:   "describe HANDLE",
-		Short: "Show everything known of an app: status, replicas, log paths, AppDef, run options",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:               "describe HANDLE",
+		ValidArgsFunction: a.completeHandles,
+		Short:             "Show everything known of an app: status, replicas, log paths, AppDef, run options",
+		Args:              args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			h, err := parseHandle(argv[0])
+			h, err := a.resolveHandle(argv[0])
 			if err != nil {
 				return err
 			}
@@ -82,31 +106,61 @@ func (a *app) describeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.attachUsage(h, &d.Status)
+			alarms, rankName := a.metricAlarms(h, d)
 			if asJSON {
-				return writeJSON(a.env.Stdout, struct {
-					Status spec.AppStatus `json:"status"`
-					App    *spec.AppDef   `json:"app,omitempty"`
-					Cfg    spec.Cfg       `json:"run_options,omitempty"`
-				}{d.Status, d.App, d.Cfg})
+				var v any = struct {
+					Status spec.AppStatus  `json:"status"`
+					App    *spec.AppDef    `json:"app,omitempty"`
+					Cfg    spec.Cfg        `json:"run_options,omitempty"`
+					Alarms []metrics.Alarm `json:"metric_alarms,omitempty"`
+				}{d.Status, d.App, d.Cfg, alarms}
+				if !reveal {
+					if v, err = render.MaskJSON(v); err != nil {
+						return err
+					}
+				}
+				return writeJSON(a.env.Stdout, v)
 			}
-			return render.Describe(a.env.Stdout, d, time.Now(), a.out(), render.TreeOptions{})
+			if err := render.Describe(a.env.Stdout, d, time.Now(), a.out(), render.TreeOptions{MaskSecrets: !reveal}); err != nil {
+				return err
+			}
+			writeAlarms(a.env.Stdout, alarms, rankName, a.out())
+			a.hint(&d.Status)
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&reveal, "show-secrets", false, "show env values whose names look secret (TOKEN, SECRET, PASS, PWD, PAT, CREDENTIAL, AUTH, PRIVATE, CERT, SESSION, COOKIE, *_KEY); masked otherwise")
 	return cmd
 }
 
 func (a *app) listCmd() *cobra.Command {
 	var asJSON bool
 	var schedName string
+	var states []string
+	var limit int
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List every app wick knows, of every scheduler and session, newest first",
 		Long: `List apps: handle, name, state, running/total replicas, age, duration and exit code.
 Without -s every scheduler is listed; one that cannot be reached (a Docker Engine that is
-down) is reported on stderr and the others are still listed.`,
+down) is reported on stderr and the others are still listed.
+--state keeps apps in the given states (running, failed, ..., or "active" for those
+that have not ended and "done" for those that have); --limit keeps the newest N.
+local_docker apps other WICK_HOMEs launched on the same Engine are left out unless --all.`,
+		Example: `  wick list --state failed,cancelled --limit 5
+  wick list -s local_docker --state active --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			keep, err := stateFilter(states)
+			if err != nil {
+				return err
+			}
+			if limit < 0 {
+				return usagef("--limit %d: want 0 (no limit) or more", limit)
+			}
 			if schedName != "" {
 				if _, err := a.runner().Scheduler(schedName); err != nil {
 					return usageError{err}
@@ -121,9 +175,13 @@ down) is reported on stderr and the others are still listed.`,
 			if schedName != "" && len(errs) > 0 {
 				return errs[0]
 			}
-			if apps == nil {
-				apps = []spec.AppStatus{}
+			kept := []spec.AppStatus{}
+			for _, st := range apps {
+				if keep(st.State) && (all || !st.Foreign) && (limit == 0 || len(kept) < limit) {
+					kept = append(kept, st)
+				}
 			}
+			apps = kept
 			if asJSON {
 				return writeJSON(a.env.Stdout, apps)
 			}
@@ -132,29 +190,71 @@ down) is reported on stderr and the others are still listed.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	cmd.Flags().StringVarP(&schedName, "scheduler", "s", "", "list only this scheduler's apps")
+	cmd.Flags().StringSliceVar(&states, "state", nil, "list only apps in these states (comma-separated; active, done, or a state name)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many apps, newest first (0: all)")
+	cmd.Flags().BoolVar(&all, "all", false, "list the local_docker apps of other WICK_HOMEs too")
+	_ = cmd.RegisterFlagCompletionFunc("scheduler", a.completeSchedulers)
+	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return []string{"active", "done", "pending", "running", "succeeded", "failed", "cancelled", "unknown"}, cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
+// stateFilter reads --state: state names, "active" (not ended) and "done" (ended).
+func stateFilter(names []string) (func(spec.AppState) bool, error) {
+	if len(names) == 0 {
+		return func(spec.AppState) bool { return true }, nil
+	}
+	var active, done bool
+	want := map[spec.AppState]bool{}
+	for _, n := range names {
+		switch n = strings.ToLower(strings.TrimSpace(n)); n {
+		case "active":
+			active = true
+		case "done":
+			done = true
+		default:
+			st, err := spec.ParseAppState(strings.ToUpper(n))
+			if err != nil {
+				return nil, usagef("--state %q: not a state (want active, done, or one of pending, running, succeeded, failed, cancelled, unknown)", truncate(n, 40))
+			}
+			want[st] = true
+		}
+	}
+	return func(s spec.AppState) bool {
+		return want[s] || (active && !s.Terminal()) || (done && s.Terminal())
+	}, nil
+}
+
 func (a *app) cancelCmd() *cobra.Command {
-	var noWait bool
+	var noWait, asJSON, now bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "cancel HANDLE",
-		Short: "Stop an app: SIGTERM to every replica, SIGKILL after the grace period",
+		Use:               "cancel HANDLE",
+		ValidArgsFunction: a.completeHandles,
+		Short:             "Stop an app: SIGTERM to every replica, SIGKILL after the grace period",
 		Long: `Stop an app. Every replica gets SIGTERM (its whole process group, or its
 container), then SIGKILL after the scheduler's grace period; the app ends CANCELLED.
-Waits until the app is terminal unless --no-wait. Cancelling a finished app does nothing.`,
+Waits until the app is terminal unless --no-wait. Cancelling a finished app does nothing.
+Cancelling again does not shorten the grace period; --now kills at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			h, err := parseHandle(argv[0])
+			h, err := a.resolveHandle(argv[0])
 			if err != nil {
 				return err
 			}
 			r := a.runner()
-			if err := r.Cancel(a.ctx, h); err != nil {
+			stop := r.Cancel
+			if now {
+				stop = r.Kill
+			}
+			if err := stop(a.ctx, h); err != nil {
 				return err
 			}
 			if noWait {
+				if asJSON {
+					return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "cancel_requested": true})
+				}
 				return nil
 			}
 			ctx, cancel := contextWithTimeout(a.ctx, timeout)
@@ -163,37 +263,51 @@ Waits until the app is terminal unless --no-wait. Cancelling a finished app does
 			if err != nil {
 				return fmt.Errorf("waiting for %s to stop: %w", h, err)
 			}
+			if asJSON {
+				return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "state": st.State.String()})
+			}
 			fmt.Fprintf(a.env.Stderr, "%s %s\n", h, a.errs().State(st.State, st.State.String()))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the handle and the final state as JSON")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "return once the stop is requested")
+	cmd.Flags().BoolVar(&now, "now", false, "kill every replica at once (SIGKILL), without the grace period")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the app to stop")
 	return cmd
 }
 
 func (a *app) deleteCmd() *cobra.Command {
-	var force bool
+	var force, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "delete HANDLE",
-		Short: "Remove an app's state, logs and containers (refuses a running app without --force)",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:               "delete HANDLE",
+		ValidArgsFunction: a.completeHandles,
+		Short:             "Remove an app's state, logs and containers (refuses a running app without --force)",
+		Args:              args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			h, err := parseHandle(argv[0])
+			h, err := a.resolveHandle(argv[0])
 			if err != nil {
 				return err
 			}
 			if err := a.runner().Delete(a.ctx, h, force); err != nil {
 				if errors.Is(err, sched.ErrRunning) {
-					return fmt.Errorf("%w (cancel it first, or use --force)", err)
+					// The scheduler's own hint is for the UI; one is enough.
+					return fmt.Errorf("%w: %s (cancel it first, or use --force)", sched.ErrRunning, h)
 				}
 				return err
+			}
+			if err := tui.ForgetApp(a.home, h); err != nil {
+				fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(err.Error()))
+			}
+			if asJSON {
+				return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "deleted": true})
 			}
 			fmt.Fprintf(a.env.Stderr, "deleted %s\n", h)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&force, "force", "f", false, "cancel a running app first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deleted handle as JSON")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "cancel a running app first, and wait for it to stop")
 	return cmd
 }
 

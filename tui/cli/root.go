@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/render"
@@ -106,6 +107,15 @@ func StateHome(getenv func(string) string) string {
 	return filepath.Join(home, ".local", "state", "wick")
 }
 
+// tightenHome makes a state directory left readable by an older wick private on first
+// use: the home itself (0700 stops every other user at the door) and the directories
+// wick keeps in it. Failures are not fatal here; creating files there reports them.
+func tightenHome(home string) {
+	for _, d := range []string{"", "local", "local/apps", "logs", "ui", "docker", "slurm"} {
+		_ = safefs.Tighten(filepath.Join(home, d))
+	}
+}
+
 func (a *app) runner() *runner.Runner {
 	if a.run == nil {
 		reg := a.env.Registry
@@ -137,6 +147,7 @@ func (a *app) errs() render.Styler { return a.styler(a.env.StderrTTY) }
 // are printed as one line on stderr; nothing panics at the user.
 func Main(ctx context.Context, args []string, env Env) (code int) {
 	a := &app{env: env, ctx: ctx, home: StateHome(env.Getenv)}
+	tightenHome(a.home)
 	a.noColr = env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb"
 	defer func() {
 		if r := recover(); r != nil {
@@ -163,39 +174,77 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintf(env.Stderr, "wick: %v\n", ee.err)
+			jsonError(env.Stdout, args, ee.err.Error(), ee.code)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "wick: %s\n", oneLine(err.Error()))
+	msg := render.Escape(oneLine(err.Error()))
+	fmt.Fprintf(env.Stderr, "wick: %s\n", msg)
+	code = ExitFailure
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
-		return ExitUsage
+	if errors.As(err, &ue) {
+		code = ExitUsage
 	}
-	return ExitFailure
+	jsonError(env.Stdout, args, oneLine(err.Error()), code)
+	return code
+}
+
+// jsonError writes an error as a JSON object on stdout when the command was asked for
+// JSON (--json among wick's own arguments), so that a script reading stdout gets JSON
+// whatever happens; stderr has the usual line too.
+func jsonError(w io.Writer, args []string, msg string, code int) {
+	for _, a := range args {
+		if a == "--" {
+			return
+		}
+		if a == "--json" || a == "--json=true" {
+			_ = writeJSON(w, map[string]any{"error": msg, "exit_code": code})
+			return
+		}
+	}
 }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
-// isCobraUsage recognises cobra's own usage errors (unknown command, bad args count).
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(s, p) {
-			return true
-		}
+// unknownCommand is the root's argument check: cobra's own says "unknown command" in an
+// untyped error; this one is a usageError, with cobra's suggestions.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
 	}
-	return false
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.Root().SuggestionsFor(args[0]); len(s) > 0 && !cmd.HasParent() {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return usageError{errors.New(msg)}
+}
+
+// typeUsageErrors makes the positional-argument errors of cmd and every command under
+// it (cobra's help and completion included) usage errors, so that the exit code comes
+// from the error's type, not from its text.
+func typeUsageErrors(cmd *cobra.Command) {
+	switch {
+	case cmd.HasSubCommands() && !cmd.Runnable():
+		// A group (completion): an unknown subcommand is an error, not help.
+		cmd.Args = unknownCommand
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	case cmd.Args != nil:
+		cmd.Args = args(cmd.Args)
+	}
+	for _, c := range cmd.Commands() {
+		typeUsageErrors(c)
+	}
 }
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "wick",
-		Short: "Launch and watch training jobs: TorchX apps as local processes or Docker containers",
+		Short: "Launch and watch training jobs: TorchX apps as local processes, Docker containers or Slurm jobs",
 		Long: `wick launches jobs described the TorchX way (an AppDef of roles, each role N
-replicas) on this machine, as local processes (local_cwd, local_dir) or Docker
-containers (local_docker), and lets you watch every replica live.
+replicas) as local processes (local_cwd, local_dir), Docker containers (local_docker)
+or Slurm jobs (slurm), and lets you watch every replica live.
 
 Run it with no arguments on a terminal for the full-screen UI, or use the verbs:
 
@@ -203,20 +252,33 @@ Run it with no arguments on a terminal for the full-screen UI, or use the verbs:
   wick run --detach demo.train            launch and print the handle
   wick list                               every app wick knows
   wick log HANDLE -t                      follow an app's logs
-  wick status HANDLE | wick cancel HANDLE | wick delete HANDLE`,
+  wick status HANDLE | wick cancel HANDLE | wick delete HANDLE
+
+HANDLE is SCHEDULER://SESSION/APP_ID, or an app id, or a unique prefix of one.
+Shell completion: wick completion bash|zsh|fish --help.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		CompletionOptions: cobra.CompletionOptions{
 			HiddenDefaultCmd: false,
 		},
 	}
+	root.Version = spec.Version
+	root.SetVersionTemplate("wick {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// With Args and a RunE, an unknown verb reaches unknownCommand; no verb prints help.
+	root.Args = unknownCommand
+	root.SuggestionsMinimumDistance = 2
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	root.AddCommand(
 		a.runCmd(), a.builtinsCmd(), a.runoptsCmd(), a.versionCmd(),
 		a.statusCmd(), a.describeCmd(), a.listCmd(), a.logCmd(),
 		a.cancelCmd(), a.deleteCmd(), a.uiCmd(),
 	)
+	root.AddCommand(a.metricsCmd())
 	a.addHidden(root)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	typeUsageErrors(root)
 	return root
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -56,21 +57,24 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
   wick run -s local_cwd --dryrun dist.ddp -j 2x4 --script train.py
   wick run --detach demo.train --replicas 4
   wick run -s local_docker -cfg network=wick,shm_size=2g utils.sh --image myimg -- echo hi`,
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, argv []string) error { return a.runRun(f, argv) },
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: a.completeComponents,
+		RunE:              func(cmd *cobra.Command, argv []string) error { return a.runRun(f, argv) },
 	}
 	fl := cmd.Flags()
 	// Component arguments follow the component name: stop parsing wick's flags there.
 	fl.SetInterspersed(false)
-	fl.StringVarP(&f.scheduler, "scheduler", "s", "", "scheduler: local_cwd (default), local_dir or local_docker")
+	fl.StringVarP(&f.scheduler, "scheduler", "s", "", "scheduler: "+strings.Join(a.runner().SchedulerBackends(), ", ")+" (default "+DefaultScheduler+")")
 	fl.StringVar(&f.cfg, "cfg", "", `run options "K=V,K2=V2" (also -cfg); see wick runopts`)
 	fl.StringVar(&f.cfg, "scheduler_args", "", "alias of -cfg, as in TorchX")
 	_ = fl.MarkHidden("scheduler_args")
+	_ = cmd.RegisterFlagCompletionFunc("scheduler", a.completeSchedulers)
+	_ = cmd.RegisterFlagCompletionFunc("cfg", a.completeCfg)
 	fl.BoolVar(&f.dryrun, "dryrun", false, "print the AppDef and the scheduler request; launch nothing")
 	fl.BoolVar(&f.asJSON, "json", false, "print the dry run, the handle or the final status as JSON")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "print the handle and return; the app keeps running")
 	fl.StringVar(&f.workspace, "workspace", "", "local_docker: build an image laying this directory over the role's image")
-	fl.BoolVar(&f.reveal, "show-secrets", false, "--dryrun: show env values whose names look secret")
+	fl.BoolVar(&f.reveal, "show-secrets", false, "--dryrun: show env values whose names look secret (see wick describe --help); masked otherwise")
 	return cmd
 }
 
@@ -140,11 +144,12 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, runner.Components{
 		Find:     a.findOptions(),
 		Defaults: conf.ComponentDefaults,
+		Warn:     func(s string) { fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(s)) },
 	})
 	var compErr *runner.ComponentError
 	switch {
 	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr):
-		_, err := fmt.Fprint(a.env.Stdout, compErr.Component.Usage())
+		_, err := fmt.Fprint(a.env.Stdout, render.EscapeText(compErr.Component.Usage()))
 		return err
 	case errors.As(err, &compErr) || isBadInput(err):
 		return usageError{err}
@@ -153,7 +158,13 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	}
 	if f.dryrun {
 		if f.asJSON {
-			return writeJSON(a.env.Stdout, info)
+			var v any = info
+			if !f.reveal {
+				if v, err = render.MaskJSON(info); err != nil {
+					return err
+				}
+			}
+			return writeJSON(a.env.Stdout, v)
 		}
 		return render.DryRun(a.env.Stdout, info, a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
 	}
@@ -179,7 +190,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 // isBadInput says whether a dry-run error is the user's input (exit 2) rather than a
 // failure of the machine (exit 1).
 func isBadInput(err error) bool {
-	for _, target := range []error{spec.ErrInvalidRunOpt, spec.ErrNoRoles, spec.ErrEmptyEntrypoint, spec.ErrBadReplicas, spec.ErrMalformedHandle} {
+	for _, target := range []error{spec.ErrInvalidRunOpt, spec.ErrNoRoles, spec.ErrEmptyEntrypoint, spec.ErrBadReplicas, spec.ErrTooManyReplicas, spec.ErrReplicaBudget, spec.ErrBadEnvName, spec.ErrMalformedHandle} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -228,7 +239,12 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
 		case <-ctx.Done():
 			return
 		}
-		fmt.Fprintf(a.env.Stderr, "wick: cancelling %s (again to detach)\n", h)
+		// On a terminal a progress bar may be drawn on the last row: clear it first.
+		clear := ""
+		if a.env.StderrTTY {
+			clear = eraseLine
+		}
+		fmt.Fprintf(a.env.Stderr, "%swick: cancelling %s (again to detach)\n", clear, h)
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := a.runner().Cancel(cctx, h); err != nil {
 			fmt.Fprintf(a.env.Stderr, "wick: cancel: %v\n", err)
@@ -250,8 +266,16 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
 	}
 	w := bufio.NewWriterSize(a.env.Stderr, 32<<10)
 	p := linePrinter{w: w, st: a.errs(), prefix: true, index: prefixIndex(refs)}
-	err := a.streamLogs(ctx, h, refs, sched.LogOptions{Follow: true}, p.print, w.Flush)
-	w.Flush()
+	opts := sched.LogOptions{Follow: true}
+	emit, idle, finish := p.print, w.Flush, w.Flush
+	if a.env.StderrTTY {
+		// Progress bars live on a terminal; a pipe gets committed lines only.
+		lp := newLivePrinter(&p, w, a.env.Stderr)
+		opts.Pending = true
+		emit, idle, finish = lp.emit, lp.idle, lp.finish
+	}
+	err := a.streamLogs(ctx, h, refs, opts, emit, idle)
+	finish()
 	if ctx.Err() != nil {
 		return exitError{code: ExitFailure}
 	}
@@ -274,9 +298,24 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
 		if st.State == spec.Failed && st.StructuredError != "" {
 			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.FirstLine(spec.ErrorMessage(st.StructuredError)))
 		}
+		a.hint(st)
+		for _, w := range st.Warnings {
+			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", w)
+		}
 	}
 	if st.State != spec.Succeeded {
 		return exitError{code: ExitFailure}
 	}
 	return nil
+}
+
+// hint prints, on stderr, the workaround for a failure wick recognizes (torchrun
+// crashing on --tee 3), after the app's error.
+func (a *app) hint(st *spec.AppStatus) {
+	if st == nil || st.State != spec.Failed {
+		return
+	}
+	if h := ranks.Hint(st.StructuredError); h != "" {
+		fmt.Fprintf(a.env.Stderr, "wick: hint: %s\n", h)
+	}
 }

@@ -1,7 +1,8 @@
-// Package common is what the views of wick's UI share: the context handed down by the
-// root model (size, theme, actions, the engine), the View interface every view
-// implements, the messages views send to the root and to themselves, the action table,
-// and small widgets (a pager, a list cursor, a fuzzy matcher, overlays).
+// Package common is the contract between wick's root model and its views: the context
+// handed down by the root (size, theme, actions, the engine), the View interface every
+// view implements, the messages views send to the root and to themselves, and the action
+// table's types. Each view declares its own rows of the table beside its code; the root
+// assembles them. The widgets views draw with are in tui/widget.
 package common
 
 import (
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
@@ -17,12 +19,19 @@ import (
 // Backend is what the UI needs of the engine. *runner.Runner satisfies it; every call
 // goes through the same Runner method a one-shot verb uses.
 type Backend interface {
+	StateDir() string
 	SchedulerBackends() []string
 	SchedulerRunOpts(name string) (spec.RunOpts, error)
-	DryRun(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string) (*sched.DryRunInfo, error)
+	DryRunComponent(ctx context.Context, name string, args []string, scheduler string, cfg spec.Cfg, workspace string, c runner.Components) (*sched.DryRunInfo, error)
 	Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) (spec.Handle, error)
 	Run(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string, progress sched.Progress) (spec.Handle, error)
 	Describe(ctx context.Context, h spec.Handle) (*sched.Description, error)
+	// AttachUsage adds each running replica's CPU and RSS to an app's status.
+	AttachUsage(ctx context.Context, h spec.Handle, st *spec.AppStatus) error
+	// Usage returns the CPU and RSS of each running replica (for the wall's titles).
+	Usage(ctx context.Context, h spec.Handle) (map[sched.ReplicaKey]sched.Usage, error)
+	// Call is the component call the app h was launched from, nil when not known.
+	Call(h spec.Handle) (*sched.Call, error)
 	List(ctx context.Context, scheduler string) ([]spec.AppStatus, []error)
 	Cancel(ctx context.Context, h spec.Handle) error
 	Delete(ctx context.Context, h spec.Handle, force bool) error
@@ -55,6 +64,9 @@ type Context struct {
 	Config  Config
 	// Components lists the components the picker offers (builtins and user files).
 	Components func() ([]*components.Component, error)
+	// Find is where the Runner finds a component when the form plans it: the same
+	// search path Components lists.
+	Find components.FindOptions
 	// DefaultScheduler is preselected in the argument form.
 	DefaultScheduler string
 	// Workspace is passed to dry runs and launches (local_docker image builds).

@@ -15,19 +15,8 @@ type Addressed interface {
 }
 
 // Kind names a kind of view; the action table says in which kinds an action works.
+// Each view package declares its own (picker.Kind, wall.Kind, ...).
 type Kind string
-
-// The kinds of view.
-const (
-	KindPicker   Kind = "picker"
-	KindForm     Kind = "form"
-	KindPreview  Kind = "preview"
-	KindLaunch   Kind = "launch"
-	KindApps     Kind = "apps"
-	KindDescribe Kind = "describe"
-	KindLogs     Kind = "logs"
-	KindConfirm  Kind = "confirm"
-)
 
 // View is one screen of the UI. The root model keeps a stack of views; the top one is
 // active: it draws the body and receives keys, mouse events and ticks.

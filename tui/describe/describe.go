@@ -16,10 +16,22 @@ import (
 	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // describeTimeout bounds one Describe call.
 const describeTimeout = 10 * time.Second
+
+// Kind is the describe view's kind of view.
+const Kind common.Kind = "describe"
+
+// Actions are the describe view's rows of the action table.
+func Actions() []common.Action {
+	rows := []common.Action{common.NewAction(common.ActSecrets, "show/hide secrets", []string{"s"}, true, Kind)}
+	rows = append(rows, appops.Actions(Kind)...)
+	rows = append(rows, common.NewAction(common.ActRefresh, "refresh", []string{"ctrl+r"}, false, Kind))
+	return append(rows, common.Moves(Kind)...)
+}
 
 // Model is the describe view.
 type Model struct {
@@ -29,7 +41,7 @@ type Model struct {
 	err     error
 	loading bool
 	reveal  bool
-	pager   common.Pager
+	pager   widget.Pager
 	// shown says what the pager holds, so that a stale rendering is made again.
 	shown look
 }
@@ -51,7 +63,7 @@ type describedMsg struct {
 
 // New returns the describe view of the app h.
 func New(ctx *common.Context, h spec.Handle) *Model {
-	return &Model{Base: common.NewBase(ctx, common.KindDescribe), h: h}
+	return &Model{Base: common.NewBase(ctx, Kind), h: h}
 }
 
 // Title is the view's crumb.
@@ -79,6 +91,7 @@ func (m *Model) load() tea.Cmd {
 		if err != nil {
 			return describedMsg{ViewID: id, err: err}
 		}
+		_ = b.AttachUsage(ctx, h, &d.Status) // best effort: shown without usage otherwise
 		return describedMsg{ViewID: id, desc: d, lines: lines(d, lk, now()), look: lk}
 	}
 }
@@ -123,7 +136,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			return m.rerender()
 		}
 	case tea.MouseWheelMsg:
-		m.pager.Scroll(common.WheelDelta(msg), m.Ctx.Height)
+		m.pager.Scroll(widget.WheelDelta(msg), m.Ctx.Height)
 	}
 	return nil
 }

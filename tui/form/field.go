@@ -7,7 +7,7 @@ import (
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/spec"
-	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // section groups the fields under a heading.
@@ -37,7 +37,7 @@ type field struct {
 	help     string
 	required bool
 	kind     kind
-	input    common.Input
+	input    widget.Input
 	on       bool
 	choices  []string
 	choice   int
@@ -64,8 +64,8 @@ func (f *field) value() string {
 	return f.input.Value()
 }
 
-func newText(value, placeholder string) common.Input {
-	in := common.NewInput("")
+func newText(value, placeholder string) widget.Input {
+	in := widget.NewInput("")
 	in.SetValue(value)
 	in.Placeholder = placeholder
 	return in

@@ -15,7 +15,32 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/preview"
+	"github.com/wick-dev/wick/tui/widget"
 )
+
+// Kind is the form's kind of view.
+const Kind common.Kind = "form"
+
+// The form's actions.
+const (
+	ActNextField  = "next-field"
+	ActPrevField  = "prev-field"
+	ActPreview    = "preview"
+	ActToggle     = "toggle"
+	ActPrevChoice = "prev-choice"
+)
+
+// Actions are the form's rows of the action table. Toggling works on a bool or choice
+// field, where no text field has focus and keys reach the table.
+func Actions() []common.Action {
+	return []common.Action{
+		common.NewAction(ActNextField, "next field", []string{"tab", "down"}, true, Kind),
+		common.NewAction(ActPrevField, "previous field", []string{"shift+tab", "up"}, false, Kind),
+		common.NewAction(ActPreview, "preview the dry run", []string{"enter", "ctrl+s"}, true, Kind),
+		common.NewAction(ActToggle, "toggle / next choice", []string{"space", "x", "right", "l"}, true, Kind),
+		common.NewAction(ActPrevChoice, "previous choice", []string{"left", "h"}, false, Kind),
+	}
+}
 
 // Model is the argument form.
 type Model struct {
@@ -31,6 +56,9 @@ type Model struct {
 	opts      map[string]optsMsg
 	optFields map[string][]*field
 	pending   string // the scheduler whose run options are being read
+	// fill holds the run options of the app being relaunched with edits, by
+	// scheduler: they replace .torchxconfig's values in that scheduler's fields.
+	fill map[string]spec.Cfg
 }
 
 // optsMsg carries a scheduler's run options and their .torchxconfig values.
@@ -44,7 +72,7 @@ type optsMsg struct {
 
 // New returns the form of component c.
 func New(ctx *common.Context, c *components.Component) *Model {
-	m := &Model{Base: common.NewBase(ctx, common.KindForm), comp: c, opts: map[string]optsMsg{}, optFields: map[string][]*field{}}
+	m := &Model{Base: common.NewBase(ctx, Kind), comp: c, opts: map[string]optsMsg{}, optFields: map[string][]*field{}}
 	m.defaults = ctx.Config.ComponentDefaults(c.Name)
 	for i := range c.Params {
 		p := &c.Params[i]
@@ -71,8 +99,9 @@ func New(ctx *common.Context, c *components.Component) *Model {
 // Title is the view's crumb.
 func (m *Model) Title() string { return m.comp.Name }
 
-// Typing reports true: keys go to the focused field.
-func (m *Model) Typing() bool { return true }
+// Typing reports whether a text field has focus: then keys go to it; on a toggle or a
+// choice they go through the action table.
+func (m *Model) Typing() bool { return m.fields[m.focus].kind == kText }
 
 // Init reads the run options of the preselected scheduler.
 func (m *Model) Init() tea.Cmd { return m.loadOpts() }
@@ -120,7 +149,11 @@ func (m *Model) setOpts(o optsMsg) {
 	if !ok {
 		for i := range o.opts {
 			opt := &o.opts[i]
-			f := optField(opt, o.file[opt.Name])
+			v := o.file[opt.Name]
+			if fv, ok := m.fill[o.sched][opt.Name]; ok {
+				v = fv
+			}
+			f := optField(opt, v)
 			f.check()
 			fields = append(fields, f)
 		}
@@ -148,7 +181,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			f.check()
 		}
 	case tea.MouseWheelMsg:
-		m.offset = max(0, m.offset+common.WheelDelta(msg))
+		m.offset = max(0, m.offset+widget.WheelDelta(msg))
 	case tea.MouseClickMsg:
 		if i, ok := m.fieldAt(msg.Y); ok {
 			before := m.focus
@@ -162,18 +195,11 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// edit gives a key to the focused field and checks the new value.
+// edit gives a key to the focused text field and checks the new value.
 func (m *Model) edit(k tea.KeyPressMsg) tea.Cmd {
 	f := m.fields[m.focus]
 	m.formErr = ""
-	switch f.kind {
-	case kBool, kChoice:
-		switch k.String() {
-		case "space", "x", "right", "l":
-			return m.toggle(1)
-		case "left", "h":
-			return m.toggle(-1)
-		}
+	if f.kind != kText {
 		return nil
 	}
 	if f.input.Update(k) {
@@ -218,18 +244,24 @@ func (m *Model) focusField(i int) tea.Cmd {
 // Do moves between fields and plans the app.
 func (m *Model) Do(action string) (tea.Cmd, bool) {
 	switch action {
-	case common.ActNextField, common.ActDown:
+	case ActNextField:
 		return m.focusField(m.focus + 1), true
-	case common.ActPrevField, common.ActUp:
+	case ActPrevField:
 		return m.focusField(m.focus - 1), true
-	case common.ActPreview:
+	case ActPreview:
 		return m.preview(), true
+	case ActToggle:
+		m.formErr = ""
+		return m.toggle(1), true
+	case ActPrevChoice:
+		m.formErr = ""
+		return m.toggle(-1), true
 	}
 	return nil, false
 }
 
-// preview checks every field, builds the AppDef with the component's own parser and
-// opens the dry-run preview.
+// preview checks every field and opens the dry-run preview of the command line the
+// form stands for, which plans it through the Runner as `wick run` does.
 func (m *Model) preview() tea.Cmd {
 	for i, f := range m.fields {
 		f.check()
@@ -242,7 +274,7 @@ func (m *Model) preview() tea.Cmd {
 		m.formErr = "reading the run options of " + m.pending + "…"
 		return nil
 	}
-	app, warnings, err := m.build()
+	argv, err := m.Argv()
 	if err != nil {
 		m.formErr = err.Error()
 		return nil
@@ -252,11 +284,16 @@ func (m *Model) preview() tea.Cmd {
 		m.formErr = err.Error()
 		return nil
 	}
-	cmds := []tea.Cmd{common.Push(preview.New(m.Ctx, preview.Plan{App: app, Scheduler: m.scheduler(), Cfg: cfg}))}
-	if len(warnings) > 0 {
-		cmds = append(cmds, common.Notify("warning: "+strings.Join(warnings, "; ")))
+	return common.Push(preview.New(m.Ctx, preview.Plan{Component: m.ref(), Args: argv, Scheduler: m.scheduler(), Cfg: cfg}))
+}
+
+// ref names the form's component for the Runner: FILE:NAME for a user component, so
+// that the file it was picked from is the one planned; the name for a builtin.
+func (m *Model) ref() string {
+	if m.comp.Source != "" {
+		return m.comp.Source + ":" + m.comp.Name
 	}
-	return tea.Batch(cmds...)
+	return m.comp.Name
 }
 
 // Argv is the command line the form stands for: --NAME=VALUE per parameter, then "--"
@@ -285,21 +322,6 @@ func (m *Model) Argv() ([]string, error) {
 		argv = append(append(argv, "--"), rest...)
 	}
 	return argv, nil
-}
-
-func (m *Model) build() (*spec.AppDef, []string, error) {
-	argv, err := m.Argv()
-	if err != nil {
-		return nil, nil, err
-	}
-	args, err := m.comp.Parse(argv, m.defaults)
-	if err != nil {
-		return nil, nil, err
-	}
-	var warnings []string
-	args.Warn = func(s string) { warnings = append(warnings, s) }
-	app, err := m.comp.AppDef(args)
-	return app, warnings, err
 }
 
 // cfg casts the run option fields that hold a value.

@@ -3,7 +3,7 @@ package form
 import (
 	"strings"
 
-	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // Layout of the form.
@@ -25,11 +25,10 @@ func (m *Model) bodyHeight() int { return max(1, m.Ctx.Height-headLines-footLine
 // lines lays out the headings and fields.
 func (m *Model) lines() []line {
 	t := m.Ctx.Theme
-	labelW := 0
-	for _, f := range m.fields {
-		labelW = max(labelW, len(f.name))
-	}
-	labelW = min(labelW, max(minLabel, m.Ctx.Width/5))
+	// The label column has one width for the screen, whatever the fields: switching
+	// scheduler (whose run options have longer or shorter names) must not shift the
+	// whole form.
+	labelW := max(minLabel, m.Ctx.Width/5)
 	inW := max(10, min(inputWidth, m.Ctx.Width-labelW-30))
 	var out []line
 	sec := section(-1)
@@ -47,29 +46,29 @@ func (m *Model) lines() []line {
 		if f.required {
 			req = t.Warning.Render("*")
 		}
-		label := common.PadRight(f.name, labelW)
+		label := widget.PadRight(f.name, labelW)
 		if focused {
 			label = t.Accent.Render(label)
 		}
-		var widget string
+		var cell string
 		switch f.kind {
 		case kBool:
 			box := "[ ]"
 			if f.on {
 				box = "[x]"
 			}
-			widget = common.PadRight(box, inW+2)
+			cell = widget.PadRight(box, inW+2)
 		case kChoice:
-			widget = m.choiceView(f, focused)
+			cell = m.choiceView(f, focused)
 		default:
 			f.input.SetWidth(inW)
-			widget = t.Muted.Render("│") + common.PadRight(f.input.View(t), inW+1) + t.Muted.Render("│")
+			cell = t.Muted.Render("│") + widget.PadRight(f.input.View(t), inW+1) + t.Muted.Render("│")
 		}
 		after := t.Dim(f.typ)
 		if f.err != "" {
 			after = t.Error("✗ " + f.err)
 		}
-		out = append(out, line{text: mark + req + label + "  " + widget + "  " + after, field: i})
+		out = append(out, line{text: mark + req + label + "  " + cell + "  " + after, field: i})
 	}
 	return out
 }

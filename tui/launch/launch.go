@@ -15,7 +15,14 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/widget"
 )
+
+// Kind is the launch view's kind of view.
+const Kind common.Kind = "launch"
+
+// Actions are the launch view's rows of the action table: it scrolls.
+func Actions() []common.Action { return common.Moves(Kind) }
 
 // Model is the launch view.
 type Model struct {
@@ -23,11 +30,12 @@ type Model struct {
 	info    *sched.DryRunInfo // what to schedule, or nil for a relaunch
 	from    spec.Handle       // the app to relaunch
 	started time.Time
+	ended   time.Time // when the launch succeeded or failed: the timer stops there
 	steps   []string
 	handle  spec.Handle
 	err     error
 	done    bool
-	pager   common.Pager
+	pager   widget.Pager
 }
 
 // progressMsg is one step reported by the scheduler.
@@ -41,13 +49,13 @@ type launchedMsg struct {
 
 // New returns a view that schedules a planned app.
 func New(ctx *common.Context, info *sched.DryRunInfo) *Model {
-	return &Model{Base: common.NewBase(ctx, common.KindLaunch), info: info}
+	return &Model{Base: common.NewBase(ctx, Kind), info: info}
 }
 
 // Relaunch returns a view that launches the AppDef of the app h again, with the same
 // run options, on the same scheduler.
 func Relaunch(ctx *common.Context, h spec.Handle) *Model {
-	return &Model{Base: common.NewBase(ctx, common.KindLaunch), from: h}
+	return &Model{Base: common.NewBase(ctx, Kind), from: h}
 }
 
 // Title is the view's crumb.
@@ -100,6 +108,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		m.steps = append(m.steps, msg.step)
 	case launchedMsg:
 		m.done, m.handle, m.err = true, msg.h, msg.err
+		m.ended = m.Ctx.Now()
 		if msg.err != nil {
 			return common.NotifyErr(fmt.Errorf("launch failed: %w", msg.err))
 		}
@@ -109,7 +118,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			common.Notify("launched "+h),
 		)
 	case tea.MouseWheelMsg:
-		m.pager.Scroll(common.WheelDelta(msg), m.Ctx.Height)
+		m.pager.Scroll(widget.WheelDelta(msg), m.Ctx.Height)
 	}
 	return nil
 }
@@ -129,7 +138,11 @@ func (m *Model) View() string {
 	} else {
 		what = "Relaunching " + m.from.String()
 	}
-	elapsed := render.Duration(m.Ctx.Now().Sub(m.started).Truncate(100 * time.Millisecond))
+	until := m.Ctx.Now()
+	if m.done {
+		until = m.ended
+	}
+	elapsed := render.Duration(until.Sub(m.started).Truncate(100 * time.Millisecond))
 	b.WriteString(t.Accent.Render(what) + "  " + t.Muted.Render(elapsed) + "\n\n")
 	for i, s := range m.steps {
 		mark := t.State(spec.Succeeded, "✓")

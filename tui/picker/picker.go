@@ -13,7 +13,21 @@ import (
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/form"
+	"github.com/wick-dev/wick/tui/widget"
 )
+
+// Kind is the picker's kind of view.
+const Kind common.Kind = "picker"
+
+// ActSelect opens the argument form of the selected component.
+const ActSelect = "select"
+
+// Actions are the picker's rows of the action table.
+func Actions() []common.Action {
+	return append([]common.Action{
+		common.NewAction(ActSelect, "fill in arguments", []string{"enter"}, true, Kind),
+	}, common.Moves(Kind)...)
+}
 
 // Model is the picker view.
 type Model struct {
@@ -22,8 +36,8 @@ type Model struct {
 	err     error
 	loaded  bool
 	matches []match
-	filter  common.Input
-	cur     common.Cursor
+	filter  widget.Input
+	cur     widget.Cursor
 }
 
 type match struct {
@@ -40,8 +54,8 @@ type loadedMsg struct {
 
 // New returns the picker; Init loads the components.
 func New(ctx *common.Context) *Model {
-	m := &Model{Base: common.NewBase(ctx, common.KindPicker)}
-	m.filter = common.NewInput("› ")
+	m := &Model{Base: common.NewBase(ctx, Kind)}
+	m.filter = widget.NewInput("› ")
 	m.filter.Placeholder = "type to filter components"
 	m.filter.Focus()
 	return m
@@ -73,18 +87,18 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		m.refilter()
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if m.filter.Update(msg) {
-			m.cur = common.Cursor{}
+			m.cur = widget.Cursor{}
 			m.refilter()
 		}
 	case tea.MouseWheelMsg:
-		m.cur.Wheel(common.WheelDelta(msg), len(m.matches), m.listHeight())
+		m.cur.Wheel(widget.WheelDelta(msg), len(m.matches), m.listHeight())
 	case tea.MouseClickMsg:
 		if msg.Button != tea.MouseLeft || msg.X >= m.listWidth() {
 			return nil
 		}
 		before := m.cur.Index
 		if m.cur.Click(msg.Y-listTop, len(m.matches)) && before == m.cur.Index {
-			cmd, _ := m.Do(common.ActSelect)
+			cmd, _ := m.Do(ActSelect)
 			return cmd
 		}
 	}
@@ -98,7 +112,7 @@ func (m *Model) refilter() {
 	lq := strings.ToLower(q)
 	m.matches = m.matches[:0]
 	for _, c := range m.all {
-		score, pos, ok := common.Fuzzy(q, c.Name)
+		score, pos, ok := widget.Fuzzy(q, c.Name)
 		if !ok {
 			if !strings.Contains(strings.ToLower(c.Summary), lq) {
 				continue
@@ -143,7 +157,7 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 		return nil, true
 	}
 	switch action {
-	case common.ActSelect:
+	case ActSelect:
 		c := m.Selected()
 		if c == nil {
 			return nil, true

@@ -7,7 +7,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/wick-dev/wick/components"
-	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // listTop is the body row of the first component: below the filter and a blank line.
@@ -39,7 +39,7 @@ func (m *Model) View() string {
 		return top + t.Muted.Render("  loading components…")
 	}
 	if m.err != nil {
-		top = m.filter.View(t) + count + "\n" + t.Fail.Render(common.PadRight("  "+m.err.Error(), m.Ctx.Width)) + "\n"
+		top = m.filter.View(t) + count + "\n" + t.Fail.Render(widget.PadRight("  "+m.err.Error(), m.Ctx.Width)) + "\n"
 	}
 	list := m.listView()
 	if m.Ctx.Width < sidePaneMin {
@@ -47,7 +47,7 @@ func (m *Model) View() string {
 	}
 	lw := m.listWidth()
 	pane := t.Pane.Width(m.Ctx.Width - lw - 1).Height(m.listHeight()).Render(m.sideView(m.Ctx.Width - lw - 3))
-	return top + lipgloss.JoinHorizontal(lipgloss.Top, common.Fit(list, lw, m.listHeight()), " ", common.Fit(pane, m.Ctx.Width-lw-1, m.listHeight()))
+	return top + lipgloss.JoinHorizontal(lipgloss.Top, widget.Fit(list, lw, m.listHeight()), " ", widget.Fit(pane, m.Ctx.Width-lw-1, m.listHeight()))
 }
 
 func (m *Model) listView() string {
@@ -74,13 +74,13 @@ func (m *Model) listView() string {
 			desc = "[" + s + "] " + desc
 		}
 		if i == m.cur.Index {
-			line := "▸ " + common.PadRight(mt.c.Name, nameW) + "  " + desc
-			b.WriteString(t.Selected.Render(common.PadRight(line, width)))
+			line := "▸ " + widget.PadRight(mt.c.Name, nameW) + "  " + desc
+			b.WriteString(t.Selected.Render(widget.PadRight(line, width)))
 			continue
 		}
-		name := common.Highlight(mt.c.Name, mt.pos, common.Renderer(t.Match), func(s string) string { return s })
-		line := "  " + common.PadRight(name, nameW) + "  " + t.Muted.Render(desc)
-		b.WriteString(common.PadRight(line, width))
+		name := widget.Highlight(mt.c.Name, mt.pos, widget.Renderer(t.Match), func(s string) string { return s })
+		line := "  " + widget.PadRight(name, nameW) + "  " + t.Muted.Render(desc)
+		b.WriteString(widget.PadRight(line, width))
 	}
 	return b.String()
 }
@@ -103,7 +103,7 @@ func (m *Model) sideView(width int) string {
 		b.WriteString(wrap.Render(c.Summary) + "\n")
 	}
 	if c.Help != "" && c.Help != c.Summary {
-		b.WriteString("\n" + t.Muted.Render(wrap.Render(common.Reflow(c.Help))) + "\n")
+		b.WriteString("\n" + t.Muted.Render(wrap.Render(widget.Reflow(c.Help))) + "\n")
 	}
 	if len(c.Params) > 0 || c.Varargs != "" {
 		b.WriteString("\n" + t.TableHead.Render("Parameters") + "\n")

@@ -6,27 +6,52 @@ package preview
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/launch"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // dryRunTimeout bounds a dry run (local_docker may ask the Engine about images).
 const dryRunTimeout = 30 * time.Second
 
-// Plan is what to dry-run: an AppDef on a scheduler with run options.
+// confirmReplicas is the most replicas launched without asking: more is rarely meant
+// (a stray zero in num_replicas) and costs a process, pipes and log files each.
+const confirmReplicas = 64
+
+// Plan is what to dry-run: a component call (as `wick run` takes it) on a scheduler
+// with run options.
 type Plan struct {
-	App       *spec.AppDef
+	// Component names the component: a builtin or search-path name, or FILE:NAME.
+	Component string
+	// Args are its arguments, command-line style.
+	Args      []string
 	Scheduler string
 	Cfg       spec.Cfg
+}
+
+// Kind is the preview's kind of view.
+const Kind common.Kind = "preview"
+
+// ActLaunch launches the planned app.
+const ActLaunch = "launch"
+
+// Actions are the preview's rows of the action table.
+func Actions() []common.Action {
+	return append([]common.Action{
+		common.NewAction(ActLaunch, "launch", []string{"enter", "L"}, true, Kind),
+		common.NewAction(common.ActSecrets, "show/hide secrets", []string{"s"}, true, Kind),
+	}, common.Moves(Kind)...)
 }
 
 // Model is the preview view.
@@ -36,24 +61,27 @@ type Model struct {
 	info   *sched.DryRunInfo
 	err    error
 	reveal bool
-	pager  common.Pager
+	pager  widget.Pager
 	// pages holds the rendering, masked (false) and revealed (true), made off the UI
 	// loop: a 64-replica dry run takes tens of milliseconds to render.
 	pages map[bool][]string
 	theme *themes.Theme // the theme pages were rendered in
+	// cancel stops the dry run when the user leaves the preview before it is done.
+	cancel context.CancelFunc
 }
 
 type plannedMsg struct {
 	common.ViewID
-	info  *sched.DryRunInfo
-	err   error
-	pages map[bool][]string
-	theme *themes.Theme
+	info     *sched.DryRunInfo
+	warnings []string
+	err      error
+	pages    map[bool][]string
+	theme    *themes.Theme
 }
 
 // New returns the preview of plan; Init runs the dry run.
 func New(ctx *common.Context, plan Plan) *Model {
-	return &Model{Base: common.NewBase(ctx, common.KindPreview), plan: plan}
+	return &Model{Base: common.NewBase(ctx, Kind), plan: plan}
 }
 
 // Title is the view's crumb.
@@ -61,15 +89,32 @@ func (m *Model) Title() string { return "preview" }
 
 // Init runs the dry run and renders it, in a command.
 func (m *Model) Init() tea.Cmd {
-	id, b, parent, p, ws, t := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.plan, m.Ctx.Workspace, m.Ctx.Theme
+	id, b, p, ws, t := m.ID(), m.Ctx.Backend, m.plan, m.Ctx.Workspace, m.Ctx.Theme
+	find, conf := m.Ctx.Find, m.Ctx.Config
+	ctx, cancel := context.WithTimeout(m.Ctx.Ctx, dryRunTimeout)
+	m.cancel = cancel
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(parent, dryRunTimeout)
 		defer cancel()
-		info, err := b.DryRun(ctx, p.App, p.Scheduler, p.Cfg, ws)
+		// The same Runner method as `wick run`: the same errors and warnings.
+		var warnings []string
+		info, err := b.DryRunComponent(ctx, p.Component, p.Args, p.Scheduler, p.Cfg, ws, runner.Components{
+			Find: find, Defaults: conf.ComponentDefaults,
+			Warn: func(s string) { warnings = append(warnings, s) },
+		})
 		if err != nil {
 			return plannedMsg{ViewID: id, err: err}
 		}
-		return plannedMsg{ViewID: id, info: info, pages: pages(info, t), theme: t}
+		if ctx.Err() != nil {
+			return nil // the user left: no rendering for nobody
+		}
+		return plannedMsg{ViewID: id, info: info, warnings: warnings, pages: pages(info, t), theme: t}
+	}
+}
+
+// Close stops a dry run still in progress.
+func (m *Model) Close() {
+	if m.cancel != nil {
+		m.cancel()
 	}
 }
 
@@ -95,6 +140,9 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case plannedMsg:
 		m.info, m.err, m.pages, m.theme = msg.info, msg.err, msg.pages, msg.theme
 		m.pager.SetLines(m.pages[m.reveal])
+		if len(msg.warnings) > 0 {
+			return common.Notify("warning: " + strings.Join(msg.warnings, "; "))
+		}
 	case common.TickMsg:
 		if m.info != nil && m.theme != m.Ctx.Theme {
 			// The theme changed (it follows the terminal): render again.
@@ -103,7 +151,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			return func() tea.Msg { return plannedMsg{ViewID: id, info: info, pages: pages(info, t), theme: t} }
 		}
 	case tea.MouseWheelMsg:
-		m.pager.Scroll(common.WheelDelta(msg), m.Ctx.Height)
+		m.pager.Scroll(widget.WheelDelta(msg), m.Ctx.Height)
 	}
 	return nil
 }
@@ -121,11 +169,15 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 			return common.Notify("secrets shown (s hides them)"), true
 		}
 		return common.Notify("secrets masked"), true
-	case common.ActLaunch:
+	case ActLaunch:
 		if m.info == nil {
 			return common.Notify("the dry run is not ready"), true
 		}
-		return common.Push(launch.New(m.Ctx, m.info)), true
+		push := common.Push(launch.New(m.Ctx, m.info))
+		if n := replicas(m.info.App); n > confirmReplicas {
+			return common.Confirm(fmt.Sprintf("launch %d replicas?", n), push), true
+		}
+		return push, true
 	}
 	return nil, false
 }
@@ -137,10 +189,19 @@ func (m *Model) View() string {
 	case m.err != nil:
 		return t.Fail.Render("dry run failed: "+m.err.Error()) + "\n\n" + t.Muted.Render("esc: back to the arguments")
 	case m.info == nil:
-		return t.Muted.Render("planning " + m.plan.App.Name + " on " + m.plan.Scheduler + "…")
+		return t.Muted.Render("planning " + m.plan.Component + " on " + m.plan.Scheduler + "…")
 	}
 	return m.pager.View(m.Ctx.Width, m.Ctx.Height)
 }
 
 // Position is the scroll position for the status line.
 func (m *Model) Position() string { return m.pager.Position(m.Ctx.Height) }
+
+// replicas counts the replicas of app.
+func replicas(app *spec.AppDef) int {
+	n := 0
+	for _, r := range app.Roles {
+		n += r.NumReplicas
+	}
+	return n
+}

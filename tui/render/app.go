@@ -66,16 +66,31 @@ func AppRow(a *spec.AppStatus, now time.Time, st Styler) []string {
 	if !a.Created.IsZero() {
 		dur = Duration(a.Duration(now))
 	}
+	state := a.State.String()
+	if a.State == spec.UnknownState && a.Msg != "" {
+		state += " (" + Escape(cut(FirstLine(a.Msg), maxWhy)) + ")" // why: corrupt state
+	}
 	return []string{
-		a.Handle,
-		a.Name,
-		st.State(a.State, a.State.String()),
+		Escape(a.Handle),
+		Escape(a.Name),
+		st.State(a.State, state),
 		fmt.Sprintf("%d/%d", running, total),
 		Age(a.Created, now),
 		dur,
 		exit,
 	}
 }
+
+// The columns of AppRow and AppHeaders, by position.
+const (
+	AppColHandle = iota
+	AppColName
+	AppColState
+	AppColRunning
+	AppColAge
+	AppColDuration
+	AppColExit
+)
 
 // AppHeaders are the columns of AppRow.
 var AppHeaders = []string{"HANDLE", "NAME", "STATE", "RUNNING", "AGE", "DURATION", "EXIT"}
@@ -111,12 +126,12 @@ func ReplicaRow(r *spec.ReplicaStatus, now time.Time, st Styler) []string {
 		}
 		dur = Duration(end.Sub(r.Started))
 	}
-	errText := FirstLine(spec.ErrorMessage(r.StructuredError))
+	errText := Escape(FirstLine(spec.ErrorMessage(r.StructuredError)))
 	if errText != "" {
 		errText = st.Error(errText)
 	}
 	return []string{
-		fmt.Sprintf("%s/%d", r.Role, r.ID),
+		fmt.Sprintf("%s/%d", Escape(r.Role), r.ID),
 		st.State(r.State, r.State.String()),
 		exitText(r.ExitCode),
 		strconv.Itoa(r.Restarts),
@@ -139,8 +154,8 @@ func FirstLine(s string) string {
 // Status writes an app's status: a header block, then one row per replica.
 func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
 	kv := func(k, v string) { fmt.Fprintf(w, "%s %s\n", st.Key(fmt.Sprintf("%-9s", k+":")), v) }
-	kv("handle", st.Value(a.Handle))
-	kv("name", st.Value(a.Name))
+	kv("handle", st.Value(Escape(a.Handle)))
+	kv("name", st.Value(Escape(a.Name)))
 	kv("state", st.State(a.State, a.State.String()))
 	kv("restarts", strconv.Itoa(a.NumRestarts))
 	if !a.Created.IsZero() {
@@ -148,26 +163,94 @@ func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
 		kv("duration", Duration(a.Duration(now)))
 	}
 	if a.Msg != "" && a.Msg != a.StructuredError && a.Msg != spec.ErrorMessage(a.StructuredError) {
-		kv("msg", a.Msg)
+		kv("msg", Escape(a.Msg))
 	}
 	if a.StructuredError != "" {
-		kv("error", st.Error(FirstLine(spec.ErrorMessage(a.StructuredError))))
+		kv("error", st.Error(Escape(FirstLine(spec.ErrorMessage(a.StructuredError)))))
+	}
+	for _, warn := range a.Warnings {
+		kv("warning", st.Error(Escape(warn)))
 	}
 	if a.UIURL != "" {
-		kv("logs", st.Value(a.UIURL))
+		kv("logs", st.Value(Escape(a.UIURL)))
 	}
 	var rows [][]string
+	usage := false
 	for _, role := range a.Roles {
 		for i := range role.Replicas {
 			rows = append(rows, ReplicaRow(&role.Replicas[i], now, st))
+			usage = usage || role.Replicas[i].Usage != nil
 		}
 	}
-	if len(rows) > 0 {
-		fmt.Fprintln(w)
-		_, err := io.WriteString(w, Table(ReplicaHeaders, rows, st))
-		return err
+	if len(rows) == 0 {
+		return nil
 	}
-	return nil
+	headers := ReplicaHeaders
+	if usage {
+		// CPU and RSS go before ERROR, the widest column; they are shown only when a
+		// replica has usage (a running app, read by a scheduler that can tell).
+		headers = withUsage(headers, "CPU", "RSS")
+		k := 0
+		for _, role := range a.Roles {
+			for i := range role.Replicas {
+				cpu, rss := UsageCells(role.Replicas[i].Usage)
+				rows[k] = withUsage(rows[k], cpu, rss)
+				k++
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	_, err := io.WriteString(w, Table(headers, rows, st))
+	return err
+}
+
+// withUsage inserts the CPU and RSS cells before the last (ERROR) cell of a replica row.
+func withUsage(row []string, cpu, rss string) []string {
+	n := len(row)
+	out := make([]string, 0, n+2)
+	out = append(out, row[:n-1]...)
+	out = append(out, cpu, rss)
+	return append(out, row[n-1])
+}
+
+// UsageCells formats a replica's (or an app's) usage for a table: CPU as a percentage
+// of one core, as top shows it ("153%"), and the resident size in binary units; "-"
+// for both when u is nil.
+func UsageCells(u *spec.Usage) (cpu, rss string) {
+	if u == nil {
+		return "-", "-"
+	}
+	return CPU(u.CPU), Bytes(u.RSS)
+}
+
+// CPU formats a CPU rate in cores as a percentage of one core: 0.5 is "50%".
+func CPU(cores float64) string {
+	if cores < 0 || cores != cores { // negative or NaN: nothing sensible to show
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", cores*100)
+}
+
+// Bytes formats a size in binary units with three significant figures at most: 512B,
+// 1.5KiB, 74.2MiB, 3.00GiB.
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	suffix := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}[i]
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f%s", v, suffix)
+	case v >= 10:
+		return fmt.Sprintf("%.1f%s", v, suffix)
+	}
+	return fmt.Sprintf("%.2f%s", v, suffix)
 }
 
 // Describe writes everything known of an app: its status, then the AppDef and the run
@@ -179,18 +262,18 @@ func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts 
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
 			if r.LogDir != "" || r.Hostname != "" || r.StructuredError != "" || len(r.Attempts) > 0 {
-				fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("%s/%d", r.Role, r.ID)))
+				fmt.Fprintf(w, "\n%s\n", st.Header(fmt.Sprintf("%s/%d", Escape(r.Role), r.ID)))
 				if r.Hostname != "" {
-					fmt.Fprintf(w, "  %s %s\n", st.Key("hostname:"), r.Hostname)
+					fmt.Fprintf(w, "  %s %s\n", st.Key("hostname:"), Escape(r.Hostname))
 				}
 				if r.LogDir != "" {
-					fmt.Fprintf(w, "  %s %s\n", st.Key("logs:    "), r.LogDir)
+					fmt.Fprintf(w, "  %s %s\n", st.Key("logs:    "), Escape(r.LogDir))
 				}
 				if !r.Ended.IsZero() {
 					fmt.Fprintf(w, "  %s %s\n", st.Key("ended:   "), r.Ended.Local().Format(time.DateTime))
 				}
 				if r.StructuredError != "" {
-					fmt.Fprintf(w, "  %s %s\n", st.Key("error:   "), st.Error(spec.ErrorMessage(r.StructuredError)))
+					fmt.Fprintf(w, "  %s %s\n", st.Key("error:   "), st.Error(EscapeText(spec.ErrorMessage(r.StructuredError))))
 				}
 				attempts(w, &r, st)
 			}
@@ -236,7 +319,7 @@ func attempts(w io.Writer, r *spec.ReplicaStatus, st Styler) {
 			}
 		}
 		line := fmt.Sprintf("    %s  exit %-4s %s  %s", st.Dim(fmt.Sprintf("#%-*d", width, a.Attempt+1)), exitText(a.ExitCode), times, st.Dim("("+ran+")"))
-		if msg := FirstLine(spec.ErrorMessage(a.Error)); msg != "" {
+		if msg := Escape(FirstLine(spec.ErrorMessage(a.Error))); msg != "" {
 			line += "  " + st.Error(msg)
 		}
 		fmt.Fprintln(w, line)
@@ -281,4 +364,17 @@ func RunOpts(w io.Writer, scheduler string, opts spec.RunOpts, st Styler) {
 			fmt.Fprintf(w, "            %s\n", o.Help)
 		}
 	}
+}
+
+// maxWhy bounds the reason shown beside UNKNOWN in the app list: the rest of the row
+// must stay readable; status and describe show it whole.
+const maxWhy = 48
+
+// cut shortens s to n runes, marking the cut with "…".
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

@@ -78,23 +78,9 @@ func readNode(dec *json.Decoder) (*node, error) {
 
 // TreeOptions shape a tree rendering.
 type TreeOptions struct {
-	// MaskSecrets hides the values of keys that look secret (TOKEN, SECRET, PASSWORD,
-	// KEY in the name).
+	// MaskSecrets hides the values of env variables whose names look secret (see
+	// IsSecretName).
 	MaskSecrets bool
-}
-
-// Masked is what a masked secret value prints as.
-const Masked = "••••••••"
-
-// IsSecretName reports whether an env var or key name looks like it holds a secret.
-func IsSecretName(name string) bool {
-	u := strings.ToUpper(name)
-	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY"} {
-		if strings.Contains(u, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // Tree writes v (anything JSON-marshalable) as an indented, aligned, YAML-like tree.
@@ -104,7 +90,7 @@ func Tree(w io.Writer, v any, st Styler, opts TreeOptions) error {
 		return fmt.Errorf("render: %w", err)
 	}
 	var b strings.Builder
-	writeNode(&b, n, 0, st, opts, false)
+	writeNode(&b, n, 0, st, opts, false, false)
 	_, err = io.WriteString(w, b.String())
 	return err
 }
@@ -112,19 +98,22 @@ func Tree(w io.Writer, v any, st Styler, opts TreeOptions) error {
 // inlineWidth is the widest list of scalars printed on one line.
 const inlineWidth = 72
 
-func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOptions, masked bool) {
+// writeNode writes n; masked hides every value below, env says n is an env object.
+func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOptions, masked, env bool) {
 	pad := strings.Repeat(" ", indent)
 	switch n.kind {
 	case 'o':
 		width := 0
 		for i, k := range n.keys {
+			n.keys[i] = Escape(k) // a key from a file or label must not drive the terminal
+			k = n.keys[i]
 			if n.vals[i].kind == 's' || inlineable(n.vals[i]) {
 				width = max(width, utf8.RuneCountInString(k))
 			}
 		}
 		for i, k := range n.keys {
 			v := n.vals[i]
-			secret := opts.MaskSecrets && IsSecretName(k)
+			secret := opts.MaskSecrets && env && IsSecretName(k)
 			b.WriteString(pad)
 			switch {
 			case v.kind == 's' || inlineable(v):
@@ -135,7 +124,7 @@ func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOpti
 			default:
 				b.WriteString(st.Key(k + ":"))
 				b.WriteByte('\n')
-				writeNode(b, v, indent+2, st, opts, secret || masked)
+				writeNode(b, v, indent+2, st, opts, secret || masked, isEnvKey(k))
 			}
 		}
 	case 'a':
@@ -145,7 +134,7 @@ func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOpti
 				continue
 			}
 			var sub strings.Builder
-			writeNode(&sub, item, indent+2, st, opts, masked)
+			writeNode(&sub, item, indent+2, st, opts, masked, false)
 			s := sub.String()
 			// Replace the first line's indentation with the "- " marker.
 			b.WriteString(pad + "- " + strings.TrimPrefix(s, pad+"  "))

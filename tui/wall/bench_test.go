@@ -23,7 +23,7 @@ import (
 // the benchmarks hand it batches as the feed would.
 func benchWall(b testing.TB, n, ringLines int) *Model {
 	ctx := &common.Context{
-		Ctx: context.Background(), Theme: themes.ForBackground(true), Actions: common.NewRegistry(),
+		Ctx: context.Background(), Theme: themes.ForBackground(true), Actions: common.NewRegistry(Actions()),
 		Width: 160, Height: 45, Now: time.Now,
 	}
 	m := New(ctx, spec.Handle{Scheduler: "local_cwd", Session: "wick", AppID: "bench"}, Options{RingLines: ringLines})
@@ -108,14 +108,14 @@ func reportP99(b *testing.B, times []time.Duration) {
 func BenchmarkKeypress(b *testing.B) {
 	m := benchWall(b, 8, 125_000)
 	fill(m, 125_000)
-	m.query = "step 1234"
-	mt, _ := newMatcher(m.query, false, false)
-	m.match = mt
-	for _, p := range m.panes {
-		p.scanned = 0
-		m.matchNew(p, 0)
+	m.find.query = "step 1234"
+	mt, _ := newMatcher(m.find.query, false, false)
+	m.find.match = mt
+	for i := range m.panes {
+		m.find.hits[i].scanned = 0
+		m.matchNew(i, 0)
 	}
-	acts := []string{common.ActFollow, common.ActPageUp, common.ActUp, common.ActNextMatch, common.ActReplica, common.ActMerged, common.ActPageUp, common.ActMerged, common.ActZoom, common.ActTop, common.ActZoom, common.ActBottom}
+	acts := []string{ActFollow, common.ActPageUp, common.ActUp, ActNextMatch, ActReplica, ActMerged, common.ActPageUp, ActMerged, ActZoom, common.ActTop, ActZoom, common.ActBottom}
 	var times []time.Duration
 	i := 0
 	for b.Loop() {
@@ -211,4 +211,19 @@ func BenchmarkMemory1M(b *testing.B) {
 		b.ReportMetric(float64(held), "lines-held")
 		runtime.KeepAlive(m)
 	}
+}
+
+// searchAll counts the matches in snapshots in place, as the search of the rings
+// does: what the benchmarks measure.
+func searchAll(m *matcher, snaps []snapshot) int {
+	n := 0
+	for i := range snaps {
+		s := &snaps[i]
+		for seq := s.first; seq < s.last; seq++ {
+			if e := s.at(seq); !e.divider() && m.match(e.text) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -196,19 +196,37 @@ func TestWallOverDocker(t *testing.T) {
 		h := e.runDocker(helperApp("dflood", img, 2, "flood", "10000"), cfg)
 		d := e.open(h, 120, 30, func(o *tui.Options) { o.RingLines = 4096 })
 		d.waitFor("end of logs", "line 9999 of the flood", "worker/0 SUCCEEDED exit 0", "worker/1 SUCCEEDED exit 0")
-		d.contains("4.1k dropped", "older ones read back on scroll")
+		d.contains("4.1k older lines on disk")
 		d.keys("i", "z")
 		top := regexp.MustCompile(`(?m)^ line 0 of the flood`)
-		// Each g at the top reads up to 2000 older lines back (asynchronously): press it
-		// until the first line shows.
-		for deadline := time.Now().Add(30 * time.Second); !top.MatchString(d.screen()) && time.Now().Before(deadline); {
-			d.keys("g")
+		// One g reads every line before the ring back (asynchronously).
+		d.keys("g")
+		d.waitForRe(top)
+		if title := regexp.MustCompile(`▸ worker/0 [^\n]*older lines on disk`); title.MatchString(d.screen()) {
+			t.Fatalf("the pane still has lines on disk:\n%s", d.screen())
 		}
-		if !top.MatchString(d.screen()) {
-			t.Fatalf("the first line was not read back from the Engine:\n%s", d.screen())
-		}
-		d.lacks("dropped")
 		d.keys("G")
-		d.contains("line 9999 of the flood", "4.1k dropped")
+		d.contains("line 9999 of the flood", "4.1k older lines on disk")
+	})
+
+	t.Run("a progress bar is live from the Engine", func(t *testing.T) {
+		e, cfg := newDockerEnv(t)
+		// 20000 bytes of \r redraws, then the line ends with "done" once /go exists
+		// in the container. The Engine stores a line without a newline in pieces of
+		// 16 KiB: the first ends with "\rste" (16384 bytes of 12-byte redraws), which is
+		// the bar as it shows.
+		h := e.runDocker(helperApp("dbar", img, 1, "bar", "20000", "/go"), cfg)
+		d := e.open(h, 120, 30, nil)
+		d.waitFor("⋯ste", "RUNNING")
+		desc, err := e.r.Describe(context.Background(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := desc.Status.Roles[0].Replicas[0].ContainerID
+		if out, err := exec.Command("docker", "exec", id, "/helper", "write", "/go", "x").CombinedOutput(); err != nil {
+			t.Fatalf("docker exec: %v\n%s", err, out)
+		}
+		d.waitFor("end of logs", " done")
+		d.lacks("⋯")
 	})
 }

@@ -1,22 +1,25 @@
 package wall
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
-	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // Layout knobs.
 const (
 	// minPaneWidth and minPaneHeight are the smallest pane worth drawing: a title and
-	// three lines of 24 columns. More replicas than fit go on further pages.
-	minPaneWidth  = 24
+	// three lines of 40 columns (narrower, a log line is mostly cut: a user reads fewer
+	// panes better than many slivers). More replicas than fit go on further pages.
+	minPaneWidth  = 40
 	minPaneHeight = 4
 	// logAspect is how many columns per row a log pane wants to look balanced.
 	logAspect = 4
@@ -81,8 +84,15 @@ func (m *Model) area() (w, h int) {
 }
 
 func (m *Model) perPage() int {
-	w, h := m.area()
+	w, h := m.tileArea()
 	return perPageFor(w, h)
+}
+
+// tileArea is the size the panes are tiled for: the body less the header, whether or
+// not the summary shows, so that the layout does not jump when the app ends and the
+// summary takes its rows (the panes are shorter then, not rearranged).
+func (m *Model) tileArea() (w, h int) {
+	return m.Ctx.Width, max(1, m.Ctx.Height-1)
 }
 
 func (m *Model) summaryHeight() int {
@@ -112,6 +122,8 @@ func (m *Model) View() string {
 	var body []string
 	m.rects = m.rects[:0]
 	switch {
+	case m.mx.chart:
+		body = m.drawChart(W, H)
 	case m.merged:
 		m.rects = append(m.rects, rect{p: -1, x: 0, y: 1, w: W, h: H})
 		body = m.drawMerged(W, H)
@@ -122,7 +134,7 @@ func (m *Model) View() string {
 		body = m.drawGrid(W, H)
 	}
 	var b strings.Builder
-	b.WriteString(common.PadRight(m.header(), m.Ctx.Width))
+	b.WriteString(widget.PadRight(m.header(), m.Ctx.Width))
 	for _, l := range body {
 		b.WriteByte('\n')
 		b.WriteString(l)
@@ -130,7 +142,7 @@ func (m *Model) View() string {
 	if sh := m.summaryHeight(); sh > 0 {
 		for _, l := range m.drawSummary(sh) {
 			b.WriteByte('\n')
-			b.WriteString(common.PadRight(l, m.Ctx.Width))
+			b.WriteString(widget.PadRight(l, m.Ctx.Width))
 		}
 	}
 	return b.String()
@@ -139,20 +151,27 @@ func (m *Model) View() string {
 // header is the first line: the app, the mode, following, and the search.
 func (m *Model) header() string {
 	t := m.Ctx.Theme
-	if m.savePrompt {
-		m.saveInput.SetWidth(m.Ctx.Width - 12)
-		return m.saveInput.View(t) + t.Muted.Render("  enter saves · esc cancels")
+	if m.saving.open {
+		m.saving.input.SetWidth(m.Ctx.Width - 12)
+		return m.saving.input.View(t) + t.Muted.Render("  enter saves · esc cancels")
 	}
-	if m.typing {
-		m.input.SetWidth(max(10, m.Ctx.Width-40))
-		return m.input.View(t) + "  " + m.searchInfo()
+	if m.find.typing {
+		m.find.input.SetWidth(max(10, m.Ctx.Width-40))
+		return m.find.input.View(t) + "  " + m.find.info(t)
 	}
 	parts := []string{t.Accent.Render(m.h.AppID)}
 	if m.haveApp {
 		parts = append(parts, t.State(m.status.State, m.status.State.String()))
+		if e := m.appError(); e != "" {
+			parts = append(parts, t.Fail.Render(e))
+		}
+		if m.status.State == spec.Pending && m.status.Msg != "" {
+			// Why the app waits, as its scheduler says (Slurm: "pending: Resources").
+			parts = append(parts, t.Warning.Render(render.Escape(render.FirstLine(m.status.Msg))))
+		}
 	}
 	vis := m.visible()
-	parts = append(parts, fmt.Sprintf("%d replicas", len(m.panes)))
+	parts = append(parts, spec.Count(len(m.panes), "replica"))
 	if hidden := len(m.panes) - len(vis); hidden > 0 {
 		parts = append(parts, fmt.Sprintf("%d hidden (X shows)", hidden))
 	}
@@ -176,62 +195,52 @@ func (m *Model) header() string {
 	switch {
 	case m.ended:
 		parts = append(parts, "end of logs")
-	case s != nil && s.follow:
+	case m.merged && m.mview.follow:
 		parts = append(parts, "following")
-	default:
+	case m.merged:
 		parts = append(parts, t.Warning.Render("paused (f follows)"))
+	default:
+		// Follow is per pane: "following" only when every pane shown follows.
+		parts = append(parts, m.followInfo())
 	}
 	if s != nil && s.selecting {
 		parts = append(parts, t.Warning.Render("selecting: ↑/↓ extend · y copies · esc"))
 	}
-	if m.query != "" || m.searchErr != nil {
-		parts = append(parts, m.searchInfo())
+	if m.find.query != "" || m.find.err != nil {
+		parts = append(parts, m.find.info(t))
 	}
 	return strings.Join(parts, t.Muted.Render(" · "))
 }
 
-// searchInfo describes the search: the query, its mode and the match count.
-func (m *Model) searchInfo() string {
+// followInfo says which panes are paused: none ("following"), all, or their names.
+func (m *Model) followInfo() string {
 	t := m.Ctx.Theme
-	if m.searchErr != nil {
-		return t.Fail.Render("bad regex: " + m.searchErr.Error())
+	paused := m.paused()
+	switch {
+	case len(paused) == 0:
+		return "following"
+	case len(m.visible()) == 1:
+		return t.Warning.Render("paused (f follows)")
+	case len(paused) == len(m.visible()) && len(paused) > 1:
+		return t.Warning.Render("all panes paused (F follows all)")
 	}
-	var flags []string
-	if m.regex {
-		flags = append(flags, "regex")
-	}
-	if m.caseSens {
-		flags = append(flags, "case")
-	}
-	if m.only {
-		flags = append(flags, fmt.Sprintf("only matches ±%d", m.context()))
-	}
-	out := ""
-	if !m.typing {
-		out = t.Match.Render("/"+m.query) + " "
-	}
-	if m.match != nil {
-		n, pending := 0, false
-		for _, p := range m.panes {
-			n += len(p.matches)
-			pending = pending || p.scanned < 0
+	const most = 3
+	names := make([]string, 0, most+1)
+	for j, i := range paused {
+		if j == most {
+			names = append(names, fmt.Sprintf("+%d more", len(paused)-most))
+			break
 		}
-		c := plural(n, "match", "matches")
-		if pending {
-			c = "searching…"
-		}
-		out += t.Muted.Render(c)
+		names = append(names, m.panes[i].name())
 	}
-	if len(flags) > 0 {
-		out += t.Muted.Render(" [" + strings.Join(flags, ", ") + "]")
-	}
-	return out
+	return t.Warning.Render("paused: " + strings.Join(names, ", ") + " (F follows all)")
 }
 
 // drawGrid tiles the visible panes of the focused pane's page.
 func (m *Model) drawGrid(W, H int) []string {
 	vis := m.visible()
-	per := perPageFor(W, H)
+	TW, TH := m.tileArea()
+	per := perPageFor(TW, TH)
 	at := 0
 	for i, p := range vis {
 		if p == m.focus {
@@ -239,7 +248,11 @@ func (m *Model) drawGrid(W, H int) []string {
 		}
 	}
 	page := vis[at/per*per : min(len(vis), at/per*per+per)]
-	cols, rows, ok := grid(len(page), W, H)
+	cols, rows, ok := grid(len(page), TW, TH)
+	if ok && H/rows < 2 {
+		// The summary leaves too few rows for this shape: tile for what is left.
+		cols, rows, ok = grid(len(page), W, H)
+	}
 	if !ok {
 		cols, rows = 1, 1
 		page = []int{m.focus}
@@ -296,6 +309,12 @@ func (m *Model) title(i int, w int) string {
 		mark = t.Accent.Render("▸ ")
 	}
 	parts := []string{mark + t.Prefix(i, p.name())}
+	switch {
+	case p.rank >= 0:
+		parts = append(parts, t.Muted.Render(fmt.Sprintf("%s/%d", p.role, p.k)))
+	case p.node:
+		parts = append(parts, t.Muted.Render("node"))
+	}
 	if p.known {
 		parts = append(parts, t.State(p.st.State, p.st.State.String()))
 		if p.st.ExitCode != nil {
@@ -308,6 +327,9 @@ func (m *Model) title(i int, w int) string {
 	if p.rate > 0 && !p.ended {
 		parts = append(parts, fmt.Sprintf("%s/s", count(int64(p.rate+0.5))))
 	}
+	if u := m.usageBadge(p); u != "" {
+		parts = append(parts, t.Muted.Render(u))
+	}
 	k := m.walker(p.view, []int{i})
 	if !p.view.follow {
 		if n := k.count(); n > 0 {
@@ -319,20 +341,19 @@ func (m *Model) title(i int, w int) string {
 	if p.view.streams != sched.Combined {
 		parts = append(parts, string(p.view.streams))
 	}
-	if m.match != nil {
-		parts = append(parts, t.Match.Render(plural(len(p.matches), "match", "matches")))
+	if m.find.match != nil {
+		parts = append(parts, t.Match.Render(plural(len(m.find.matchesOf(i)), "match", "matches")))
 	}
-	if p.ring.first > 0 {
-		parts = append(parts, t.Muted.Render(fmt.Sprintf("%s dropped", count(p.ring.first))))
+	if sh := p.shown(); sh.first > 0 {
+		parts = append(parts, t.Muted.Render(fmt.Sprintf("%s older lines on disk", count(sh.first))))
 	}
 	if p.err != nil {
 		parts = append(parts, t.Fail.Render(p.err.Error()))
 	}
-	s := strings.Join(parts, " ")
-	if focused {
-		return common.PadRight(s, w)
+	if b := m.metricBadge(i, w-ansi.StringWidth(strings.Join(parts, " "))-1); b != "" {
+		parts = append(parts, b)
 	}
-	return common.PadRight(s, w)
+	return widget.PadRight(strings.Join(parts, " "), w)
 }
 
 // drawPane draws pane i in w x h: its title and its lines.
@@ -361,7 +382,7 @@ func (m *Model) drawMerged(W, H int) []string {
 	if m.mview.streams != sched.Combined {
 		head = append(head, string(m.mview.streams))
 	}
-	out := []string{common.PadRight("  "+strings.Join(head, " "), W)}
+	out := []string{widget.PadRight("  "+strings.Join(head, " "), W)}
 	return append(out, m.drawLines(k, W, H-1, true)...)
 }
 
@@ -390,7 +411,8 @@ func (m *Model) textWidth(s *scroller, w int) int {
 func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 	t := m.Ctx.Theme
 	tw := m.textWidth(k.s, w)
-	lines, skip, _ := k.window(h, tw)
+	pend := m.pending(k, h)
+	lines, skip, _ := k.window(h-len(pend), tw)
 	rows := make([]string, 0, h+8)
 	var selA, selB key
 	if k.s.selecting {
@@ -401,7 +423,7 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 	}
 	for li, r := range lines {
 		p := m.panes[r.p]
-		e := p.ring.at(r.seq)
+		e := p.shown().at(r.seq)
 		var lead string
 		gutter := " "
 		if e.stderr() {
@@ -428,9 +450,9 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 			text = t.Muted.Render(m.dividerText(p, e))
 		case selected:
 			text = t.Selected.Render(plainText(e.text))
-		case m.match != nil:
-			cur := m.haveCur && m.cur == r
-			text = highlight(e.text, m.match, func(s string) string { return t.Match.Render(s) }, cur,
+		case m.find.match != nil:
+			cur := m.find.haveCur && m.find.cur == r
+			text = highlight(e.text, m.find.match, func(s string) string { return t.Match.Render(s) }, cur,
 				func(s string) string { return t.Selected.Render(s) })
 		case e.stderr() && !strings.Contains(e.text, "\x1b"):
 			text = t.Stderr(e.text)
@@ -451,26 +473,82 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 			if pi > 0 {
 				l = strings.Repeat(" ", ansi.StringWidth(lead))
 			}
-			rows = append(rows, common.PadRight(l+part+"\x1b[0m", w))
+			rows = append(rows, widget.PadRight(l+part+"\x1b[0m", w))
 		}
 	}
-	if len(rows) > h {
-		rows = rows[len(rows)-h:]
+	if len(rows) > h-len(pend) {
+		rows = rows[len(rows)-(h-len(pend)):]
+	}
+	for _, r := range pend {
+		rows = append(rows, m.pendingRow(k, r, w, tw, merged))
 	}
 	blank := strings.Repeat(" ", w)
 	if len(rows) == 0 && h > 0 {
 		msg := "no lines yet"
-		if m.onlyMatches() {
+		if m.find.onlyMatches() {
 			msg = "no matching lines"
 		} else if k.s.streams != sched.Combined {
 			msg = "no " + string(k.s.streams) + " lines"
 		}
-		rows = append(rows, common.PadRight(" "+t.Muted.Render(msg), w))
+		rows = append(rows, widget.PadRight(" "+t.Muted.Render(msg), w))
 	}
 	for len(rows) < h {
 		rows = append(rows, blank)
 	}
 	return rows
+}
+
+// pendingLine is a line still being written, of pane p.
+type pendingLine struct {
+	p int
+	e *entry
+}
+
+// pending lists the lines still being written that view k shows below its lines:
+// while it follows, each stream's of each pane that passes the stream filter, in
+// time order, at most h-1 of them.
+func (m *Model) pending(k *walker, h int) []pendingLine {
+	if !k.s.follow || k.s.selecting || m.find.onlyMatches() || h < 2 {
+		return nil
+	}
+	var out []pendingLine
+	for _, p := range k.srcs {
+		for _, e := range m.panes[p].pend {
+			if e != nil && k.streamOK(e) {
+				out = append(out, pendingLine{p, e})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b pendingLine) int { return cmp.Compare(a.e.time, b.e.time) })
+	if len(out) > h-1 {
+		out = out[len(out)-(h-1):]
+	}
+	return out
+}
+
+// pendingMark is the gutter of a line still being written.
+const pendingMark = "⋯"
+
+// pendingRow draws a line still being written: marked in the gutter, cut to one row,
+// and saying so when the replica wrote more of it than is held.
+func (m *Model) pendingRow(k *walker, r pendingLine, w, tw int, merged bool) string {
+	t := m.Ctx.Theme
+	lead := t.Warning.Render(pendingMark)
+	if k.s.stamps {
+		lead += t.Muted.Render(r.e.when().Local().Format("15:04:05.000")) + " "
+	}
+	if merged {
+		lead += t.Prefix(r.p, fmt.Sprintf("%-*s", m.prefixWidth(), m.panes[r.p].name()))
+	}
+	text := r.e.text
+	if r.e.stderr() && !strings.Contains(text, "\x1b") {
+		text = t.Stderr(text)
+	}
+	if r.e.long() {
+		note := t.Muted.Render(" [line over 16 KB: the rest is in the logs]")
+		text = ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note
+	}
+	return widget.PadRight(lead+ansi.Truncate(text, tw, "…")+"\x1b[0m", w)
 }
 
 // dividerText is what a retry divider says: the attempt it starts and how the one
@@ -491,19 +569,31 @@ func (m *Model) dividerText(p *pane, e *entry) string {
 // stderr line.
 func (m *Model) drawSummary(h int) []string {
 	t := m.Ctx.Theme
-	out := []string{t.Accent.Render("Summary") + " " + t.State(m.status.State, m.status.State.String()) +
-		t.Muted.Render(" (i hides)")}
+	head := t.Accent.Render("Summary") + " " + t.State(m.status.State, m.status.State.String())
+	if e := m.appError(); e != "" {
+		head += " " + t.Fail.Render("error: "+e)
+	}
+	out := []string{head + t.Muted.Render(" (i hides)")}
+	// The cells of each row, plain, so that each column is padded to its widest.
+	type row struct {
+		i                                  int
+		st                                 spec.AppState
+		state, exit, dur, restarts, metric string
+		last                               string
+	}
+	var rows []row
+	var wState, wExit, wDur, wRestarts, wMetric int
 	for i, p := range m.panes {
-		if len(out) >= h {
+		if len(out)+len(rows) >= h {
 			break
 		}
-		exit := "-"
+		exit := "exit -"
 		if p.st.ExitCode != nil {
-			exit = fmt.Sprint(*p.st.ExitCode)
+			exit = fmt.Sprintf("exit %d", *p.st.ExitCode)
 		}
 		dur := "-"
 		if !p.st.Started.IsZero() && !p.st.Ended.IsZero() {
-			dur = p.st.Ended.Sub(p.st.Started).Round(100 * time.Millisecond).String()
+			dur = render.Duration(p.st.Ended.Sub(p.st.Started))
 		}
 		last := plainText(p.lastStderr)
 		if last == "" {
@@ -513,9 +603,20 @@ func (m *Model) drawSummary(h int) []string {
 		if !p.known {
 			st = spec.UnknownState
 		}
-		out = append(out, fmt.Sprintf("  %s  %s  exit %s  %s  restarts %d  %s",
-			t.Prefix(i, fmt.Sprintf("%-*s", m.prefixWidth(), p.name())), t.State(st, fmt.Sprintf("%-9s", st.String())),
-			exit, dur, p.st.Restarts, t.Muted.Render("last stderr: "+last)))
+		r := row{i: i, st: st, state: st.String(), exit: exit, dur: dur,
+			restarts: fmt.Sprintf("restarts %d", p.st.Restarts), metric: m.metricSummary(i), last: last}
+		wState, wExit, wDur = max(wState, ansi.StringWidth(r.state)), max(wExit, ansi.StringWidth(r.exit)), max(wDur, ansi.StringWidth(r.dur))
+		wRestarts, wMetric = max(wRestarts, ansi.StringWidth(r.restarts)), max(wMetric, ansi.StringWidth(r.metric))
+		rows = append(rows, r)
+	}
+	pad := func(s string, w int) string { return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s))) }
+	for _, r := range rows {
+		line := "  " + t.Prefix(r.i, pad(m.panes[r.i].name(), m.prefixWidth())) + "  " + t.State(r.st, pad(r.state, wState)) +
+			"  " + pad(r.exit, wExit) + "  " + pad(r.dur, wDur) + "  " + pad(r.restarts, wRestarts) + "  "
+		if wMetric > 0 {
+			line += pad(r.metric, wMetric) + "  "
+		}
+		out = append(out, line+t.Muted.Render("last stderr: "+r.last))
 	}
 	return out
 }

@@ -18,6 +18,9 @@ func TestE2EWallDemoTrain(t *testing.T) {
 		t.Skip("end-to-end test: skipped with -short")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but tmux is not installed (make setup installs it)")
+		}
 		t.Skip("tmux is not installed (make setup installs it)")
 	}
 	if buildErr != nil {
@@ -77,6 +80,8 @@ func TestE2EWallDemoTrain(t *testing.T) {
 		}
 	}
 	waitFor("trainer/0", "trainer/3", "following", "[rank 3]")
+	// demo.train's progress bar, live as each pane's last line, marked in progress.
+	waitFor("⋯Epoch ")
 	tmux("send-keys", "-t", "w", "/")
 	tmux("send-keys", "-t", "w", "-l", "loss")
 	waitFor("matches")
@@ -88,7 +93,7 @@ func TestE2EWallDemoTrain(t *testing.T) {
 	tmux("send-keys", "-t", "w", "G")
 	waitFor("following")
 	tmux("send-keys", "-t", "w", "f")
-	waitFor("paused (f follows)")
+	waitFor("paused: trainer/" + k + " (F follows all)")
 	tmux("send-keys", "-t", "w", "f")
 	waitFor("following")
 	// At the end, the pane's stdout lines are the last lines of stdout.log.
@@ -116,4 +121,75 @@ func TestE2EWallDemoTrain(t *testing.T) {
 		}
 	}
 	t.Logf("trainer/%s: %d pane lines match the end of stdout.log (%d lines)", k, len(shown), len(file))
+}
+
+// TestE2EWallEveryLine runs `wick ui --logs --ring 4096` in tmux on an app of 30k
+// lines: the pane says how many older lines are on disk, the search counts the
+// matches there too and n shows one, g shows line 1.
+func TestE2EWallEveryLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (make setup installs it)")
+	}
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "state")
+	environ := append(os.Environ(), "WICK_HOME="+home, "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	run := exec.Command(wickBin, "run", "--detach", "utils.sh", "seq", "-f", "n %g", "1", "30000")
+	run.Env, run.Dir = environ, dir
+	out, err := run.Output()
+	if err != nil {
+		t.Fatalf("wick run: %v\n%s", err, out)
+	}
+	fields := strings.Fields(string(out))
+	handle := fields[len(fields)-1]
+	sock := filepath.Join(dir, "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	cmdline := "cd " + dir + " && exec env WICK_HOME=" + home + " HOME=" + dir + " TERM=xterm-256color " + wickBin + " ui --ring 4096 --logs " + handle
+	tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", "w", "-x", "120", "-y", "30", cmdline)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	waitFor := func(want *regexp.Regexp) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s := tmux("capture-pane", "-p", "-t", "w")
+			if want.MatchString(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never matched %s:\n%s", want, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor(regexp.MustCompile(`end of logs`))
+	waitFor(regexp.MustCompile(`▸ [^\n]*k older lines on disk`))
+	tmux("send-keys", "-t", "w", "i")
+	tmux("send-keys", "-t", "w", "/")
+	tmux("send-keys", "-t", "w", "-l", "n 1234")
+	waitFor(regexp.MustCompile(`11 matches`))
+	tmux("send-keys", "-t", "w", "Enter")
+	// Enter shows the latest match, n wraps to the first: both far before the ring.
+	waitFor(regexp.MustCompile(`(?m)^ n 12349 *$`))
+	tmux("send-keys", "-t", "w", "n")
+	waitFor(regexp.MustCompile(`(?m)^ n 1234 *$`))
+	tmux("send-keys", "-t", "w", "g")
+	scr := waitFor(regexp.MustCompile(`(?m)^ n 1 *$`))
+	if !strings.Contains(scr, " n 2") {
+		t.Fatalf("g did not show the first lines:\n%s", scr)
+	}
+	tmux("send-keys", "-t", "w", "G")
+	waitFor(regexp.MustCompile(`(?m)^ n 30000 *$`))
 }

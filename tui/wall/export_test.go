@@ -47,18 +47,33 @@ func (m *Model) HeldLines(i int, yield func(stderr bool, text string)) {
 // AllEnded reports whether every pane's stream has ended ("end of logs").
 func (m *Model) AllEnded() bool { return m.ended }
 
-// BatchLines returns the number of lines in msg when it is a batch of the feed, and
-// the time the oldest of them was read from the replica (zero without lines).
+// BatchLines returns the number of committed lines in msg when it is a batch of the
+// feed (pending lines, a progress bar's frames, are not lines of the files), and the
+// time the oldest of them was read from the replica (zero without lines).
 func BatchLines(msg tea.Msg) (n int, oldest time.Time, ok bool) {
 	b, ok := msg.(batchMsg)
 	if !ok {
 		return 0, time.Time{}, false
 	}
 	for _, ls := range b.lines {
-		n += len(ls)
+		for _, l := range ls {
+			if !l.Pending {
+				n++
+			}
+		}
 		if len(ls) > 0 && (oldest.IsZero() || ls[0].Time.Before(oldest)) {
 			oldest = ls[0].Time
 		}
 	}
 	return n, oldest, true
 }
+
+// Search starts a search for query, as typing it in the search field does.
+func (m *Model) Search(query string) tea.Cmd {
+	m.find.query = query
+	return m.research()
+}
+
+// Matches is the number of matches found so far, and whether the search of the
+// rings (running) or of the logs on disk (disk) is still under way.
+func (m *Model) Matches() (n int, running, disk bool) { return m.find.total() }

@@ -6,7 +6,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/common"
@@ -31,6 +30,9 @@ const (
 type source struct {
 	role string
 	k    int
+	// observe, when set, sees every chunk before it goes to the pump, on the reader's
+	// goroutine (the metrics).
+	observe func([]sched.Line)
 }
 
 // chunkMsg is a reader's handover to the pump.
@@ -77,7 +79,7 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 		return
 	}
 	defer it.Close()
-	ready, _ := it.(logs.Readier)
+	ready, _ := it.(sched.Readier)
 	for {
 		l, err := it.Next(ctx)
 		if err != nil {
@@ -97,6 +99,9 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 				break
 			}
 			lines = append(lines, l)
+		}
+		if s.observe != nil {
+			s.observe(lines)
 		}
 		if !send(chunkMsg{src: i, lines: lines}) {
 			return

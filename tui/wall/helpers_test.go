@@ -281,7 +281,14 @@ var appID = regexp.MustCompile(`-[bcdfghjklmnpqrstvwxz][bcdfghjklmnpqrstvwxz0-9]
 // want.
 func (d *driver) waitFor(want ...string) string {
 	d.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return d.waitForIn(30*time.Second, want...)
+}
+
+// waitForIn is waitFor with a deadline of its own (real training is slow to start on
+// a busy machine).
+func (d *driver) waitForIn(within time.Duration, want ...string) string {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -303,6 +310,28 @@ func (d *driver) waitFor(want ...string) string {
 			d.update(common.TickMsg{Time: now})
 		case <-time.After(time.Until(deadline)):
 			d.t.Fatalf("the screen never showed %q:\n%s", missing, scr)
+		}
+	}
+}
+
+// waitForRe delivers messages (and a tick now and then) until the screen matches re.
+func (d *driver) waitForRe(re *regexp.Regexp) string {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		scr := d.screen()
+		if re.MatchString(scr) {
+			return scr
+		}
+		select {
+		case msg := <-d.msgs:
+			d.update(msg)
+		case now := <-tick.C:
+			d.update(common.TickMsg{Time: now})
+		case <-time.After(time.Until(deadline)):
+			d.t.Fatalf("the screen never matched %s:\n%s", re, scr)
 		}
 	}
 }

@@ -22,6 +22,7 @@ const (
 	flagStderr  = 1 << iota // the line is from stderr
 	flagPartial             // the line had no newline
 	flagDivider             // not a line: the start of attempt Attempt
+	flagLong                // the line is longer than the text kept (maxLineBytes)
 )
 
 // entry is one line held by a ring: 32 bytes besides its text, which for clean lines
@@ -35,14 +36,7 @@ type entry struct {
 
 func (e *entry) stderr() bool  { return e.flags&flagStderr != 0 }
 func (e *entry) divider() bool { return e.flags&flagDivider != 0 }
-
-// stream is the entry's stream.
-func (e *entry) stream() sched.Stream {
-	if e.stderr() {
-		return sched.Stderr
-	}
-	return sched.Stdout
-}
+func (e *entry) long() bool    { return e.flags&flagLong != 0 }
 
 // when is the entry's time.
 func (e *entry) when() time.Time { return time.Unix(0, e.time) }
@@ -54,6 +48,9 @@ func makeEntry(l sched.Line) entry {
 	}
 	if l.Partial {
 		e.flags |= flagPartial
+	}
+	if len(l.Text) > maxLineBytes {
+		e.flags |= flagLong
 	}
 	return e
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/wall"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // The soak of issue 6: demo.train at 8 replicas x 10k lines/s for 60 s, launched by
@@ -38,6 +39,7 @@ var (
 	soakRate     = flag.Float64("soak.rate", 10_000, "BenchmarkSoak8x10k: lines per second per replica")
 	soakDuration = flag.Duration("soak.duration", 60*time.Second, "BenchmarkSoak8x10k: how long demo.train runs")
 	soakRing     = flag.Int("soak.ring", 125_000, "BenchmarkSoak8x10k: lines each pane keeps in memory")
+	soakMetrics  = flag.Bool("soak.metrics", true, "BenchmarkSoak8x10k: extract metrics (false: the same wall without)")
 )
 
 // Soak knobs.
@@ -156,11 +158,11 @@ func runSoak(b *testing.B) *soakResult {
 	defer cancel()
 	cctx := &common.Context{
 		Ctx: ctx, Backend: r, Config: common.NoConfig{}, Theme: themes.ForBackground(true),
-		Actions: common.NewRegistry(), Width: soakWidth, Height: soakHeight - 3, Now: time.Now,
+		Actions: common.NewRegistry(wall.Actions()), Width: soakWidth, Height: soakHeight - 3, Now: time.Now,
 	}
-	hst := &host{w: wall.New(cctx, h, wall.Options{RingLines: *soakRing}), ctx: cctx, keyEvery: soakKeyEvery}
-	hst.title = common.PadRight(cctx.Theme.Title.Render("wick")+cctx.Theme.Crumb.Render(" › ")+"logs "+h.AppID, soakWidth)
-	hst.help = common.PadRight(cctx.Theme.HelpDesc.Render("f follow/pause • tab/→ next pane • z zoom pane • m merged view • / search • esc back • ?/f1 help • q/ctrl+c quit"), soakWidth)
+	hst := &host{w: wall.New(cctx, h, wall.Options{RingLines: *soakRing, NoMetrics: !*soakMetrics}), ctx: cctx, keyEvery: soakKeyEvery}
+	hst.title = widget.PadRight(cctx.Theme.Title.Render("wick")+cctx.Theme.Crumb.Render(" › ")+"logs "+h.AppID, soakWidth)
+	hst.help = widget.PadRight(cctx.Theme.HelpDesc.Render("f follow/pause • tab/→ next pane • z zoom pane • m merged view • / search • esc back • ?/f1 help • q/ctrl+c quit"), soakWidth)
 	prog := tea.NewProgram(hst,
 		tea.WithContext(ctx), tea.WithInput(nil), tea.WithOutput(io.Discard),
 		tea.WithWindowSize(soakWidth, soakHeight), tea.WithoutSignalHandler(),
@@ -406,7 +408,7 @@ func (h *host) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case soakKey:
 		k := key(soakKeys[h.nextKey%len(soakKeys)])
 		h.nextKey++
-		if a, ok := h.ctx.Actions.Match(k, common.KindLogs); ok {
+		if a, ok := h.ctx.Actions.Match(k, wall.Kind); ok {
 			cmd, _ = h.w.Do(a.Name)
 		} else {
 			cmd = h.w.Update(k)
@@ -433,9 +435,9 @@ func (h *host) View() tea.View {
 	var s strings.Builder
 	s.WriteString(h.title)
 	s.WriteByte('\n')
-	s.WriteString(common.Fit(h.w.View(), h.ctx.Width, h.ctx.Height))
+	s.WriteString(widget.Fit(h.w.View(), h.ctx.Width, h.ctx.Height))
 	s.WriteByte('\n')
-	s.WriteString(common.PadRight(h.notice+"  "+h.ctx.Theme.Muted.Render(h.w.Position()), h.ctx.Width))
+	s.WriteString(widget.PadRight(h.notice+"  "+h.ctx.Theme.Muted.Render(h.w.Position()), h.ctx.Width))
 	s.WriteByte('\n')
 	s.WriteString(h.help)
 	now := time.Now()

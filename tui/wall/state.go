@@ -2,10 +2,14 @@ package wall
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -13,17 +17,19 @@ import (
 // state is what the wall remembers of an app between two openings: the layout, the
 // focus, the search and each view's follow and display settings. It is small JSON.
 type state struct {
-	Focus   string               `json:"focus,omitempty"`
-	Zoom    bool                 `json:"zoom,omitempty"`
-	Merged  bool                 `json:"merged,omitempty"`
-	Hidden  []string             `json:"hidden,omitempty"`
-	Summary *bool                `json:"summary,omitempty"`
-	Query   string               `json:"query,omitempty"`
-	Regex   bool                 `json:"regex,omitempty"`
-	Case    bool                 `json:"case,omitempty"`
-	Only    bool                 `json:"only,omitempty"`
-	Context int                  `json:"context,omitempty"`
-	Views   map[string]viewState `json:"views,omitempty"`
+	Focus   string   `json:"focus,omitempty"`
+	Zoom    bool     `json:"zoom,omitempty"`
+	Merged  bool     `json:"merged,omitempty"`
+	Hidden  []string `json:"hidden,omitempty"`
+	Summary *bool    `json:"summary,omitempty"`
+	// FailSeen: the wall focused the app's failure already; the focus is the user's.
+	FailSeen bool                 `json:"fail_seen,omitempty"`
+	Query    string               `json:"query,omitempty"`
+	Regex    bool                 `json:"regex,omitempty"`
+	Case     bool                 `json:"case,omitempty"`
+	Only     bool                 `json:"only,omitempty"`
+	Context  int                  `json:"context,omitempty"`
+	Views    map[string]viewState `json:"views,omitempty"`
 }
 
 // viewState is one scroller's settings; Anchor is where a paused pane stood (its
@@ -41,25 +47,6 @@ type viewState struct {
 // mergedKey names the merged view in state.Views.
 const mergedKey = "*merged"
 
-// StateDir returns where the wall keeps its state: $WICK_HOME/ui, else
-// $XDG_STATE_HOME/wick/ui, else ~/.local/state/wick/ui; "" when none can be found.
-func StateDir(getenv func(string) string) string {
-	if h := getenv("WICK_HOME"); h != "" {
-		return filepath.Join(h, "ui")
-	}
-	if x := getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "wick", "ui")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		var err error
-		if home, err = os.UserHomeDir(); err != nil {
-			return ""
-		}
-	}
-	return filepath.Join(home, ".local", "state", "wick", "ui")
-}
-
 // statePath is the state file of app h, or "" without a state dir. The handle's
 // parts are validated names; anything else is refused rather than joined into a path.
 func statePath(dir string, h spec.Handle) string {
@@ -71,6 +58,19 @@ func statePath(dir string, h spec.Handle) string {
 		return ""
 	}
 	return filepath.Join(dir, "wall", name+".json")
+}
+
+// Forget removes the saved layout of app h (after the app is deleted): nothing of a
+// deleted app stays behind. A layout that was never saved is not an error.
+func Forget(dir string, h spec.Handle) error {
+	path := statePath(dir, h)
+	if path == "" {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the wall layout of %s: %w", h, err)
+	}
+	return nil
 }
 
 // loadState reads the state of app h; nil when there is none or it is unreadable
@@ -102,7 +102,7 @@ func saveState(dir string, h spec.Handle, s *state) {
 	if err != nil {
 		return
 	}
-	if os.MkdirAll(filepath.Dir(path), 0o755) != nil {
+	if safefs.MkdirAll(filepath.Dir(path)) != nil {
 		return
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".wall-*")
@@ -148,8 +148,8 @@ func loadView(s *scroller, v viewState, p int) {
 func (m *Model) state() *state {
 	sum := m.summary
 	s := &state{
-		Focus: m.panes[m.focus].name(), Zoom: m.zoom, Merged: m.merged, Summary: &sum,
-		Query: m.query, Regex: m.regex, Case: m.caseSens, Only: m.only, Context: m.ctxStep,
+		Focus: m.panes[m.focus].name(), Zoom: m.zoom, Merged: m.merged, Summary: &sum, FailSeen: m.failSeen,
+		Query: m.find.query, Regex: m.find.regex, Case: m.find.caseSens, Only: m.find.only, Context: m.find.ctxStep,
 		Views: map[string]viewState{mergedKey: saveView(m.mview, -1)},
 	}
 	for i, p := range m.panes {
@@ -164,11 +164,14 @@ func (m *Model) state() *state {
 // restore applies a saved state to freshly laid out panes.
 func (m *Model) restore(s *state) {
 	m.zoom, m.merged = s.Zoom, s.Merged
-	m.query, m.regex, m.caseSens, m.only = s.Query, s.Regex, s.Case, s.Only
+	f := &m.find
+	f.query, f.regex, f.caseSens, f.only = s.Query, s.Regex, s.Case, s.Only
 	if s.Context >= 0 && s.Context < len(contextSteps) {
-		m.ctxStep = s.Context
+		f.ctxStep = s.Context
 	}
+	m.failSeen = s.FailSeen
 	if s.Summary != nil {
+		// The wall saw the app end before: its focus is the user's now.
 		m.summary, m.sumSeen = *s.Summary, true
 	}
 	for i, p := range m.panes {
@@ -182,6 +185,11 @@ func (m *Model) restore(s *state) {
 		}
 		if v, ok := s.Views[p.name()]; ok {
 			loadView(p.view, v, i)
+			if !p.view.follow {
+				// Lines before it may be on disk only by the time they come: fill
+				// reads them back.
+				p.want = p.view.anchor[i]
+			}
 		}
 	}
 	if v, ok := s.Views[mergedKey]; ok {

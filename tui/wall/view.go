@@ -59,11 +59,11 @@ type walker struct {
 func (w *Model) walker(s *scroller, srcs []int) *walker {
 	if s.follow {
 		for _, p := range srcs {
-			s.anchor[p] = w.panes[p].ring.n
+			s.anchor[p] = w.panes[p].shown().n
 		}
 	}
 	for _, p := range srcs {
-		r := w.panes[p].ring
+		r := w.panes[p].shown()
 		// Only raised: a restored anchor beyond the lines read so far holds until they
 		// come.
 		s.anchor[p] = max(s.anchor[p], r.first)
@@ -72,14 +72,14 @@ func (w *Model) walker(s *scroller, srcs []int) *walker {
 }
 
 func (k *walker) keyOf(p int, seq int64) key {
-	return key{t: k.w.panes[p].ring.at(seq).time, p: p, seq: seq}
+	return key{t: k.w.panes[p].shown().at(seq).time, p: p, seq: seq}
 }
 
 // streamOK reports whether the entry passes the stream filter.
 func (k *walker) streamOK(e *entry) bool {
 	switch {
 	case e.divider():
-		return !k.w.onlyMatches()
+		return !k.w.find.onlyMatches()
 	case k.s.streams == sched.Stdout:
 		return !e.stderr()
 	case k.s.streams == sched.Stderr:
@@ -90,22 +90,22 @@ func (k *walker) streamOK(e *entry) bool {
 
 // prev returns the last visible seq of pane p before s, or -1.
 func (k *walker) prev(p int, s int64) int64 {
-	pn := k.w.panes[p]
-	only, c := k.w.onlyMatches(), int64(k.w.context())
-	for s = min(s, pn.ring.n) - 1; s >= pn.ring.first; s-- {
+	pn, ms := k.w.panes[p].shown(), k.w.find.matchesOf(p)
+	only, c := k.w.find.onlyMatches(), int64(k.w.find.context())
+	for s = min(s, pn.n) - 1; s >= pn.first; s-- {
 		if only {
-			i := upperBound(pn.matches, s+c)
+			i := upperBound(ms, s+c)
 			if i == 0 {
 				return -1
 			}
-			if m := pn.matches[i-1]; m+c < s {
+			if m := ms[i-1]; m+c < s {
 				s = m + c
 			}
-			if s < pn.ring.first {
+			if s < pn.first {
 				return -1
 			}
 		}
-		if k.streamOK(pn.ring.at(s)) {
+		if k.streamOK(pn.at(s)) {
 			return s
 		}
 	}
@@ -114,23 +114,23 @@ func (k *walker) prev(p int, s int64) int64 {
 
 // next returns the first visible seq of pane p at or after s, or -1.
 func (k *walker) next(p int, s int64) int64 {
-	pn := k.w.panes[p]
-	only, c := k.w.onlyMatches(), int64(k.w.context())
-	s = max(s, pn.ring.first)
-	for ; s < pn.ring.n; s++ {
+	pn, ms := k.w.panes[p].shown(), k.w.find.matchesOf(p)
+	only, c := k.w.find.onlyMatches(), int64(k.w.find.context())
+	s = max(s, pn.first)
+	for ; s < pn.n; s++ {
 		if only {
-			i := lowerBound(pn.matches, s-c)
-			if i == len(pn.matches) {
+			i := lowerBound(ms, s-c)
+			if i == len(ms) {
 				return -1
 			}
-			if m := pn.matches[i]; m-c > s {
+			if m := ms[i]; m-c > s {
 				s = m - c
 			}
-			if s >= pn.ring.n {
+			if s >= pn.n {
 				return -1
 			}
 		}
-		if k.streamOK(pn.ring.at(s)) {
+		if k.streamOK(pn.at(s)) {
 			return s
 		}
 	}
@@ -187,7 +187,7 @@ func (k *walker) rows(r ref, tw int) int {
 	if !k.s.wrap || tw <= 0 {
 		return 1
 	}
-	e := k.w.panes[r.p].ring.at(r.seq)
+	e := k.w.panes[r.p].shown().at(r.seq)
 	if e.divider() {
 		return 1
 	}
@@ -251,17 +251,10 @@ func (k *walker) down(n int) int {
 	return moved
 }
 
-// atEnd reports whether no visible line is below the anchors.
-func (k *walker) atEnd() bool {
-	end := true
-	k.forward(k.s.anchor, func(ref) bool { end = false; return false })
-	return end
-}
-
 // top puts the first lines at the top of the window.
 func (k *walker) top(height, tw int) {
 	for _, p := range k.srcs {
-		k.s.anchor[p] = k.w.panes[p].ring.first
+		k.s.anchor[p] = k.w.panes[p].shown().first
 	}
 	used := 0
 	k.forward(k.s.anchor, func(r ref) bool {
@@ -285,7 +278,7 @@ func (k *walker) anchorsAt(r ref) []int64 {
 			a[p] = r.seq
 			continue
 		}
-		rg := k.w.panes[p].ring
+		rg := k.w.panes[p].shown()
 		// The first seq of p whose key is after rk.
 		t := rk.t
 		lo := rg.after(t-1, rg.first, rg.n) // first with time >= t
@@ -310,7 +303,11 @@ func (k *walker) reveal(r ref, height, tw int) {
 func (k *walker) count() int64 {
 	var n int64
 	for _, p := range k.srcs {
-		n += max(0, k.w.panes[p].ring.n-k.s.anchor[p])
+		if pn := k.w.panes[p]; pn.far == nil {
+			n += max(0, pn.ring.n-k.s.anchor[p])
+		} else {
+			n += max(0, pn.ring.n-pn.far.n) + max(0, pn.far.n-k.s.anchor[p])
+		}
 	}
 	return n
 }

@@ -18,9 +18,13 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // Options tune the wall.
@@ -30,17 +34,27 @@ type Options struct {
 	// StateDir is where the wall keeps its small per-app state (layout, focus, search,
 	// follow) for the next time it opens on the app; "" keeps none.
 	StateDir string
+	// Metrics says which numbers of the lines are metrics (nil: the defaults);
+	// NoMetrics reads none (no sparklines, chart or alarms).
+	Metrics   *metrics.Config
+	NoMetrics bool
 }
-
-// readBack is how many lines one scroll past the top of a ring reads back from the
-// logs: a few pages, so that scrolling on feels continuous.
-const readBack = 2000
 
 // pane is one replica: its lines and how they are shown.
 type pane struct {
 	role string
-	k    int
-	ring *ring
+	k    int // the replica (for a rank: the node it is on)
+	// rank is the global rank of a torchrun worker's pane, else -1; node marks the
+	// pane of a torchrun node's own lines. nproc and world are the role's workers per
+	// node and in all (0 unless it runs torchrun).
+	rank         int
+	node         bool
+	nproc, world int
+	src          int // the feed source (m.srcs) the pane's lines come from
+	ring         *ring
+	// far, when set, is a window of older lines read back from the logs that the
+	// pane shows instead of its ring: lines too far back to fit in front of it.
+	far  *ring
 	view *scroller
 	st   spec.ReplicaStatus
 	// known reports whether the status has been read.
@@ -53,17 +67,33 @@ type pane struct {
 	// retry dividers (see dividerText).
 	exits      map[int]int
 	lastStderr string
-	rate       float64
-	rateN      int64
-	hidden     bool
-	// Search results: matching seqs in order, known for the lines before scanned.
-	matches []int64
-	scanned int64
-	// fetching is set while lines before the ring are being read back.
-	fetching bool
+	// pend is each stream's line still being written (a progress bar), by stream
+	// (stdout, stderr): drawn below the lines while following, not in the ring.
+	pend   [2]*entry
+	rate   float64
+	rateN  int64
+	hidden bool
+	// want is a restored anchor of a paused pane, until the lines above it are read
+	// back (fill); filledAt is the first seq shown when fill last read back for the
+	// pane, so that a read that brings nothing is not repeated.
+	want     int64
+	filledAt int64
 }
 
-func (p *pane) name() string { return fmt.Sprintf("%s/%d", p.role, p.k) }
+// shown is the ring the pane's views walk: the window read back, else the ring.
+func (p *pane) shown() *ring {
+	if p.far != nil {
+		return p.far
+	}
+	return p.ring
+}
+
+func (p *pane) name() string {
+	if p.rank >= 0 {
+		return fmt.Sprintf("rank %d", p.rank)
+	}
+	return fmt.Sprintf("%s/%d", p.role, p.k)
+}
 
 // Model is the log wall view of one app.
 type Model struct {
@@ -72,12 +102,15 @@ type Model struct {
 	opts Options
 
 	panes   []*pane
+	srcs    []replica // the replicas read, whose lines go to the panes
 	focus   int
 	zoom    bool
 	merged  bool
 	mview   *scroller
 	summary bool // the end-of-app summary is shown
 	sumSeen bool // it was shown once automatically
+	// failSeen is set once the failure of the app has been focused.
+	failSeen bool
 
 	status   spec.AppStatus
 	haveApp  bool
@@ -88,24 +121,12 @@ type Model struct {
 	cancel   context.CancelFunc
 	gen      int
 
-	// Search.
-	input      common.Input
-	typing     bool
-	query      string
-	regex      bool
-	caseSens   bool
-	match      *matcher
-	searchErr  error
-	searchGen  int
-	stopSearch context.CancelFunc
-	only       bool
-	ctxStep    int
-	cur        ref // the current match of n/N
-	haveCur    bool
+	find   search   // the search across panes (search.go)
+	back   backfill // lines read back from the logs (readback.go)
+	saving saver    // the save prompt (save.go)
 
-	// Saving.
-	saveInput  common.Input
-	savePrompt bool
+	mx  metricState // the numbers in the lines (metrics.go)
+	use usageState  // each running replica's CPU and RSS (usage.go)
 
 	// The layout of the last frame, for the mouse.
 	rects []rect
@@ -124,11 +145,9 @@ func New(ctx *common.Context, h spec.Handle, opts Options) *Model {
 	if opts.RingLines <= 0 {
 		opts.RingLines = DefaultRingLines
 	}
-	m := &Model{Base: common.NewBase(ctx, common.KindLogs), h: h, opts: opts, ctxStep: 0}
-	m.input = common.NewInput("/")
-	m.input.Placeholder = "search all panes (alt+r regex, alt+c case)"
-	m.saveInput = common.NewInput("save to: ")
+	m := &Model{Base: common.NewBase(ctx, Kind), h: h, opts: opts, find: newSearch(), saving: newSaver()}
 	m.saved = loadState(opts.StateDir, h)
+	m.mx = newMetricState(opts)
 	return m
 }
 
@@ -136,7 +155,7 @@ func New(ctx *common.Context, h spec.Handle, opts Options) *Model {
 func (m *Model) Title() string { return "logs " + m.h.AppID }
 
 // Typing reports whether the search or save field has focus.
-func (m *Model) Typing() bool { return m.typing || m.savePrompt }
+func (m *Model) Typing() bool { return m.find.typing || m.saving.open }
 
 type describedMsg struct {
 	common.ViewID
@@ -146,11 +165,17 @@ type describedMsg struct {
 	first bool
 }
 
+// describeTimeout bounds one Describe: a Docker Engine or a state file that does not
+// answer must not leave the wall waiting forever (it polls again on the next tick).
+const describeTimeout = 10 * time.Second
+
 func (m *Model) describe(first bool) tea.Cmd {
 	id, b, parent, h := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.h
 	m.polling = true
 	return func() tea.Msg {
-		d, err := b.Describe(parent, h)
+		ctx, cancel := context.WithTimeout(parent, describeTimeout)
+		defer cancel()
+		d, err := b.Describe(ctx, h)
 		return describedMsg{ViewID: id, desc: d, err: err, first: first}
 	}
 }
@@ -163,8 +188,8 @@ func (m *Model) Close() {
 	if m.cancel != nil {
 		m.cancel()
 	}
-	if m.stopSearch != nil {
-		m.stopSearch()
+	if m.find.stop != nil {
+		m.find.stop()
 	}
 	if len(m.panes) > 0 {
 		saveState(m.opts.StateDir, m.h, m.state())
@@ -173,24 +198,15 @@ func (m *Model) Close() {
 
 // layOut makes the panes from the first description.
 func (m *Model) layOut(d *sched.Description) {
-	for _, role := range d.Status.Roles {
-		for _, r := range role.Replicas {
-			m.panes = append(m.panes, &pane{role: role.Role, k: r.ID})
-		}
-	}
-	if len(m.panes) == 0 && d.App != nil {
-		for _, role := range d.App.Roles {
-			for k := range role.NumReplicas {
-				m.panes = append(m.panes, &pane{role: role.Name, k: k})
-			}
-		}
-	}
+	m.layOutReplicas(d)
 	for _, p := range m.panes {
 		p.ring = newRing(m.opts.RingLines)
 		p.view = newScroller(len(m.panes))
 		p.exits = map[int]int{}
 	}
 	m.mview = newScroller(len(m.panes))
+	m.back.busy = make([]bool, len(m.panes))
+	m.find.hits = make([]hits, len(m.panes))
 	if m.saved != nil {
 		m.restore(m.saved)
 		m.saved = nil
@@ -209,18 +225,27 @@ func (m *Model) open() tea.Cmd {
 	}
 	ctx, cancel := context.WithCancel(m.Ctx.Ctx)
 	m.cancel = cancel
-	srcs := make([]source, len(m.panes))
-	for i, p := range m.panes {
-		srcs[i] = source{role: p.role, k: p.k}
+	srcs := make([]source, len(m.srcs))
+	for i, r := range m.srcs {
+		srcs[i] = source{role: r.role, k: r.k, observe: m.mx.observer()}
 	}
 	return feed(ctx, m.Ctx.Backend, m.h, srcs, func(int) sched.LogOptions {
-		return sched.LogOptions{Follow: true}
+		// Pending: each stream's unfinished line (a progress bar) comes live.
+		return sched.LogOptions{Follow: true, Pending: true}
 	}, m.ID(), m.gen)
 }
 
 // Update takes descriptions, batches of lines, search results, ticks, the mouse and
 // the keys of the text fields.
 func (m *Model) Update(msg tea.Msg) tea.Cmd {
+	cmd := m.update(msg)
+	if fill := m.fill(); fill != nil {
+		return tea.Batch(cmd, fill)
+	}
+	return cmd
+}
+
+func (m *Model) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case describedMsg:
 		m.polling = false
@@ -241,14 +266,25 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			m.ingest(msg)
 		}
 	case searchMsg:
-		m.searched(msg)
+		return m.searched(msg)
 	case fetchedMsg:
 		m.fetched(msg)
+	case loadedMsg:
+		m.loaded(msg)
+	case appops.Done:
+		if msg.Err == nil && !m.polling {
+			return tea.Batch(msg.Notice(), m.describe(false))
+		}
+		return msg.Notice()
+	case usageMsg:
+		m.tookUsage(msg)
 	case common.TickMsg:
 		m.tick(msg.Time)
+		use := m.refreshUsage(msg.Time)
 		if !m.polling && m.haveApp && !m.status.State.Terminal() {
-			return m.describe(false)
+			return tea.Batch(m.describe(false), use)
 		}
+		return use
 	case tea.MouseClickMsg:
 		if p, ok := m.paneAt(msg.X, msg.Y); ok {
 			m.focus = p
@@ -257,7 +293,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		if p, ok := m.paneAt(msg.X, msg.Y); ok && !m.merged {
 			m.focus = p
 		}
-		return m.scroll(common.WheelDelta(msg))
+		return m.scroll(widget.WheelDelta(msg))
 	case tea.KeyPressMsg, tea.PasteMsg:
 		return m.typed(msg)
 	}
@@ -266,33 +302,35 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 
 // ingest puts a batch's lines in the rings.
 func (m *Model) ingest(b batchMsg) {
-	for i, lines := range b.lines {
-		if i >= len(m.panes) || len(lines) == 0 {
+	for si, lines := range b.lines {
+		if si >= len(m.srcs) {
 			continue
 		}
-		p := m.panes[i]
-		from := p.ring.n
-		for _, l := range lines {
-			if l.Attempt > p.attempt {
-				p.ring.push(entry{time: l.Time.UnixNano(), attempt: int32(l.Attempt), flags: flagDivider})
+		r := &m.srcs[si]
+		for j := range lines {
+			l := &lines[j]
+			pi := r.route(l)
+			if p := m.panes[pi]; p.rank >= 0 && p.k != r.k {
+				// The rendezvous put this rank on another node than assumed: it
+				// takes that node's status.
+				np := m.panes[r.pane]
+				p.k, p.src, p.st, p.known = r.k, si, np.st, np.known
 			}
-			p.attempt = l.Attempt
-			e := makeEntry(l)
-			if e.stderr() {
-				p.lastStderr = e.text
-			}
-			p.ring.push(e)
-		}
-		m.matchNew(p, from)
-		if len(p.matches) > 0 && p.matches[0] < p.ring.first {
-			p.matches = p.matches[lowerBound(p.matches, p.ring.first):]
+			m.push(pi, l)
 		}
 	}
-	for i, err := range b.ended {
-		if i < len(m.panes) {
-			m.panes[i].ended = true
+	for si, err := range b.ended {
+		if si >= len(m.srcs) {
+			continue
+		}
+		for _, p := range m.panes {
+			if p.src != si {
+				continue
+			}
+			p.ended = true
+			p.pend = [2]*entry{}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
-				m.panes[i].err = err
+				p.err = err
 			}
 		}
 	}
@@ -301,6 +339,56 @@ func (m *Model) ingest(b batchMsg) {
 		all = all && p.ended
 	}
 	m.ended = all
+	if len(b.ended) > 0 {
+		m.focusFailure()
+	}
+}
+
+// push puts line l in pane pi: a pending line stands aside until its stream's next
+// line; a committed one goes in the ring (after a divider when it starts a new
+// attempt) and is searched when the search is up to date.
+func (m *Model) push(pi int, l *sched.Line) {
+	p := m.panes[pi]
+	si := streamIndex(l.Stream)
+	if l.Pending {
+		e := makeEntry(*l)
+		if l.Cut {
+			e.flags |= flagLong
+		}
+		p.pend[si] = &e
+		return
+	}
+	p.pend[si] = nil
+	h := m.find.upToDate(pi, p.ring.n)
+	if l.Attempt > p.attempt {
+		p.ring.push(entry{time: l.Time.UnixNano(), attempt: int32(l.Attempt), flags: flagDivider})
+		if h != nil {
+			h.scanned++
+		}
+	}
+	p.attempt = l.Attempt
+	e := makeEntry(*l)
+	if e.stderr() {
+		p.lastStderr = e.text
+	}
+	seq := p.ring.n
+	p.ring.push(e)
+	if h != nil {
+		// The line itself is matched, not the text kept: a match past the cut of a
+		// long line is found.
+		if m.find.match.matchEntry(&e, l.Text) {
+			h.add(seq, e.time)
+		}
+		h.scanned = seq + 1
+	}
+}
+
+// streamIndex is the index of a line's stream in pane.pend.
+func streamIndex(s sched.Stream) int {
+	if s == sched.Stderr {
+		return 1
+	}
+	return 0
 }
 
 // applyStatus takes a description: the app's state and each replica's.
@@ -333,6 +421,82 @@ func (m *Model) applyStatus(d *sched.Description) {
 	if m.status.State.Terminal() && !m.sumSeen {
 		m.summary, m.sumSeen = true, true
 	}
+	m.focusFailure()
+}
+
+// focusFailure focuses, once, the pane of the app's failure. For a torchrun node it
+// waits for the node's lines to end, where torchrun names the root cause's rank.
+func (m *Model) focusFailure() {
+	if m.status.State != spec.Failed || m.failSeen || len(m.panes) == 0 {
+		return
+	}
+	i, ok := m.failedPane()
+	if !ok {
+		return
+	}
+	if p := m.panes[i]; p.node && !p.ended {
+		return
+	}
+	m.failSeen = true
+	m.focus = i
+	m.panes[i].hidden = false
+}
+
+// appError is the app's error as the header and the summary say it: the first line of
+// its first failure's message, as `wick status` shows it; "" without one.
+func (m *Model) appError() string {
+	if m.status.State != spec.Failed || m.status.StructuredError == "" {
+		return ""
+	}
+	return render.Escape(render.FirstLine(spec.ErrorMessage(m.status.StructuredError)))
+}
+
+// failedPane is the pane of the replica whose failure failed the app: the one whose
+// error is the app's, else the first to fail. For a torchrun node, it is the pane of
+// the rank whose exception the app's error is, as torchrun's failure summary says.
+func (m *Model) failedPane() (int, bool) {
+	// A node whose failure summary holds the app's error names the rank that raised
+	// it, whichever node ended first (the other node's agent often does, stopped by
+	// the failure; its own summary then names one of its victims as root cause).
+	if err := render.FirstLine(spec.ErrorMessage(m.status.StructuredError)); err != "" {
+		for _, node := range m.panes {
+			if !node.node || !node.known || node.st.State != spec.Failed {
+				continue
+			}
+			if g, _ := summaryRanks(node.ring, err); g >= 0 {
+				for i, p := range m.panes {
+					if p.rank == g && p.role == node.role {
+						return i, true
+					}
+				}
+			}
+		}
+	}
+	best := -1
+	for i, p := range m.panes {
+		if !p.known || p.st.State != spec.Failed || p.rank >= 0 {
+			continue
+		}
+		if m.status.StructuredError != "" && p.st.StructuredError == m.status.StructuredError {
+			best = i
+			break
+		}
+		if best < 0 || !p.st.Ended.IsZero() && p.st.Ended.Before(m.panes[best].st.Ended) {
+			best = i
+		}
+	}
+	if best < 0 || !m.panes[best].node {
+		return best, best >= 0
+	}
+	node := m.panes[best]
+	if g, ok := failedRank(node.ring, render.FirstLine(spec.ErrorMessage(m.status.StructuredError))); ok {
+		for i, p := range m.panes {
+			if p.rank == g && p.role == node.role {
+				return i, true
+			}
+		}
+	}
+	return best, true
 }
 
 // tick updates the lines-per-second figures.
@@ -372,25 +536,22 @@ func (m *Model) current() (*scroller, []int) {
 	return nil, nil
 }
 
-// onlyMatches reports whether only matching lines (and their context) are shown.
-func (m *Model) onlyMatches() bool { return m.only && m.match != nil }
-
-// context is the number of lines of context around matches.
-func (m *Model) context() int { return contextSteps[m.ctxStep] }
-
 // Position is the status line's right side.
 func (m *Model) Position() string {
 	if len(m.panes) == 0 {
 		return ""
 	}
-	var held, dropped int64
+	var held, older int64
 	for _, p := range m.panes {
 		held += p.ring.len()
-		dropped += p.ring.first
+		if p.far != nil {
+			held += p.far.len()
+		}
+		older += p.ring.first
 	}
 	s := fmt.Sprintf("%s lines held", count(held))
-	if dropped > 0 {
-		s += fmt.Sprintf(" · %s older ones read back on scroll", count(dropped))
+	if older > 0 {
+		s += fmt.Sprintf(" · %s older lines on disk (g, scrolling and search read them)", count(older))
 	}
 	return s
 }

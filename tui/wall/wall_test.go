@@ -1,6 +1,7 @@
 package wall_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui"
+	"github.com/wick-dev/wick/tui/render"
 )
 
 // fourWorkers is a finished app of 4 replicas, 30 stdout lines and one stderr line
@@ -46,7 +48,7 @@ func TestWallTilesFocusZoomHideMerge(t *testing.T) {
 	d.keys("z")
 	d.contains("worker/0", "worker/3")
 
-	d.keys("x")
+	d.keys("H")
 	d.contains("1 hidden (X shows)")
 	d.lacks("worker/3 SUCCEEDED")
 	d.keys("X")
@@ -66,7 +68,7 @@ func TestWallFollowPauseScrollWrapStampsStreams(t *testing.T) {
 	d := e.open(h, 120, 30, nil)
 	d.waitFor("tick 40 of w0", "following", "RUNNING")
 	d.keys("f")
-	d.contains("paused (f follows)")
+	d.contains("paused: worker/0 (F follows all)")
 	d.waitFor("new")
 	// Scrolling: up a line, a page, to the top and back to the bottom (following).
 	d.keys("g")
@@ -114,13 +116,13 @@ func TestWallSearch(t *testing.T) {
 	d.keys("enter")
 	d.contains("/LINE 1 44 matches")
 	// Only matching lines, then with context.
-	d.keys("F")
+	d.keys("o")
 	d.contains("only matches ±0", "w0 line 19")
 	d.lacks("w0 line 2 ", "w0 line 25")
 	d.keys("c")
 	d.contains("only matches ±1", "w0 line 2", "w0 line 20")
 	d.lacks("w0 line 25")
-	d.keys("F", "c", "c", "c", "c")
+	d.keys("o", "c", "c", "c", "c")
 	// Case toggle: nothing matches "LINE 1" with case.
 	d.keys("alt+c")
 	d.waitFor("0 matches")
@@ -161,20 +163,17 @@ func TestWallRingDropsAndReadsBack(t *testing.T) {
 	e.wait(h)
 	d := e.open(h, 100, 30, func(o *tui.Options) { o.RingLines = 4096 })
 	d.waitFor("end of logs", "n 10000")
-	d.contains("4.1k dropped", "older ones read back on scroll")
-	top := regexp.MustCompile(`(?m)^ n 1$`)
-	for range 5 {
-		d.keys("g")
-		if top.MatchString(d.screen()) {
-			break
-		}
-	}
-	if !top.MatchString(d.screen()) {
-		t.Fatalf("the first line was not read back:\n%s", d.screen())
-	}
+	d.contains("4.1k older lines on disk")
 	d.lacks("dropped")
+	// One g reads every line before the ring back: the first line shows.
+	d.keys("g")
+	top := regexp.MustCompile(`(?m)^ n 1$`)
+	d.waitForRe(top)
+	if title := regexp.MustCompile(`▸ worker/0 [^\n]*older lines on disk`); title.MatchString(d.screen()) {
+		t.Fatalf("the pane still has lines on disk:\n%s", d.screen())
+	}
 	d.keys("G")
-	d.contains("n 10000")
+	d.contains("n 10000", "4.1k older lines on disk")
 }
 
 func TestWallRetryDividerAndSummary(t *testing.T) {
@@ -202,7 +201,7 @@ func TestWallSaveCopyAndRestore(t *testing.T) {
 	// Save the focused pane.
 	out := filepath.Join(t.TempDir(), "w0.log")
 	d.keys("S")
-	d.contains("save to: four-")
+	d.contains("save to: /", "/four-")
 	d.keys("ctrl+u")
 	d.typ(out)
 	d.keys("enter")
@@ -235,4 +234,133 @@ func TestWallSaveCopyAndRestore(t *testing.T) {
 	if !regexp.MustCompile(`\d\d:\d\d:\d\d\.\d{3} w`).MatchString(d2.screen()) {
 		t.Fatalf("timestamps were not restored:\n%s", d2.screen())
 	}
+}
+
+// TestWallEveryLineReachable: with most lines on disk only, the search finds them
+// all (n moves to one, reading it back), g shows line 1, and a match past the 16 KB
+// cut of a long line is found.
+func TestWallEveryLineReachable(t *testing.T) {
+	e := newEnv(t)
+	// 30k numbered lines, then a 20 KB line whose only "needle" is past the cut.
+	h := e.run(shApp("deep", 1, `seq -f "n %g" 1 30000; head -c 20000 /dev/zero | tr '\0' x; echo " needle"; echo tail`))
+	e.wait(h)
+	d := e.open(h, 120, 30, func(o *tui.Options) { o.RingLines = 4096 })
+	d.waitFor("end of logs", "tail")
+	scr := d.screen()
+	if !regexp.MustCompile(`▸ worker/0 [^\n]*\d+(\.\d)?k older lines on disk`).MatchString(scr) {
+		t.Fatalf("no count of the lines on disk:\n%s", scr)
+	}
+	d.lacks("dropped")
+	d.keys("i")
+
+	// "n 1234" is n 1234 and n 12340-12349: all far before the ring.
+	d.keys("/")
+	d.typ("n 1234")
+	d.waitFor("11 matches")
+	d.lacks("searching")
+	d.keys("enter")
+	// Enter went to the latest match, n wraps to the first: read back from disk.
+	d.waitForRe(regexp.MustCompile(`(?m)^ n 12349$`))
+	d.keys("n")
+	d.waitForRe(regexp.MustCompile(`(?m)^ n 1234$`))
+	d.contains("n 1233", "n 1235")
+
+	// The long line's match past the cut.
+	d.keys("/", "ctrl+u")
+	d.typ("needle")
+	d.waitFor("1 match")
+	d.lacks("searching")
+	d.keys("enter")
+	d.keys("/", "esc")
+
+	// g goes to line 1, G back to the end.
+	d.keys("g")
+	d.waitForRe(regexp.MustCompile(`(?m)^ n 1$`))
+	d.contains("n 2", "n 3")
+	d.keys("G")
+	d.waitFor("tail")
+	d.lacks(" n 1\n")
+}
+
+// TestWallPendingLine: a progress bar redrawn with \r shows live as the pane's last
+// line, marked in progress, replaced as it changes and committed by its newline.
+func TestWallPendingLine(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	// The replica moves on when the test has seen each state (files as signals; every
+	// wait of the script has a deadline).
+	script := `w() { i=0; while [ ! -e "$D/$1" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; }
+echo "start"
+printf 'epoch 1:  10%%|#         |'; w a
+printf '\repoch 1:  50%%|#####     |'; w b
+printf '\repoch 1: 100%%|##########|\n'; w c
+echo "after"`
+	app := shApp("bar", 1, script)
+	app.Roles[0].Env["D"] = dir
+	h := e.run(app)
+	d := e.open(h, 120, 30, nil)
+	signal := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scr := d.waitFor("start", "⋯epoch 1:  10%|#         |")
+	// It is the pane's last line, right below the committed ones.
+	if !regexp.MustCompile(`(?m)^ start\n⋯epoch 1:  10%`).MatchString(scr) {
+		t.Fatalf("the pending line is not the pane's last line:\n%s", scr)
+	}
+	signal("a")
+	d.waitFor("⋯epoch 1:  50%|#####     |")
+	d.lacks("10%")
+	// Paused, the pane shows committed lines only.
+	d.keys("f")
+	d.lacks("50%")
+	d.keys("f")
+	d.contains("⋯epoch 1:  50%")
+	signal("b")
+	d.waitFor(" epoch 1: 100%|##########|")
+	d.lacks("⋯", "50%")
+	signal("c")
+	d.waitFor("after", "end of logs")
+	d.lacks("⋯")
+}
+
+// TestWallFocusesTheFailure: when the app fails, the wall focuses the replica whose
+// failure failed it (not replica 0) and shows the app's error in the header and the
+// summary.
+func TestWallFocusesTheFailure(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("fail", 4, `if [ "$K" = 2 ]; then sleep 0.5; echo "w2 raises" >&2; exit 3; fi; echo "w$K waits"; sleep 60`))
+	d := e.open(h, 160, 48, nil)
+	d.waitFor("w0 waits", "▸ worker/0")
+	d.waitFor("FAILED", "Summary")
+	desc, err := e.r.Describe(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := render.FirstLine(spec.ErrorMessage(desc.Status.StructuredError))
+	if msg == "" {
+		t.Fatalf("the app has no error: %+v", desc.Status)
+	}
+	d.contains("▸ worker/2", "error: "+msg)
+	if head := strings.SplitN(d.screen(), "\n", 3)[1]; !strings.Contains(head, msg) {
+		t.Fatalf("the header lacks the app's error %q:\n%s", msg, d.screen())
+	}
+}
+
+// TestWallPendingLineCapped: a replica writing 200 KB without a newline shows the
+// start of it as its pending line and says the rest is in the logs.
+func TestWallPendingLineCapped(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	app := shApp("huge", 1, `head -c 200000 /dev/zero | tr '\0' x; i=0; while [ ! -e "$D/done" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo; echo end`)
+	app.Roles[0].Env["D"] = dir
+	h := e.run(app)
+	d := e.open(h, 120, 30, nil)
+	d.waitFor("⋯xxxxxxxx", "[line over 16 KB: the rest is in the logs]")
+	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFor("end of logs", "end")
+	d.lacks("⋯", "line over 16 KB")
 }

@@ -75,6 +75,13 @@ func run(cmd string, args []string) int {
 		for {
 			time.Sleep(time.Second)
 		}
+	case "burn": // burn MB: hold MB MiB of touched memory and keep a core busy (2 minutes)
+		b := make([]byte, atoi(arg(args, 0))<<20)
+		for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
+			for i := 0; i < len(b); i += 4096 {
+				b[i]++
+			}
+		}
 	case "sleep":
 		d, err := time.ParseDuration(arg(args, 0))
 		if err != nil {
@@ -119,6 +126,52 @@ func run(cmd string, args []string) int {
 			return 1
 		}
 		fmt.Printf("run %d succeeds\n", count)
+	case "nonlfail":
+		// Like failtimes, but each run ends its output without a newline.
+		n, file := atoi(arg(args, 0)), arg(args, 1)
+		b, _ := os.ReadFile(file)
+		count, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		count++
+		if err := os.WriteFile(file, []byte(strconv.Itoa(count)), 0o644); err != nil {
+			fail(3, "%v", err)
+		}
+		fmt.Printf("run %d\n", count)
+		fmt.Printf("end %d", count)
+		if count <= n {
+			return 1
+		}
+	case "bar":
+		// A progress bar: BYTES of \r redraws with no newline, then, once FILE
+		// exists (the test makes it; at most a minute), the line ends.
+		total, file := atoi(arg(args, 0)), arg(args, 1)
+		var b strings.Builder
+		for i := 0; b.Len() < total; i++ {
+			fmt.Fprintf(&b, "\rstep %06d", i)
+		}
+		os.Stdout.WriteString(b.String()[:total])
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(file); err == nil {
+				break
+			}
+		}
+		fmt.Println("\rdone")
+	case "raise":
+		// Writes a torchelastic error file naming MESSAGE after DELAY, then exits 1.
+		d, err := time.ParseDuration(arg(args, 0))
+		if err != nil {
+			fail(2, "%v", err)
+		}
+		time.Sleep(d)
+		msg := arg(args, 1)
+		body := fmt.Sprintf(`{"message": {"message": %q, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "%d"}}}`, msg, time.Now().Unix())
+		if p := os.Getenv("TORCHELASTIC_ERROR_FILE"); p != "" {
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		return 1
 	case "cat":
 		b, err := os.ReadFile(arg(args, 0))
 		if err != nil {

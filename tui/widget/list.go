@@ -1,9 +1,20 @@
-package common
+package widget
 
 import (
 	"strconv"
 
 	tea "charm.land/bubbletea/v2"
+)
+
+// The moves a Cursor and a Pager make, named as the actions of the action table that
+// run them (tui/common uses these names), so a view hands its action to Do as it is.
+const (
+	Up       = "up"
+	Down     = "down"
+	PageUp   = "page-up"
+	PageDown = "page-down"
+	Top      = "top"
+	Bottom   = "bottom"
 )
 
 // Cursor is the selection and scroll offset of a list of N rows shown Height at a
@@ -25,20 +36,21 @@ func (c *Cursor) Clamp(n, height int) {
 	c.Offset = max(0, min(c.Offset, n-height))
 }
 
-// Do runs a movement action over n rows; it reports false for other actions.
-func (c *Cursor) Do(action string, n, height int) bool {
-	switch action {
-	case ActUp:
+// Do makes the move named move (Up, Down, ...) over n rows; it reports false for any
+// other name.
+func (c *Cursor) Do(move string, n, height int) bool {
+	switch move {
+	case Up:
 		c.Index--
-	case ActDown:
+	case Down:
 		c.Index++
-	case ActPageUp:
+	case PageUp:
 		c.Index -= max(1, height-1)
-	case ActPageDown:
+	case PageDown:
 		c.Index += max(1, height-1)
-	case ActTop:
+	case Top:
 		c.Index = 0
-	case ActBottom:
+	case Bottom:
 		c.Index = n - 1
 	default:
 		return false

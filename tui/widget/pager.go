@@ -1,4 +1,4 @@
-package common
+package widget
 
 import (
 	"strings"
@@ -31,20 +31,20 @@ func (p *Pager) Scroll(delta, height int) {
 	p.offset = max(0, min(p.offset+delta, len(p.lines)-height))
 }
 
-// Do runs a scrolling action; it reports false for other actions.
-func (p *Pager) Do(action string, height int) bool {
-	switch action {
-	case ActUp:
+// Do makes the move named move (Up, Down, ...); it reports false for any other name.
+func (p *Pager) Do(move string, height int) bool {
+	switch move {
+	case Up:
 		p.Scroll(-1, height)
-	case ActDown:
+	case Down:
 		p.Scroll(1, height)
-	case ActPageUp:
+	case PageUp:
 		p.Scroll(-max(1, height-1), height)
-	case ActPageDown:
+	case PageDown:
 		p.Scroll(max(1, height-1), height)
-	case ActTop:
+	case Top:
 		p.offset = 0
-	case ActBottom:
+	case Bottom:
 		p.Scroll(len(p.lines), height)
 	default:
 		return false

@@ -1,4 +1,4 @@
-package common
+package widget
 
 import (
 	"strings"
@@ -201,4 +201,28 @@ func (in *Input) View(t *themes.Theme) string {
 		used += cw
 	}
 	return b.String()
+}
+
+// editKeys are the keys a focused text field keeps for itself besides printable text.
+var editKeys = map[string]bool{
+	"backspace": true, "delete": true, "left": true, "right": true, "home": true, "end": true,
+	"ctrl+a": true, "ctrl+e": true, "ctrl+u": true, "ctrl+w": true, "ctrl+k": true, "ctrl+h": true,
+	"ctrl+d": true, "ctrl+b": true, "ctrl+f": true, "ctrl+v": true,
+	"alt+backspace": true, "alt+b": true, "alt+f": true, "alt+d": true, "alt+left": true, "alt+right": true,
+	"ctrl+left": true, "ctrl+right": true, "ctrl+backspace": true, "ctrl+delete": true,
+}
+
+// IsEditKey reports whether k is text or a line-editing key, which a focused text
+// field (an Input) takes before any action.
+func IsEditKey(k tea.KeyPressMsg) bool {
+	if k.Text != "" && k.Mod&^tea.ModShift == 0 {
+		return true
+	}
+	return editKeys[k.Keystroke()]
+}
+
+// IsEditKeyName reports whether a key name is text (one character, or "space") or an
+// editing key.
+func IsEditKeyName(k string) bool {
+	return k == "space" || len([]rune(k)) == 1 || editKeys[k]
 }

@@ -1,8 +1,6 @@
-package common
+package widget
 
 import (
-	"strings"
-
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -13,8 +11,15 @@ type Table struct {
 	Headers []string
 	rows    [][]string
 	natural []int // widest cell per column
-	// Flex is the column that shrinks first when the table is too wide (e.g. HANDLE).
-	Flex int
+	// Shrink lists the columns that give up width first when the table is too wide, in
+	// order, each down to ShrinkMin (a NAME before a HANDLE); then every column, right
+	// to left, down to a few cells.
+	Shrink []int
+	// ShrinkMin is the narrowest a column of Shrink is made in the first pass.
+	ShrinkMin int
+	// KeepEnd lists the columns whose cells are cut at the start ("…" + tail) rather
+	// than at the end: a handle keeps its app id, the part that tells apps apart.
+	KeepEnd []int
 }
 
 // SetRows replaces the rows (cells may hold ANSI styles) and measures them.
@@ -52,10 +57,15 @@ func (t *Table) Widths(width int) []int {
 	}
 	const minCol = 4
 	over := total() - width
-	if over > 0 && t.Flex < len(w) {
-		cut := min(over, max(0, w[t.Flex]-12))
-		w[t.Flex] -= cut
-		over -= cut
+	for _, c := range t.Shrink {
+		if over <= 0 {
+			break
+		}
+		if c < len(w) {
+			cut := min(over, max(0, w[c]-max(t.ShrinkMin, minCol)))
+			w[c] -= cut
+			over -= cut
+		}
 	}
 	for i := len(w) - 1; over > 0 && i >= 0; i-- {
 		cut := min(over, max(0, w[i]-minCol))
@@ -71,10 +81,25 @@ func (t *Table) Header(widths []int, style func(string) string) string {
 }
 
 // Line draws row i with the given widths.
-func (t *Table) Line(i int, widths []int) string { return Columns(t.rows[i], widths) }
+func (t *Table) Line(i int, widths []int) string { return t.Cells(t.rows[i], widths) }
 
-// Blank is a line of n spaces.
-func Blank(n int) string { return strings.Repeat(" ", max(0, n)) }
+// Cells draws cells (row i's, or the same styled) with the given widths, cutting the
+// KeepEnd columns at their start.
+func (t *Table) Cells(cells []string, widths []int) string {
+	copied := false
+	for _, k := range t.KeepEnd {
+		if k >= len(cells) || k >= len(widths) {
+			continue
+		}
+		if over := Width(cells[k]) - widths[k]; over > 0 {
+			if !copied {
+				cells, copied = append([]string(nil), cells...), true
+			}
+			cells[k] = ansi.TruncateLeft(cells[k], over+1, "…")
+		}
+	}
+	return Columns(cells, widths)
+}
 
 // Width is the display width of s. Plain ASCII, the common case of table cells, is
 // measured without the grapheme segmentation ansi.StringWidth does.

@@ -1,0 +1,211 @@
+package local
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Bounds of the search for the root cause of a failed app, so that a PET_LOG_DIR
+// full of old runs cannot make the end of an app slow.
+const (
+	// maxErrorDirEntries bounds the entries read of each directory level below a
+	// PET_LOG_DIR (runs, attempts, ranks).
+	maxErrorDirEntries = 1024
+	// stderrTail is how much of the end of a replica's stderr.log is searched for
+	// the root-cause message, to tell which node a worker's error file belongs to.
+	stderrTail = 1 << 20
+	// mtimeSlack is how far a file's mtime may lag the clock: the kernel stamps
+	// files with a clock updated once per tick (1-10 ms).
+	mtimeSlack = 20 * time.Millisecond
+)
+
+// errorCandidate is an error file that may hold the app's root cause.
+type errorCandidate struct {
+	path  string
+	mtime time.Time
+	r     *replica // the replica whose TORCHELASTIC_ERROR_FILE it is; nil for a worker's
+	role  string   // for a worker's file: the role whose PET_LOG_DIR holds it
+	local int      // for a worker's file: its local rank, from its directory
+}
+
+// stoppedBySignal reports whether a replica that exited while the supervisor was
+// stopping it ended because of the stop (a signal, a shell's 128+N, or torchrun's
+// SignalException), rather than failing on its own meanwhile.
+func (sv *supervisor) stoppedBySignal(r *replica, ws unix.WaitStatus, code int) bool {
+	if ws.Signaled() || code > 128 && code <= 128+64 {
+		return true
+	}
+	return strings.Contains(spec.ErrorMessage(sv.errorFile(r)), "SignalException")
+}
+
+// rootCause picks the error of a failed app as TorchX does, from the error file with
+// the oldest modification time, over the replicas' error files and torchelastic's
+// per-worker error files (PET_LOG_DIR/<run>/attempt_N/<local rank>/error.json) of
+// the current run: the first exception raised anywhere, not the first replica to
+// exit (in a DDP job the others then fail too, in gloo). The replica that holds it is
+// FAILED, even if it was being stopped when it exited.
+func (sv *supervisor) rootCause() {
+	// Files older than the current attempts are an earlier run's. File times come
+	// from the kernel's coarse clock, which lags time.Now by up to a tick.
+	var since time.Time
+	for _, r := range sv.all {
+		if !r.forkAt.IsZero() && (since.IsZero() || r.forkAt.Before(since)) {
+			since = r.forkAt
+		}
+	}
+	since = since.Add(-mtimeSlack)
+	var best *errorCandidate
+	consider := func(c errorCandidate) {
+		if c.mtime.Before(since) {
+			return // an earlier run's
+		}
+		if best == nil || c.mtime.Before(best.mtime) {
+			best = &c
+		}
+	}
+	pets := map[string]string{} // PET_LOG_DIR -> role
+	for _, r := range sv.all {
+		if p := r.req.Env[envErrorFile]; p != "" && sv.errorFile(r) != "" {
+			if st, err := os.Stat(p); err == nil {
+				consider(errorCandidate{path: p, mtime: st.ModTime(), r: r})
+			}
+		}
+		if p := r.req.Env[envPetLogDir]; p != "" {
+			pets[p] = r.role.req.Name
+		}
+	}
+	for pet, role := range pets {
+		for _, run := range subdirs(pet) {
+			for _, att := range subdirs(run) {
+				if !strings.HasPrefix(filepath.Base(att), "attempt_") {
+					continue
+				}
+				for _, rank := range subdirs(att) {
+					local, err := strconv.Atoi(filepath.Base(rank))
+					if err != nil {
+						continue
+					}
+					p := filepath.Join(rank, errorFileName)
+					if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+						consider(errorCandidate{path: p, mtime: st.ModTime(), role: role, local: local})
+					}
+				}
+			}
+		}
+	}
+	if best == nil {
+		return
+	}
+	text := readErrorFile(best.path)
+	msg := firstLine(spec.ErrorMessage(text))
+	if text == "" || msg == "" {
+		return
+	}
+	r, who := best.r, ""
+	if r == nil {
+		r = sv.workerNode(best.role, filepath.Dir(filepath.Dir(filepath.Dir(best.path))), msg)
+		who = fmt.Sprintf("local rank %d of ", best.local)
+		if r == nil {
+			who = fmt.Sprintf("a worker (local rank %d) of role %s", best.local, best.role)
+		}
+	}
+	if r != nil {
+		who += r.name()
+		if r.st.State == spec.Cancelled {
+			// It failed before the stop reached it: its failure, not a cancel.
+			r.st.State = spec.Failed
+		}
+		if r.st.StructuredError == "" || !strings.Contains(spec.ErrorMessage(r.st.StructuredError), msg) {
+			r.st.StructuredError = text
+		}
+	}
+	sv.st.Msg = who + " failed: " + msg
+	sv.st.StructuredError = text
+	sv.dirty = true
+}
+
+// workerNode finds the replica (a torchrun node) of role whose worker wrote msg: the
+// one whose own error file holds it (torchrun copies its first failure there), or
+// else the one whose stderr.log ends with it (the worker's traceback). Nodes of a role
+// share their PET_LOG_DIR, so the file's path does not say. It returns nil when no
+// replica, or more than one, matches.
+func (sv *supervisor) workerNode(role, runDir, msg string) *replica {
+	var found []*replica
+	for _, r := range sv.all {
+		if r.role.req.Name == role && strings.Contains(spec.ErrorMessage(sv.errorFile(r)), msg) {
+			found = append(found, r)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	found = found[:0]
+	for _, r := range sv.all {
+		if r.role.req.Name == role && tailContains(filepath.Join(r.req.LogDir, logs.StderrFile), msg) {
+			found = append(found, r)
+		}
+	}
+	if len(found) == 1 {
+		return found[0]
+	}
+	return nil
+}
+
+// subdirs lists the directories in dir, at most maxErrorDirEntries of them, without
+// following symbolic links.
+func subdirs(dir string) []string {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	entries, _ := f.ReadDir(maxErrorDirEntries)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// readErrorFile reads an error file, at most maxErrorFile bytes of it.
+func readErrorFile(path string) string {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, maxErrorFile))
+	return strings.TrimSpace(string(b))
+}
+
+// tailContains reports whether the last stderrTail bytes of the file at path contain s.
+func tailContains(path, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	off := max(st.Size()-stderrTail, 0)
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
+	return bytes.Contains(b, []byte(s))
+}

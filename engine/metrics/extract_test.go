@@ -1,0 +1,174 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// got renders what a line gave as "step=S local=L name=v ..." for easy comparison.
+func got(e *Extractor, line string) string {
+	var p Parsed
+	e.Extract(line, &p)
+	var b strings.Builder
+	if p.HasStep {
+		fmt.Fprintf(&b, "step=%d ", p.Step)
+	}
+	if p.Local >= 0 {
+		fmt.Fprintf(&b, "local=%d ", p.Local)
+	}
+	for _, s := range p.Samples {
+		fmt.Fprintf(&b, "%s=%s ", s.Name, FormatValue(s.Value))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func TestExtractRealLines(t *testing.T) {
+	e := NewExtractor(DefaultConfig())
+	for _, c := range []struct{ line, want string }{
+		// demo.train and most hand-written loops
+		{"[rank 1] epoch 0 step 120 loss 2.3412 lr 3.0e-04 grad_norm 1.23 tok/s 48213",
+			"step=120 loss=2.3412 lr=0.0003 grad_norm=1.23 tok/s=48213"},
+		{"epoch 1 step 20 loss 2.84 lr 6.3e-05 grad_norm 1.27 tok/s 48160",
+			"step=20 loss=2.84 lr=6.3e-05 grad_norm=1.27 tok/s=48160"},
+		{"[rank 0] epoch 0 done: train loss 2.1234, eval loss 2.2083, 10.3s elapsed",
+			"train_loss=2.1234 eval_loss=2.2083"},
+		{"[rank 0] training done: 1200 steps in 3.0s, final loss 0.7052", "loss=0.7052"},
+		// key=value and key: value
+		{"step=20 loss=2.84 lr=1e-4", "step=20 loss=2.84 lr=0.0001"},
+		{"Step 20/1000 | loss: 2.8400 | lr: 6.30e-05 | 1.2s/it", "step=20 loss=2.84 lr=6.3e-05 s/it=1.2"},
+		{"iter 300: loss 1.9021, time 35.12ms, mfu 12.55%", "step=300 loss=1.9021 mfu=12.55"},
+		// Keras
+		{"1875/1875 [==============================] - 3s 2ms/step - loss: 0.2934 - accuracy: 0.9151",
+			"loss=0.2934 accuracy=0.9151"},
+		// tqdm, committed after redraws
+		{"\rEpoch 0:  10%|█         | 20/200 [00:01<00:09, 20.00it/s, loss=2.90]\rEpoch 0: 100%|██████████| 200/200 [00:10<00:00, 20.00it/s, loss=1.70]",
+			"it/s=20 loss=1.7"},
+		{"100%|██████████| 50/50 [00:25<00:00,  1.98s/it, loss=0.512, acc=91.2%]", "s/it=1.98 loss=0.512 acc=91.2"},
+		// JSON lines and Python dicts (Hugging Face Trainer)
+		{`{"step": 20, "loss": 2.84, "lr": 6.3e-05}`, "step=20 loss=2.84 lr=6.3e-05"},
+		{`{"global_step": 7, "train/loss": NaN, "grad_norm": Infinity}`, "step=7 train/loss=NaN grad_norm=inf"},
+		{`{'loss': 2.3012, 'learning_rate': 4.9e-05, 'epoch': 0.02}`, "loss=2.3012 learning_rate=4.9e-05"},
+		// torchrun's prefix
+		{"[3]:step 40 loss 2.5", "step=40 local=3 loss=2.5"},
+		{"[trainer 12]: iter=5 loss=nan", "step=5 local=12 loss=NaN"},
+		{"[default0]:step 1 loss -inf", "step=1 local=0 loss=-inf"},
+		// numbers that are not metrics
+		{"[rank 0] initializing process group: backend=gloo world_size=4 rank=0", ""},
+		{"INFO: pid 12345 listening on port 29500, MASTER_PORT=29500 worker_pid=77", ""},
+		{"  min_nodes        : 1", ""},
+		{"  monitor_interval : 5", ""},
+		{"INFO:torch.distributed.elastic.agent.server.api:[default] Done waiting for other agents. Elapsed: 0.0005257 seconds", ""},
+		{"[rank 0] dataset: 1,000,000 samples, 200 steps per epoch, 4000 steps to run", ""},
+		{"[rank 0] model: TinyTransformer, 124.4M parameters, dtype=bfloat16", ""},
+		{"2026-11-23 13:05:00,123 INFO time: 12:00:00 rate 3x", ""},
+		{"loss N/A lr none", ""},
+		{"/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create 8 worker processes", ""},
+		{"rendezvous at localhost:29500 ok", ""},
+		{`{"step":3,"loss":1.5}`, "step=3 loss=1.5"},
+		{"loss 1e400 lr 1" + strings.Repeat("0", 100), ""},
+		{"loss nanny", ""},
+		{"", ""},
+	} {
+		if g := got(e, c.line); g != c.want {
+			t.Errorf("%q\n got  %q\n want %q", c.line, g, c.want)
+		}
+	}
+}
+
+func TestExtractConfig(t *testing.T) {
+	cfg, err := ParseConfig(map[string]string{
+		"metrics":     "loss, eval_loss",
+		"step":        "batch",
+		"pattern.acc": `top-1 acc (\S+)%`,
+		"pattern.a+b": `a\+b=(\d+)`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewExtractor(cfg)
+	for _, c := range []struct{ line, want string }{
+		{"batch 7 loss 2.5 lr 0.1 top-1 acc 71.5%", "step=7 loss=2.5 acc=71.5"},
+		{"step 9 eval loss 3 a+b=12", "eval_loss=3 a+b=12"},
+	} {
+		if g := got(e, c.line); g != c.want {
+			t.Errorf("%q: got %q, want %q", c.line, g, c.want)
+		}
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		sec  map[string]string
+		want string
+	}{
+		{map[string]string{"divergence": "x"}, `[wick:metrics] divergence: "x" is not a number`},
+		{map[string]string{"divergence": "0.5"}, `[wick:metrics] divergence: must be 0 (off) or a factor above 1, not 0.5`},
+		{map[string]string{"pattern.x": "a(b"}, "[wick:metrics] pattern.x: pattern x: error parsing regexp: missing closing ): `a(b`"},
+		{map[string]string{"pattern.x": "loss"}, `[wick:metrics] pattern.x: pattern x: "loss" has no group: put the value in (...)`},
+		{map[string]string{"pattern.": "(x)"}, `[wick:metrics] pattern.: pattern name "" must be 1 to 64 characters`},
+		{map[string]string{"colour": "red"}, "[wick:metrics] colour: unknown key (want metrics, ignore, watch, divergence, step or pattern.NAME)"},
+		{map[string]string{"metrics": strings.Repeat("x", 100)}, `[wick:metrics] metrics: name "xxxxxxxxxxxxxxxxxxxx"... is longer than 64 characters`},
+	} {
+		_, err := ParseConfig(c.sec)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: got %v, want %s", c.sec, err, c.want)
+		}
+	}
+}
+
+func TestExtractBoundedOnHugeLines(t *testing.T) {
+	e := NewExtractor(DefaultConfig())
+	var p Parsed
+	// A printed tensor: thousands of numbers after names.
+	line := strings.Repeat("w 0.5 ", 100_000)
+	e.Extract(line, &p)
+	if len(p.Samples) > MaxValuesPerLine {
+		t.Fatalf("%d values from one line, want at most %d", len(p.Samples), MaxValuesPerLine)
+	}
+	// An absurdly long number is not a value (and no Inf).
+	e.Extract("loss "+strings.Repeat("9", 10_000), &p)
+	if len(p.Samples) != 0 {
+		t.Fatalf("a 10000-digit number gave %v", p.Samples)
+	}
+	// Values past MaxLineBytes are not read.
+	e.Extract(strings.Repeat(" ", MaxLineBytes)+"loss 1", &p)
+	if len(p.Samples) != 0 {
+		t.Fatalf("read past MaxLineBytes: %v", p.Samples)
+	}
+	if !math.IsNaN(func() float64 { e.Extract("loss=NaN", &p); return p.Samples[0].Value }()) {
+		t.Fatal("NaN not read")
+	}
+}
+
+func BenchmarkExtract(b *testing.B) {
+	e := NewExtractor(DefaultConfig())
+	for _, c := range []struct{ name, line string }{
+		{"demo", "[rank 1] epoch 0 step 120 loss 2.3412 lr 3.0e-04 grad_norm 1.23 tok/s 48213"},
+		{"json", `{"step": 20, "loss": 2.84, "lr": 6.3e-05, "grad_norm": 1.27, "tokens_per_sec": 48160}`},
+		{"tqdm", "\rEpoch 0: 100%|██████████| 200/200 [00:10<00:00, 20.00it/s, loss=1.70]"},
+		{"text", "/opt/conda/lib/python3.11/site-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create 8 worker processes in total."},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var p Parsed
+			b.SetBytes(int64(len(c.line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Extract(c.line, &p)
+			}
+		})
+	}
+}
+
+// BenchmarkBaselineScan is the floor under BenchmarkExtract: one pass over the same
+// demo line looking for a byte, as any reader of the line must do.
+func BenchmarkBaselineScan(b *testing.B) {
+	line := "[rank 1] epoch 0 step 120 loss 2.3412 lr 3.0e-04 grad_norm 1.23 tok/s 48213"
+	b.SetBytes(int64(len(line)))
+	n := 0
+	for b.Loop() {
+		n += strings.IndexByte(line, '\n')
+	}
+	_ = n
+}

@@ -1,0 +1,569 @@
+package metrics
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+// Memory bounds of a Store. A point is 24 bytes, so a series holds at most 96 KiB and a
+// store at most 48 MiB, whatever the logs say; ten metrics of eight ranks take 7.5 MiB.
+const (
+	// MaxPoints is the most points a series keeps. When it is full, neighbouring
+	// points are averaged in pairs and later points are averaged in groups of the
+	// same size, so the series keeps covering the whole run at a coarser grain. A
+	// chart draws at most one point per cell, and terminals are narrower than this.
+	MaxPoints = 4096
+	// MaxSeries is the most series (metric x rank) a store keeps; values of further
+	// series are counted in Dropped.
+	MaxSeries = 512
+	// MaxAlarms is the most alarms a store keeps. Each kind is raised once per metric
+	// and rank anyway.
+	MaxAlarms = 64
+	// divergenceRows is how many recent steps wait for every rank's value before they
+	// are compared with the ranks that reported.
+	divergenceRows = 64
+)
+
+// Rank names where a series comes from: a replica of a role and, for torchrun's
+// workers, the local rank of its `[N]:` prefix (-1 when lines have none).
+type Rank struct {
+	Role    string `json:"role"`
+	Replica int    `json:"replica"`
+	Local   int    `json:"local"`
+}
+
+// String is role/replica, with :local for torchrun's workers.
+func (r Rank) String() string {
+	s := r.Role + "/" + strconv.Itoa(r.Replica)
+	if r.Local >= 0 {
+		s += ":" + strconv.Itoa(r.Local)
+	}
+	return s
+}
+
+func compareRanks(a, b Rank) int {
+	return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Replica, b.Replica), cmp.Compare(a.Local, b.Local))
+}
+
+// Point is one value of a series: at a step (-1 when no step was named yet) and the time
+// its line was read (unix nanoseconds).
+type Point struct {
+	Step  int64
+	Time  int64
+	Value float64
+}
+
+// At returns the point's time.
+func (p Point) At() time.Time { return time.Unix(0, p.Time) }
+
+// Series is the values of one metric on one rank: exact statistics over every value,
+// and the points themselves downsampled to at most MaxPoints.
+type Series struct {
+	Name string
+	Rank Rank
+	// Count is the number of values seen; First and Last the first and last of them.
+	Count       int64
+	First, Last Point
+	// Min and Max are over the finite values (NaN when there were none).
+	Min, Max float64
+	// Best is the point with the lowest value for losses and the highest otherwise
+	// (see LowerIsBetter), over finite values.
+	Best Point
+
+	firstSeq, lastSeq int64 // the store's order of arrival, to order values read at one time
+	lowerIsBetter     bool
+	watched           bool // checked for divergence
+
+	points []Point
+	stride int   // values averaged into each point after downsampling
+	acc    Point // the group being averaged: sum in Value
+	accN   int
+}
+
+func newSeries(name string, r Rank) *Series {
+	return &Series{Name: name, Rank: r, Min: math.NaN(), Max: math.NaN(), stride: 1, Best: Point{Value: math.NaN()}, lowerIsBetter: LowerIsBetter(name)}
+}
+
+// LowerIsBetter reports whether a metric improves downwards: losses, errors,
+// perplexity, times.
+func LowerIsBetter(name string) bool {
+	for _, w := range []string{"loss", "err", "ppl", "perplexity", "time", "latency", "wer", "cer"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Series) add(p Point, seq int64) {
+	if s.Count == 0 {
+		s.First, s.firstSeq = p, seq
+	}
+	s.Count++
+	s.Last, s.lastSeq = p, seq
+	if !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+		if math.IsNaN(s.Min) || p.Value < s.Min {
+			s.Min = p.Value
+		}
+		if math.IsNaN(s.Max) || p.Value > s.Max {
+			s.Max = p.Value
+		}
+		lower := s.lowerIsBetter
+		if math.IsNaN(s.Best.Value) || lower && p.Value < s.Best.Value || !lower && p.Value > s.Best.Value {
+			s.Best = p
+		}
+	}
+	if s.stride == 1 {
+		s.push(p)
+		return
+	}
+	s.acc.Value += p.Value
+	s.acc.Step, s.acc.Time = p.Step, p.Time
+	s.accN++
+	if s.accN == s.stride {
+		s.push(Point{Step: s.acc.Step, Time: s.acc.Time, Value: s.acc.Value / float64(s.accN)})
+		s.acc, s.accN = Point{}, 0
+	}
+}
+
+// push appends a point, halving the points (pairs averaged) when they are full.
+func (s *Series) push(p Point) {
+	if len(s.points) == MaxPoints {
+		for i := 0; i < MaxPoints/2; i++ {
+			a, b := s.points[2*i], s.points[2*i+1]
+			s.points[i] = Point{Step: b.Step, Time: b.Time, Value: (a.Value + b.Value) / 2}
+		}
+		s.points = s.points[:MaxPoints/2]
+		s.stride *= 2
+	}
+	s.points = append(s.points, p)
+}
+
+// Points returns the kept points in order, the last value included even when it is
+// still being averaged into a group. The slice is the series' own: read it before the
+// next Add.
+func (s *Series) Points() []Point {
+	if s.accN == 0 {
+		return s.points
+	}
+	return append(s.points[:len(s.points):len(s.points)], s.Last)
+}
+
+// AlarmKind says what an alarm is about.
+type AlarmKind string
+
+// The alarms.
+const (
+	AlarmNaN      AlarmKind = "nan"
+	AlarmInf      AlarmKind = "inf"
+	AlarmDiverged AlarmKind = "diverged"
+)
+
+// Alarm is something wrong seen in the numbers: a NaN or Inf value, or a rank whose
+// value departs from the median of the other ranks' by more than the set factor.
+type Alarm struct {
+	Kind   AlarmKind
+	Metric string
+	Rank   Rank
+	// Step is where it happened (-1: no step named); Time when its line was read.
+	Step  int64
+	Time  time.Time
+	Value float64
+	// Others is the median of the other ranks' values (for AlarmDiverged).
+	Others float64
+}
+
+// MarshalJSON writes the alarm with its rank as role/replica[:local], a null step when
+// there is none, non-finite values as strings, and its message.
+func (a Alarm) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"kind":`)
+	b = strconv.AppendQuote(b, string(a.Kind))
+	b = append(b, `,"metric":`...)
+	b = AppendJSONString(b, a.Metric)
+	b = append(b, `,"rank":`...)
+	b = AppendJSONString(b, a.Rank.String())
+	b = append(b, `,"step":`...)
+	if a.Step >= 0 {
+		b = strconv.AppendInt(b, a.Step, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"time":"`...)
+	b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","value":`...)
+	b = AppendJSONValue(b, a.Value)
+	if a.Kind == AlarmDiverged {
+		b = append(b, `,"others":`...)
+		b = AppendJSONValue(b, a.Others)
+	}
+	b = append(b, `,"message":`...)
+	b = AppendJSONString(b, a.String())
+	return append(b, '}'), nil
+}
+
+// String says what happened, where, in one line.
+func (a Alarm) String() string { return a.Describe(a.Rank.String()) }
+
+// Describe is String with the rank named as the caller names it ("rank 3").
+func (a Alarm) Describe(rank string) string {
+	at := "at " + a.Time.Local().Format(time.TimeOnly)
+	if a.Step >= 0 {
+		at = "at step " + strconv.FormatInt(a.Step, 10)
+	}
+	switch a.Kind {
+	case AlarmDiverged:
+		return fmt.Sprintf("%s on %s is %s, the other ranks' %s (%.3gx) %s", a.Metric, rank, FormatValue(a.Value), FormatValue(a.Others), ratio(a.Value, a.Others), at)
+	default:
+		return fmt.Sprintf("%s on %s is %s %s", a.Metric, rank, FormatValue(a.Value), at)
+	}
+}
+
+func ratio(a, b float64) float64 { return max(a/b, b/a) }
+
+// FormatValue writes a value as tables and CSV show it: the shortest decimal that reads
+// back the same, NaN, inf or -inf.
+func FormatValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// AppendValue appends a value as FormatValue writes it.
+func AppendValue(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, FormatValue(v)...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// AppendJSONValue appends a value as JSON: a number, or the string "NaN", "inf" or
+// "-inf" (JSON has no such numbers; pandas and float() read these strings back).
+func AppendJSONValue(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.AppendQuote(b, FormatValue(v))
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// AppendJSONString appends s as a JSON string.
+func AppendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			j, err := json.Marshal(s)
+			if err != nil { // invalid UTF-8 is replaced, so this does not happen
+				return append(b, `""`...)
+			}
+			return append(b, j...)
+		}
+	}
+	return strconv.AppendQuote(b, s)
+}
+
+// Store keeps the series of an app's lines, in bounded memory, and raises alarms. It
+// is not safe for concurrent use: one goroutine feeds it and reads it (the UI loop, or
+// a command).
+type Store struct {
+	ext     *Extractor
+	parsed  Parsed
+	ranks   map[Rank]map[string]*Series // series by rank, then name
+	nseries int
+	// The rank of the last line and its series: lines come in runs of one rank.
+	lastRank   Rank
+	lastSeries map[string]*Series
+	byName     map[string][]*Series
+	names      []string // in order of first appearance
+	lastStep   map[Rank]int64
+	alarms     []Alarm
+	raised     map[alarmKey]bool
+	div        map[string]*divergence
+	dropped    int64
+	seq        int64     // values added
+	scratch    []float64 // for compare
+}
+
+type alarmKey struct {
+	kind   AlarmKind
+	metric string
+	rank   Rank
+}
+
+// NewStore returns an empty store extracting with cfg.
+func NewStore(cfg Config) *Store {
+	return &Store{
+		ext:      NewExtractor(cfg),
+		ranks:    map[Rank]map[string]*Series{},
+		byName:   map[string][]*Series{},
+		lastStep: map[Rank]int64{},
+		raised:   map[alarmKey]bool{},
+		div:      map[string]*divergence{},
+	}
+}
+
+// Extractor returns the store's extractor.
+func (s *Store) Extractor() *Extractor { return s.ext }
+
+// Add reads one log line and adds its values; it returns the line's parsed values (valid
+// until the next Add). Pending lines (a progress bar still being drawn) are skipped:
+// the line that ends them carries the final values.
+func (s *Store) Add(l sched.Line) *Parsed {
+	p := &s.parsed
+	if l.Pending {
+		p.Reset()
+		return p
+	}
+	s.ext.Extract(l.Text, p)
+	if len(p.Samples) == 0 && !p.HasStep {
+		return p
+	}
+	s.AddParsed(Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p)
+	return p
+}
+
+// StepOf returns the step a parsed line's values are at on rank r: the step it names,
+// else the last step the rank named, else -1. It also records a named step.
+func (s *Store) StepOf(r Rank, p *Parsed) int64 {
+	if p.HasStep {
+		s.lastStep[r] = p.Step
+		return p.Step
+	}
+	if st, ok := s.lastStep[r]; ok {
+		return st
+	}
+	return -1
+}
+
+// AddParsed adds values already extracted from a line of rank r read at t.
+func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
+	step := s.StepOf(r, p)
+	ns := t.UnixNano()
+	for _, smp := range p.Samples {
+		if s.lastSeries == nil || s.lastRank != r {
+			s.lastRank, s.lastSeries = r, s.ranks[r]
+			if s.lastSeries == nil {
+				s.lastSeries = map[string]*Series{}
+				s.ranks[r] = s.lastSeries
+			}
+		}
+		ser := s.lastSeries[smp.Name]
+		if ser == nil {
+			if s.nseries >= MaxSeries {
+				s.dropped++
+				continue
+			}
+			ser = newSeries(smp.Name, r)
+			ser.watched = s.ext.cfg.Watched(smp.Name)
+			s.lastSeries[smp.Name] = ser
+			s.nseries++
+			if len(s.byName[smp.Name]) == 0 {
+				s.names = append(s.names, smp.Name)
+			}
+			list := append(s.byName[smp.Name], ser)
+			slices.SortFunc(list, func(a, b *Series) int { return compareRanks(a.Rank, b.Rank) })
+			s.byName[smp.Name] = list
+		}
+		pt := Point{Step: step, Time: ns, Value: smp.Value}
+		s.seq++
+		ser.add(pt, s.seq)
+		switch {
+		case math.IsNaN(smp.Value):
+			s.raise(Alarm{Kind: AlarmNaN, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
+		case math.IsInf(smp.Value, 0):
+			s.raise(Alarm{Kind: AlarmInf, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
+		default:
+			if ser.watched {
+				s.watch(smp.Name, r, pt, t)
+			}
+		}
+	}
+}
+
+func (s *Store) raise(a Alarm) {
+	k := alarmKey{a.Kind, a.Metric, a.Rank}
+	if s.raised[k] || len(s.alarms) >= MaxAlarms {
+		return
+	}
+	s.raised[k] = true
+	s.alarms = append(s.alarms, a)
+}
+
+// Names lists the metrics seen, in order of first appearance.
+func (s *Store) Names() []string { return s.names }
+
+// Series returns the series of a metric, one per rank, in rank order.
+func (s *Store) Series(name string) []*Series { return s.byName[name] }
+
+// Alarms returns the alarms raised, in order.
+func (s *Store) Alarms() []Alarm { return s.alarms }
+
+// AlarmsOf returns the alarms of one replica of a role (any local rank).
+func (s *Store) AlarmsOf(role string, replica int) []Alarm {
+	var out []Alarm
+	for _, a := range s.alarms {
+		if a.Rank.Role == role && a.Rank.Replica == replica {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Dropped counts the values not kept because the store held MaxSeries series.
+func (s *Store) Dropped() int64 { return s.dropped }
+
+// Summary is one metric over all its ranks: what `wick metrics` tabulates.
+type Summary struct {
+	Name  string `json:"name"`
+	Ranks int    `json:"ranks"`
+	Count int64  `json:"count"`
+	// First and Last are the first and last values read (any rank).
+	First, Last Point
+	Min, Max    float64
+}
+
+// Summaries returns a summary per metric, in order of first appearance.
+func (s *Store) Summaries() []Summary {
+	out := make([]Summary, 0, len(s.names))
+	for _, n := range s.names {
+		sum := Summary{Name: n, Min: math.NaN(), Max: math.NaN()}
+		var firstSeq, lastSeq int64
+		for i, ser := range s.byName[n] {
+			sum.Ranks++
+			sum.Count += ser.Count
+			if i == 0 || ser.firstSeq < firstSeq {
+				sum.First, firstSeq = ser.First, ser.firstSeq
+			}
+			if i == 0 || ser.lastSeq > lastSeq {
+				sum.Last, lastSeq = ser.Last, ser.lastSeq
+			}
+			if !math.IsNaN(ser.Min) && (math.IsNaN(sum.Min) || ser.Min < sum.Min) {
+				sum.Min = ser.Min
+			}
+			if !math.IsNaN(ser.Max) && (math.IsNaN(sum.Max) || ser.Max > sum.Max) {
+				sum.Max = ser.Max
+			}
+		}
+		out = append(out, sum)
+	}
+	return out
+}
+
+// divergence holds a watched metric's recent values by step, until every rank has
+// reported the step (or the step is old), then compares the ranks.
+type divergence struct {
+	rows   []divRow
+	latest []rankVal // the latest value of each rank, for values without a step
+}
+
+type divRow struct {
+	step int64
+	t    time.Time
+	vals []rankVal
+}
+
+type rankVal struct {
+	rank Rank
+	v    float64
+}
+
+func (s *Store) watch(name string, r Rank, p Point, t time.Time) {
+	d := s.div[name]
+	if d == nil {
+		d = &divergence{}
+		s.div[name] = d
+	}
+	ranks := len(s.byName[name])
+	if ranks < 2 {
+		return
+	}
+	if p.Step < 0 {
+		d.latest = setVal(d.latest, r, p.Value)
+		if len(d.latest) == ranks {
+			s.compare(name, d.latest, p.Step, t)
+		}
+		return
+	}
+	i := len(d.rows) - 1 // the step is most likely the latest
+	for i >= 0 && d.rows[i].step != p.Step {
+		i--
+	}
+	if i < 0 {
+		if len(d.rows) >= divergenceRows {
+			// The oldest step will not be completed (a rank died or lags): compare
+			// the ranks that reported it.
+			s.compare(name, d.rows[0].vals, d.rows[0].step, d.rows[0].t)
+			d.rows = slices.Delete(d.rows, 0, 1)
+		}
+		d.rows = append(d.rows, divRow{step: p.Step, t: t})
+		i = len(d.rows) - 1
+	}
+	row := &d.rows[i]
+	row.vals = setVal(row.vals, r, p.Value)
+	if len(row.vals) >= ranks {
+		s.compare(name, row.vals, row.step, t)
+		d.rows = slices.Delete(d.rows, i, i+1)
+	}
+}
+
+func setVal(vals []rankVal, r Rank, v float64) []rankVal {
+	for i := range vals {
+		if vals[i].rank == r {
+			vals[i].v = v
+			return vals
+		}
+	}
+	return append(vals, rankVal{r, v})
+}
+
+// compare raises AlarmDiverged for each rank whose value is more than the factor away
+// from the median of the others'. Only positive values are compared (a ratio means
+// nothing across zero). With two ranks there is no majority: the higher one is named,
+// since a diverging loss climbs.
+func (s *Store) compare(name string, vals []rankVal, step int64, t time.Time) {
+	if len(vals) < 2 {
+		return
+	}
+	f := s.ext.cfg.Divergence
+	others := s.scratch[:0]
+	defer func() { s.scratch = others[:0] }()
+	for i, rv := range vals {
+		if !(rv.v > 0) {
+			continue
+		}
+		others = others[:0]
+		for j, o := range vals {
+			if j != i && o.v > 0 {
+				others = append(others, o.v)
+			}
+		}
+		if len(others) == 0 {
+			continue
+		}
+		m := median(others)
+		if ratio(rv.v, m) <= f || len(vals) == 2 && rv.v < m {
+			continue
+		}
+		s.raise(Alarm{Kind: AlarmDiverged, Metric: name, Rank: rv.rank, Step: step, Time: t, Value: rv.v, Others: m})
+	}
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}

@@ -1,0 +1,154 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+var t0 = time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC)
+
+func line(rank, i int, text string) sched.Line {
+	return sched.Line{Time: t0.Add(time.Duration(i) * time.Second), Role: "trainer", Replica: rank, Text: text}
+}
+
+func alarms(s *Store) string {
+	var out []string
+	for _, a := range s.Alarms() {
+		out = append(out, a.String())
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestStoreNaNAlarmAndSummary(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for step := range 10 {
+		for r := range 2 {
+			loss := fmt.Sprintf("%.2f", 3-0.1*float64(step))
+			if r == 1 && step == 7 {
+				loss = "nan"
+			}
+			s.Add(line(r, step, fmt.Sprintf("[rank %d] step %d loss %s lr 1e-4", r, step, loss)))
+		}
+	}
+	s.Add(line(0, 10, "[rank 0] epoch 0 done: train loss 2.1, eval loss 2.25, 3.1s elapsed"))
+	if got, want := alarms(s), "loss on trainer/1 is NaN at step 7"; got != want {
+		t.Fatalf("alarms:\n%s\nwant\n%s", got, want)
+	}
+	sums := s.Summaries()
+	var names []string
+	for _, m := range sums {
+		names = append(names, m.Name)
+	}
+	if got := strings.Join(names, " "); got != "loss lr train_loss eval_loss" {
+		t.Fatalf("names %q", got)
+	}
+	loss := sums[0]
+	if loss.Ranks != 2 || loss.Count != 20 || loss.First.Value != 3 || loss.Last.Value != 2.1 || loss.Min != 2.1 || loss.Max != 3 {
+		t.Fatalf("loss summary %+v", loss)
+	}
+	// The eval loss names no step: it is at the last step its rank named.
+	if ev := s.Series("eval_loss")[0]; ev.Last.Step != 9 || ev.Last.Value != 2.25 {
+		t.Fatalf("eval_loss %+v", ev.Last)
+	}
+	if b := s.Series("loss")[1].Best; b.Value != 2.1 || b.Step != 9 {
+		t.Fatalf("best of rank 1: %+v", b)
+	}
+}
+
+func TestStoreDivergence(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for step := range 50 {
+		for r := range 4 {
+			loss := 2.0 + 0.01*float64(r)
+			if r == 2 && step >= 30 {
+				loss = 9.5 // rank 2 blew up
+			}
+			// pids and ports differ wildly between ranks: not metrics, no alarm.
+			s.Add(line(r, step, fmt.Sprintf("step=%d loss=%.3f pid=%d port=%d", step, loss, 1000+r*7919, 29500+r)))
+		}
+	}
+	want := "loss on trainer/2 is 9.5, the other ranks' 2.01 (4.73x) at step 30"
+	if got := alarms(s); got != want {
+		t.Fatalf("alarms:\n%s\nwant\n%s", got, want)
+	}
+	if n := s.Names(); len(n) != 1 {
+		t.Fatalf("names %v: pid or port taken as a metric", n)
+	}
+	if a := s.AlarmsOf("trainer", 2); len(a) != 1 || len(s.AlarmsOf("trainer", 0)) != 0 {
+		t.Fatalf("AlarmsOf: %v", a)
+	}
+}
+
+func TestStoreNoAlarmFromNoisyOrLaggingRanks(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	// Rank 3 lags 300 steps behind; the loss falls fast, so comparing latest values
+	// would see a factor of 5. Values at the same step agree.
+	for i := range 400 {
+		for r := range 4 {
+			step := i
+			if r == 3 {
+				step = i - 300
+				if step < 0 {
+					continue
+				}
+			}
+			loss := 0.3 + 3*math.Exp(-float64(step)/50) + 0.05*float64((i*7+r*3)%5)
+			s.Add(line(r, i, fmt.Sprintf("step %d loss %.4f", step, loss)))
+		}
+	}
+	if got := alarms(s); got != "" {
+		t.Fatalf("false alarms:\n%s", got)
+	}
+}
+
+func TestStoreBoundedMemory(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	const n = 100_000
+	for i := range n {
+		s.Add(line(0, i, fmt.Sprintf("step %d loss %d", i, i)))
+	}
+	ser := s.Series("loss")[0]
+	pts := ser.Points()
+	if len(pts) > MaxPoints+1 || len(pts) < MaxPoints/2 {
+		t.Fatalf("%d points kept of %d, bound %d", len(pts), n, MaxPoints)
+	}
+	if ser.Count != n || ser.Min != 0 || ser.Max != n-1 || pts[len(pts)-1].Value != n-1 || pts[len(pts)-1].Step != n-1 {
+		t.Fatalf("stats count %d min %v max %v last %+v", ser.Count, ser.Min, ser.Max, pts[len(pts)-1])
+	}
+	for i := 1; i < len(pts); i++ {
+		if pts[i].Step <= pts[i-1].Step {
+			t.Fatalf("points out of order at %d: %v %v", i, pts[i-1], pts[i])
+		}
+	}
+	// A flood of distinct names stops at MaxSeries.
+	for i := range MaxSeries + 100 {
+		s.Add(line(1, i, fmt.Sprintf("m%d=1 n%d=2", i, i)))
+	}
+	if s.nseries != MaxSeries || s.Dropped() == 0 {
+		t.Fatalf("%d series, %d dropped", s.nseries, s.Dropped())
+	}
+}
+
+func TestStoreTorchrunRanksAndFlippingValues(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	s.Add(line(0, 0, "[0]:step 1 loss 2.5"))
+	s.Add(line(0, 1, "[1]:step 1 loss 2.6"))
+	s.Add(line(0, 2, "[1]:step 2 loss N/A lr 0.1"))
+	s.Add(line(0, 3, "[1]:step 3 loss 2.4 lr warmup"))
+	s.Add(sched.Line{Time: t0, Role: "trainer", Text: "step 4 loss=1", Pending: true})
+	var ranks []string
+	for _, ser := range s.Series("loss") {
+		ranks = append(ranks, fmt.Sprintf("%s:%d", ser.Rank, ser.Count))
+	}
+	if got := strings.Join(ranks, " "); got != "trainer/0:0:1 trainer/0:1:2" {
+		t.Fatalf("loss series %q", got)
+	}
+	if got := s.Series("lr")[0].Count; got != 1 {
+		t.Fatalf("lr count %d", got)
+	}
+}

@@ -1,0 +1,239 @@
+// Package ranks attributes the log lines of torchrun nodes to global ranks.
+//
+// A replica of a dist.ddp role is a torchrun node: one agent that starts
+// nproc_per_node workers. wick reads what torchrun itself writes to the node's
+// output, which every scheduler captures with times and streams:
+//
+//   - With --tee 1 (or 2, 3) torchrun copies each worker's stdout (stderr) to the node's,
+//     each line prefixed "[<role><local_rank>]:"; dist.ddp passes --role ”, so the
+//     prefix is "[0]:", "[1]:", ... Parse reads it.
+//   - Its INFO log (LOGLEVEL=INFO) prints, after each rendezvous, a block
+//     "Rendezvous complete for workers. Result:" with group_rank, local_ranks and
+//     global_ranks. Node.Observe learns the node's ranks from it. With c10d rendezvous
+//     the group rank is the order in which nodes joined, not the replica index.
+//
+// The per-worker files torchrun writes under PET_LOG_DIR with PET_REDIRECTS are not
+// used: they carry no times, nodes that share a PET_LOG_DIR cannot be told apart by
+// their directory names, they exist only where the node's file system is readable
+// (not inside a container), and following them would need a second reader beside the
+// node's own indexed logs. The tee prefixes arrive in the logs wick already follows.
+//
+// Lines without a prefix (the agent's own messages, and a worker's stream that is not
+// teed) are the node's own lines. Everything here is pure: no I/O, no clock.
+package ranks
+
+import (
+	"strconv"
+	"strings"
+)
+
+// maxRankDigits bounds the local rank read from a prefix: no node runs a million
+// workers, and a longer number is text, not a prefix.
+const maxRankDigits = 6
+
+// Parse reads torchrun's tee prefix "[<role><local_rank>]:" at the start of text. It
+// returns the local rank and the text after the prefix; ok is false when text has no
+// such prefix. The role is any text without brackets, colons or spaces.
+func Parse(text string) (local int, rest string, ok bool) {
+	if len(text) < 4 || text[0] != '[' {
+		return 0, text, false
+	}
+	end := strings.IndexByte(text, ']')
+	if end < 2 || end+1 >= len(text) || text[end+1] != ':' {
+		return 0, text, false
+	}
+	inner := text[1:end]
+	d := len(inner)
+	for d > 0 && inner[d-1] >= '0' && inner[d-1] <= '9' {
+		d--
+	}
+	digits := inner[d:]
+	if digits == "" || len(digits) > maxRankDigits || strings.ContainsAny(inner[:d], "[: \t") {
+		return 0, text, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return 0, text, false
+	}
+	return n, text[end+2:], true
+}
+
+// Node follows one torchrun node (one replica) and maps its workers' local ranks to
+// global ranks. Feed it the node's committed lines in order with Observe; Attribute
+// then says which global rank wrote a line. The zero value is not usable: call
+// NewNode. A Node is not safe for concurrent use.
+type Node struct {
+	replica, nproc int
+
+	// What the latest complete rendezvous said.
+	exact       bool
+	groupRank   int
+	localRanks  []int
+	globalRanks []int
+
+	// A rendezvous block being read.
+	inBlock    bool
+	block      map[string]string
+	blockLines int
+}
+
+// NewNode returns the tracker of replica's node, which runs nproc workers
+// (nproc_per_node; 0 if unknown). Until a rendezvous block is seen it assumes the
+// node's group rank is its replica index, which is exact for one node or static
+// rendezvous.
+func NewNode(replica, nproc int) *Node {
+	return &Node{replica: replica, nproc: nproc, groupRank: replica}
+}
+
+// Global returns the global rank of a local rank under the latest rendezvous:
+// torchrun's own global_ranks when learned, else group_rank * nproc_per_node +
+// local_rank. Without a known nproc_per_node the guess is the local rank itself on
+// replica 0 and -1 elsewhere.
+func (n *Node) Global(local int) int {
+	if n.exact {
+		for i, l := range n.localRanks {
+			if l == local && i < len(n.globalRanks) {
+				return n.globalRanks[i]
+			}
+		}
+	}
+	if n.nproc > 0 {
+		return n.groupRank*n.nproc + local
+	}
+	if n.groupRank == 0 {
+		return local
+	}
+	return -1
+}
+
+// Attribute says which worker wrote a line of the node: its global rank and the text
+// without torchrun's prefix, or ok false for the node's own lines. It does not learn
+// from the line (see Observe), so pending lines may be attributed too.
+func (n *Node) Attribute(text string) (global int, rest string, ok bool) {
+	local, rest, ok := Parse(text)
+	if !ok {
+		return -1, text, false
+	}
+	g := n.Global(local)
+	if g < 0 {
+		return -1, text, false
+	}
+	// torchrun's tee copies a partial line as it is read and prefixes the rest again
+	// when it comes: a frame of a \r progress bar ends with its own prefix glued on.
+	if p := text[:len(text)-len(rest)]; strings.HasSuffix(rest, p) {
+		rest = rest[:len(rest)-len(p)]
+	}
+	return g, rest, true
+}
+
+// rendezvousMark starts torchrun's rendezvous result block (torch 1.9 and later).
+const rendezvousMark = "Rendezvous complete for workers. Result:"
+
+// maxBlockLines bounds the keys kept from one rendezvous block.
+const maxBlockLines = 32
+
+// Observe learns from one committed line of the node, in order. It reports whether the
+// node's ranks changed (a rendezvous completed, possibly after a restart).
+//
+// The block's lines are "  key=value"; it is applied when global_ranks, the last key
+// needed, arrives. Other lines in between (a worker's, a C++ warning written by
+// another thread) are skipped; a block that is not complete within maxBlockLines
+// lines is dropped.
+func (n *Node) Observe(text string) bool {
+	if strings.Contains(text, rendezvousMark) {
+		n.inBlock, n.block, n.blockLines = true, map[string]string{}, 0
+		return false
+	}
+	if !n.inBlock {
+		return false
+	}
+	n.blockLines++
+	if n.blockLines > maxBlockLines {
+		n.inBlock, n.block = false, nil
+		return false
+	}
+	k, v, ok := strings.Cut(strings.TrimSpace(text), "=")
+	if !ok || !strings.HasPrefix(text, "  ") {
+		return false
+	}
+	n.block[k] = v
+	if k != "global_ranks" {
+		return false
+	}
+	return n.endBlock()
+}
+
+// endBlock applies a finished rendezvous block.
+func (n *Node) endBlock() bool {
+	n.inBlock = false
+	b := n.block
+	n.block = nil
+	g, err := strconv.Atoi(b["group_rank"])
+	if err != nil {
+		return false
+	}
+	locals, ok1 := parseList(b["local_ranks"])
+	globals, ok2 := parseList(b["global_ranks"])
+	if !ok1 || !ok2 || len(locals) != len(globals) {
+		return false
+	}
+	n.exact, n.groupRank, n.localRanks, n.globalRanks = true, g, locals, globals
+	if n.nproc <= 0 {
+		n.nproc = len(locals)
+	}
+	return true
+}
+
+// parseList reads a Python list of ints such as "[0, 1]".
+func parseList(s string) ([]int, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, false
+	}
+	s = strings.TrimSpace(s[1 : len(s)-1])
+	if s == "" {
+		return nil, true
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 1<<16 {
+		return nil, false
+	}
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
+// NProcPerNode reads torchrun's --nproc_per_node (or --nproc-per-node) from a role's
+// entrypoint and arguments, also inside a "bash -c" command line as dist.ddp builds
+// it. It returns 0 when there is none or it is not a number ("gpu", "auto").
+func NProcPerNode(argv []string) int {
+	var words []string
+	for _, a := range argv {
+		words = append(words, strings.Fields(a)...)
+	}
+	for i, w := range words {
+		w = strings.Trim(w, `'"`)
+		val := ""
+		switch {
+		case w == "--nproc_per_node" || w == "--nproc-per-node":
+			if i+1 < len(words) {
+				val = strings.Trim(words[i+1], `'"`)
+			}
+		case strings.HasPrefix(w, "--nproc_per_node="), strings.HasPrefix(w, "--nproc-per-node="):
+			_, val, _ = strings.Cut(w, "=")
+		default:
+			continue
+		}
+		if n, err := strconv.Atoi(val); err == nil && n > 0 && n <= 1<<20 {
+			return n
+		}
+		return 0
+	}
+	return 0
+}

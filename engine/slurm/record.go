@@ -1,0 +1,150 @@
+package slurm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// maxRecord bounds a record file: an AppDef, a script and a status are a few KB, a
+// large app a few hundred.
+const maxRecord = 16 << 20
+
+// record is what wick keeps of a job it submitted, under StateDir/slurm/jobs/JOBID.json.
+type record struct {
+	JobID     string            `json:"job_id"`
+	Session   string            `json:"session"`
+	App       *spec.AppDef      `json:"app"`
+	Cfg       map[string]string `json:"cfg,omitempty"`
+	JobDir    string            `json:"job_dir"`
+	BatchLog  string            `json:"batch_log"`
+	Replicas  []Replica         `json:"replicas"`
+	Script    []string          `json:"script"`
+	Submitted time.Time         `json:"submitted"`
+	// Last is the last status seen from Slurm, for when Slurm has forgotten the job.
+	Last *spec.AppStatus `json:"last,omitempty"`
+	// Seen is when Last was seen.
+	Seen time.Time `json:"seen,omitzero"`
+}
+
+// validJobID accepts Slurm job ids: digits only, so an id can never name another path.
+func validJobID(id string) error {
+	if id == "" || len(id) > 20 {
+		return fmt.Errorf("%w: %q is not a Slurm job id", sched.ErrNotFound, id)
+	}
+	for _, c := range []byte(id) {
+		if c < '0' || c > '9' {
+			return fmt.Errorf("%w: %q is not a Slurm job id (want digits)", sched.ErrNotFound, id)
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) jobsDir() string { return filepath.Join(s.cfg.StateDir, "slurm", "jobs") }
+
+func (s *Scheduler) recordPath(jobID string) string {
+	return filepath.Join(s.jobsDir(), jobID+".json")
+}
+
+// loadRecord reads the record of a job, or returns (nil, nil) when there is none.
+func (s *Scheduler) loadRecord(jobID string) (*record, error) {
+	if s.cfg.StateDir == "" {
+		return nil, nil
+	}
+	b, err := readBounded(s.recordPath(jobID), maxRecord)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slurm: record of job %s: %w", jobID, err)
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("slurm: record of job %s: %w", jobID, err)
+	}
+	if rec.JobID != jobID || rec.App == nil {
+		return nil, fmt.Errorf("slurm: record of job %s is not one", jobID)
+	}
+	return &rec, nil
+}
+
+// saveRecord writes a record atomically (temp file + rename), private to the user.
+func (s *Scheduler) saveRecord(rec *record) error {
+	if s.cfg.StateDir == "" {
+		return nil
+	}
+	dir := s.jobsDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("slurm: %w", err)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("slurm: encoding the record of job %s: %w", rec.JobID, err)
+	}
+	f, err := os.CreateTemp(dir, "."+rec.JobID+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("slurm: %w", err)
+	}
+	_, werr := f.Write(b)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("slurm: writing the record of job %s: %w", rec.JobID, err)
+	}
+	if err := os.Rename(f.Name(), s.recordPath(rec.JobID)); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("slurm: %w", err)
+	}
+	return nil
+}
+
+// recordIDs lists the job ids wick has records of.
+func (s *Scheduler) recordIDs() ([]string, error) {
+	if s.cfg.StateDir == "" {
+		return nil, nil
+	}
+	ents, err := os.ReadDir(s.jobsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slurm: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && validJobID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// readBounded reads a whole file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && n < len(b) {
+		return nil, err
+	}
+	return b[:n], nil
+}

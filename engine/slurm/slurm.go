@@ -1,0 +1,257 @@
+// Package slurm is wick's slurm scheduler: an AppDef runs as one Slurm heterogeneous
+// job submitted with sbatch, one job component per replica, each with its role's
+// resources, and one srun over every component.
+//
+// The app's handle is slurm://SESSION/JOBID: the app id is the job id sbatch prints
+// (Schedule sets it on the DryRunInfo; a dry run shows a placeholder). Components are
+// named wick:SESSION:APP:ROLE:REPLICA, which is how list tells wick's jobs from the
+// other jobs of the user.
+//
+// Every replica writes its stdout and stderr to its own files in the job directory
+// (the job_dir run option, else the directory wick was started from), named as in
+// TorchX: slurm-JOBID-ROLE-REPLICA.out and .err, plus slurm-JOBID-ROLE-REPLICA.exit
+// holding its exit status once it ends (Slurm records one exit code for the whole
+// heterogeneous job, not one per component) and slurm-JOBID-ROLE-REPLICA.error.json,
+// its TORCHELASTIC_ERROR_FILE, and slurm-JOBID-ROLE-REPLICA.times, when the logs grew
+// (lines' times). The batch script's own output is slurm-JOBID.out there.
+// Retries are TorchX's: a failed job requeues itself while its restarts are fewer than
+// the smallest max_retries of its roles, and srun stops the other replicas when one
+// fails (--kill-on-bad-exit).
+//
+// At submit wick records the job under $WICK_HOME/slurm/jobs/JOBID.json: the AppDef,
+// the run options, the job directory and the script. Describe asks scontrol while
+// slurmctld holds the job, then sacct when accounting is enabled, and else answers
+// from that record (the last status seen, never a made-up SUCCEEDED). Logs are read
+// from the recorded paths, so they are found from any directory; following polls the
+// files with backoff, since the nodes that write them may be across a shared
+// filesystem where inotify sees nothing. List asks squeue once for every job and
+// shows those recorded under this $WICK_HOME.
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Name is the scheduler's registry name.
+const Name = "slurm"
+
+// Run option names, as in TorchX.
+const (
+	OptPartition  = "partition"
+	OptTime       = "time"
+	OptComment    = "comment"
+	OptConstraint = "constraint"
+	OptMailUser   = "mail-user"
+	OptMailType   = "mail-type"
+	OptJobDir     = "job_dir"
+	OptQOS        = "qos"
+	OptAccount    = "account"
+)
+
+// JobNamePrefix starts the name of every job component wick submits.
+const JobNamePrefix = "wick:"
+
+// Errors a caller may decide on.
+var (
+	// ErrNoSlurm is wrapped when Slurm's commands are not on PATH.
+	ErrNoSlurm = errors.New("the Slurm commands (sbatch, squeue, scontrol) are not on PATH")
+	// ErrControllerDown is wrapped when slurmctld does not answer.
+	ErrControllerDown = errors.New("the Slurm controller does not answer")
+	// ErrRejected is wrapped when sbatch refuses a job; the message is Slurm's.
+	ErrRejected = errors.New("sbatch rejected the job")
+)
+
+// Limits on what is read from Slurm's commands.
+const (
+	// maxOutput bounds a command's stdout: squeue over thousands of jobs is a few MB.
+	maxOutput = 64 << 20
+	// maxStderr bounds a command's stderr; Slurm's messages are a line or two.
+	maxStderr = 64 << 10
+)
+
+// Scheduler is the slurm scheduler. Jobs are in Slurm and in the records under
+// StateDir; in memory it keeps only whether the jobs its followers read have ended,
+// for a second. It is safe for concurrent use.
+type Scheduler struct {
+	cfg sched.Config
+
+	mu       sync.Mutex // guards endCache
+	endCache map[string]endEntry
+}
+
+// New makes the slurm scheduler. It does not contact Slurm.
+func New(cfg sched.Config) (sched.Scheduler, error) {
+	if cfg.Session == "" {
+		cfg.Session = spec.DefaultSession
+	}
+	if cfg.StateDir != "" && !filepath.IsAbs(cfg.StateDir) {
+		abs, err := filepath.Abs(cfg.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		cfg.StateDir = abs
+	}
+	return &Scheduler{cfg: cfg}, nil
+}
+
+// Name returns "slurm".
+func (s *Scheduler) Name() string { return Name }
+
+// RunOpts lists TorchX's slurm options.
+func (s *Scheduler) RunOpts() spec.RunOpts {
+	return spec.RunOpts{
+		{Name: OptPartition, Type: spec.OptString, Help: "the partition to run the job in (default: the cluster's default partition)"},
+		{Name: OptTime, Type: spec.OptString, Help: `the job's time limit: "minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours", "days-hours:minutes" or "days-hours:minutes:seconds"`},
+		{Name: OptComment, Type: spec.OptString, Help: "comment to set on the job"},
+		{Name: OptConstraint, Type: spec.OptString, Help: "node features the job requires (sbatch --constraint)"},
+		{Name: OptMailUser, Type: spec.OptString, Help: "user to mail on the events of mail-type"},
+		{Name: OptMailType, Type: spec.OptString, Help: "events to mail about: NONE, BEGIN, END, FAIL, REQUEUE, ALL, TIME_LIMIT, ... (comma-separated)"},
+		{Name: OptJobDir, Type: spec.OptString, Help: "directory the job runs in and writes its logs to (created if missing; default: the current directory); it must be visible from the nodes"},
+		{Name: OptQOS, Type: spec.OptString, Help: "quality of service to assign to the job"},
+		{Name: OptAccount, Type: spec.OptString, Help: "account to charge the job to"},
+	}
+}
+
+// Close does nothing: the scheduler holds no connection.
+func (s *Scheduler) Close() error { return nil }
+
+// workDir is the directory jobs run in when job_dir is not set.
+func (s *Scheduler) workDir() (string, error) {
+	if s.cfg.WorkDir != "" {
+		return filepath.Abs(s.cfg.WorkDir)
+	}
+	return os.Getwd()
+}
+
+// CommandError is a Slurm command that failed: its name, exit status and message.
+type CommandError struct {
+	Cmd    string
+	Code   int
+	Stderr string
+	// Stdout is what the command printed before failing (scontrol ping says DOWN there).
+	Stdout string
+}
+
+func (e *CommandError) Error() string {
+	msg := oneLine(e.Stderr)
+	if msg == "" {
+		msg = fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Cmd + ": " + msg
+}
+
+// oneLine joins the non-empty lines of a command's message.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// limitWriter keeps at most max bytes and then fails, so a runaway command cannot fill
+// memory.
+type limitWriter struct {
+	buf bytes.Buffer
+	max int
+}
+
+var errTooMuch = errors.New("output too large")
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.max {
+		return 0, errTooMuch
+	}
+	return w.buf.Write(p)
+}
+
+// command runs one of Slurm's commands and returns its stdout. A command missing from
+// PATH wraps ErrNoSlurm; a controller that cannot be reached wraps ErrControllerDown;
+// any other failure is a *CommandError with Slurm's message.
+func command(ctx context.Context, stdin io.Reader, name string, args ...string) ([]byte, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s not found; install slurm-client, or run wick where Slurm is)", ErrNoSlurm, name)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdin = stdin
+	out := &limitWriter{max: maxOutput}
+	errw := &limitWriter{max: maxStderr}
+	cmd.Stdout, cmd.Stderr = out, errw
+	// Slurm's commands talk to the controller only; they must not pick up a job's
+	// environment when wick itself runs inside a job (SLURM_JOB_ID and friends would
+	// change squeue's and sbatch's defaults).
+	cmd.Env = cleanEnv(os.Environ())
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+		}
+		if errors.Is(err, errTooMuch) {
+			return nil, fmt.Errorf("%s: output larger than %d bytes", name, maxOutput)
+		}
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		msg := errw.buf.String()
+		if controllerDown(msg) {
+			return nil, fmt.Errorf("%w: %s: %s (is slurmctld running? scontrol ping says more)", ErrControllerDown, name, oneLine(msg))
+		}
+		return nil, &CommandError{Cmd: name, Code: code, Stderr: msg, Stdout: out.buf.String()}
+	}
+	return out.buf.Bytes(), nil
+}
+
+// controllerDown recognises Slurm's messages for a controller it cannot reach.
+func controllerDown(msg string) bool {
+	return strings.Contains(msg, "Unable to contact slurm controller") ||
+		strings.Contains(msg, "Slurm backup controller in standby mode") ||
+		strings.Contains(msg, "Socket timed out on send/recv operation")
+}
+
+// cleanEnv drops the variables through which a job's environment would steer Slurm's
+// client commands.
+func cleanEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "SLURM_") && k != "SLURM_CONF" || strings.HasPrefix(k, "SBATCH_") || strings.HasPrefix(k, "SQUEUE_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// Ping checks that Slurm's commands are on PATH and that the controller answers
+// (scontrol ping).
+func Ping(ctx context.Context) error {
+	out, err := command(ctx, nil, "scontrol", "ping")
+	if err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("%w: scontrol ping: %s", ErrControllerDown, oneLine(ce.Stdout+"\n"+ce.Stderr))
+		}
+		return err
+	}
+	// With a backup controller one line may say DOWN while another says UP.
+	if !strings.Contains(string(out), " is UP") {
+		return fmt.Errorf("%w: scontrol ping: %s", ErrControllerDown, oneLine(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,593 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// States maps Slurm's job states to wick's, as TorchX does. States it does not list
+// read UNKNOWN.
+var States = map[string]spec.AppState{
+	"BOOT_FAIL":     spec.Failed,
+	"CANCELLED":     spec.Cancelled,
+	"COMPLETED":     spec.Succeeded,
+	"DEADLINE":      spec.Failed,
+	"FAILED":        spec.Failed,
+	"NODE_FAIL":     spec.Failed,
+	"OUT_OF_MEMORY": spec.Failed,
+	"PENDING":       spec.Pending,
+	"PREEMPTED":     spec.Failed,
+	"RUNNING":       spec.Running,
+	"REQUEUED":      spec.Pending,
+	"REQUEUE_FED":   spec.Pending,
+	"REQUEUE_HOLD":  spec.Pending,
+	"RESIZING":      spec.Pending,
+	"REVOKED":       spec.Failed,
+	"SUSPENDED":     spec.Pending,
+	"STOPPED":       spec.Pending,
+	"TIMEOUT":       spec.Failed,
+	"COMPLETING":    spec.Running,
+	"CONFIGURING":   spec.Pending,
+	"SPECIAL_EXIT":  spec.Failed,
+	"SIGNALING":     spec.Running,
+	"STAGE_OUT":     spec.Running,
+}
+
+// StateOf maps a Slurm state as squeue, scontrol or sacct print it ("CANCELLED by 0",
+// "CANCELLED+", "RUNNING") to wick's.
+func StateOf(slurm string) spec.AppState {
+	f := strings.Fields(slurm)
+	if len(f) == 0 {
+		return spec.UnknownState
+	}
+	if st, ok := States[strings.TrimRight(f[0], "+")]; ok {
+		return st
+	}
+	return spec.UnknownState
+}
+
+// ParseExitCode reads scontrol's and sacct's "CODE:SIGNAL" into an exit code (128+N
+// for signal N).
+func ParseExitCode(s string) (int, bool) {
+	code, sig, ok := strings.Cut(strings.TrimSpace(s), ":")
+	c, err1 := strconv.Atoi(code)
+	if !ok {
+		return c, err1 == nil
+	}
+	n, err2 := strconv.Atoi(sig)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	if n != 0 {
+		return 128 + n, true
+	}
+	return c, true
+}
+
+// component is one job component as Slurm reports it.
+type component struct {
+	JobID    string // the component's own id
+	Leader   string // the het job's leader id (JobID for a plain job)
+	Offset   int
+	Name     string
+	State    string
+	Reason   string
+	Nodes    string
+	ExitCode string // "CODE:SIGNAL", "" when unknown
+	Restarts int
+	Submit   time.Time
+	Start    time.Time
+	End      time.Time
+}
+
+// slurmTime reads Slurm's local times ("2026-11-23T13:28:26"); "Unknown", "N/A" and
+// "None" are the zero time.
+func slurmTime(s string) time.Time {
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", strings.TrimSpace(s), time.Local)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// errGone says Slurm no longer knows a job (never did, or purged it).
+var errGone = errors.New("job not known to slurmctld")
+
+// scontrolJob asks scontrol for a job's components.
+func scontrolJob(ctx context.Context, id string) ([]component, error) {
+	out, err := command(ctx, nil, "scontrol", "show", "job", "-o", id)
+	if err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid job id") {
+			return nil, errGone
+		}
+		return nil, err
+	}
+	var comps []component
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := scontrolFields(line)
+		c := component{
+			JobID:    f["JobId"],
+			Leader:   f["HetJobId"],
+			Name:     f["JobName"],
+			State:    f["JobState"],
+			Reason:   f["Reason"],
+			Nodes:    f["NodeList"],
+			ExitCode: f["ExitCode"],
+			Submit:   slurmTime(f["SubmitTime"]),
+			Start:    slurmTime(f["StartTime"]),
+			End:      slurmTime(f["EndTime"]),
+		}
+		if c.Leader == "" {
+			c.Leader = c.JobID
+		}
+		c.Offset, _ = strconv.Atoi(f["HetJobOffset"])
+		c.Restarts, _ = strconv.Atoi(f["Restarts"])
+		if c.Nodes == "(null)" {
+			c.Nodes = ""
+		}
+		comps = append(comps, c)
+	}
+	if len(comps) == 0 {
+		return nil, errGone
+	}
+	return comps, nil
+}
+
+// scontrolFields splits a one-line scontrol record into its Key=Value fields. Values
+// run to the next " Key=" (JobName may hold spaces; Command and WorkDir are last).
+func scontrolFields(line string) map[string]string {
+	f := map[string]string{}
+	words := strings.Split(strings.TrimSpace(line), " ")
+	key := ""
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if ok && k != "" && !strings.ContainsAny(k, "/:") || ok && (k == "AllocNode:Sid" || k == "CPUs/Task") {
+			key = k
+			f[key] = v
+			continue
+		}
+		if key != "" {
+			f[key] += " " + w
+		}
+	}
+	return f
+}
+
+// sacctJob asks the accounting database for a job's components. It returns errGone
+// when accounting is disabled or knows no such job.
+func sacctJob(ctx context.Context, id string) ([]component, error) {
+	out, err := command(ctx, nil, "sacct", "-n", "-P", "-X", "-j", id,
+		"-o", "JobID,State,ExitCode,NodeList,Submit,Start,End,Reason,JobName")
+	if err != nil {
+		var ce *CommandError
+		if errors.As(err, &ce) {
+			return nil, errGone // accounting disabled ("Slurm accounting storage is disabled") or down
+		}
+		return nil, err
+	}
+	var comps []component
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.SplitN(line, "|", 9)
+		if len(f) < 9 {
+			continue
+		}
+		c := component{JobID: f[0], Leader: f[0], State: f[1], ExitCode: f[2], Nodes: f[3],
+			Submit: slurmTime(f[4]), Start: slurmTime(f[5]), End: slurmTime(f[6]), Reason: f[7], Name: f[8]}
+		if lead, off, ok := strings.Cut(f[0], "+"); ok {
+			c.Leader = lead
+			c.Offset, _ = strconv.Atoi(off)
+		}
+		if c.Leader != id {
+			continue
+		}
+		if c.Nodes == "None assigned" {
+			c.Nodes = ""
+		}
+		comps = append(comps, c)
+	}
+	if len(comps) == 0 {
+		return nil, errGone
+	}
+	return comps, nil
+}
+
+// Describe returns the job's status: from scontrol while slurmctld holds the job, then
+// from sacct when accounting is enabled, else from what wick recorded.
+func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+	if err := validJobID(appID); err != nil {
+		return nil, err
+	}
+	rec, err := s.loadRecord(appID)
+	if err != nil {
+		return nil, err
+	}
+	comps, err := scontrolJob(ctx, appID)
+	if err == nil && rec != nil && !rec.owns(comps) {
+		// The id is another job's now (a cluster whose job ids started over).
+		err = errGone
+	}
+	if errors.Is(err, errGone) {
+		comps, err = sacctJob(ctx, appID)
+		if err == nil && rec != nil && !rec.owns(comps) {
+			err = errGone
+		}
+	}
+	if errors.Is(err, ErrNoSlurm) && rec != nil {
+		err = errGone // no Slurm here: answer from the record
+	}
+	switch {
+	case errors.Is(err, errGone):
+		if rec == nil {
+			return nil, fmt.Errorf("%w: job %s is not known to Slurm and was not submitted by wick from here", sched.ErrNotFound, appID)
+		}
+		st := s.fromRecord(rec)
+		return &sched.Description{Status: st, App: rec.App, Cfg: castCfg(s, rec.Cfg)}, nil
+	case err != nil:
+		return nil, err
+	}
+	if rec == nil && !isWick(comps) {
+		return nil, fmt.Errorf("%w: job %s was not submitted by wick (its name does not start with %q)", sched.ErrNotFound, appID, JobNamePrefix)
+	}
+	st := buildStatus(appID, comps, rec)
+	if rec != nil && (rec.Last == nil || rec.Last.State != st.State || rec.Last.NumRestarts != st.NumRestarts || runningChanged(rec.Last, &st)) {
+		last := st
+		rec.Last, rec.Seen = &last, time.Now().UTC()
+		_ = s.saveRecord(rec) // best effort: the record only backs up Slurm's answer
+	}
+	d := &sched.Description{Status: st}
+	if rec != nil {
+		d.App, d.Cfg = rec.App, castCfg(s, rec.Cfg)
+	} else {
+		d.App = appFromComponents(comps)
+	}
+	return d, nil
+}
+
+// runningChanged reports whether the count of running or ended replicas changed.
+func runningChanged(a, b *spec.AppStatus) bool {
+	ra, ta := a.Replicas()
+	rb, tb := b.Replicas()
+	_, ea := a.ExitCode()
+	_, eb := b.ExitCode()
+	return ra != rb || ta != tb || ea != eb
+}
+
+// owns reports whether the components are the record's job: one of them has a name
+// the record gave.
+func (r *record) owns(comps []component) bool {
+	for _, c := range comps {
+		if r.hasJobName(c.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func isWick(comps []component) bool {
+	for _, c := range comps {
+		if strings.HasPrefix(c.Name, JobNamePrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// castCfg reads recorded run options back into their types; unknown ones are dropped.
+func castCfg(s *Scheduler, raw map[string]string) spec.Cfg {
+	cfg := spec.Cfg{}
+	for k, v := range raw {
+		if val, err := s.RunOpts().Cast(k, v); err == nil {
+			cfg[k] = val
+		}
+	}
+	return cfg
+}
+
+// appFromComponents rebuilds what it can of an AppDef from the job's names.
+func appFromComponents(comps []component) *spec.AppDef {
+	app := &spec.AppDef{}
+	for _, c := range comps {
+		_, name, role, _, ok := parseJobName(c.Name)
+		if !ok {
+			continue
+		}
+		app.Name = name
+		if r := app.Role(role); r != nil {
+			r.NumReplicas++
+			continue
+		}
+		r := spec.NewRole(role, "", spec.Unknown)
+		app.Roles = append(app.Roles, r)
+	}
+	return app
+}
+
+// buildStatus makes the app's status from its components, the replicas' exit files
+// and the record.
+func buildStatus(id string, comps []component, rec *record) spec.AppStatus {
+	sort.Slice(comps, func(i, j int) bool { return comps[i].Offset < comps[j].Offset })
+	lead := comps[0]
+	st := spec.AppStatus{AppID: id, State: StateOf(lead.State), NumRestarts: lead.Restarts, Created: lead.Submit}
+	if st.State.Terminal() {
+		st.Ended = lead.End
+	}
+	if rec != nil {
+		st.Name = rec.App.Name
+		if !rec.Submitted.IsZero() {
+			st.Created = rec.Submitted
+		}
+	}
+	switch {
+	case st.State == spec.Pending && lead.Reason != "" && lead.Reason != "None":
+		st.Msg = "pending: " + lead.Reason
+	case st.State.Terminal() || st.State == spec.UnknownState:
+		st.Msg = strings.TrimSpace(lead.State + " " + reasonText(lead.Reason))
+	}
+	roles := map[string]*spec.RoleStatus{}
+	var order []string
+	for _, c := range comps {
+		_, app, role, k, ok := parseJobName(c.Name)
+		if !ok {
+			role, k = c.Name, c.Offset
+		}
+		if st.Name == "" {
+			st.Name = app
+		}
+		rs, seen := roles[role]
+		if !seen {
+			rs = &spec.RoleStatus{Role: role}
+			roles[role] = rs
+			order = append(order, role)
+		}
+		state := StateOf(c.State)
+		rep := spec.ReplicaStatus{ID: k, Role: role, State: state, Hostname: c.Nodes, Started: c.Start, Restarts: c.Restarts}
+		if state.Terminal() {
+			rep.Ended = c.End
+		}
+		if rec != nil {
+			for _, r := range rec.Replicas {
+				if r.Role != role || r.Replica != k {
+					continue
+				}
+				rep.LogDir = rec.JobDir
+				// A requeued job waits PENDING with the last attempt's exit files,
+				// which the next attempt removes: they are not this attempt's.
+				if state.Started() {
+					applyExitFile(&rep, r.ExitFile, st.State)
+				}
+			}
+		}
+		if rep.State == spec.Pending && c.Reason != "" && c.Reason != "None" {
+			rep.StructuredError = "pending: " + c.Reason
+		}
+		rs.Replicas = append(rs.Replicas, rep)
+	}
+	if st.State.Terminal() && st.State != spec.Succeeded {
+		// No replica left an exit status (killed, or never started): Slurm's exit
+		// code, the batch script's, stands for the job, on the first replica.
+		any := false
+		for _, rs := range roles {
+			for _, rep := range rs.Replicas {
+				any = any || rep.ExitCode != nil
+			}
+		}
+		if code, ok := ParseExitCode(lead.ExitCode); ok && !any && len(order) > 0 && len(roles[order[0]].Replicas) > 0 {
+			roles[order[0]].Replicas[0].ExitCode = spec.IntPtr(code)
+		}
+	}
+	for _, role := range order {
+		rs := roles[role]
+		sort.Slice(rs.Replicas, func(i, j int) bool { return rs.Replicas[i].ID < rs.Replicas[j].ID })
+		st.Roles = append(st.Roles, *rs)
+	}
+	if st.State.Terminal() {
+		// Slurm's times are whole seconds; the exit files' are finer.
+		for _, r := range st.Roles {
+			for _, rep := range r.Replicas {
+				if rep.Ended.After(st.Ended) {
+					st.Ended = rep.Ended
+				}
+			}
+		}
+		if st.Ended.Before(st.Created) {
+			st.Ended = st.Created
+		}
+	}
+	if st.State == spec.Failed {
+		failFast(&st)
+	}
+	return st
+}
+
+// failFast names the replica that failed first as the app's error, and marks the
+// replicas srun stopped because of it (--kill-on-bad-exit: killed by a signal after
+// that failure) CANCELLED, as the local schedulers do.
+func failFast(st *spec.AppStatus) {
+	var first *spec.ReplicaStatus
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			rep := &st.Roles[i].Replicas[j]
+			if rep.ExitCode == nil || *rep.ExitCode == 0 || *rep.ExitCode > 128 {
+				continue
+			}
+			if first == nil || rep.Ended.Before(first.Ended) {
+				first = rep
+			}
+		}
+	}
+	if first == nil {
+		for i := range st.Roles {
+			for j := range st.Roles[i].Replicas {
+				if rep := &st.Roles[i].Replicas[j]; rep.ExitCode != nil && *rep.ExitCode != 0 && first == nil {
+					first = rep
+				}
+			}
+		}
+	}
+	if first == nil {
+		return
+	}
+	st.StructuredError = fmt.Sprintf("%s/%d exited with code %d", first.Role, first.ID, *first.ExitCode)
+	if e := first.StructuredError; e != "" && !strings.HasPrefix(e, "exited with code") {
+		st.StructuredError = first.Role + "/" + strconv.Itoa(first.ID) + ": " + e
+	}
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			rep := &st.Roles[i].Replicas[j]
+			if rep == first || *first.ExitCode > 128 {
+				continue
+			}
+			if rep.ExitCode == nil && rep.State == spec.Failed || rep.ExitCode != nil && *rep.ExitCode > 128 && !rep.Ended.Before(first.Ended) {
+				rep.State = spec.Cancelled
+				rep.StructuredError = fmt.Sprintf("stopped: %s/%d failed", first.Role, first.ID)
+			}
+		}
+	}
+}
+
+func reasonText(r string) string {
+	if r == "" || r == "None" {
+		return ""
+	}
+	return "(" + r + ")"
+}
+
+// maxErrorFile bounds a torchelastic error file read for a status.
+const maxErrorFile = 1 << 20
+
+// applyExitFile sets a replica's end from its exit file, if it has one: a replica can
+// end before the job does, and Slurm keeps one exit code for the whole job.
+func applyExitFile(rep *spec.ReplicaStatus, path string, app spec.AppState) {
+	b, err := readBounded(path, 64)
+	if err != nil {
+		return
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return
+	}
+	rep.ExitCode = spec.IntPtr(code)
+	if fi, err := os.Stat(path); err == nil {
+		rep.Ended = fi.ModTime()
+	}
+	switch {
+	case code == 0:
+		rep.State = spec.Succeeded
+	case app == spec.Cancelled:
+		rep.State = spec.Cancelled
+	default:
+		rep.State = spec.Failed
+		rep.StructuredError = fmt.Sprintf("exited with code %d", code)
+		if raw, err := readBounded(errorFile(path), maxErrorFile); err == nil && len(raw) > 0 {
+			rep.StructuredError = spec.ErrorMessage(string(raw))
+		}
+	}
+}
+
+// fromRecord answers for a job Slurm has forgotten: the last status wick saw, with the
+// replicas' exit files. Every replica that left an exit status decides the state;
+// otherwise it is UNKNOWN, never a guess.
+func (s *Scheduler) fromRecord(rec *record) spec.AppStatus {
+	var st spec.AppStatus
+	if rec.Last != nil {
+		st = *rec.Last
+	} else {
+		st = spec.AppStatus{State: spec.UnknownState}
+		for _, r := range rec.App.Roles {
+			rs := spec.RoleStatus{Role: r.Name}
+			for k := range r.NumReplicas {
+				rs.Replicas = append(rs.Replicas, spec.ReplicaStatus{ID: k, Role: r.Name, State: spec.UnknownState})
+			}
+			st.Roles = append(st.Roles, rs)
+		}
+	}
+	st.AppID, st.Name, st.Created = rec.JobID, rec.App.Name, rec.Submitted
+	if st.State.Terminal() {
+		return st
+	}
+	all, failed := true, false
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			rep := &st.Roles[i].Replicas[j]
+			for _, r := range rec.Replicas {
+				if r.Role == rep.Role && r.Replica == rep.ID {
+					applyExitFile(rep, r.ExitFile, spec.UnknownState)
+				}
+			}
+			if rep.ExitCode == nil {
+				all = false
+			} else if *rep.ExitCode != 0 {
+				failed = true
+			}
+		}
+	}
+	switch {
+	case all && failed:
+		st.State = spec.Failed
+	case all:
+		st.State = spec.Succeeded
+	default:
+		st.State = spec.UnknownState
+		st.Msg = fmt.Sprintf("Slurm no longer knows job %s (no accounting); last seen %s", rec.JobID, lastSeen(rec))
+	}
+	if st.State.Terminal() {
+		for _, r := range st.Roles {
+			for _, rep := range r.Replicas {
+				if rep.Ended.After(st.Ended) {
+					st.Ended = rep.Ended
+				}
+			}
+		}
+		st.Msg = "ended; Slurm no longer knows the job: state from the replicas' exit files"
+	}
+	return st
+}
+
+func lastSeen(rec *record) string {
+	if rec.Last == nil {
+		return "never (submitted " + sched.Timestamp(rec.Submitted) + ")"
+	}
+	return rec.Last.State.String() + " at " + sched.Timestamp(rec.Seen)
+}
+
+// pollInterval bounds how often Wait asks Slurm, from the first poll to the slowest.
+const (
+	pollMin = 100 * time.Millisecond
+	pollMax = 2 * time.Second
+)
+
+// Wait returns the job's status once it is terminal, polling Slurm with backoff (the
+// runner would otherwise poll every few milliseconds, which is one scontrol each).
+func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
+	delay := pollMin
+	for {
+		d, err := s.Describe(ctx, appID)
+		if err != nil {
+			return nil, err
+		}
+		if d.Status.State.Terminal() {
+			return &d.Status, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &d.Status, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*3/2, pollMax)
+	}
+}

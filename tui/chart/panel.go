@@ -1,0 +1,179 @@
+package chart
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wick-dev/wick/engine/metrics"
+)
+
+// SmoothSteps are the EMA weights the chart's smoothing key cycles through.
+var SmoothSteps = []float64{0, 0.6, 0.9, 0.99}
+
+// ZoomSteps are the "last N steps" the chart's zoom key cycles through (0: all).
+var ZoomSteps = []int64{0, 10000, 1000, 100}
+
+// Panel is the state of a metric chart over a metrics.Store: the metric shown and how.
+// The zero value shows the default metric (loss when there is one) on a linear scale,
+// unsmoothed, whole. A view holds one and feeds it keys; it draws with View.
+type Panel struct {
+	// Metric is the metric chosen; "" means the default.
+	Metric string
+	Log    bool
+	smooth int // index in SmoothSteps
+	zoom   int // index in ZoomSteps
+}
+
+// Chosen returns the metric shown: Metric if the store has it, else loss, else a name
+// containing loss, else the first metric seen ("" when there is none).
+func (p *Panel) Chosen(st *metrics.Store) string {
+	names := st.Names()
+	if p.Metric != "" && slices.Contains(names, p.Metric) {
+		return p.Metric
+	}
+	if slices.Contains(names, "loss") {
+		return "loss"
+	}
+	for _, n := range names {
+		if strings.Contains(n, "loss") {
+			return n
+		}
+	}
+	if len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
+
+// NextMetric moves to the next (dir 1) or previous (dir -1) metric of the store.
+func (p *Panel) NextMetric(st *metrics.Store, dir int) {
+	names := st.Names()
+	if len(names) == 0 {
+		return
+	}
+	i := slices.Index(names, p.Chosen(st))
+	p.Metric = names[((i+dir)%len(names)+len(names))%len(names)]
+}
+
+// ToggleLog switches the y axis between linear and log scale.
+func (p *Panel) ToggleLog() { p.Log = !p.Log }
+
+// CycleSmooth moves to the next smoothing weight.
+func (p *Panel) CycleSmooth() { p.smooth = (p.smooth + 1) % len(SmoothSteps) }
+
+// CycleZoom moves to the next "last N steps".
+func (p *Panel) CycleZoom() { p.zoom = (p.zoom + 1) % len(ZoomSteps) }
+
+// Smooth is the EMA weight in use.
+func (p *Panel) Smooth() float64 { return SmoothSteps[p.smooth%len(SmoothSteps)] }
+
+// LastN is the zoom in use (0: every step).
+func (p *Panel) LastN() int64 { return ZoomSteps[p.zoom%len(ZoomSteps)] }
+
+// Styles color a panel: the color of a rank's series, and dim text.
+type Styles struct {
+	Rank func(r metrics.Rank, s string) string
+	// Label names a rank in the legend (nil: Rank.String).
+	Label func(r metrics.Rank) string
+	Dim   func(s string) string
+	Warn  func(s string) string
+}
+
+// View draws the chosen metric of every rank in w x h: a header line (the metric, its
+// options and the keys), then the chart.
+func (p *Panel) View(st *metrics.Store, w, h int, sty Styles) string {
+	dim := sty.Dim
+	if dim == nil {
+		dim = func(s string) string { return s }
+	}
+	name := p.Chosen(st)
+	if name == "" {
+		return fit(dim("no metrics in these logs yet: lines like \"step 20 loss 2.84\", \"loss=2.84\" or {\"loss\": 2.84} are drawn here"), w, h)
+	}
+	head := []string{name}
+	if p.Log {
+		head = append(head, "log scale")
+	}
+	if s := p.Smooth(); s > 0 {
+		head = append(head, "smoothed "+strconv.FormatFloat(s, 'g', -1, 64))
+	}
+	if n := p.LastN(); n > 0 {
+		head = append(head, "last "+strconv.FormatInt(n, 10)+" steps")
+	}
+	if others := len(st.Names()) - 1; others > 0 {
+		head = append(head, fmt.Sprintf("%d more %s (M)", others, map[bool]string{true: "metric", false: "metrics"}[others == 1]))
+	}
+	line := strings.Join(head, " · ")
+	if n := len(st.Alarms()); n > 0 && sty.Warn != nil {
+		line += "  " + sty.Warn(fmt.Sprintf("⚠ %d alarms", n))
+	}
+	sers := st.Series(name)
+	series := make([]Series, len(sers))
+	for i, s := range sers {
+		label := s.Rank.String()
+		if sty.Label != nil {
+			label = sty.Label(s.Rank)
+		}
+		series[i] = Series{Label: label, Points: s.Points()}
+	}
+	o := Options{Width: w, Height: h - 1, Log: p.Log, Smooth: p.Smooth(), LastN: p.LastN(), Dim: sty.Dim}
+	if sty.Rank != nil {
+		o.Style = func(i int, s string) string { return sty.Rank(sers[i].Rank, s) }
+	}
+	return fit(line, w, 1) + "\n" + Render(series, o)
+}
+
+// Badge is a pane title's metric: "loss ▇▅▃▂▁ 0.412", with "⚠" when the replica has an
+// alarm, in at most w cells ("" when the rank has no value of the metric).
+func Badge(st *metrics.Store, metric string, r metrics.Rank, w int) string {
+	ser := seriesOf(st, metric, r)
+	if ser == nil || w < 8 {
+		return ""
+	}
+	alarm := ""
+	if len(st.AlarmsOf(r.Role, r.Replica)) > 0 {
+		alarm = " ⚠"
+	}
+	last := short(ser.Last.Value)
+	room := w - len(metric) - len(last) - 2 - len([]rune(alarm))
+	spark := ""
+	if room >= 4 {
+		spark = Sparkline(ser.Points(), min(room, 16)) + " "
+	}
+	return metric + " " + spark + last + alarm
+}
+
+// Summary is a replica's line in an end summary: "loss last 0.412 best 0.398 @ step
+// 1200" ("" when the replica has no value of the metric).
+func Summary(st *metrics.Store, metric string, r metrics.Rank) string {
+	ser := seriesOf(st, metric, r)
+	if ser == nil {
+		return ""
+	}
+	s := fmt.Sprintf("%s last %s", metric, short(ser.Last.Value))
+	if !math.IsNaN(ser.Best.Value) {
+		s += " best " + short(ser.Best.Value)
+		if ser.Best.Step >= 0 {
+			s += " @ step " + strconv.FormatInt(ser.Best.Step, 10)
+		}
+	}
+	return s
+}
+
+// seriesOf returns the series of a rank's metric: the rank's own, else (a replica
+// whose lines carry torchrun's prefixes) its first worker's.
+func seriesOf(st *metrics.Store, metric string, r metrics.Rank) *metrics.Series {
+	var first *metrics.Series
+	for _, s := range st.Series(metric) {
+		if s.Rank == r {
+			return s
+		}
+		if first == nil && s.Rank.Role == r.Role && s.Rank.Replica == r.Replica {
+			first = s
+		}
+	}
+	return first
+}

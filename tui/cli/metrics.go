@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+type metricsFlags struct {
+	csv, json bool
+	follow    bool
+	only      []string
+}
+
+// metricsRedraw is how often a followed table is redrawn on a terminal: often enough
+// to watch a loss fall, rarely enough not to flicker.
+const metricsRedraw = time.Second
+
+func (a *app) metricsCmd() *cobra.Command {
+	var f metricsFlags
+	cmd := &cobra.Command{
+		Use:               "metrics IDENTIFIER",
+		ValidArgsFunction: a.completeHandles,
+		Short:             "Print the training metrics found in an app's logs (loss, lr, ...), or export every point",
+		Long: `Read the numbers training scripts print (loss 2.84, lr=6e-05, {"loss": 2.84},
+tqdm's loss=1.70, torchrun's [N]: prefixes) from the logs of an app's replicas and print
+a table per metric: ranks, count, first, last, min, max; then any alarm (a NaN or Inf
+value, a rank departing from the others).
+
+--csv and --json write every point instead (rank, step, time, name, value), for a
+notebook: pandas.read_csv or read_json(lines=True). Non-finite values are NaN, inf,
+-inf (quoted in JSON). With -t the logs are followed until the app ends (Ctrl-C
+stops and prints the table).
+
+IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], as for wick log. Which names
+are metrics, the x axis and the alarms are set in a [wick:metrics] section of
+.torchxconfig (metrics, ignore, watch, divergence, step, pattern.NAME).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error { return a.runMetrics(argv[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.csv, "csv", false, "write every point as CSV: rank,step,time,name,value")
+	fl.BoolVar(&f.json, "json", false, "write every point as one JSON object per line")
+	fl.BoolVarP(&f.follow, "tail", "t", false, "follow the logs until the app ends")
+	fl.StringSliceVarP(&f.only, "metric", "m", nil, "only these metrics (comma-separated)")
+	return cmd
+}
+
+// metricsConfig reads [wick:metrics] from .torchxconfig.
+func (a *app) metricsConfig() (metrics.Config, error) {
+	c, err := a.loadConfig()
+	if err != nil {
+		return metrics.Config{}, err
+	}
+	mc, err := metrics.ParseConfig(c.Wick("metrics"))
+	if err != nil {
+		return metrics.Config{}, fmt.Errorf("%s: %w", strings.Join(c.Files(), ", "), err)
+	}
+	return mc, nil
+}
+
+func (a *app) runMetrics(ident string, f metricsFlags) error {
+	if f.csv && f.json {
+		return usagef("--csv and --json exclude each other")
+	}
+	id, err := a.resolveLogID(ident)
+	if err != nil {
+		return err
+	}
+	cfg, err := a.metricsConfig()
+	if err != nil {
+		return err
+	}
+	for _, m := range f.only {
+		if m = strings.TrimSpace(m); m == "" || len(m) > metrics.MaxNameLen {
+			return usagef("--metric: %q is not a metric name", m)
+		}
+		cfg.Only = append(cfg.Only, m)
+	}
+	r := a.runner()
+	d, err := r.Describe(a.ctx, id.Handle)
+	if err != nil {
+		return err
+	}
+	refs, err := selectReplicas(id, &d.Status, d.App)
+	if err != nil {
+		return err
+	}
+	ctx := a.ctx
+	if f.follow && !f.csv && !f.json {
+		// Ctrl-C ends the following, not the command: the table is still printed.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
+	defer w.Flush()
+	store := metrics.NewStore(cfg)
+	names := newRankNamer(d.App)
+	pw := &pointWriter{w: w, csv: f.csv, name: names.name}
+	if f.csv {
+		w.WriteString("rank,step,time,name,value\n")
+	}
+	live := f.follow && !f.csv && !f.json && a.env.StdoutTTY
+	var drawn int // lines of the last live table, to redraw over
+	var last time.Time
+	emit := func(l sched.Line) error {
+		names.observe(l)
+		p := store.Add(l)
+		if len(p.Samples) == 0 || !f.csv && !f.json {
+			return nil
+		}
+		rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+		pw.write(rank, store.StepOf(rank, p), l.Time, p.Samples)
+		return nil
+	}
+	idle := func() error {
+		if live && time.Since(last) >= metricsRedraw {
+			last = time.Now()
+			if drawn > 0 {
+				fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
+			}
+			drawn = a.writeMetricsTable(w, store, names.name)
+		}
+		return w.Flush()
+	}
+	opts := sched.LogOptions{Follow: f.follow, Streams: sched.Combined}
+	err = a.streamLogs(ctx, id.Handle, refs, opts, emit, idle)
+	if err != nil && !(errors.Is(err, context.Canceled) && a.ctx.Err() == nil) {
+		return err
+	}
+	if f.csv || f.json {
+		return w.Flush()
+	}
+	if drawn > 0 {
+		fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
+	}
+	if len(store.Names()) == 0 {
+		fmt.Fprintf(a.env.Stderr, "wick: no metrics found in the logs of %s\n", id.Handle)
+		return nil
+	}
+	a.writeMetricsTable(w, store, names.name)
+	return w.Flush()
+}
+
+// metricsHeaders are the columns of the table of `wick metrics`.
+var metricsHeaders = []string{"NAME", "RANKS", "COUNT", "FIRST", "LAST", "MIN", "MAX"}
+
+// writeMetricsTable writes the table of metrics and the alarms, and returns the number
+// of lines written.
+func (a *app) writeMetricsTable(w io.Writer, s *metrics.Store, name func(metrics.Rank) string) int {
+	var rows [][]string
+	for _, m := range s.Summaries() {
+		rows = append(rows, []string{
+			m.Name, strconv.Itoa(m.Ranks), strconv.FormatInt(m.Count, 10),
+			fmtValue(m.First.Value), fmtValue(m.Last.Value), fmtValue(m.Min), fmtValue(m.Max),
+		})
+	}
+	st := a.out()
+	table := render.Table(metricsHeaders, rows, st)
+	io.WriteString(w, table)
+	n := strings.Count(table, "\n")
+	return n + writeAlarms(w, s.Alarms(), name, st)
+}
+
+// writeAlarms lists metric alarms under a header, as `wick metrics` and `wick
+// describe` show them, and returns the number of lines written.
+func writeAlarms(w io.Writer, alarms []metrics.Alarm, name func(metrics.Rank) string, st render.Styler) int {
+	if len(alarms) == 0 {
+		return 0
+	}
+	fmt.Fprintf(w, "\n%s\n", st.Header("ALARMS"))
+	for _, al := range alarms {
+		fmt.Fprintf(w, "  %s %s\n", st.Error("!"), al.Describe(name(al.Rank)))
+	}
+	return len(alarms) + 2
+}
+
+// fmtValue writes a table cell: at most 6 significant digits.
+func fmtValue(v float64) string {
+	s := strconv.FormatFloat(v, 'g', 6, 64)
+	if t := metrics.FormatValue(v); len(t) <= len(s) {
+		return t
+	}
+	return s
+}
+
+// pointWriter writes metric points as CSV or JSON lines.
+type pointWriter struct {
+	w   *bufio.Writer
+	csv bool
+	buf []byte
+	// What every point of a line shares, formatted once: rank, step and time (CSV),
+	// or the JSON up to the name.
+	head []byte
+	name func(metrics.Rank) string
+}
+
+// write writes the points of one line.
+func (p *pointWriter) write(r metrics.Rank, step int64, t time.Time, samples []metrics.Sample) {
+	rank := p.name(r)
+	h := p.head[:0]
+	if p.csv {
+		h = append(h, rank...)
+		h = append(h, ',')
+		if step >= 0 {
+			h = strconv.AppendInt(h, step, 10)
+		}
+		h = append(h, ',')
+		h = t.UTC().AppendFormat(h, time.RFC3339Nano)
+		h = append(h, ',')
+	} else {
+		h = append(h, `{"rank":`...)
+		h = metrics.AppendJSONString(h, rank)
+		h = append(h, `,"step":`...)
+		if step >= 0 {
+			h = strconv.AppendInt(h, step, 10)
+		} else {
+			h = append(h, "null"...)
+		}
+		h = append(h, `,"time":"`...)
+		h = t.UTC().AppendFormat(h, time.RFC3339Nano)
+		h = append(h, `","name":`...)
+	}
+	p.head = h
+	b := p.buf[:0]
+	for _, s := range samples {
+		b = append(b, h...)
+		if p.csv {
+			b = appendCSV(b, s.Name)
+			b = append(b, ',')
+			b = metrics.AppendValue(b, s.Value)
+		} else {
+			b = metrics.AppendJSONString(b, s.Name)
+			b = append(b, `,"value":`...)
+			b = metrics.AppendJSONValue(b, s.Value)
+			b = append(b, '}')
+		}
+		b = append(b, '\n')
+	}
+	p.buf = b
+	p.w.Write(b)
+}
+
+// appendCSV appends a CSV field, quoted when it needs to be.
+func appendCSV(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, ",\"\r\n") {
+		return append(b, s...)
+	}
+	return append(append(b, '"'), strings.ReplaceAll(s, `"`, `""`)+`"`...)
+}
+
+// metricAlarms reads an app's logs for metric alarms, for describe. A failure is a
+// warning: describe still shows everything else.
+func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm, func(metrics.Rank) string) {
+	plain := func(r metrics.Rank) string { return r.String() }
+	cfg, err := a.metricsConfig()
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", oneLine(err.Error()))
+		return nil, plain
+	}
+	refs, err := selectReplicas(spec.LogID{Handle: h}, &d.Status, d.App)
+	if err != nil || len(refs) == 0 {
+		return nil, plain
+	}
+	store := metrics.NewStore(cfg)
+	names := newRankNamer(d.App)
+	err = a.streamLogs(a.ctx, h, refs, sched.LogOptions{Streams: sched.Combined},
+		func(l sched.Line) error { names.observe(l); store.Add(l); return nil }, func() error { return nil })
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", oneLine(err.Error()))
+	}
+	return store.Alarms(), names.name
+}
+
+// rankNamer names the ranks of metric series as training people do: a torchrun
+// worker by its global rank ("rank 3", learned from the node's own lines as wick log
+// --rank does), anything else role/replica.
+type rankNamer struct {
+	roles int
+	nproc map[string]int
+	nodes map[replicaRef]*ranks.Node
+	names map[metrics.Rank]string
+}
+
+func newRankNamer(app *spec.AppDef) *rankNamer {
+	n := &rankNamer{nproc: map[string]int{}, nodes: map[replicaRef]*ranks.Node{}, names: map[metrics.Rank]string{}}
+	if app != nil {
+		n.roles = len(app.Roles)
+		for _, r := range app.Roles {
+			n.nproc[r.Name] = ranks.NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
+		}
+	}
+	return n
+}
+
+// observe learns from a committed line of a node (its rendezvous result).
+func (n *rankNamer) observe(l sched.Line) {
+	if l.Pending {
+		return
+	}
+	ref := replicaRef{l.Role, l.Replica}
+	node := n.nodes[ref]
+	if node == nil {
+		node = ranks.NewNode(l.Replica, n.nproc[l.Role])
+		n.nodes[ref] = node
+	}
+	if node.Observe(l.Text) {
+		clear(n.names) // a new rendezvous: ranks may have moved
+	}
+}
+
+func (n *rankNamer) name(r metrics.Rank) string {
+	if s, ok := n.names[r]; ok {
+		return s
+	}
+	s := r.String()
+	if node := n.nodes[replicaRef{r.Role, r.Replica}]; node != nil && r.Local >= 0 {
+		if g := node.Global(r.Local); g >= 0 {
+			s = "rank " + strconv.Itoa(g)
+			if n.roles > 1 {
+				s = r.Role + " " + s
+			}
+		}
+	}
+	n.names[r] = s
+	return s
+}

@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// metricLines is what the test app prints: a torchrun-prefixed loop over two local
+// ranks with a NaN on rank 1, a JSON line, a tqdm bar, a pid and a port.
+const metricLines = `echo "INFO pid 4242 listening on port 29500"
+echo "[0]:step 1 loss 2.5 lr 1e-4"
+echo "[1]:step 1 loss 2.6 lr 1e-4"
+echo "[0]:step 2 loss 2.25 lr 2e-4"
+echo "[1]:step 2 loss nan lr 2e-4"
+echo '[0]:{"step": 3, "loss": 2.0}'
+printf 'Epoch 0: 100%%|##########| 3/3 [00:01<00:00, 3.00it/s, loss=2.00]\n'
+echo "[0]:epoch 0 done: eval loss 2.1"`
+
+// TestMetricsTableCSVJSONAndDescribe runs an app that prints metrics and reads them
+// back as a table, CSV, JSON lines and in describe.
+func TestMetricsTableCSVJSONAndDescribe(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "sh", "-c", metricLines)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+
+	table := h.exec("metrics", handle)
+	want := `NAME       RANKS  COUNT  FIRST   LAST    MIN     MAX
+loss       3      6      2.5     2       2       2.6
+lr         2      4      0.0001  0.0002  0.0001  0.0002
+it/s       1      1      3       3       3       3
+eval_loss  1      1      2.1     2.1     2.1     2.1
+
+ALARMS
+  ! loss on rank 1 is NaN at step 2
+`
+	if table.code != 0 || table.stdout != want {
+		t.Errorf("table: exit %d\n%s\nwant\n%s\nstderr %s", table.code, table.stdout, want, table.stderr)
+	}
+
+	c := h.exec("metrics", "--csv", handle)
+	recs, err := csv.NewReader(strings.NewReader(c.stdout)).ReadAll()
+	if c.code != 0 || err != nil || len(recs) != 13 {
+		t.Fatalf("--csv: exit %d, %v, %d records:\n%s", c.code, err, len(recs), c.stdout)
+	}
+	if got := strings.Join(recs[0], ","); got != "rank,step,time,name,value" {
+		t.Errorf("header %q", got)
+	}
+	var nan, eval []string
+	for _, rec := range recs[1:] {
+		if rec[4] == "NaN" {
+			nan = rec
+		}
+		if rec[3] == "eval_loss" {
+			eval = rec
+		}
+	}
+	if nan == nil || nan[0] != "rank 1" || nan[1] != "2" || nan[3] != "loss" {
+		t.Errorf("NaN point %q", nan)
+	}
+	if eval == nil || eval[0] != "rank 0" || eval[1] != "3" || eval[4] != "2.1" {
+		t.Errorf("eval_loss point %q: it should sit at the last step of its rank", eval)
+	}
+
+	j := h.exec("metrics", "--json", "-m", "loss", handle)
+	lines := strings.Split(strings.TrimSpace(j.stdout), "\n")
+	if j.code != 0 || len(lines) != 6 {
+		t.Fatalf("--json -m loss: exit %d, %d lines:\n%s", j.code, len(lines), j.stdout)
+	}
+	for _, l := range lines {
+		var p struct {
+			Rank  string `json:"rank"`
+			Step  *int64 `json:"step"`
+			Time  string `json:"time"`
+			Name  string `json:"name"`
+			Value any    `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Name != "loss" || p.Time == "" {
+			t.Errorf("JSON line %q: %v", l, err)
+		}
+	}
+
+	d := h.exec("describe", handle)
+	if d.code != 0 || !strings.Contains(d.stdout, "ALARMS\n  ! loss on rank 1 is NaN at step 2\n") {
+		t.Errorf("describe lists no alarm: exit %d\n%s", d.code, d.stdout)
+	}
+	dj := h.exec("describe", "--json", handle)
+	var desc struct {
+		Alarms []struct {
+			Kind, Metric, Rank, Message string
+			Step                        int64
+			Value                       any
+		} `json:"metric_alarms"`
+	}
+	if err := json.Unmarshal([]byte(dj.stdout), &desc); err != nil || len(desc.Alarms) != 1 ||
+		desc.Alarms[0].Kind != "nan" || desc.Alarms[0].Rank != "sh/0:1" || desc.Alarms[0].Value != "NaN" {
+		t.Errorf("describe --json alarms: %v %+v\n%s", err, desc.Alarms, dj.stdout)
+	}
+}
+
+// TestMetricsFollowsARunningApp follows demo.train with -t until it ends: every step of
+// every replica is there.
+func TestMetricsFollowsARunningApp(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "demo.train", "--replicas", "2", "--steps", "300", "--rate", "200", "--steps_per_epoch", "100", "--progress", "false")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	f := h.exec("metrics", "-t", "--csv", "-m", "loss,eval_loss,train_loss,lr", handle)
+	if f.code != 0 {
+		t.Fatalf("metrics -t: %d %s", f.code, f.stderr)
+	}
+	count := map[string]int{}
+	vals := map[string][]float64{} // rank 0's values by name
+	for _, l := range strings.Split(strings.TrimSpace(f.stdout), "\n")[1:] {
+		rec := strings.Split(l, ",")
+		count[rec[0]+" "+rec[3]]++
+		if rec[0] == "trainer/0" {
+			v, _ := strconv.ParseFloat(rec[4], 64)
+			vals[rec[3]] = append(vals[rec[3]], v)
+		}
+	}
+	// demo.train looks like training: lr warms up for 100 steps then decays, the loss
+	// falls, the eval loss sits above the train loss.
+	lr, loss := vals["lr"], vals["loss"]
+	if len(lr) != 300 || !(lr[0] < lr[50] && lr[50] < lr[99] && lr[99] > lr[299]) {
+		t.Errorf("lr is no warm-up then decay: %v", lr)
+	}
+	if len(loss) < 300 || !(loss[0] > loss[299]+0.5) {
+		t.Errorf("loss does not fall: %v", loss)
+	}
+	for i, ev := range vals["eval_loss"] {
+		if tr := vals["train_loss"]; i >= len(tr) || ev <= tr[i] {
+			t.Errorf("epoch %d: eval loss %v not above train loss %v", i, ev, tr)
+		}
+	}
+	// 300 step lines and the final line's loss, and an eval loss per epoch, per rank.
+	for _, k := range []string{"trainer/0 loss", "trainer/1 loss"} {
+		if count[k] != 301 {
+			t.Errorf("%s: %d points, want 301 (%v)", k, count[k], count)
+		}
+	}
+	for _, k := range []string{"trainer/0 eval_loss", "trainer/1 eval_loss"} {
+		if count[k] != 3 {
+			t.Errorf("%s: %d points, want 3 (%v)", k, count[k], count)
+		}
+	}
+}
+
+// TestMetricsBadInput: every mistake is one line on stderr and a non-zero exit.
+func TestMetricsBadInput(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "sh", "-c", "echo step 1 loss 2")
+	handle := strings.TrimSpace(r.stdout)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"metrics", "--csv", "--json", handle}, 2, "wick: --csv and --json exclude each other"},
+		{[]string{"metrics", "local_cwd://wick/nope-bcdfghjklmnp"}, 1, "wick: no such app: "},
+		{[]string{"metrics", "nonsense"}, 1, "wick: no such app: "},
+		{[]string{"--config", "[wick:metrics]\npattern.acc = acc (\\d+\n", "metrics", handle}, 1, "[wick:metrics] pattern.acc: pattern acc: error parsing regexp: missing closing )"},
+	} {
+		args := c.args
+		if args[0] == "--config" {
+			if err := os.WriteFile(filepath.Join(h.work, ".torchxconfig"), []byte(args[1]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = args[2:]
+		}
+		got := h.exec(args...)
+		if got.code != c.code || !strings.Contains(got.stderr, c.msg) || strings.Count(got.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, got.code, got.stderr, c.code, c.msg)
+		}
+	}
+	// describe still works with a broken [wick:metrics], with a warning.
+	if d := h.exec("describe", handle); d.code != 0 || !strings.Contains(d.stderr, "wick: metrics: ") {
+		t.Errorf("describe: exit %d, stderr %q", d.code, d.stderr)
+	}
+}
+
+// TestMetricsOfTheDDPExample trains the real DDP example (examples/ddp, torch) on two
+// workers and reads its losses back through torchrun's [N]: prefixes.
+func TestMetricsOfTheDDPExample(t *testing.T) {
+	h := ddpHarness(t)
+	r := h.exec(ddpArgs("1x2", "--epochs", "3", "--samples", "256")...)
+	if r.code != 0 {
+		t.Fatalf("training failed: exit %d\n%s", r.code, r.stderr)
+	}
+	handle := handleOf(t, r)
+	c := h.exec("metrics", "--csv", "-m", "loss", handle)
+	if c.code != 0 {
+		t.Fatalf("metrics: %d %s", c.code, c.stderr)
+	}
+	// Every worker's epoch losses, attributed to its global rank: 3 each.
+	count := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(c.stdout), "\n")[1:] {
+		rec := strings.Split(l, ",")
+		if v, err := strconv.ParseFloat(rec[4], 64); err != nil || !(v >= 0) {
+			t.Errorf("loss %q", l)
+		}
+		count[rec[0]]++
+	}
+	for _, rank := range []string{"rank 0", "rank 1"} {
+		if count[rank] < 3 {
+			t.Errorf("%s: %d losses, want at least 3 (%v)\n%s", rank, count[rank], count, c.stdout)
+		}
+	}
+	table := h.exec("metrics", handle)
+	t.Logf("wick metrics of the DDP example:\n%s", table.stdout)
+	// torchrun's own configuration (min_nodes: 1, timeout: 900) is not a metric.
+	if table.code != 0 || !strings.Contains(table.stdout, "\nloss ") || strings.Contains(table.stdout, "ALARMS") ||
+		strings.Contains(table.stdout, "min_nodes") || strings.Contains(table.stdout, "timeout") {
+		t.Errorf("table: %d\n%s", table.code, table.stdout)
+	}
+}
+
+// TestMetricsOnDocker reads the metrics of a local_docker app, whose logs come from the
+// Docker Engine rather than files.
+func TestMetricsOnDocker(t *testing.T) {
+	img := dockerImage(t)
+	h := newHarness(t)
+	r := h.exec("run", "-s", "local_docker", "utils.sh", "--image", img, "--entrypoint", "/helper", "--",
+		"echo", "step 7 loss nan lr 0.25")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("delete", "--force", handle) })
+	c := h.exec("metrics", "--csv", handle)
+	lines := strings.Split(strings.TrimSpace(c.stdout), "\n")
+	if c.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[1], "sh/0,7,") || !strings.HasSuffix(lines[1], ",loss,NaN") ||
+		!strings.HasSuffix(lines[2], ",lr,0.25") {
+		t.Fatalf("metrics --csv: exit %d\n%s\n%s", c.code, c.stdout, c.stderr)
+	}
+	if d := h.exec("describe", handle); !strings.Contains(d.stdout, "ALARMS\n  ! loss on sh/0 is NaN at step 7\n") {
+		t.Errorf("describe lists no alarm:\n%s", d.stdout)
+	}
+}
+
+// TestMetricsFollowTableLive: wick metrics -t on a terminal (tmux) redraws its table in
+// place as a running app's values change, and Ctrl-C ends it with status 0.
+func TestMetricsFollowTableLive(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "demo.train", "--replicas", "2", "--rate", "20", "--duration", "60s", "--progress=false", "--warnings=false")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("cancel", handle) })
+	lt := startLiveTerm(t, h, "metrics -t -m loss,lr "+handle)
+	counts := map[string]bool{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(counts) < 2 {
+		screen := lt.screen()
+		if n := strings.Count(screen, "NAME"); n > 1 {
+			t.Fatalf("the table is drawn %d times, want once, in place:\n%s", n, screen)
+		}
+		for _, l := range strings.Split(screen, "\n") {
+			if f := strings.Fields(l); len(f) == 7 && f[0] == "loss" {
+				counts[f[2]] = true
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the table did not change (counts %v):\n%s", counts, screen)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Ctrl-C stops following; the command ends well, its table on the screen.
+	lt.tmux("send-keys", "-t", "w", "C-c")
+	for screen := lt.screen(); ; screen = lt.screen() {
+		if strings.Contains(screen, "Pane is dead (status 0") {
+			if !strings.Contains(screen, "\nloss  2  ") && !strings.HasPrefix(screen, "loss  2  ") {
+				t.Fatalf("after Ctrl-C:\n%s", screen)
+			}
+			break
+		}
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("Ctrl-C did not end wick metrics -t:\n%s", screen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

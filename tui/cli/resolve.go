@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+const (
+	// maxAppIDPrefix bounds an app id given alone: longer than any id wick makes.
+	maxAppIDPrefix = 128
+	// ambiguousShown is how many candidates an ambiguous prefix lists.
+	ambiguousShown = 5
+	// completeTimeout bounds the listing behind a shell completion: a <TAB> must not
+	// hang on a Docker Engine or a Slurm controller that does not answer.
+	completeTimeout = 2 * time.Second
+)
+
+// resolveHandle reads a handle argument: a full handle (SCHEDULER://SESSION/APP_ID),
+// or an app id or a unique prefix of one, looked up among the apps wick lists.
+func (a *app) resolveHandle(s string) (spec.Handle, error) {
+	if strings.Contains(s, "://") {
+		return parseHandle(s)
+	}
+	return a.lookupAppID(s)
+}
+
+// resolveLogID reads a log identifier: HANDLE[/ROLE[/IDS]], where HANDLE may also be an
+// app id or a unique prefix of one (demo-train-q5n/trainer/0).
+func (a *app) resolveLogID(s string) (spec.LogID, error) {
+	if strings.Contains(s, "://") {
+		return parseLogID(s)
+	}
+	id, rest, _ := strings.Cut(s, "/")
+	h, err := a.lookupAppID(id)
+	if err != nil {
+		return spec.LogID{}, err
+	}
+	full := h.String()
+	if rest != "" {
+		full += "/" + rest
+	}
+	return parseLogID(full)
+}
+
+// parseLogID reads a log identifier, as a usage error when malformed.
+func parseLogID(s string) (spec.LogID, error) {
+	id, err := spec.ParseLogID(s)
+	if err != nil {
+		return id, usageError{err}
+	}
+	return id, nil
+}
+
+// lookupAppID finds the one app whose id is id, or starts with it.
+func (a *app) lookupAppID(id string) (spec.Handle, error) {
+	if id == "" || len(id) > maxAppIDPrefix || strings.ContainsAny(id, " \t\n:") {
+		return spec.Handle{}, usagef("%q is neither a handle (SCHEDULER://SESSION/APP_ID) nor an app id", truncate(id, 40))
+	}
+	apps, _ := a.runner().List(a.ctx, "")
+	var exact, prefixed []spec.Handle
+	for _, st := range apps {
+		h, err := spec.ParseHandle(st.Handle)
+		if err != nil {
+			continue
+		}
+		switch {
+		case h.AppID == id:
+			exact = append(exact, h)
+		case strings.HasPrefix(h.AppID, id):
+			prefixed = append(prefixed, h)
+		}
+	}
+	matches := exact
+	if len(matches) == 0 {
+		matches = prefixed
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return spec.Handle{}, fmt.Errorf("%w: no app id starts with %q (wick list shows them)", sched.ErrNotFound, id)
+	}
+	names := make([]string, 0, ambiguousShown)
+	for i, h := range matches {
+		if i == ambiguousShown {
+			names = append(names, fmt.Sprintf("and %d more", len(matches)-ambiguousShown))
+			break
+		}
+		names = append(names, h.String())
+	}
+	return spec.Handle{}, usagef("%q names %d apps: %s; give more of the id", id, len(matches), strings.Join(names, ", "))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// completeHandles completes the first argument with the handles of existing apps, and
+// their app ids (which every verb also accepts).
+func (a *app) completeHandles(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, completeTimeout)
+	defer cancel()
+	apps, _ := a.runner().List(ctx, "")
+	var out []string
+	for _, st := range apps {
+		h, err := spec.ParseHandle(st.Handle)
+		if err != nil {
+			continue
+		}
+		desc := st.State.String()
+		for _, c := range []string{h.String(), h.AppID} {
+			if strings.HasPrefix(c, toComplete) {
+				out = append(out, c+"\t"+desc)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeComponents completes wick run's component: builtins and user components on
+// the search path.
+func (a *app) completeComponents(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	all, _ := components.All(a.findOptions())
+	var out []string
+	for _, c := range all {
+		if strings.HasPrefix(c.Name, toComplete) {
+			out = append(out, c.Name+"\t"+c.Summary)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSchedulers completes -s with the registered schedulers.
+func (a *app) completeSchedulers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return a.runner().SchedulerBackends(), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeCfg completes -cfg with the run options of the scheduler named by -s (or the
+// default), after the last comma of what is typed.
+func (a *app) completeCfg(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	name, _ := cmd.Flags().GetString("scheduler")
+	if name == "" {
+		name = DefaultScheduler
+	}
+	opts, err := a.runner().SchedulerRunOpts(name)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	done, typed := "", toComplete
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		done, typed = toComplete[:i+1], toComplete[i+1:]
+	}
+	var out []string
+	for _, o := range opts {
+		if strings.HasPrefix(o.Name, typed) {
+			out = append(out, done+o.Name+"=\t"+o.Help)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}

@@ -1,0 +1,249 @@
+package wall
+
+import (
+	"sync"
+	"time"
+
+	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/chart"
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// The wall's metric actions (see package tui/chart).
+const (
+	ActChart      = "chart"
+	ActMetric     = "next-metric"
+	ActLogScale   = "chart-log"
+	ActSmooth     = "chart-smooth"
+	ActChartRange = "chart-last-steps"
+)
+
+func metricActions() []common.Action {
+	act := func(name, help string, keys []string, short bool) common.Action {
+		return common.NewAction(name, help, keys, short, Kind)
+	}
+	return []common.Action{
+		act(ActChart, "chart of a metric, every rank", []string{"p"}, false),
+		act(ActMetric, "next metric (chart, pane titles)", []string{"M"}, false),
+		act(ActLogScale, "chart: log scale on/off", []string{"L"}, false),
+		act(ActSmooth, "chart: smoothing (EMA) 0/0.6/0.9/0.99", []string{"E"}, false),
+		act(ActChartRange, "chart: last 10k/1k/100 steps/all", []string{"Z"}, false),
+	}
+}
+
+// metricState is what the wall knows of the numbers in its lines: the store, and the
+// chart's state. The readers extract values off the UI loop and add them to the store
+// under mu, a chunk at a time; the UI reads it under mu. At 8 x 10k lines/s the UI
+// loop would otherwise spend a core-second a second on numbers.
+type metricState struct {
+	mu    *sync.Mutex
+	store *metrics.Store // guarded by mu; nil: metrics off
+	panel chart.Panel
+	chart bool // the chart replaces the panes
+}
+
+func newMetricState(o Options) metricState {
+	if o.NoMetrics {
+		return metricState{mu: &sync.Mutex{}}
+	}
+	cfg := metrics.DefaultConfig()
+	if o.Metrics != nil {
+		cfg = *o.Metrics
+	}
+	return metricState{mu: &sync.Mutex{}, store: metrics.NewStore(cfg)}
+}
+
+// reset forgets every value (the wall reads the logs again).
+func (s *metricState) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.store != nil {
+		s.store = metrics.NewStore(s.store.Extractor().Config())
+	}
+}
+
+// observer returns what a reader calls with each chunk of its lines, or nil when
+// metrics are off. Each reader has its own: it extracts the values outside the lock
+// and adds them under it, to the store of the time it was made (a reset store takes no
+// late chunk of the readers it replaced).
+func (s *metricState) observer() func([]sched.Line) {
+	s.mu.Lock()
+	st := s.store
+	s.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	type item struct {
+		rank    metrics.Rank
+		t       time.Time
+		step    int64
+		hasStep bool
+		lo, hi  int
+	}
+	var (
+		ext   = st.Extractor()
+		p     metrics.Parsed
+		flat  []metrics.Sample
+		items []item
+	)
+	return func(lines []sched.Line) {
+		flat, items = flat[:0], items[:0]
+		for i := range lines {
+			l := &lines[i]
+			if l.Pending {
+				continue
+			}
+			ext.Extract(l.Text, &p)
+			if len(p.Samples) == 0 && !p.HasStep {
+				continue
+			}
+			lo := len(flat)
+			flat = append(flat, p.Samples...)
+			items = append(items, item{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.Step, p.HasStep, lo, len(flat)})
+		}
+		if len(items) == 0 {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.store != st {
+			return
+		}
+		for _, it := range items {
+			q := metrics.Parsed{Samples: flat[it.lo:it.hi], Step: it.step, HasStep: it.hasStep, Local: it.rank.Local}
+			st.AddParsed(it.rank, it.t, &q)
+		}
+	}
+}
+
+// MetricAlarms returns the app's handle and the number of metric alarms (NaN, Inf, a
+// departing rank) its lines have raised so far: the app list marks the app with them.
+func (m *Model) MetricAlarms() (spec.Handle, int) {
+	m.mx.mu.Lock()
+	defer m.mx.mu.Unlock()
+	if m.mx.store == nil {
+		return m.h, 0
+	}
+	return m.h, len(m.mx.store.Alarms())
+}
+
+// metricAction runs the metric actions; ok is false for the others.
+func (m *Model) metricAction(action string) bool {
+	s := &m.mx
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.store == nil {
+		return false
+	}
+	switch action {
+	case ActChart:
+		s.chart = !s.chart
+	case ActMetric:
+		s.panel.NextMetric(s.store, 1)
+	case ActLogScale:
+		s.panel.ToggleLog()
+	case ActSmooth:
+		s.panel.CycleSmooth()
+	case ActChartRange:
+		s.panel.CycleZoom()
+	default:
+		return false
+	}
+	return true
+}
+
+// drawChart draws the chart of the chosen metric in W x H, a rank in its pane's color.
+func (m *Model) drawChart(W, H int) []string {
+	t := m.Ctx.Theme
+	sty := chart.Styles{
+		Rank: func(r metrics.Rank, s string) string { return t.Prefix(m.paneOfRank(r), s) },
+		Label: func(r metrics.Rank) string {
+			if i := m.paneOfRank(r); i < len(m.panes) && m.metricRank(m.panes[i]) == r {
+				return m.panes[i].name()
+			}
+			return r.String()
+		},
+		Dim:  func(s string) string { return t.Muted.Render(s) },
+		Warn: func(s string) string { return t.Warning.Render(s) },
+	}
+	m.mx.mu.Lock()
+	defer m.mx.mu.Unlock()
+	if m.mx.store == nil {
+		return splitLines("", H)
+	}
+	return splitLines(m.mx.panel.View(m.mx.store, W, H, sty), H)
+}
+
+// metricBadge is pane i's metric in its title: a sparkline and the last value, with
+// an alarm mark.
+func (m *Model) metricBadge(i, w int) string {
+	s := &m.mx
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.store == nil {
+		return ""
+	}
+	p := m.panes[i]
+	b := chart.Badge(s.store, s.panel.Chosen(s.store), m.metricRank(p), w)
+	if b != "" && len(s.store.AlarmsOf(p.role, p.k)) > 0 {
+		return m.Ctx.Theme.Warning.Render(b)
+	}
+	return m.Ctx.Theme.Muted.Render(b)
+}
+
+// metricSummary is pane i's last and best value in the end summary.
+func (m *Model) metricSummary(i int) string {
+	s := &m.mx
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.store == nil {
+		return ""
+	}
+	return chart.Summary(s.store, s.panel.Chosen(s.store), m.metricRank(m.panes[i]))
+}
+
+// metricRank is the metrics.Rank of a pane's values: a torchrun worker's local rank on
+// its node (its global rank less the ranks of the nodes before: exact for static
+// rendezvous), else the replica's own lines.
+func (m *Model) metricRank(p *pane) metrics.Rank {
+	r := metrics.Rank{Role: p.role, Replica: p.k, Local: -1}
+	if p.rank >= 0 && p.nproc > 0 {
+		r.Local = p.rank % p.nproc
+	}
+	return r
+}
+
+// paneOfRank is the pane that shows a rank's lines (for its color and name), or the
+// replica's first pane.
+func (m *Model) paneOfRank(r metrics.Rank) int {
+	first := -1
+	for i, p := range m.panes {
+		if m.metricRank(p) == r {
+			return i
+		}
+		if first < 0 && p.role == r.Role && p.k == r.Replica {
+			first = i
+		}
+	}
+	return max(first, 0)
+}
+
+func splitLines(s string, h int) []string {
+	out := make([]string, 0, h)
+	start := 0
+	for i := 0; i < len(s) && len(out) < h; i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if len(out) < h {
+		out = append(out, s[start:])
+	}
+	for len(out) < h {
+		out = append(out, "")
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package wall
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// A pane per rank. A replica of a role that runs torchrun is a node of
+// nproc_per_node workers, whose lines torchrun's tee writes into the node's output
+// prefixed "[local_rank]:" (see package ranks, which also learns the node's global
+// ranks from torchrun's rendezvous result). Such a role gets a pane per global rank,
+// holding that rank's lines without the prefix, and keeps a pane per node for the
+// node's own lines (the agent, the rendezvous). A torchrun that tees nothing leaves
+// the rank panes empty and everything in the node panes.
+
+// replica is one source of the feed: a replica of the app, read once, whose lines go
+// to one pane, or for a torchrun node to its rank panes and its node pane.
+type replica struct {
+	role string
+	k    int
+	// pane is the pane of the replica's lines (a node's own lines).
+	pane int
+	// Set for a torchrun node.
+	nproc int
+	node  *ranks.Node
+	ranks map[int]int // global rank -> pane
+}
+
+// route says which pane line l of replica r goes to, and takes torchrun's prefix off
+// a rank's line. Committed lines teach the node its ranks first.
+func (r *replica) route(l *sched.Line) int {
+	if r.node == nil {
+		return r.pane
+	}
+	if !l.Pending {
+		r.node.Observe(l.Text)
+	}
+	if g, rest, ok := r.node.Attribute(l.Text); ok {
+		if p, ok := r.ranks[g]; ok {
+			l.Text = rest
+			return p
+		}
+	}
+	return r.pane
+}
+
+// torchrunProcs returns the workers per node of a role that runs torchrun (its
+// --nproc_per_node), or 0 for any other role.
+func torchrunProcs(app *spec.AppDef, role string) int {
+	if app == nil {
+		return 0
+	}
+	for _, r := range app.Roles {
+		if r.Name == role {
+			return ranks.NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
+		}
+	}
+	return 0
+}
+
+// layOutReplicas makes the sources and the panes: a pane per replica, or for a
+// torchrun role a pane per global rank (the world is replicas x nproc_per_node)
+// followed by a pane per node.
+func (m *Model) layOutReplicas(d *sched.Description) {
+	type roleReps struct {
+		role string
+		ks   []int
+	}
+	var roles []roleReps
+	for _, role := range d.Status.Roles {
+		rr := roleReps{role: role.Role}
+		for _, r := range role.Replicas {
+			rr.ks = append(rr.ks, r.ID)
+		}
+		roles = append(roles, rr)
+	}
+	if len(roles) == 0 && d.App != nil {
+		for _, role := range d.App.Roles {
+			rr := roleReps{role: role.Name}
+			for k := range role.NumReplicas {
+				rr.ks = append(rr.ks, k)
+			}
+			roles = append(roles, rr)
+		}
+	}
+	for _, rr := range roles {
+		nproc := torchrunProcs(d.App, rr.role)
+		if nproc <= 0 || len(rr.ks)*nproc > maxRankPanes {
+			for _, k := range rr.ks {
+				m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes)})
+				m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: -1, src: len(m.srcs) - 1})
+			}
+			continue
+		}
+		first := len(m.srcs)
+		world := len(rr.ks) * nproc
+		byRank := map[int]int{}
+		for g := range world {
+			// Until its lines come, a rank is taken to be on node g / nproc (static
+			// rendezvous); the pane moves to the node that writes its lines.
+			k := rr.ks[g/nproc]
+			byRank[g] = len(m.panes)
+			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: g, nproc: nproc, world: world, src: first + g/nproc})
+		}
+		for _, k := range rr.ks {
+			m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes), nproc: nproc, node: ranks.NewNode(k, nproc), ranks: byRank})
+			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: -1, node: true, nproc: nproc, world: world, src: len(m.srcs) - 1})
+		}
+	}
+}
+
+// maxRankPanes bounds the panes a torchrun role gets: a bigger world is shown a pane
+// per node.
+const maxRankPanes = 256
+
+// filter returns what selects the lines of pane p among its replica's, for reading
+// them back from the logs: a fresh node tracker fed every line in order, as route
+// does; nil when the pane has all the replica's lines.
+func (p *pane) filter() func(l *sched.Line) bool {
+	if p.nproc <= 0 {
+		return nil
+	}
+	node := ranks.NewNode(p.k, p.nproc)
+	rank, world := p.rank, p.world
+	return func(l *sched.Line) bool {
+		node.Observe(l.Text)
+		g, rest, ok := node.Attribute(l.Text)
+		if ok && g >= 0 && g < world {
+			if g == rank {
+				l.Text = rest
+				return true
+			}
+			return false
+		}
+		return rank < 0
+	}
+}
+
+// rootCauseLines bounds how far back from a node's last line its failure summary is
+// looked for.
+const rootCauseLines = 2000
+
+// failedRank reads, from the failure summary torchrun prints when a worker fails, the
+// global rank that raised err (the app's error, first line): the rank of the summary's
+// block whose traceback ends with it, else the rank torchrun calls the root cause.
+//
+//	Root Cause (first observed failure):
+//	[0]:
+//	  time      : ...
+//	  rank      : 1 (local_rank: 1)
+//	  traceback : Traceback (most recent call last):
+//	    ...
+//	  InjectedFailure: rank 1 fails on purpose
+func failedRank(r *ring, err string) (int, bool) {
+	raised, root := summaryRanks(r, err)
+	if raised >= 0 {
+		return raised, true
+	}
+	return root, root >= 0
+}
+
+// summaryRanks reads a node's failure summary: the rank whose traceback holds err
+// (-1 if none does) and the rank torchrun calls the root cause (-1 if none).
+func summaryRanks(r *ring, err string) (raised, root int) {
+	err = strings.TrimSpace(err)
+	cur, root := -1, -1
+	inRoot := false
+	for seq := max(r.first, r.n-rootCauseLines); seq < r.n; seq++ {
+		text := plainText(r.at(seq).text)
+		trim := strings.TrimSpace(text)
+		switch {
+		case strings.HasPrefix(trim, "Root Cause"):
+			cur, inRoot = -1, true
+		case strings.HasPrefix(trim, "Failures:"), strings.HasPrefix(trim, "----"), strings.HasPrefix(trim, "===="):
+			cur, inRoot = -1, false
+		}
+		if k, v, ok := strings.Cut(trim, ":"); ok && strings.TrimSpace(k) == "rank" {
+			num, _, _ := strings.Cut(strings.TrimSpace(v), " ")
+			if g, e := strconv.Atoi(num); e == nil && g >= 0 {
+				cur = g
+				if inRoot && root < 0 {
+					root = g
+				}
+			}
+			continue
+		}
+		if cur >= 0 && err != "" && strings.Contains(trim, err) {
+			return cur, root
+		}
+	}
+	return -1, root
+}

@@ -1,0 +1,159 @@
+package wall_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/slurm"
+)
+
+// slurmUI is wick run on the test cluster and wick's UI in tmux beside it, each from
+// a directory of its own, with a private WICK_HOME.
+type slurmUI struct {
+	t       *testing.T
+	dir     string
+	home    string
+	environ []string
+	sock    string
+}
+
+// newSlurmUI checks for tmux and a cluster: without them it skips, or fails under
+// CI=true.
+func newSlurmUI(t *testing.T) *slurmUI {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but tmux is not installed (make setup installs it)")
+		}
+		t.Skip("tmux is not installed (make setup installs it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	err := slurm.Ping(ctx)
+	cancel()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but there is no Slurm cluster (make slurm-up starts one): %v", err)
+		}
+		t.Skipf("no Slurm cluster (%v); `make slurm-up` starts one, and CI requires it", err)
+	}
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "state")
+	return &slurmUI{t: t, dir: dir, home: home, sock: filepath.Join(dir, "tmux.sock"),
+		environ: append(os.Environ(), "WICK_HOME="+home, "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))}
+}
+
+// run runs wick with args from the submit directory and returns the handle it
+// printed last; a detached app is cancelled when the test ends.
+func (s *slurmUI) run(args ...string) string {
+	s.t.Helper()
+	run := exec.Command(wickBin, args...)
+	run.Env, run.Dir = s.environ, s.dir
+	out, _ := run.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	handle := lines[len(lines)-1]
+	if !strings.HasPrefix(handle, "slurm://wick/") {
+		s.t.Fatalf("wick %v printed %q", args, out)
+	}
+	s.t.Cleanup(func() {
+		c := exec.Command(wickBin, "cancel", handle)
+		c.Env = s.environ
+		_ = c.Run()
+	})
+	return handle
+}
+
+func (s *slurmUI) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", s.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// open starts `wick ui ARGS` at 160x48 from another directory than the submit one.
+func (s *slurmUI) open(args string) {
+	s.t.Helper()
+	cmdline := "cd " + s.t.TempDir() + " && exec env WICK_HOME=" + s.home + " HOME=" + s.dir + " TERM=xterm-256color " + wickBin + " ui " + args
+	s.tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", "w", "-x", "160", "-y", "48", cmdline)
+	s.t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
+}
+
+// waitFor waits, a minute at most, for the screen to show every one of want.
+func (s *slurmUI) waitFor(want ...string) string {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		scr := s.tmux("capture-pane", "-p", "-t", "w")
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(scr, w)
+		}
+		if ok {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen never showed %q:\n%s", want, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestE2EWallSlurmPendingReason: a slurm app Slurm cannot start yet says why in the
+// wall's header, as Slurm says it.
+func TestE2EWallSlurmPendingReason(t *testing.T) {
+	s := newSlurmUI(t)
+	// 512 CPUs: no node of the test cluster has them, so Slurm keeps the job pending.
+	handle := s.run("run", "-s", "slurm", "--detach", "dist.ddp", "-j", "1x1", "--cpu", "512", "--script", "train.py")
+	s.open("--logs " + handle)
+	s.waitFor("PENDING", "pending: PartitionConfig")
+}
+
+// TestE2EWallSlurm runs `wick ui --logs` in tmux on a slurm app of two replicas (two
+// job components on the two nodes of the test cluster, `make slurm-up`): a pane per
+// replica, lines arriving live from the files Slurm writes, and each replica's end.
+// Without a cluster it skips; under CI=true it fails.
+func TestE2EWallSlurm(t *testing.T) {
+	s := newSlurmUI(t)
+	// Each replica prints 40 numbered lines on stdout and a few on stderr, 10 a second.
+	script := `for i in $(seq 1 40); do echo "line $i of $WICK_ROLE/$WICK_REPLICA_ID"; [ $((i % 10)) = 0 ] && echo "warn $i" >&2; sleep 0.1; done`
+	handle := s.run("run", "-s", "slurm", "--detach", "utils.sh", "--num_replicas", "2", "--", "sh", "-c", script)
+	s.open("--logs " + handle)
+	// Live: both panes running, lines arriving while the job runs.
+	s.waitFor("sh/0 RUNNING", "sh/1 RUNNING", "following", "line 5 of sh/0", "line 5 of sh/1")
+	// The end: every line, each replica's state and exit code.
+	scr := s.waitFor("end of logs", "line 40 of sh/0", "line 40 of sh/1", "sh/0 SUCCEEDED exit 0", "sh/1 SUCCEEDED exit 0")
+	if !strings.Contains(scr, "warn 40") {
+		t.Errorf("stderr lines missing:\n%s", scr)
+	}
+}
+
+// TestE2EAppsSlurm runs `wick ui` in tmux beside a finished slurm app: the app list
+// shows it with its handle and result, and describe shows each replica's node and exit
+// code, as for local apps.
+func TestE2EAppsSlurm(t *testing.T) {
+	s := newSlurmUI(t)
+	// Attached: returns when the app has ended; replica 1 fails with exit code 5.
+	handle := s.run("run", "-s", "slurm", "utils.sh", "--num_replicas", "2", "--", "sh", "-c", `echo hi; [ "$WICK_REPLICA_ID" = 0 ] || exit 5`)
+	s.open("")
+	s.waitFor("Apps", handle, "FAILED", "0/2")
+	// Other tests' apps may be listed too (local_docker lists the Engine's): filter
+	// on the handle, then describe.
+	s.tmux("send-keys", "-t", "w", "/")
+	s.tmux("send-keys", "-t", "w", "-l", handle)
+	s.tmux("send-keys", "-t", "w", "Enter")
+	s.tmux("send-keys", "-t", "w", "Enter")
+	s.waitFor("sh/0", "sh/1", "node1", "node2", "SUCCEEDED", "exited with code 5")
+}

@@ -1,0 +1,158 @@
+package widget
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/wick-dev/wick/themes"
+)
+
+func TestFuzzyRanksNamesLikeFzf(t *testing.T) {
+	score := func(p, s string) int {
+		sc, _, ok := Fuzzy(p, s)
+		if !ok {
+			return -1 << 30
+		}
+		return sc
+	}
+	if score("ue", "utils.echo") <= score("ue", "dist.uneven") {
+		t.Error("word starts should beat inner matches")
+	}
+	if score("abc", "xabcx") <= score("abc", "xaxbxcx") {
+		t.Error("consecutive matches should win")
+	}
+	if _, _, ok := Fuzzy("xyz", "utils.echo"); ok {
+		t.Error("xyz matched utils.echo")
+	}
+	if _, pos, ok := Fuzzy("UE", "utils.echo"); !ok || len(pos) != 2 || pos[0] != 0 || pos[1] != 6 {
+		t.Errorf("positions = %v, %v", pos, ok)
+	}
+	got := Highlight("utils.echo", []int{0, 6}, strings.ToUpper, func(s string) string { return s })
+	if got != "Utils.Echo" {
+		t.Errorf("Highlight = %q", got)
+	}
+}
+
+func press(s string) tea.KeyPressMsg {
+	switch s {
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "home":
+		return tea.KeyPressMsg{Code: tea.KeyHome}
+	case "ctrl+w":
+		return tea.KeyPressMsg{Code: 'w', Mod: tea.ModCtrl}
+	case "ctrl+k":
+		return tea.KeyPressMsg{Code: 'k', Mod: tea.ModCtrl}
+	}
+	return tea.KeyPressMsg{Code: []rune(s)[0], Text: s}
+}
+
+func TestInputEdits(t *testing.T) {
+	in := NewInput("> ")
+	if in.Update(press("a")) {
+		t.Fatal("a blurred input took a key")
+	}
+	in.Focus()
+	for _, k := range []string{"h", "e", "l", "l", "o", " ", "w", "o", "r", "l", "d"} {
+		in.Update(press(k))
+	}
+	in.Update(press("ctrl+w"))
+	if in.Value() != "hello " {
+		t.Fatalf("after ctrl+w: %q", in.Value())
+	}
+	in.Update(press("backspace"))
+	in.Update(press("home"))
+	in.Update(press("¡"))
+	in.Update(tea.PasteMsg{Content: "x\ny\x07"})
+	if in.Value() != "¡x yhello" {
+		t.Fatalf("value = %q", in.Value())
+	}
+	in.Update(press("ctrl+k"))
+	if in.Value() != "¡x y" {
+		t.Fatalf("after ctrl+k: %q", in.Value())
+	}
+	in.SetValue(strings.Repeat("abcdefghij", 10))
+	in.SetWidth(20)
+	v := in.View(themes.Plain())
+	if w := ansi.StringWidth(v); w > 22 {
+		t.Fatalf("a 20-wide input drew %d columns: %q", w, v)
+	}
+}
+
+func TestIsEditKey(t *testing.T) {
+	for _, k := range []tea.KeyPressMsg{press("q"), press("?"), press("backspace"), press("ctrl+w"), {Code: 'Q', Text: "Q", Mod: tea.ModShift}} {
+		if !IsEditKey(k) {
+			t.Errorf("%v is not an edit key", k)
+		}
+	}
+	for _, k := range []tea.KeyPressMsg{{Code: tea.KeyEnter}, {Code: tea.KeyEscape}, {Code: tea.KeyTab}, {Code: 'c', Mod: tea.ModCtrl}, {Code: tea.KeyUp}} {
+		if IsEditKey(k) {
+			t.Errorf("%v is an edit key", k)
+		}
+	}
+}
+
+func TestLayout(t *testing.T) {
+	s := Fit("a\nbbbbbbbbbb\nc\nd", 5, 3)
+	if s != "a    \nbbbb…\nc    " {
+		t.Fatalf("Fit = %q", s)
+	}
+	over := Overlay("aaaaaaaa\nbbbbbbbb\ncccccccc", "XX", 8, 3)
+	if ansi.Strip(over) != "aaaaaaaa\nbbbXXbbb\ncccccccc" {
+		t.Fatalf("Overlay = %q", ansi.Strip(over))
+	}
+	if got := Reflow("one\ntwo\n\nthree\n  - item\n  - item2"); got != "one two\n\nthree\n  - item\n  - item2" {
+		t.Fatalf("Reflow = %q", got)
+	}
+	if Width("héllo") != 5 || Width("\x1b[1mhi\x1b[0m") != 2 || Width("abc") != 3 {
+		t.Fatal("Width is wrong")
+	}
+}
+
+func TestTableShrinksInOrderAndKeepsEnds(t *testing.T) {
+	tb := Table{Headers: []string{"HANDLE", "NAME", "STATE"}, Shrink: []int{1, 0}, ShrinkMin: 8, KeepEnd: []int{0}}
+	tb.SetRows([][]string{{"local_cwd://wick/" + strings.Repeat("h", 23) + "-appid", strings.Repeat("n", 18), "RUNNING"}})
+	w := tb.Widths(50)
+	if w[0]+2+w[1]+2+w[2] > 50 || w[2] != 7 || w[1] != 8 {
+		t.Fatalf("widths = %v: NAME should give way first, down to 8", w)
+	}
+	got := tb.Line(0, w)
+	if ansi.StringWidth(got) > 50 || !strings.HasSuffix(got, "RUNNING") || !strings.HasPrefix(got, "…") || !strings.Contains(got, "-appid ") {
+		t.Fatalf("line = %q: the handle should keep its end (the app id)", got)
+	}
+	plain := Table{Headers: []string{"A", "B"}}
+	plain.SetRows([][]string{{strings.Repeat("a", 40), "b"}})
+	if got := plain.Line(0, plain.Widths(20)); !strings.HasPrefix(got, "aaa") {
+		t.Fatalf("a table without KeepEnd cut a cell at its start: %q", got)
+	}
+}
+
+func TestCursorAndPager(t *testing.T) {
+	var c Cursor
+	c.Do(Bottom, 100, 10)
+	if c.Index != 99 || c.Offset != 90 {
+		t.Fatalf("bottom: %+v", c)
+	}
+	c.Wheel(-WheelStep, 100, 10)
+	if c.Offset != 87 || c.Index != 96 {
+		t.Fatalf("wheel: %+v", c)
+	}
+	if !c.Click(0, 100) || c.Index != 87 {
+		t.Fatalf("click: %+v", c)
+	}
+	var p Pager
+	p.SetText(strings.Repeat("line\n", 50))
+	p.Do(PageDown, 10)
+	if p.Offset() != 9 || p.Position(10) != "10-19/50" {
+		t.Fatalf("pager at %d, %q", p.Offset(), p.Position(10))
+	}
+	p.Do(Bottom, 10)
+	if got := strings.Count(p.View(3, 10), "\n"); got != 9 || p.Offset() != 40 {
+		t.Fatalf("bottom: offset %d, %d newlines", p.Offset(), got)
+	}
+}
