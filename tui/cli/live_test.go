@@ -95,6 +95,30 @@ func (lt *liveTerm) tmux(args ...string) string {
 
 func (lt *liveTerm) screen() string { return lt.tmux("capture-pane", "-p", "-t", "w") }
 
+// exitStatus waits until the command in the pane has ended and returns its exit
+// status as tmux reports it ("0", "130"), or "" if it is still running at deadline.
+//
+// Debian's tmux is built with libutempter, whose own SIGCHLD handler is in place while
+// tmux removes the pane's utmp record on the pty's EOF: a child that exits in that
+// window is never reaped, and the pane stays dead without a status (tmux/tmux#311).
+// The documented cure is another SIGCHLD to the server, sent here once the pane is dead.
+func (lt *liveTerm) exitStatus(deadline time.Time) string {
+	lt.t.Helper()
+	for {
+		f := strings.Fields(lt.tmux("display-message", "-p", "-t", "w", "#{pid} #{pane_dead} #{pane_dead_status}"))
+		if len(f) == 3 && f[1] == "1" {
+			return f[2]
+		}
+		if len(f) == 2 && f[1] == "1" {
+			_ = exec.Command("kill", "-CHLD", f[0]).Run()
+		}
+		if time.Now().After(deadline) {
+			return ""
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitBar waits until the screen has shown two different frames of epoch 0's bar of
 // total steps, always on one row.
 func (lt *liveTerm) waitBar(total int) {

@@ -278,16 +278,12 @@ func TestMetricsFollowTableLive(t *testing.T) {
 	}
 	// Ctrl-C stops following; the command ends well, its table on the screen.
 	lt.tmux("send-keys", "-t", "w", "C-c")
-	for screen := lt.screen(); ; screen = lt.screen() {
-		if strings.Contains(screen, "Pane is dead (status 0") {
-			if !strings.Contains(screen, "\nloss  2  ") && !strings.HasPrefix(screen, "loss  2  ") {
-				t.Fatalf("after Ctrl-C:\n%s", screen)
-			}
-			break
-		}
-		if time.Now().After(deadline.Add(30 * time.Second)) {
-			t.Fatalf("Ctrl-C did not end wick metrics -t:\n%s", screen)
-		}
-		time.Sleep(100 * time.Millisecond)
+	status := lt.exitStatus(deadline.Add(30 * time.Second))
+	screen := lt.screen()
+	if status != "0" {
+		t.Fatalf("after Ctrl-C, wick metrics -t: exit status %q, want 0:\n%s", status, screen)
+	}
+	if !strings.Contains(screen, "\nloss  2  ") && !strings.HasPrefix(screen, "loss  2  ") {
+		t.Fatalf("after Ctrl-C, no table:\n%s", screen)
 	}
 }
