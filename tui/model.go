@@ -135,6 +135,7 @@ func NewModel(opts Options) (*Model, error) {
 		return nil, fmt.Errorf(".torchxconfig: %w", err)
 	}
 	m.wall.Metrics = &mc
+	c.Alarms = metrics.NewBook(opts.Runner, mc, m.wall.StateDir)
 	if m.tick == 0 {
 		m.tick = common.TickInterval
 	}
@@ -155,6 +156,7 @@ func NewModel(opts Options) (*Model, error) {
 // ForgetApp removes what the UI keeps of app h under the state directory stateDir (its
 // wall layout), for `wick delete`.
 func ForgetApp(stateDir string, h spec.Handle) error {
+	metrics.NewBook(nil, metrics.Config{}, uiStateDir(stateDir)).Forget(h)
 	return wall.Forget(uiStateDir(stateDir), h)
 }
 
@@ -215,12 +217,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		// view that asked.
 		if h, err := spec.ParseHandle(d.Handle); err == nil {
 			_ = wall.Forget(m.wall.StateDir, h)
+			m.ctx.Alarms.Forget(h)
 		}
 	}
 	if d, ok := msg.(appops.BulkDone); ok && d.Verb == appops.VerbDeleted {
 		for _, s := range d.Handles {
 			if h, err := spec.ParseHandle(s); err == nil {
 				_ = wall.Forget(m.wall.StateDir, h)
+				m.ctx.Alarms.Forget(h)
 			}
 		}
 	}
@@ -455,6 +459,7 @@ func (m *Model) Close() {
 		m.stack[i].Close()
 	}
 	m.cancel()
+	m.ctx.Alarms.Save()
 }
 
 // wickSections is implemented by configs that hold wick's own [wick:NAME] sections

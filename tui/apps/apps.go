@@ -90,6 +90,8 @@ type Model struct {
 	filterCleared bool
 	// usage is what the running apps use, by handle (see usage.go).
 	usage usageState
+	// alarm is the reading of the apps' metric alarms (see alarms.go).
+	alarm alarmState
 }
 
 type listedMsg struct {
@@ -168,7 +170,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		m.apps, m.errs = msg.apps, msg.errs
 		m.dropGoneMarks()
 		m.rebuild(sel)
-		usage := m.refreshUsage()
+		m.retainAlarms()
+		usage := tea.Batch(m.refreshUsage(), m.scanAlarms())
 		if m.filterCleared {
 			m.filterCleared = false
 			return tea.Batch(usage, common.Notify("filter cleared to show the new app"))
@@ -176,6 +179,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		return usage
 	case usageMsg:
 		m.tookUsage(msg)
+	case alarmsMsg:
+		return m.tookAlarms(msg)
 	case appops.Done:
 		return tea.Batch(msg.Notice(), m.refresh())
 	case appops.BulkDone:
@@ -229,7 +234,7 @@ func (m *Model) rebuild(selected string) {
 	rows := make([][]string, len(m.visible))
 	for r, i := range m.visible {
 		rows[r] = cells(&m.apps[i], m.now)
-		if m.alarms[m.apps[i].Handle] > 0 {
+		if m.alarmCount(&m.apps[i]) > 0 {
 			rows[r][render.AppColName] = alarmMark + rows[r][render.AppColName]
 		}
 		if m.marked[m.apps[i].Handle] {
@@ -459,8 +464,9 @@ func handles(apps []spec.AppStatus) []spec.Handle {
 // alarmMark starts the name of an app whose metrics raised an alarm.
 const alarmMark = "⚠ "
 
-// SetAlarms records the number of metric alarms (NaN, Inf, a departing rank) the log
-// wall of an app found: the app's row is marked while it is non-zero.
+// SetAlarms records the number of metric alarms (NaN, Inf, a departing rank) found in
+// an app's logs (by the list's own reading, or by its log wall): the app's row is
+// marked while it is non-zero.
 func (m *Model) SetAlarms(handle string, n int) {
 	if m.alarms[handle] == n {
 		return

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/engine/metrics"
-	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/render"
@@ -112,8 +111,8 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
 	defer w.Flush()
 	store := metrics.NewStore(cfg)
-	names := newRankNamer(d.App)
-	pw := &pointWriter{w: w, csv: f.csv, name: names.name}
+	names := metrics.NewNamer(d.App)
+	pw := &pointWriter{w: w, csv: f.csv, name: names.Name}
 	if f.csv {
 		w.WriteString("rank,step,time,name,value\n")
 	}
@@ -121,7 +120,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	var drawn int // lines of the last live table, to redraw over
 	var last time.Time
 	emit := func(l sched.Line) error {
-		names.observe(l)
+		names.Observe(l)
 		p := store.Add(l)
 		if len(p.Samples) == 0 || !f.csv && !f.json {
 			return nil
@@ -136,7 +135,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 			if drawn > 0 {
 				fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
 			}
-			drawn = a.writeMetricsTable(w, store, names.name)
+			drawn = a.writeMetricsTable(w, store, names.Name)
 		}
 		return w.Flush()
 	}
@@ -155,7 +154,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 		fmt.Fprintf(a.env.Stderr, "wick: no metrics found in the logs of %s\n", id.Handle)
 		return nil
 	}
-	a.writeMetricsTable(w, store, names.name)
+	a.writeMetricsTable(w, store, names.Name)
 	return w.Flush()
 }
 
@@ -268,77 +267,16 @@ func appendCSV(b []byte, s string) []byte {
 
 // metricAlarms reads an app's logs for metric alarms, for describe. A failure is a
 // warning: describe still shows everything else.
-func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm, func(metrics.Rank) string) {
-	plain := func(r metrics.Rank) string { return r.String() }
+func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm, *metrics.Namer) {
+	namer := metrics.NewNamer(d.App)
 	cfg, err := a.metricsConfig()
 	if err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", oneLine(err.Error()))
-		return nil, plain
-	}
-	refs, err := selectReplicas(spec.LogID{Handle: h}, &d.Status, d.App)
-	if err != nil || len(refs) == 0 {
-		return nil, plain
+		return nil, namer
 	}
 	store := metrics.NewStore(cfg)
-	names := newRankNamer(d.App)
-	err = a.streamLogs(a.ctx, h, refs, sched.LogOptions{Streams: sched.Combined},
-		func(l sched.Line) error { names.observe(l); store.Add(l); return nil }, func() error { return nil })
-	if err != nil {
+	if _, err := metrics.Read(a.ctx, a.runner(), h, d, time.Time{}, store, namer); err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", oneLine(err.Error()))
 	}
-	return store.Alarms(), names.name
-}
-
-// rankNamer names the ranks of metric series as training people do: a torchrun
-// worker by its global rank ("rank 3", learned from the node's own lines as wick log
-// --rank does), anything else role/replica.
-type rankNamer struct {
-	roles int
-	nproc map[string]int
-	nodes map[replicaRef]*ranks.Node
-	names map[metrics.Rank]string
-}
-
-func newRankNamer(app *spec.AppDef) *rankNamer {
-	n := &rankNamer{nproc: map[string]int{}, nodes: map[replicaRef]*ranks.Node{}, names: map[metrics.Rank]string{}}
-	if app != nil {
-		n.roles = len(app.Roles)
-		for _, r := range app.Roles {
-			n.nproc[r.Name] = ranks.NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
-		}
-	}
-	return n
-}
-
-// observe learns from a committed line of a node (its rendezvous result).
-func (n *rankNamer) observe(l sched.Line) {
-	if l.Pending {
-		return
-	}
-	ref := replicaRef{l.Role, l.Replica}
-	node := n.nodes[ref]
-	if node == nil {
-		node = ranks.NewNode(l.Replica, n.nproc[l.Role])
-		n.nodes[ref] = node
-	}
-	if node.Observe(l.Text) {
-		clear(n.names) // a new rendezvous: ranks may have moved
-	}
-}
-
-func (n *rankNamer) name(r metrics.Rank) string {
-	if s, ok := n.names[r]; ok {
-		return s
-	}
-	s := r.String()
-	if node := n.nodes[replicaRef{r.Role, r.Replica}]; node != nil && r.Local >= 0 {
-		if g := node.Global(r.Local); g >= 0 {
-			s = "rank " + strconv.Itoa(g)
-			if n.roles > 1 {
-				s = r.Role + " " + s
-			}
-		}
-	}
-	n.names[r] = s
-	return s
+	return store.Alarms(), namer
 }

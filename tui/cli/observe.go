@@ -107,7 +107,7 @@ func (a *app) describeCmd() *cobra.Command {
 				return err
 			}
 			a.attachUsage(h, &d.Status)
-			alarms, rankName := a.metricAlarms(h, d)
+			alarms, namer := a.metricAlarms(h, d)
 			if asJSON {
 				var v any = struct {
 					Status spec.AppStatus  `json:"status"`
@@ -122,10 +122,13 @@ func (a *app) describeCmd() *cobra.Command {
 				}
 				return writeJSON(a.env.Stdout, v)
 			}
-			if err := render.Describe(a.env.Stdout, d, time.Now(), a.out(), render.TreeOptions{MaskSecrets: !reveal}); err != nil {
+			found := &metrics.Found{N: len(alarms)}
+			for _, al := range alarms {
+				found.Lines = append(found.Lines, al.Describe(namer.Name(al.Rank)))
+			}
+			if err := render.Describe(a.env.Stdout, d, time.Now(), a.out(), render.TreeOptions{MaskSecrets: !reveal, Alarms: found}); err != nil {
 				return err
 			}
-			writeAlarms(a.env.Stdout, alarms, rankName, a.out())
 			a.hint(&d.Status)
 			return nil
 		},

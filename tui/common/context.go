@@ -6,6 +6,8 @@
 package common
 
 import (
+	"github.com/wick-dev/wick/engine/metrics"
+
 	"context"
 	"time"
 
@@ -71,6 +73,10 @@ type Context struct {
 	DefaultScheduler string
 	// Workspace is passed to dry runs and launches (local_docker image builds).
 	Workspace string
+
+	// Alarms reads and keeps the apps' metric alarms (for the app list's marks and
+	// describe); nil reads none.
+	Alarms *metrics.Book
 
 	Theme   *themes.Theme
 	Actions *Registry

@@ -4,6 +4,8 @@
 package describe
 
 import (
+	"github.com/wick-dev/wick/engine/metrics"
+
 	"context"
 	"strings"
 	"time"
@@ -38,6 +40,7 @@ type Model struct {
 	common.Base
 	h       spec.Handle
 	desc    *sched.Description
+	alarms  metrics.Found
 	err     error
 	loading bool
 	reveal  bool
@@ -55,10 +58,11 @@ type look struct {
 // describedMsg carries a description and its rendering, both made off the UI loop.
 type describedMsg struct {
 	common.ViewID
-	desc  *sched.Description
-	err   error
-	lines []string
-	look  look
+	desc   *sched.Description
+	alarms metrics.Found
+	err    error
+	lines  []string
+	look   look
 }
 
 // New returns the describe view of the app h.
@@ -83,7 +87,7 @@ func (m *Model) load() tea.Cmd {
 		return nil
 	}
 	m.loading = true
-	id, b, parent, h, lk, now := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.h, m.look(), m.Ctx.Now
+	id, b, parent, h, lk, now, book := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.h, m.look(), m.Ctx.Now, m.Ctx.Alarms
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, describeTimeout)
 		defer cancel()
@@ -92,19 +96,24 @@ func (m *Model) load() tea.Cmd {
 			return describedMsg{ViewID: id, err: err}
 		}
 		_ = b.AttachUsage(ctx, h, &d.Status) // best effort: shown without usage otherwise
-		return describedMsg{ViewID: id, desc: d, lines: lines(d, lk, now()), look: lk}
+		// Best effort too: the alarms found so far are shown, whatever stopped the
+		// reading (the next refresh reads on).
+		alarms, _ := book.Scan(ctx, h, d)
+		return describedMsg{ViewID: id, desc: d, alarms: alarms, lines: lines(d, alarms, lk, now()), look: lk}
 	}
 }
 
 // rerender renders the last description again (secrets shown or hidden).
 func (m *Model) rerender() tea.Cmd {
-	id, d, lk, now := m.ID(), m.desc, m.look(), m.Ctx.Now
-	return func() tea.Msg { return describedMsg{ViewID: id, desc: d, lines: lines(d, lk, now()), look: lk} }
+	id, d, alarms, lk, now := m.ID(), m.desc, m.alarms, m.look(), m.Ctx.Now
+	return func() tea.Msg {
+		return describedMsg{ViewID: id, desc: d, alarms: alarms, lines: lines(d, alarms, lk, now()), look: lk}
+	}
 }
 
-func lines(d *sched.Description, lk look, now time.Time) []string {
+func lines(d *sched.Description, alarms metrics.Found, lk look, now time.Time) []string {
 	var b strings.Builder
-	if err := render.Describe(&b, d, now, lk.theme, render.TreeOptions{MaskSecrets: !lk.reveal}); err != nil {
+	if err := render.Describe(&b, d, now, lk.theme, render.TreeOptions{MaskSecrets: !lk.reveal, Alarms: &alarms}); err != nil {
 		b.WriteString("\n" + lk.theme.Error(err.Error()))
 	}
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -116,6 +125,9 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case describedMsg:
 		m.loading = false
 		m.desc, m.err = msg.desc, msg.err
+		if msg.err == nil {
+			m.alarms = msg.alarms
+		}
 		if msg.err == nil {
 			m.pager.SetLines(msg.lines)
 			m.shown = msg.look

@@ -259,6 +259,15 @@ func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts 
 	if err := Status(w, &d.Status, now, st); err != nil {
 		return err
 	}
+	if f := opts.Alarms; f != nil && f.N > 0 {
+		fmt.Fprintf(w, "\n%s\n", st.Header("ALARMS"))
+		for _, l := range f.Lines {
+			fmt.Fprintf(w, "  %s %s\n", st.Error("!"), EscapeText(l))
+		}
+		if more := f.N - len(f.Lines); more > 0 {
+			fmt.Fprintf(w, "  %s\n", st.Dim(fmt.Sprintf("and %d more (wick metrics %s)", more, Escape(d.Status.Handle))))
+		}
+	}
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
 			if r.LogDir != "" || r.Hostname != "" || r.StructuredError != "" || len(r.Attempts) > 0 {

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"github.com/wick-dev/wick/engine/metrics"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -81,6 +83,9 @@ type TreeOptions struct {
 	// MaskSecrets hides the values of env variables whose names look secret (see
 	// IsSecretName).
 	MaskSecrets bool
+	// Alarms are the app's metric alarms, listed by Describe under ALARMS after the
+	// status (nil: not read; none found lists nothing).
+	Alarms *metrics.Found
 }
 
 // Tree writes v (anything JSON-marshalable) as an indented, aligned, YAML-like tree.

@@ -1,0 +1,328 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/safefs"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Lines opens the lines of one replica of an app: the Runner, or the UI's engine.
+type Lines interface {
+	LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error)
+}
+
+// Read adds to store, in time order, the committed lines of every replica of d written
+// at or after since (zero: all), teaching namer (nil: none) the ranks. It returns the
+// time of the last line read, since when there was none.
+func Read(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, since time.Time, store *Store, namer *Namer) (time.Time, error) {
+	last := since
+	var its []sched.LogIterator
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	opts := sched.LogOptions{Streams: sched.Combined, Since: since}
+	for _, ref := range replicasOf(d) {
+		it, err := src.LogLines(ctx, h, ref.Role, ref.Replica, opts)
+		if err != nil {
+			return last, fmt.Errorf("logs of %s/%d: %w", ref.Role, ref.Replica, err)
+		}
+		its = append(its, it)
+	}
+	if len(its) == 0 {
+		return last, nil
+	}
+	merged := logs.Merge(its...)
+	its = nil // the merge closes them
+	defer merged.Close()
+	for {
+		l, err := merged.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+		if l.Pending {
+			continue
+		}
+		if namer != nil {
+			namer.Observe(l)
+		}
+		store.Add(l)
+		if l.Time.After(last) {
+			last = l.Time
+		}
+	}
+}
+
+// replicasOf lists the replicas of an app: from its status, else from its AppDef.
+func replicasOf(d *sched.Description) []sched.ReplicaRef {
+	var refs []sched.ReplicaRef
+	for _, role := range d.Status.Roles {
+		for _, r := range role.Replicas {
+			refs = append(refs, sched.ReplicaRef{Role: role.Role, Replica: r.ID})
+		}
+	}
+	if len(refs) == 0 && d.App != nil {
+		for _, role := range d.App.Roles {
+			for k := range role.NumReplicas {
+				refs = append(refs, sched.ReplicaRef{Role: role.Name, Replica: k})
+			}
+		}
+	}
+	return refs
+}
+
+// Found is what a Book knows of an app's alarms: how many, and the first of them
+// described with their ranks named as a user does ("loss on rank 1 is NaN at step 7").
+type Found struct {
+	N     int      `json:"n"`
+	Lines []string `json:"lines,omitempty"`
+}
+
+// Bounds of a Book.
+const (
+	// MaxFoundLines is how many alarms a Book describes per app (the count goes on).
+	MaxFoundLines = 8
+	// maxBookKept is how many finished apps a Book's file remembers; the oldest go.
+	maxBookKept = 2048
+	// maxBookFile bounds what is read of a Book's file.
+	maxBookFile = 8 << 20
+	// bookFile is the file, in a Book's directory, of the finished apps' alarms.
+	bookFile = "alarms.json"
+	// rescanEvery is how often a running app's new lines are read at most.
+	rescanEvery = 2 * time.Second
+	// saveEvery is how often a Book's file is written at most while apps finish.
+	saveEvery = 5 * time.Second
+)
+
+// Book keeps the alarms of many apps, read from their logs: a finished app's once
+// (and remembered in a file, so that a list of old apps costs nothing the next time),
+// a running app's as its lines come, reading only the lines written since the last
+// reading. It is safe for concurrent use. A nil Book reads nothing and finds no alarm.
+type Book struct {
+	cfg Config
+	src Lines
+	dir string // where the finished apps' alarms are kept ("" keeps none)
+
+	mu    sync.Mutex
+	live  map[string]*bookEntry // by handle: apps read while running (or being read)
+	kept  map[string]Found      // by handle: finished apps
+	order []string              // kept's handles, oldest first
+	dirty bool                  // kept has changed since the file was written
+	saved time.Time             // when the file was last written
+}
+
+// bookEntry is a running app's reading. Its mutex serializes the readings of one app.
+type bookEntry struct {
+	mu    sync.Mutex
+	store *Store
+	namer *Namer
+	last  time.Time // the time of the last line read
+	at    time.Time // when it was last read
+	found Found
+}
+
+// NewBook returns a Book that reads logs through src, extracts with cfg, and keeps the
+// finished apps' alarms in dir ("" keeps them in memory only). An unreadable file is
+// an empty one: the alarms are read again from the logs.
+func NewBook(src Lines, cfg Config, dir string) *Book {
+	b := &Book{cfg: cfg, src: src, dir: dir, live: map[string]*bookEntry{}, kept: map[string]Found{}}
+	if dir == "" {
+		return b
+	}
+	data, err := safefs.ReadFile(filepath.Join(dir, bookFile), maxBookFile)
+	if err != nil {
+		return b
+	}
+	var saved []struct {
+		Handle string `json:"handle"`
+		Found
+	}
+	if json.Unmarshal(data, &saved) != nil {
+		return b
+	}
+	for _, s := range saved {
+		if _, dup := b.kept[s.Handle]; dup || len(b.order) == maxBookKept {
+			continue
+		}
+		if len(s.Lines) > MaxFoundLines {
+			s.Lines = s.Lines[:MaxFoundLines]
+		}
+		b.kept[s.Handle] = s.Found
+		b.order = append(b.order, s.Handle)
+	}
+	return b
+}
+
+// Known returns what the Book knows of a finished app without reading anything; ok is
+// false when the app was not read to its end yet.
+func (b *Book) Known(h spec.Handle) (Found, bool) {
+	if b == nil {
+		return Found{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f, ok := b.kept[h.String()]
+	return f, ok
+}
+
+// Scan returns the alarms of app h, described by d (its status says whether it has
+// ended, and its replicas which logs to read). A finished app is read once; a running
+// one reads the lines written since its last reading, at most every rescanEvery. On an
+// error the alarms found so far are returned with it.
+func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (Found, error) {
+	if b == nil {
+		return Found{}, nil
+	}
+	key := h.String()
+	b.mu.Lock()
+	if f, ok := b.kept[key]; ok {
+		b.mu.Unlock()
+		return f, nil
+	}
+	e := b.live[key]
+	if e == nil {
+		e = &bookEntry{store: NewStore(b.cfg), namer: NewNamer(d.App)}
+		b.live[key] = e
+	}
+	b.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.store == nil {
+		// Read to its end by a concurrent Scan.
+		return e.found, nil
+	}
+	ended := d.Status.State.Terminal()
+	if !ended && !e.at.IsZero() && time.Since(e.at) < rescanEvery {
+		return e.found, nil
+	}
+	since := e.last
+	if !since.IsZero() {
+		// Lines read at one time came in one piece: everything at e.last is read.
+		since = since.Add(time.Nanosecond)
+	}
+	last, err := Read(ctx, b.src, h, d, since, e.store, e.namer)
+	e.last, e.at = last, time.Now()
+	e.found = describe(e.store.Alarms(), e.namer)
+	if err != nil {
+		return e.found, err
+	}
+	if ended {
+		e.store, e.namer = nil, nil // nothing more will come: let the values go
+		b.keep(key, e.found)
+	}
+	return e.found, nil
+}
+
+func describe(alarms []Alarm, namer *Namer) Found {
+	f := Found{N: len(alarms)}
+	for _, a := range alarms[:min(len(alarms), MaxFoundLines)] {
+		f.Lines = append(f.Lines, a.Describe(namer.Name(a.Rank)))
+	}
+	return f
+}
+
+// keep remembers a finished app's alarms, and writes them to the Book's file (best
+// effort: a failure only means reading the logs again next time).
+func (b *Book) keep(key string, f Found) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.live, key)
+	if _, ok := b.kept[key]; !ok {
+		b.order = append(b.order, key)
+	}
+	b.kept[key] = f
+	for len(b.order) > maxBookKept {
+		delete(b.kept, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.dirty = true
+	// A first list of many old apps finishes many readings in a row: the file is
+	// written at most every saveEvery then, and by Save at the end.
+	if time.Since(b.saved) >= saveEvery {
+		b.saveLocked()
+	}
+}
+
+// Save writes what changed to the Book's file (the UI calls it when it closes).
+func (b *Book) Save() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.saveLocked()
+}
+
+// Forget drops what the Book knows of app h (after it is deleted).
+func (b *Book) Forget(h spec.Handle) {
+	if b == nil {
+		return
+	}
+	key := h.String()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.live, key)
+	if _, ok := b.kept[key]; !ok {
+		return
+	}
+	delete(b.kept, key)
+	for i, k := range b.order {
+		if k == key {
+			b.order = append(b.order[:i:i], b.order[i+1:]...)
+			break
+		}
+	}
+	b.dirty = true
+	b.saveLocked()
+}
+
+// Retain drops the readings of running apps not in handles (gone from the list), so
+// that their values do not stay in memory.
+func (b *Book) Retain(handles map[string]bool) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key := range b.live {
+		if !handles[key] {
+			delete(b.live, key)
+		}
+	}
+}
+
+func (b *Book) saveLocked() {
+	if b.dir == "" || !b.dirty {
+		return
+	}
+	type saved struct {
+		Handle string `json:"handle"`
+		Found
+	}
+	out := make([]saved, 0, len(b.order))
+	for _, k := range b.order {
+		out = append(out, saved{k, b.kept[k]})
+	}
+	data, err := json.Marshal(out)
+	if err != nil || safefs.MkdirAll(b.dir) != nil {
+		return
+	}
+	if safefs.WriteFileAtomic(b.dir, bookFile, data) == nil {
+		b.dirty, b.saved = false, time.Now()
+	}
+}

@@ -1,0 +1,214 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/local"
+	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// TestMain doubles the test binary as wick's supervisor (`BINARY __supervise DIR`), so
+// that the Book reads the logs of real local apps.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == local.SuperviseVerb {
+		if err := local.Supervise(context.Background(), os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "wick:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// counting is the Runner, counting the lines the Book reads and noting the Since of
+// each reading.
+type counting struct {
+	r     *runner.Runner
+	mu    sync.Mutex
+	lines int
+	since []time.Time
+}
+
+func (c *counting) LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error) {
+	it, err := c.r.LogLines(ctx, h, role, k, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.since = append(c.since, opts.Since)
+	c.mu.Unlock()
+	return &countingIt{it, c}, nil
+}
+
+func (c *counting) reset() (lines int, since []time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lines, since = c.lines, c.since
+	c.lines, c.since = 0, nil
+	return lines, since
+}
+
+type countingIt struct {
+	sched.LogIterator
+	c *counting
+}
+
+func (it *countingIt) Next(ctx context.Context) (sched.Line, error) {
+	l, err := it.LogIterator.Next(ctx)
+	if err == nil {
+		it.c.mu.Lock()
+		it.c.lines++
+		it.c.mu.Unlock()
+	}
+	return l, err
+}
+
+// launch runs app on local_cwd under a private home and returns the runner and handle.
+func launch(t *testing.T, home string, roles ...spec.Role) (*runner.Runner, spec.Handle) {
+	t.Helper()
+	reg := &sched.Registry{}
+	local.Register(reg)
+	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: home, WorkDir: t.TempDir(), Self: []string{os.Args[0]}})
+	t.Cleanup(func() { _ = r.Close() })
+	h, err := r.Run(context.Background(), &spec.AppDef{Name: "alarms", Roles: roles}, local.NameCwd, nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.Cancel(context.Background(), h)
+		_, _ = r.Wait(context.Background(), h, 20*time.Millisecond)
+	})
+	return r, h
+}
+
+func shRole(name string, replicas int, script string) spec.Role {
+	return spec.Role{Name: name, Entrypoint: "sh", Args: []string{"-c", script, "${replica_id}"}, NumReplicas: replicas}
+}
+
+func describe(t *testing.T, r *runner.Runner, h spec.Handle) *sched.Description {
+	t.Helper()
+	d, err := r.Describe(context.Background(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestBookFinishedApp: a finished app's alarms are read once, named by rank, and
+// remembered in the Book's file: a new Book (the UI opened again) knows them without
+// reading a line, until the app is forgotten.
+func TestBookFinishedApp(t *testing.T) {
+	home := t.TempDir()
+	// Replica 1 blows up at step 2; replica 0 trains on.
+	r, h := launch(t, home, shRole("tr", 2, `if [ "$0" = 1 ]; then echo "step 1 loss 2.5"; echo "step 2 loss nan"; else echo "step 1 loss 2.5"; echo "step 2 loss 2.4"; fi`))
+	if st, err := r.Wait(context.Background(), h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
+		t.Fatalf("app: %v %v", st, err)
+	}
+	dir := filepath.Join(home, "ui")
+	src := &counting{r: r}
+	book := metrics.NewBook(src, metrics.DefaultConfig(), dir)
+	f, err := book.Scan(context.Background(), h, describe(t, r, h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.N != 1 || len(f.Lines) != 1 || f.Lines[0] != "loss on tr/1 is NaN at step 2" {
+		t.Fatalf("found %+v, want the NaN of tr/1 at step 2", f)
+	}
+	if n, _ := src.reset(); n != 4 {
+		t.Errorf("read %d lines, want the 4 of the app", n)
+	}
+	book.Save()
+	if fi, err := os.Stat(filepath.Join(dir, "alarms.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("alarms.json: %v %v, want a private file", fi, err)
+	}
+
+	again := metrics.NewBook(src, metrics.DefaultConfig(), dir)
+	if k, ok := again.Known(h); !ok || k.N != 1 || k.Lines[0] != f.Lines[0] {
+		t.Fatalf("a new Book knows %+v %v, want the alarm read before", k, ok)
+	}
+	if f2, err := again.Scan(context.Background(), h, describe(t, r, h)); err != nil || f2.N != 1 {
+		t.Fatalf("scan of a known app: %+v %v", f2, err)
+	}
+	if n, since := src.reset(); n != 0 || len(since) != 0 {
+		t.Errorf("a known finished app was read again: %d lines, %d readers", n, len(since))
+	}
+
+	again.Forget(h)
+	if _, ok := metrics.NewBook(src, metrics.DefaultConfig(), dir).Known(h); ok {
+		t.Error("a forgotten app is still known to the file")
+	}
+}
+
+// TestBookRunningApp: a running app is read as it goes, each reading taking only the
+// lines written since the last one, and its alarm shows once its line is written.
+func TestBookRunningApp(t *testing.T) {
+	home := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "gate")
+	// Waits (at most 30 s) for the gate before the bad step.
+	r, h := launch(t, home, shRole("tr", 1, `echo "step 1 loss 2.5"; echo "step 2 loss 2.4"; i=0; while [ ! -e "`+gate+`" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo "step 3 loss inf"; echo "step 4 loss 2.2"`))
+	src := &counting{r: r}
+	book := metrics.NewBook(src, metrics.DefaultConfig(), "")
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	read := 0 // lines read over every reading
+	for {
+		f, err := book.Scan(ctx, h, describe(t, r, h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.N != 0 {
+			t.Fatalf("alarms before the bad step: %+v", f)
+		}
+		if n, _ := src.reset(); n > 0 {
+			read += n
+			break // the first lines are read
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first lines were never read")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, ok := book.Known(h); ok {
+		t.Fatal("a running app is known as finished")
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.Wait(ctx, h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
+		t.Fatalf("app: %v %v", st, err)
+	}
+	f, err := book.Scan(ctx, h, describe(t, r, h))
+	if err != nil || f.N != 1 || f.Lines[0] != "loss on tr/0 is inf at step 3" {
+		t.Fatalf("after the bad step: %+v %v", f, err)
+	}
+	n, since := src.reset()
+	if read += n; read != 4 || len(since) != 1 || since[0].IsZero() {
+		t.Errorf("the readings read %d lines in all, the last from %v; want each of the 4 lines once, the last reading from where the one before ended", read, since)
+	}
+	if k, ok := book.Known(h); !ok || k.N != 1 {
+		t.Errorf("the finished app is not known: %+v %v", k, ok)
+	}
+}
+
+// TestBookBadFile: a damaged file is no alarm and no error: the logs are read again.
+func TestBookBadFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, data := range []string{"{", `[{"handle":"local_cwd://wick/x","n":"many"}]`, "\x00\xff"} {
+		if err := os.WriteFile(filepath.Join(dir, "alarms.json"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		h, _ := spec.ParseHandle("local_cwd://wick/x")
+		if f, ok := metrics.NewBook(nil, metrics.DefaultConfig(), dir).Known(h); ok {
+			t.Errorf("%q: known %+v", data, f)
+		}
+	}
+}

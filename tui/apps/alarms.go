@@ -1,0 +1,138 @@
+package apps
+
+import (
+	"context"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// The list's alarm marks (⚠ before the name) come from the apps' logs, read by the
+// shared metrics.Book one app at a time, in a command of their own: the apps shown
+// first, running ones before finished ones. A finished app is read once (the Book
+// remembers it in a file, so reopening the UI reads nothing); a running app's new
+// lines are read at most every alarmEvery.
+const (
+	alarmEvery = 3 * time.Second
+	// alarmRetry is how long a finished app whose logs could not be read waits.
+	alarmRetry   = time.Minute
+	alarmTimeout = time.Minute
+)
+
+// alarmState is the list's reading of alarms.
+type alarmState struct {
+	loading bool
+	tried   map[string]time.Time // when each app was last read (wall clock)
+}
+
+type alarmsMsg struct {
+	common.ViewID
+	handle string
+	n      int
+	err    error
+}
+
+// scanAlarms reads the alarms of the next app that needs it, unless a reading is under
+// way.
+func (m *Model) scanAlarms() tea.Cmd {
+	book := m.Ctx.Alarms
+	if book == nil || m.alarm.loading {
+		return nil
+	}
+	h, ok := m.nextAlarmScan()
+	if !ok {
+		return nil
+	}
+	if m.alarm.tried == nil {
+		m.alarm.tried = map[string]time.Time{}
+	}
+	m.alarm.loading = true
+	m.alarm.tried[h.String()] = time.Now()
+	id, b, parent := m.ID(), m.Ctx.Backend, m.Ctx.Ctx
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(parent, alarmTimeout)
+		defer cancel()
+		d, err := b.Describe(ctx, h)
+		if err != nil {
+			return alarmsMsg{ViewID: id, handle: h.String(), err: err}
+		}
+		f, err := book.Scan(ctx, h, d)
+		return alarmsMsg{ViewID: id, handle: h.String(), n: f.N, err: err}
+	}
+}
+
+// nextAlarmScan picks the app to read: a shown running app not read for alarmEvery,
+// else a shown finished app the Book does not know yet.
+func (m *Model) nextAlarmScan() (spec.Handle, bool) {
+	now := time.Now()
+	for pass := range 2 {
+		for _, i := range m.visible {
+			a := &m.apps[i]
+			running := !a.State.Terminal()
+			if a.State == spec.UnknownState || running != (pass == 0) {
+				continue
+			}
+			h, err := spec.ParseHandle(a.Handle)
+			if err != nil {
+				continue
+			}
+			wait := alarmEvery
+			if !running {
+				if _, ok := m.Ctx.Alarms.Known(h); ok {
+					continue
+				}
+				wait = alarmRetry
+			}
+			if t, ok := m.alarm.tried[a.Handle]; ok && now.Sub(t) < wait {
+				continue
+			}
+			return h, true
+		}
+	}
+	return spec.Handle{}, false
+}
+
+// tookAlarms marks the app read and goes on to the next one.
+func (m *Model) tookAlarms(msg alarmsMsg) tea.Cmd {
+	m.alarm.loading = false
+	if msg.err == nil {
+		m.SetAlarms(msg.handle, msg.n)
+	}
+	return m.scanAlarms()
+}
+
+// alarmCount is the number of alarms of app a: as last read or set, else as the Book
+// remembers of a finished app.
+func (m *Model) alarmCount(a *spec.AppStatus) int {
+	if n, ok := m.alarms[a.Handle]; ok || !a.State.Terminal() {
+		return n
+	}
+	h, err := spec.ParseHandle(a.Handle)
+	if err != nil {
+		return 0
+	}
+	f, ok := m.Ctx.Alarms.Known(h)
+	if !ok {
+		return 0
+	}
+	if m.alarms == nil {
+		m.alarms = map[string]int{}
+	}
+	m.alarms[a.Handle] = f.N
+	return f.N
+}
+
+// retainAlarms lets the Book drop the readings of running apps no longer listed.
+func (m *Model) retainAlarms() {
+	if m.Ctx.Alarms == nil {
+		return
+	}
+	listed := make(map[string]bool, len(m.apps))
+	for i := range m.apps {
+		listed[m.apps[i].Handle] = true
+	}
+	m.Ctx.Alarms.Retain(listed)
+}
