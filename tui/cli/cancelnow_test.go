@@ -12,8 +12,10 @@ import (
 // does not shorten it.
 func TestCancelNow(t *testing.T) {
 	h := newHarness(t)
-	script := filepath.Join(t.TempDir(), "stubborn.sh")
-	if err := os.WriteFile(script, []byte("trap '' TERM\nwhile :; do sleep 0.05; done\n"), 0o600); err != nil {
+	dir := t.TempDir()
+	script, ready := filepath.Join(dir, "stubborn.sh"), filepath.Join(dir, "ready")
+	// It says when TERM is ignored: a cancel before that kills it, as it should.
+	if err := os.WriteFile(script, []byte("trap '' TERM\ntouch "+ready+"\nwhile :; do sleep 0.05; done\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	run := h.run("run", "--detach", "-cfg", "stop_timeout=600", "utils.sh", "--", "sh", script)
@@ -21,6 +23,14 @@ func TestCancelNow(t *testing.T) {
 		t.Fatalf("run: %d %s", run.code, run.stderr)
 	}
 	hd := strings.TrimSpace(run.stdout)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica never started:\n%s", h.run("status", hd).stdout)
+		}
+	}
 	for range 2 {
 		if r := h.run("cancel", "--no-wait", hd); r.code != ExitOK {
 			t.Fatalf("cancel: %d %s", r.code, r.stderr)
