@@ -54,6 +54,17 @@ func TestRelaunchAsksAndEditsOpenTheFilledForm(t *testing.T) {
 	}
 	e.wait(nh)
 
+	// The wall has the same keys: r asks, R (or e) opens the filled form.
+	d.keys("l")
+	d.waitScreen("end of logs")
+	d.keys("r")
+	d.contains("Relaunch " + nh + " as is?")
+	d.keys("n")
+	d.keys("R")
+	d.contains("utils.echo", "│edited", "num_replicas")
+	d.keys("esc", "esc")
+	d.contains("3 apps")
+
 	d.keys("G") // the oldest: the AppDef
 	d.contains("▸ " + appdef)
 	d.keys("e")

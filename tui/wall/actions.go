@@ -43,7 +43,8 @@ func Actions() []common.Action {
 		return common.NewAction(name, help, keys, short, Kind)
 	}
 	return append([]common.Action{
-		act(common.ActRefresh, "refresh", []string{"R", "ctrl+r"}, false),
+		// ctrl+r refreshes as in the other views; R relaunches with edits there too.
+		act(common.ActRefresh, "refresh", []string{"ctrl+r"}, false),
 		act(ActFollow, "follow/pause", []string{"f"}, true),
 		act(ActFollowAll, "follow every pane", []string{"F"}, false),
 		act(ActReplica, "next pane", []string{"tab", "right", "l"}, true),
@@ -52,6 +53,8 @@ func Actions() []common.Action {
 		act(ActMerged, "merged view", []string{"m"}, true),
 		// x cancels the app, as in the app list and describe view.
 		act(appops.ActCancel, "cancel the app", []string{"x"}, false),
+		act(appops.ActRelaunch, "relaunch the app (asks)", []string{"r"}, false),
+		act(appops.ActEdit, "relaunch with edits", []string{"e", "R"}, false),
 		act(ActHide, "hide pane", []string{"H"}, false),
 		act(ActShowAll, "show hidden panes", []string{"X"}, false),
 		act(ActNextPage, "next page of panes", []string{"]"}, false),

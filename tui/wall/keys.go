@@ -69,9 +69,9 @@ func (m *Model) do(action string) (tea.Cmd, bool) {
 		} else {
 			return common.Notify("the last pane stays"), true
 		}
-	case appops.ActCancel:
-		// The same confirmation as the app list's; the wall's status follows on its
-		// next poll.
+	case appops.ActCancel, appops.ActRelaunch, appops.ActEdit:
+		// The same confirmations and forms as the app list's; the wall's status follows
+		// on its next poll.
 		return appops.Act(m.Ctx, m.ID(), action, m.h, m.status.State)
 	case ActShowAll:
 		for _, p := range m.panes {
