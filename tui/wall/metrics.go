@@ -1,6 +1,8 @@
 package wall
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,8 +162,10 @@ func (m *Model) drawChart(W, H int) []string {
 	sty := chart.Styles{
 		Rank: func(r metrics.Rank, s string) string { return t.Prefix(m.paneOfRank(r), s) },
 		Label: func(r metrics.Rank) string {
-			if i := m.paneOfRank(r); i < len(m.panes) && m.metricRank(m.panes[i]) == r {
-				return m.panes[i].name()
+			if i := m.paneOfRank(r); i < len(m.panes) {
+				if pr, _ := m.metricRank(m.panes[i]); pr == r {
+					return m.panes[i].name()
+				}
 			}
 			return r.String()
 		},
@@ -186,8 +190,22 @@ func (m *Model) metricBadge(i, w int) string {
 		return ""
 	}
 	p := m.panes[i]
-	b := chart.Badge(s.store, s.panel.Chosen(s.store), m.metricRank(p), w)
-	if b != "" && len(s.store.AlarmsOf(p.role, p.k)) > 0 {
+	r, own := m.metricRank(p)
+	name := s.panel.Chosen(s.store)
+	b := chart.Badge(s.store, name, r, w)
+	alarms := s.store.AlarmsOf(p.role, p.k)
+	if own {
+		// The pane shows its rank's own values and alarms, where chart.Badge falls
+		// back to the replica's first worker and marks every alarm of the replica.
+		if !hasSeries(s.store, name, r) {
+			return ""
+		}
+		alarms = slices.DeleteFunc(alarms, func(a metrics.Alarm) bool { return a.Rank != r })
+		if len(alarms) == 0 {
+			b = strings.TrimSuffix(b, " ⚠")
+		}
+	}
+	if b != "" && len(alarms) > 0 {
 		return m.Ctx.Theme.Warning.Render(b)
 	}
 	return m.Ctx.Theme.Muted.Render(b)
@@ -201,18 +219,32 @@ func (m *Model) metricSummary(i int) string {
 	if s.store == nil {
 		return ""
 	}
-	return chart.Summary(s.store, s.panel.Chosen(s.store), m.metricRank(m.panes[i]))
+	r, own := m.metricRank(m.panes[i])
+	name := s.panel.Chosen(s.store)
+	if own && !hasSeries(s.store, name, r) {
+		return ""
+	}
+	return chart.Summary(s.store, name, r)
 }
 
 // metricRank is the metrics.Rank of a pane's values: a torchrun worker's local rank on
-// its node (its global rank less the ranks of the nodes before: exact for static
-// rendezvous), else the replica's own lines.
-func (m *Model) metricRank(p *pane) metrics.Rank {
-	r := metrics.Rank{Role: p.role, Replica: p.k, Local: -1}
+// the node that runs it (its global rank less the ranks of the nodes before it, which
+// torchrun numbers in group rank order: the node is the one its rendezvous or its
+// lines put the pane on, see place), else the replica's own lines. own reports whether
+// the pane shows that series alone: a rank's pane, or a torchrun node's beside the
+// panes of its ranks. A replica's pane whose lines carry torchrun's prefixes (a world
+// too big for a pane per rank) shows its first worker's values instead.
+func (m *Model) metricRank(p *pane) (r metrics.Rank, own bool) {
+	r = metrics.Rank{Role: p.role, Replica: p.k, Local: -1}
 	if p.rank >= 0 && p.nproc > 0 {
 		r.Local = p.rank % p.nproc
 	}
-	return r
+	return r, p.nproc > 0
+}
+
+// hasSeries reports whether rank r has values of a metric.
+func hasSeries(st *metrics.Store, name string, r metrics.Rank) bool {
+	return slices.ContainsFunc(st.Series(name), func(s *metrics.Series) bool { return s.Rank == r })
 }
 
 // paneOfRank is the pane that shows a rank's lines (for its color and name), or the
@@ -220,7 +252,7 @@ func (m *Model) metricRank(p *pane) metrics.Rank {
 func (m *Model) paneOfRank(r metrics.Rank) int {
 	first := -1
 	for i, p := range m.panes {
-		if m.metricRank(p) == r {
+		if pr, _ := m.metricRank(p); pr == r {
 			return i
 		}
 		if first < 0 && p.role == r.Role && p.k == r.Replica {

@@ -28,6 +28,10 @@ type replica struct {
 	nproc int
 	node  *ranks.Node
 	ranks map[int]int // global rank -> pane
+	// src is the replica's index in the wall's sources and panes the wall's panes,
+	// for moving the panes of the node's ranks to it (see place).
+	src   int
+	panes []*pane
 }
 
 // route says which pane line l of replica r goes to, and takes torchrun's prefix off
@@ -36,8 +40,8 @@ func (r *replica) route(l *sched.Line) int {
 	if r.node == nil {
 		return r.pane
 	}
-	if !l.Pending {
-		r.node.Observe(l.Text)
+	if !l.Pending && r.node.Observe(l.Text) {
+		r.place()
 	}
 	if g, rest, ok := r.node.Attribute(l.Text); ok {
 		if p, ok := r.ranks[g]; ok {
@@ -46,6 +50,22 @@ func (r *replica) route(l *sched.Line) int {
 		}
 	}
 	return r.pane
+}
+
+// place moves the panes of the global ranks the node's rendezvous gave it onto the
+// node, with its status. With c10d's rendezvous a node's group rank is the order in
+// which it joined, not its replica index; a rank that writes no line would otherwise
+// stay on the node first assumed, showing that node's status and another rank's
+// numbers. (A rank's line moves its pane too, see ingest: without a rendezvous block,
+// the lines are all there is to go by.)
+func (r *replica) place() {
+	np := r.panes[r.pane]
+	for local := range r.nproc {
+		if pi, ok := r.ranks[r.node.Global(local)]; ok {
+			p := r.panes[pi]
+			p.k, p.src, p.st, p.known = r.k, r.src, np.st, np.known
+		}
+	}
 }
 
 // torchrunProcs returns the workers per node of a role that runs torchrun (its
@@ -110,6 +130,9 @@ func (m *Model) layOutReplicas(d *sched.Description) {
 			m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes), nproc: nproc, node: ranks.NewNode(k, nproc), ranks: byRank})
 			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: -1, node: true, nproc: nproc, world: world, src: len(m.srcs) - 1})
 		}
+	}
+	for i := range m.srcs {
+		m.srcs[i].src, m.srcs[i].panes = i, m.panes
 	}
 }
 
