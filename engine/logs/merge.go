@@ -35,6 +35,11 @@ const (
 	// otherwise be read whole into memory while the other is emitted: 2 x 10M lines
 	// took gigabytes. With credits, memory is bounded by the number of sources.
 	mergeCredits = 2
+	// readyWait bounds how long Ready waits for the pump of a source that implements
+	// Readier to hand over its lines or say it has none. Such a source answers at
+	// once (its Ready reads a file), so this only guards against one that does not:
+	// Ready then says no line is ready rather than hang its caller.
+	readyWait = time.Second
 )
 
 // Merged is the iterator Merge returns: the lines of several iterators in time order
@@ -283,7 +288,12 @@ func (m *Merged) pop(i int, now time.Time) sched.Line {
 	return l
 }
 
-// Ready reports whether Next would return without blocking.
+// Ready reports whether Next would return without blocking. A source that implements
+// Readier says at once whether it has a line, so while its pump is reading, Ready
+// waits for the answer rather than say "none ready" too early: a Merged that is the
+// source of another Merge (a Slurm replica: its stdout and stderr files) would
+// otherwise look idle while its files are being read, and the Merge above would
+// deliver another source's later lines first.
 func (m *Merged) Ready() bool {
 	if m.single != nil {
 		if r, ok := m.single.(Readier); ok {
@@ -291,12 +301,43 @@ func (m *Merged) Ready() bool {
 		}
 		return false
 	}
-	m.drain()
-	if m.err != nil || m.live == 0 {
-		return true
+	var timeout <-chan time.Time
+	for {
+		m.drain()
+		if m.err != nil || m.live == 0 {
+			return true
+		}
+		if i, _ := m.pick(time.Now()); i >= 0 {
+			return true
+		}
+		if !m.reading() {
+			return false
+		}
+		if timeout == nil {
+			t := time.NewTimer(readyWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case msg := <-m.ch:
+			m.apply(msg)
+		case <-timeout:
+			return false
+		case <-m.ctx.Done():
+			return false
+		}
 	}
-	i, _ := m.pick(time.Now())
-	return i >= 0
+}
+
+// reading reports whether the pump of a source that implements Readier is reading:
+// the source has neither lines waiting nor said it has none ready, nor ended.
+func (m *Merged) reading() bool {
+	for i := range m.srcs {
+		if s := &m.srcs[i]; s.exact && !s.idle && !s.done && len(s.q) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Next returns the next line in time order, io.EOF after the last, or the first error
