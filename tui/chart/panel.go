@@ -126,34 +126,32 @@ func (p *Panel) View(st *metrics.Store, w, h int, sty Styles) string {
 	return fit(line, w, 1) + "\n" + Render(series, o)
 }
 
-// Badge is a pane title's metric: "loss ▇▅▃▂▁ 0.412", with "⚠" when the replica has an
-// alarm, in at most w cells ("" when the rank has no value of the metric).
-func Badge(st *metrics.Store, metric string, r metrics.Rank, w int) string {
-	ser := seriesOf(st, metric, r)
+// Badge is a pane title's metric: "loss ▇▅▃▂▁ 0.412", with "⚠" when alarm is set, in at
+// most w cells ("" without a series).
+func Badge(ser *metrics.Series, alarm bool, w int) string {
 	if ser == nil || w < 8 {
 		return ""
 	}
-	alarm := ""
-	if len(st.AlarmsOf(r.Role, r.Replica)) > 0 {
-		alarm = " ⚠"
+	mark := ""
+	if alarm {
+		mark = " ⚠"
 	}
 	last := short(ser.Last.Value)
-	room := w - len(metric) - len(last) - 2 - len([]rune(alarm))
+	room := w - len(ser.Name) - len(last) - 2 - len([]rune(mark))
 	spark := ""
 	if room >= 4 {
 		spark = Sparkline(ser.Points(), min(room, 16)) + " "
 	}
-	return metric + " " + spark + last + alarm
+	return ser.Name + " " + spark + last + mark
 }
 
 // Summary is a replica's line in an end summary: "loss last 0.412 best 0.398 @ step
-// 1200" ("" when the replica has no value of the metric).
-func Summary(st *metrics.Store, metric string, r metrics.Rank) string {
-	ser := seriesOf(st, metric, r)
+// 1200" ("" without a series).
+func Summary(ser *metrics.Series) string {
 	if ser == nil {
 		return ""
 	}
-	s := fmt.Sprintf("%s last %s", metric, short(ser.Last.Value))
+	s := fmt.Sprintf("%s last %s", ser.Name, short(ser.Last.Value))
 	if !math.IsNaN(ser.Best.Value) {
 		s += " best " + short(ser.Best.Value)
 		if ser.Best.Step >= 0 {
@@ -161,19 +159,4 @@ func Summary(st *metrics.Store, metric string, r metrics.Rank) string {
 		}
 	}
 	return s
-}
-
-// seriesOf returns the series of a rank's metric: the rank's own, else (a replica
-// whose lines carry torchrun's prefixes) its first worker's.
-func seriesOf(st *metrics.Store, metric string, r metrics.Rank) *metrics.Series {
-	var first *metrics.Series
-	for _, s := range st.Series(metric) {
-		if s.Rank == r {
-			return s
-		}
-		if first == nil && s.Rank.Role == r.Role && s.Rank.Replica == r.Replica {
-			first = s
-		}
-	}
-	return first
 }

@@ -2,7 +2,6 @@ package wall
 
 import (
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -189,23 +188,9 @@ func (m *Model) metricBadge(i, w int) string {
 	if s.store == nil {
 		return ""
 	}
-	p := m.panes[i]
-	r, own := m.metricRank(p)
-	name := s.panel.Chosen(s.store)
-	b := chart.Badge(s.store, name, r, w)
-	alarms := s.store.AlarmsOf(p.role, p.k)
-	if own {
-		// The pane shows its rank's own values and alarms, where chart.Badge falls
-		// back to the replica's first worker and marks every alarm of the replica.
-		if !hasSeries(s.store, name, r) {
-			return ""
-		}
-		alarms = slices.DeleteFunc(alarms, func(a metrics.Alarm) bool { return a.Rank != r })
-		if len(alarms) == 0 {
-			b = strings.TrimSuffix(b, " ⚠")
-		}
-	}
-	if b != "" && len(alarms) > 0 {
+	ser, alarm := m.paneSeries(m.panes[i])
+	b := chart.Badge(ser, alarm, w)
+	if alarm {
 		return m.Ctx.Theme.Warning.Render(b)
 	}
 	return m.Ctx.Theme.Muted.Render(b)
@@ -219,12 +204,35 @@ func (m *Model) metricSummary(i int) string {
 	if s.store == nil {
 		return ""
 	}
-	r, own := m.metricRank(m.panes[i])
-	name := s.panel.Chosen(s.store)
-	if own && !hasSeries(s.store, name, r) {
-		return ""
+	ser, _ := m.paneSeries(m.panes[i])
+	return chart.Summary(ser)
+}
+
+// paneSeries is the series of the chosen metric a pane shows (nil: none) and whether
+// it is under an alarm: a rank's pane (or a node's beside them) shows its own series
+// and alarms only; a replica's pane whose lines carry torchrun's prefixes shows its
+// first worker's values and every alarm of the replica. Called under mx.mu.
+func (m *Model) paneSeries(p *pane) (*metrics.Series, bool) {
+	st := m.mx.store
+	r, own := m.metricRank(p)
+	var ser *metrics.Series
+	for _, s := range st.Series(m.mx.panel.Chosen(st)) {
+		if s.Rank == r {
+			ser = s
+			break
+		}
+		if ser == nil && !own && s.Rank.Role == r.Role && s.Rank.Replica == r.Replica {
+			ser = s
+		}
 	}
-	return chart.Summary(s.store, name, r)
+	if ser == nil {
+		return nil, false
+	}
+	alarms := st.AlarmsOf(p.role, p.k)
+	if own {
+		return ser, slices.ContainsFunc(alarms, func(a metrics.Alarm) bool { return a.Rank == r })
+	}
+	return ser, len(alarms) > 0
 }
 
 // metricRank is the metrics.Rank of a pane's values: a torchrun worker's local rank on
@@ -240,11 +248,6 @@ func (m *Model) metricRank(p *pane) (r metrics.Rank, own bool) {
 		r.Local = p.rank % p.nproc
 	}
 	return r, p.nproc > 0
-}
-
-// hasSeries reports whether rank r has values of a metric.
-func hasSeries(st *metrics.Store, name string, r metrics.Rank) bool {
-	return slices.ContainsFunc(st.Series(name), func(s *metrics.Series) bool { return s.Rank == r })
 }
 
 // paneOfRank is the pane that shows a rank's lines (for its color and name), or the
