@@ -212,3 +212,91 @@ func TestBookBadFile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBookScan: what the app list spends on an app's alarms. "finished" reads a
+// finished app of 100k metric lines once (what a first look at an old app costs, off
+// the UI loop); "known" is the same app the next time (from the Book's file);
+// "running-no-new-lines" is the periodic reading of a running app with nothing new.
+// Beside them, "baseline-read-lines" only reads the same lines (no extraction).
+func BenchmarkBookScan(b *testing.B) {
+	const lines = 100_000
+	home := b.TempDir()
+	reg := &sched.Registry{}
+	local.Register(reg)
+	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: home, WorkDir: b.TempDir(), Self: []string{os.Args[0]}})
+	b.Cleanup(func() { _ = r.Close() })
+	ctx := context.Background()
+	run := func(script string) spec.Handle {
+		h, err := r.Run(ctx, &spec.AppDef{Name: "bench", Roles: []spec.Role{shRole("tr", 1, script)}}, local.NameCwd, nil, "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			_ = r.Cancel(ctx, h)
+			_, _ = r.Wait(ctx, h, 20*time.Millisecond)
+		})
+		return h
+	}
+	done := run(fmt.Sprintf(`awk 'BEGIN { for (i = 0; i < %d; i++) printf "step %%d loss %%.6f lr 0.001 grad_norm 1.5\n", i, 3 / (1 + i / 1000) }'`, lines))
+	if _, err := r.Wait(ctx, done, 20*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+	d, err := r.Describe(ctx, done)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("finished", func(b *testing.B) {
+		for b.Loop() {
+			f, err := metrics.NewBook(r, metrics.DefaultConfig(), "").Scan(ctx, done, d)
+			if err != nil || f.N != 0 {
+				b.Fatal(f, err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/lines, "ns/line")
+	})
+	b.Run("baseline-read-lines", func(b *testing.B) {
+		for b.Loop() {
+			it, err := r.LogLines(ctx, done, "tr", 0, sched.LogOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for _, err := it.Next(ctx); err == nil; _, err = it.Next(ctx) {
+				n++
+			}
+			it.Close()
+			if n != lines {
+				b.Fatal(n)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/lines, "ns/line")
+	})
+	b.Run("known", func(b *testing.B) {
+		dir := b.TempDir()
+		book := metrics.NewBook(r, metrics.DefaultConfig(), dir)
+		if _, err := book.Scan(ctx, done, d); err != nil {
+			b.Fatal(err)
+		}
+		book.Save()
+		for b.Loop() {
+			if _, err := metrics.NewBook(r, metrics.DefaultConfig(), dir).Scan(ctx, done, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("running-no-new-lines", func(b *testing.B) {
+		live := run(`echo "step 1 loss 2.5"; sleep 600`)
+		dl, err := r.Describe(ctx, live)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// What a Book's later readings of a running app do: read from the last line's
+		// time on, here with nothing new.
+		since := time.Now()
+		for b.Loop() {
+			if _, err := metrics.Read(ctx, r, live, dl, since, metrics.NewStore(metrics.DefaultConfig()), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
