@@ -195,7 +195,7 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 	}
 	e := b.live[key]
 	if e == nil {
-		e = &bookEntry{store: NewStore(b.cfg), namer: NewNamer(d.App)}
+		e = &bookEntry{store: NewAlarmStore(b.cfg), namer: NewNamer(d.App)}
 		b.live[key] = e
 	}
 	b.mu.Unlock()

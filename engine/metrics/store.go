@@ -81,6 +81,7 @@ type Series struct {
 	firstSeq, lastSeq int64 // the store's order of arrival, to order values read at one time
 	lowerIsBetter     bool
 	watched           bool // checked for divergence
+	noPoints          bool // statistics only (see NewAlarmStore)
 
 	points []Point
 	stride int   // values averaged into each point after downsampling
@@ -120,6 +121,9 @@ func (s *Series) add(p Point, seq int64) {
 		if math.IsNaN(s.Best.Value) || lower && p.Value < s.Best.Value || !lower && p.Value > s.Best.Value {
 			s.Best = p
 		}
+	}
+	if s.noPoints {
+		return
 	}
 	if s.stride == 1 {
 		s.push(p)
@@ -292,6 +296,7 @@ type Store struct {
 	div        map[string]*divergence
 	dropped    int64
 	seq        int64     // values added
+	noPoints   bool      // see NewAlarmStore
 	scratch    []float64 // for compare
 }
 
@@ -311,6 +316,15 @@ func NewStore(cfg Config) *Store {
 		raised:   map[alarmKey]bool{},
 		div:      map[string]*divergence{},
 	}
+}
+
+// NewAlarmStore returns a store that keeps each series' statistics and the alarms, not
+// its points: what reading an app's alarms needs, in a few hundred bytes per series
+// rather than up to MaxPoints points.
+func NewAlarmStore(cfg Config) *Store {
+	s := NewStore(cfg)
+	s.noPoints = true
+	return s
 }
 
 // Extractor returns the store's extractor.
@@ -366,6 +380,7 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 			}
 			ser = newSeries(smp.Name, r)
 			ser.watched = s.ext.cfg.Watched(smp.Name)
+			ser.noPoints = s.noPoints
 			s.lastSeries[smp.Name] = ser
 			s.nseries++
 			if len(s.byName[smp.Name]) == 0 {

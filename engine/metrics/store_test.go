@@ -152,3 +152,32 @@ func TestStoreTorchrunRanksAndFlippingValues(t *testing.T) {
 		t.Fatalf("lr count %d", got)
 	}
 }
+
+// An alarm store raises the same alarms and keeps the same statistics as a full
+// store, without the points.
+func TestAlarmStoreKeepsNoPoints(t *testing.T) {
+	full, lean := NewStore(DefaultConfig()), NewAlarmStore(DefaultConfig())
+	for step := range 10_000 {
+		for r := range 4 {
+			loss := 3 - 0.0001*float64(step)
+			switch {
+			case r == 1 && step == 7:
+				loss = math.NaN()
+			case r == 3 && step > 5000:
+				loss *= 10 // departs from the others
+			}
+			l := line(r, step, fmt.Sprintf("step %d loss %g lr 1e-4", step, loss))
+			full.Add(l)
+			lean.Add(l)
+		}
+	}
+	if got, want := alarms(lean), alarms(full); got != want || !strings.Contains(got, "NaN") || !strings.Contains(got, "other ranks'") {
+		t.Fatalf("alarm store:\n%s\nfull store:\n%s", got, want)
+	}
+	for i, s := range lean.Series("loss") {
+		f := full.Series("loss")[i]
+		if len(s.Points()) != 0 || s.Count != f.Count || s.Min != f.Min || s.Max != f.Max || s.Last != f.Last {
+			t.Errorf("%v: %d points, count %d min %v max %v; full store: count %d min %v max %v", s.Rank, len(s.Points()), s.Count, s.Min, s.Max, f.Count, f.Min, f.Max)
+		}
+	}
+}

@@ -274,7 +274,7 @@ func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", oneLine(err.Error()))
 		return nil, namer
 	}
-	store := metrics.NewStore(cfg)
+	store := metrics.NewAlarmStore(cfg)
 	if _, err := metrics.Read(a.ctx, a.runner(), h, d, time.Time{}, store, namer); err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", oneLine(err.Error()))
 	}
