@@ -71,6 +71,12 @@ func newDriver(t testing.TB, opts tui.Options, w, h int) *driver {
 func (d *driver) send(msg tea.Msg) {
 	d.t.Helper()
 	queue := []tea.Msg{msg}
+	if d.async {
+		// With it, what async commands produced meanwhile: a view whose work is under
+		// way returns no command (a listing in flight), and nothing else would deliver
+		// that work's result.
+		queue = append(queue, d.drainFor(0)...)
+	}
 	for steps := 0; len(queue) > 0; steps++ {
 		if steps > 10000 {
 			d.t.Fatal("the model keeps producing messages")
@@ -136,9 +142,13 @@ func (d *driver) exec(cmd tea.Cmd) []tea.Msg {
 
 // drain collects the messages async commands produced so far, waiting a little for
 // quick ones.
-func (d *driver) drain() []tea.Msg {
+func (d *driver) drain() []tea.Msg { return d.drainFor(50 * time.Millisecond) }
+
+// drainFor collects the messages async commands produced so far, waiting up to wait
+// for more.
+func (d *driver) drainFor(wait time.Duration) []tea.Msg {
 	var out []tea.Msg
-	timeout := time.After(50 * time.Millisecond)
+	timeout := time.After(wait)
 	for {
 		select {
 		case msg := <-d.pending:

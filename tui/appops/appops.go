@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -162,41 +164,82 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
+// BulkProgress is a bulk cancel or delete under way: how many of its apps are done.
+// The command updates it as each app is done; the view that asked reads it (on its
+// ticks) to say so. Safe for concurrent use.
+type BulkProgress struct {
+	verb    string // "cancelling", "deleting"
+	total   int
+	started atomic.Bool // confirmed
+	done    atomic.Int32
+	ended   atomic.Bool
+}
+
+// Status is "cancelling 3/10 apps…" while the action runs, "" before it is confirmed
+// and after it ends.
+func (p *BulkProgress) Status() string {
+	if p == nil || !p.started.Load() || p.ended.Load() {
+		return ""
+	}
+	return fmt.Sprintf("%s %d/%s…", p.verb, p.done.Load(), apps(p.total))
+}
+
+// bulkParallel is how many apps a bulk action works on at once: a Docker app's cancel
+// waits for its containers' grace period, so one at a time would add them up.
+const bulkParallel = 8
+
 // Bulk cancels (ActCancel) or deletes (ActDelete) the apps hs after one confirmation
 // that says how many (adj says which: "marked", "finished"), and how many of those the
 // user picked are skipped (a cancel skips the apps that ended, a delete the running
-// ones).
-func Bulk(ctx *common.Context, id common.ViewID, action string, hs []spec.Handle, adj string, skipped int) tea.Cmd {
+// ones). The returned progress says how far it has got once confirmed (nil when there
+// is nothing to do).
+func Bulk(ctx *common.Context, id common.ViewID, action string, hs []spec.Handle, adj string, skipped int) (tea.Cmd, *BulkProgress) {
 	b, parent := ctx.Backend, ctx.Ctx
 	verb, question, what := VerbDeleted, "Delete", "Their state and logs are removed."
 	skip := "still running"
+	doing := "deleting"
 	if action == ActCancel {
 		verb, question, what = VerbCancelled, "Cancel", "Their replicas get SIGTERM, then SIGKILL."
 		skip = "already ended"
+		doing = "cancelling"
 	}
 	note := ""
 	if skipped > 0 {
 		note = fmt.Sprintf(" (%d %s: skipped)", skipped, skip)
 	}
 	if len(hs) == 0 {
-		return common.Notify(fmt.Sprintf("no %s app to %s%s", adj, strings.ToLower(question), note))
+		return common.Notify(fmt.Sprintf("no %s app to %s%s", adj, strings.ToLower(question), note)), nil
 	}
 	prompt := fmt.Sprintf("%s %d %s %s?%s %s", question, len(hs), adj, plural(len(hs), "app"), note, what)
+	p := &BulkProgress{verb: doing, total: len(hs)}
 	return common.Confirm(prompt, func() tea.Msg {
+		p.started.Store(true)
+		defer p.ended.Store(true)
+		errs := make([]error, len(hs))
+		sem := make(chan struct{}, bulkParallel)
+		var wg sync.WaitGroup
+		for i, h := range hs {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if action == ActCancel {
+					errs[i] = b.Cancel(parent, h)
+				} else {
+					errs[i] = b.Delete(parent, h, false)
+				}
+				p.done.Add(1)
+			}()
+		}
+		wg.Wait()
 		d := BulkDone{ViewID: id, Verb: verb}
-		for _, h := range hs {
-			var err error
-			if action == ActCancel {
-				err = b.Cancel(parent, h)
-			} else {
-				err = b.Delete(parent, h, false)
-			}
-			if err != nil {
-				d.Errs = append(d.Errs, fmt.Errorf("%s: %w", h, err))
+		for i, h := range hs {
+			if errs[i] != nil {
+				d.Errs = append(d.Errs, fmt.Errorf("%s: %w", h, errs[i]))
 				continue
 			}
 			d.Handles = append(d.Handles, h.String())
 		}
 		return d
-	})
+	}), p
 }

@@ -92,6 +92,8 @@ type Model struct {
 	usage usageState
 	// alarm is the reading of the apps' metric alarms (see alarms.go).
 	alarm alarmState
+	// progress is the last bulk cancel or delete asked for (see appops.Bulk).
+	progress *appops.BulkProgress
 }
 
 type listedMsg struct {
@@ -435,7 +437,9 @@ func (m *Model) bulk(action string) tea.Cmd {
 			skip = append(skip, a)
 		}
 	}
-	return appops.Bulk(m.Ctx, m.ID(), action, handles(do), "marked", len(skip))
+	cmd, p := appops.Bulk(m.Ctx, m.ID(), action, handles(do), "marked", len(skip))
+	m.progress = p
+	return cmd
 }
 
 // prune deletes every finished app the list shows (the filter applies), after a
@@ -447,7 +451,9 @@ func (m *Model) prune() tea.Cmd {
 			done = append(done, m.apps[i])
 		}
 	}
-	return appops.Bulk(m.Ctx, m.ID(), appops.ActDelete, handles(done), "finished", 0)
+	cmd, p := appops.Bulk(m.Ctx, m.ID(), appops.ActDelete, handles(done), "finished", 0)
+	m.progress = p
+	return cmd
 }
 
 // handles parses the handles of apps; a listing holds only valid ones.

@@ -98,6 +98,9 @@ func (m *Model) summary() string {
 	if len(m.marked) > 0 {
 		s += fmt.Sprintf(" · %d marked", len(m.marked))
 	}
+	if p := m.progress.Status(); p != "" {
+		s += " · " + p
+	}
 	dir := "↓"
 	if m.reverse {
 		dir = "↑"

@@ -12,10 +12,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -72,6 +74,12 @@ func run(cmd string, args []string) int {
 	case "dial":
 		return dial(arg(args, 0))
 	case "loop":
+		for {
+			time.Sleep(time.Second)
+		}
+	case "stubborn": // ignore SIGTERM and loop: only the grace period's SIGKILL stops it
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ignoring SIGTERM")
 		for {
 			time.Sleep(time.Second)
 		}
