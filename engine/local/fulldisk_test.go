@@ -1,13 +1,16 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -75,6 +78,19 @@ func TestFullLogDirIsReported(t *testing.T) {
 	}
 }
 
+// gated is a replica that waits for the file gate, at most about 30 seconds, and exits 0.
+func gated(gate string) spec.Role {
+	return role("gated", "sh", "-c", `i=0; while [ ! -e "$0" ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done`, gate)
+}
+
+// open releases a gated replica.
+func open(t *testing.T, gate string) {
+	t.Helper()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // With $WICK_HOME full when the app ends, its final state is still recorded.
 func TestFullStateDirStillRecordsTheEnd(t *testing.T) {
 	disk := smallDisk(t, 1<<20)
@@ -86,12 +102,10 @@ func TestFullStateDirStillRecordsTheEnd(t *testing.T) {
 	}
 	s = s2
 	gate := filepath.Join(t.TempDir(), "go")
-	id := start(t, s, appOf("gated", role("gated", "sh", "-c", `while [ ! -e "$0" ]; do sleep 0.01; done`, gate)), spec.Cfg{OptLogDir: t.TempDir()})
+	id := start(t, s, appOf("gated", gated(gate)), spec.Cfg{OptLogDir: t.TempDir()})
 	waitState(t, s, id, allRunning)
 	fill(t, disk)
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	open(t, gate)
 	st := waitApp(t, s, id)
 	if st.State != spec.Succeeded {
 		t.Errorf("app %s %q", st.State, st.Msg)
@@ -99,4 +113,101 @@ func TestFullStateDirStillRecordsTheEnd(t *testing.T) {
 	if onDisk, err := readState(filepath.Join(s.appsDir(), id)); err != nil || onDisk.State != spec.Succeeded {
 		t.Errorf("on disk: %v", err)
 	}
+}
+
+// readOnly makes dir unwritable, as a directory on a file system remounted read-only
+// (root: a read-only bind mount of dir on itself), or as one whose mode forbids
+// writing (anyone else: mode 0500). Files already open stay writable. It returns what
+// a write in dir then fails with.
+func readOnly(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+		return "permission denied"
+	}
+	// Mode bits do not stop root.
+	err := unix.Mount(dir, dir, "", unix.MS_BIND, "")
+	if err == nil {
+		t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+		err = unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must be able to bind-mount a directory read-only: %v", err)
+		}
+		t.Skipf("needs a read-only bind mount: %v", err)
+	}
+	return "read-only file system"
+}
+
+// checkUnsaved checks the status of an app whose supervisor could not write the end
+// of its one replica, which exited 0: FAILED, saying why and what the end was, the
+// same on every read.
+func checkUnsaved(t *testing.T, s *Scheduler, id, why string) {
+	t.Helper()
+	st := waitApp(t, s, id)
+	want := "supervisor could not write its state: " + why + " (the app had ended SUCCEEDED; exit codes: gated/0 0)"
+	if st.State != spec.Failed || st.Msg != want || st.StructuredError != want {
+		t.Errorf("app %s, msg %q, error %q; want FAILED %q", st.State, st.Msg, st.StructuredError, want)
+	}
+	r := replicaOf(t, st, "gated", 0)
+	if r.State != spec.Succeeded || r.ExitCode == nil || *r.ExitCode != 0 || r.Ended.IsZero() {
+		t.Errorf("replica %s, exit %v, ended %v", r.State, r.ExitCode, r.Ended)
+	}
+	// The end is the supervisor's, not the time of the read.
+	time.Sleep(20 * time.Millisecond)
+	d, err := s.Describe(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.Msg != want || !d.Status.Ended.Equal(st.Ended) || st.Ended.IsZero() {
+		t.Errorf("describe: %q, ended %v then %v", d.Status.Msg, st.Ended, d.Status.Ended)
+	}
+	apps, err := s.List(context.Background())
+	if err != nil || len(apps) != 1 || apps[0].Msg != want {
+		t.Errorf("list: %+v %v", apps, err)
+	}
+}
+
+// When the app's state directory turns unwritable before the app ends, the status
+// says that the supervisor could not write the final state, why, and how the app
+// ended, rather than "supervisor died".
+func TestUnwritableStateDirIsReported(t *testing.T) {
+	s := testScheduler(t, false)
+	gate := filepath.Join(t.TempDir(), "go")
+	id := start(t, s, appOf("gated", gated(gate)), spec.Cfg{OptLogDir: t.TempDir()})
+	waitState(t, s, id, allRunning)
+	why := readOnly(t, filepath.Join(s.appsDir(), id))
+	open(t, gate)
+	checkUnsaved(t, s, id, why)
+}
+
+// With $WICK_HOME too full for the reservation at the start, and full at the end, the
+// status says the state could not be written for lack of space.
+func TestFullStateDirWithoutReserveIsReported(t *testing.T) {
+	disk := smallDisk(t, 1<<20)
+	s := testScheduler(t, false)
+	s.cfg.StateDir = disk
+	// Room for the app's small files, not for the reservation (minReserve).
+	fill(t, disk)
+	filler := filepath.Join(disk, "filler")
+	info, err := os.Stat(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filler, info.Size()-48<<10); err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(t.TempDir(), "go")
+	id := start(t, s, appOf("gated", gated(gate)), spec.Cfg{OptLogDir: t.TempDir()})
+	waitState(t, s, id, allRunning)
+	if log := readFile(t, filepath.Join(s.appsDir(), id, supervisorLog)); !strings.Contains(log, "no space reserved for the final state: ") {
+		t.Fatalf("the reservation was made: supervisor.log %q", log)
+	}
+	fill(t, disk)
+	open(t, gate)
+	checkUnsaved(t, s, id, "no space left on device")
 }

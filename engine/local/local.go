@@ -15,6 +15,9 @@
 //	local/apps/<app_id>/state.json      the app's status, written atomically
 //	local/apps/<app_id>/supervisor.log  the supervisor's own messages
 //	local/apps/<app_id>/cancel          a cancel asked for before the supervisor ran
+//	local/apps/<app_id>/.state.reserve  space kept for the final state (a full disk)
+//	local/apps/<app_id>/.state.unsaved  the end of an app whose final state could not
+//	                                    be written, and why
 //
 // and under the log_dir run option (default <StateDir>/logs), in TorchX's layout:
 //
@@ -41,8 +44,10 @@
 //
 // Nothing outlives the supervisor: replicas die with it (Pdeathsig), and a small
 // reaper process kills their descendants if the supervisor itself is SIGKILLed (see
-// reaper.go). An app whose supervisor is gone without a final state reads FAILED,
-// "supervisor died".
+// reaper.go). An app whose supervisor is gone without a final state reads FAILED:
+// "supervisor could not write its state: WHY (the app had ended STATE; exit codes:
+// ...)" when the supervisor ended the app but could not write that (a read-only or
+// full state directory), else "supervisor died".
 package local
 
 import (

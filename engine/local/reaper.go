@@ -175,7 +175,7 @@ func reap(appDir string) error {
 	if st.State.Terminal() {
 		return nil
 	}
-	markDead(st, reasonDied)
+	markGone(appDir, st)
 	fmt.Fprintf(os.Stderr, "%s wick reaper %s: the supervisor died; killed %d process groups\n", time.Now().Format(time.RFC3339), l.AppID, len(groups))
 	return st.save(appDir)
 }

@@ -327,7 +327,11 @@ func reconcile(appDir string, st *state) *state {
 			if err == nil {
 				st = fresh
 			}
-			markDead(st, reason)
+			if reason == reasonDied {
+				markGone(appDir, st)
+			} else {
+				markDead(st, reason)
+			}
 			return st
 		}
 		st = fresh

@@ -206,6 +206,11 @@ type supervisor struct {
 	target       spec.AppState     // 0 while running; the final state once decided
 	dirty        bool
 	beforeLogs   func(dir string) // test hook, see supervise
+
+	// unsaved is the open file where an end that cannot be written is recorded, of
+	// unsavedSize bytes (reserve.go); nil when it could not be made.
+	unsaved     *os.File
+	unsavedSize int
 }
 
 func newSupervisor(appDir string) (*supervisor, error) {
@@ -294,6 +299,7 @@ func (sv *supervisor) setup() error {
 	if sv.null, err = devNull(); err != nil {
 		return err
 	}
+	sv.makeUnsaved()
 	sv.makeReserve()
 	if sv.cg, err = newCgroup(sv.req.AppID); err != nil {
 		sv.logf("no cgroup for the app (%v): processes that leave their replica's process group are found through the subreaper only", err)
@@ -333,6 +339,7 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 		} else {
 			sv.failStart(err)
 		}
+		sv.dropUnsaved()
 		reportReady(ready, err)
 		return err
 	}
@@ -411,6 +418,7 @@ func (sv *supervisor) failStart(err error) {
 	}
 	if serr := sv.st.save(sv.dir); serr != nil {
 		sv.logf("%v", serr)
+		sv.recordUnsaved(serr)
 	}
 	sv.quitReaper()
 }
@@ -1026,7 +1034,9 @@ func (sv *supervisor) finalize() {
 	sv.writeSuccess()
 	if err := sv.saveFinal(); err != nil {
 		sv.logf("the final state could not be written: %v", err)
+		sv.recordUnsaved(err)
 	}
+	sv.dropUnsaved()
 	sv.dirty = false
 	for _, r := range sv.all {
 		if !r.endMarked {
