@@ -11,21 +11,23 @@ import (
 // supervisor takes it over, the app's logs do not exist yet and the only writer known
 // is the launcher, which exits as soon as the app is started (a follower watching it
 // would end there, while the app runs on). It waits until the supervisor has taken
-// over (and returns it), the app has ended, or the launcher is gone (and returns w).
-func (s *Scheduler) awaitSupervisor(ctx context.Context, appDir string, w logs.Proc) (logs.Proc, error) {
-	st, err := readState(appDir)
-	if err != nil || st.State.Terminal() {
+// over (and returns it), the app has ended, or the launcher is gone (and returns the
+// writer of ls). ls is the app's state as the caller just read it: the state file is
+// read again only while the launch is under way.
+func (s *Scheduler) awaitSupervisor(ctx context.Context, appDir string, ls logState) (logs.Proc, error) {
+	w := ls.writer()
+	if ls.terminal {
 		return w, nil
 	}
-	if started(st) {
-		return st.Supervisor, nil
+	if ls.started {
+		return ls.supervisor, nil
 	}
 	watch, err := s.watcher.Add(appDir)
 	if err != nil {
 		return w, nil
 	}
 	defer watch.Close()
-	gone, stop := s.watcher.WatchProc(st.Owner)
+	gone, stop := s.watcher.WatchProc(ls.owner)
 	defer stop()
 	for {
 		st, err := readState(appDir)

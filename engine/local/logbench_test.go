@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/wick-dev/wick/engine/logs"
@@ -138,5 +139,38 @@ func TestLogCacheSeesChanges(t *testing.T) {
 	var ce *CorruptError
 	if _, err := s.Logs(ctx, b, "echo", 1, sched.LogOptions{}); !errors.As(err, &ce) {
 		t.Errorf("logs of a corrupted app: %v", err)
+	}
+}
+
+// BenchmarkLogDescribeAndRead is what `wick log` does in the scheduler for an app of
+// 2 (and 1000) one-line replicas: describe it, then open and read its logs, with a
+// cache as empty as a new command's. "once" is the path taken: Describe's read of the
+// state and launch files serves the logs too. "twice" is the previous path, where
+// opening the logs read both files again (the cache emptied between the two).
+func BenchmarkLogDescribeAndRead(b *testing.B) {
+	for _, n := range []int{2, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := testScheduler(b, false)
+			id, refs := manyReplicaApp(b, s, n)
+			ctx := context.Background()
+			run := func(b *testing.B, between func()) {
+				for b.Loop() {
+					s.logCache = &logCache{}
+					if _, err := s.Describe(ctx, id); err != nil {
+						b.Fatal(err)
+					}
+					between()
+					its, err := s.LogsOf(ctx, id, refs, sched.LogOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got := readAll(b, its); got != n {
+						b.Fatalf("%d lines", got)
+					}
+				}
+			}
+			b.Run("once", func(b *testing.B) { run(b, func() {}) })
+			b.Run("twice", func(b *testing.B) { run(b, func() { s.logCache = &logCache{} }) })
+		})
 	}
 }

@@ -24,17 +24,27 @@ import (
 )
 
 // Describe returns the app's status (reconciled with its processes), its AppDef and its
-// run options.
+// run options. What it reads also serves the logs opened next (see logCache): `wick
+// log` describes the app, then opens its logs, reading its files once.
 func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+	var key fileKey
+	var keyed bool
+	if dir, err := s.appDir(appID); err == nil {
+		key, keyed = stateKey(dir)
+	}
 	dir, st, err := s.load(appID)
 	if err != nil {
 		return nil, err
 	}
-	l, err := readLaunch(dir)
+	if keyed {
+		s.logCache.put(dir, key, logStateOf(st))
+	}
+	l, err := s.logCache.launch(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
 	}
-	return &sched.Description{Status: st.AppStatus, App: l.App, Cfg: s.cfgValues(l.Cfg)}, nil
+	// The cached launch is shared: the caller gets its own AppDef.
+	return &sched.Description{Status: st.AppStatus, App: l.App.Clone(), Cfg: s.cfgValues(l.Cfg)}, nil
 }
 
 // List returns the status of every app of this scheduler, of every session, newest
@@ -286,13 +296,14 @@ func (s *Scheduler) removeAppDir(dir, appID string) error {
 // Logs returns the lines of replica k of role, from the files of the app's log
 // directory. Following ends once the replica can write no more and every line is read.
 func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sched.LogOptions) (sched.LogIterator, error) {
-	logDir, writer, err := s.replicaLogDir(appID, role, k)
+	logDir, ls, err := s.replicaLogDir(appID, role, k)
 	if err != nil {
 		return nil, err
 	}
+	writer := ls.writer()
 	if opts.Follow {
 		dir, _ := s.appDir(appID)
-		if writer, err = s.awaitSupervisor(ctx, dir, writer); err != nil {
+		if writer, err = s.awaitSupervisor(ctx, dir, ls); err != nil {
 			return nil, err
 		}
 	}
@@ -310,7 +321,7 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 	if err != nil {
 		return nil, err
 	}
-	writer, err := s.logCache.writer(dir, func() (*state, error) {
+	ls, err := s.logCache.state(dir, func() (*state, error) {
 		_, st, err := s.load(appID)
 		return st, err
 	})
@@ -321,8 +332,9 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 	if err != nil {
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
 	}
+	writer := ls.writer()
 	if opts.Follow {
-		if writer, err = s.awaitSupervisor(ctx, dir, writer); err != nil {
+		if writer, err = s.awaitSupervisor(ctx, dir, ls); err != nil {
 			return nil, err
 		}
 	}
@@ -365,29 +377,30 @@ func (s *Scheduler) RawLog(ctx context.Context, appID, role string, k int, strea
 	return f, nil
 }
 
-// replicaLogDir finds the log directory of replica k of role, and the process writing
-// it. Both come from the cache of what opening logs reads (see logCache).
-func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, logs.Proc, error) {
+// replicaLogDir finds the log directory of replica k of role, and what opening its
+// logs needs of the app's state. Both come from the cache of what opening logs reads
+// (see logCache).
+func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, logState, error) {
 	dir, err := s.appDir(appID)
 	if err != nil {
-		return "", logs.Proc{}, err
+		return "", logState{}, err
 	}
-	writer, err := s.logCache.writer(dir, func() (*state, error) {
+	ls, err := s.logCache.state(dir, func() (*state, error) {
 		_, st, err := s.load(appID)
 		return st, err
 	})
 	if err != nil {
-		return "", logs.Proc{}, err
+		return "", logState{}, err
 	}
 	l, err := s.logCache.launch(dir)
 	if err != nil {
-		return "", logs.Proc{}, fmt.Errorf("read app %s: %w", appID, err)
+		return "", logState{}, fmt.Errorf("read app %s: %w", appID, err)
 	}
 	logDir, err := replicaDirOf(l, appID, role, k)
 	if err != nil {
-		return "", logs.Proc{}, err
+		return "", logState{}, err
 	}
-	return logDir, writer, nil
+	return logDir, ls, nil
 }
 
 // replicaDirOf finds the log directory of replica k of role in an app's launch.

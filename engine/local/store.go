@@ -134,15 +134,15 @@ func readLaunch(appDir string) (*launch, error) {
 }
 
 // logCache keeps what opening a replica's logs reads of an app: its launch file
-// (parsed) and the process writing its logs (from its state file). Opening the logs of
-// replica after replica (the wall's panes and read-backs) would otherwise parse a
-// thousand-replica app's files each time. An entry is used only while its file's
-// inode, size and time are unchanged; state.json is replaced by rename, so any write
-// shows.
+// (parsed) and what its state file says of the process writing its logs. Opening the
+// logs of replica after replica (the wall's panes and read-backs) would otherwise
+// parse a thousand-replica app's files each time, and `wick log` would read them
+// again after Describe. An entry is used only while its file's inode, size and time
+// are unchanged; state.json is replaced by rename, so any write shows.
 type logCache struct {
 	mu       sync.Mutex
 	launches map[string]cachedLaunch
-	writers  map[string]cachedWriter
+	states   map[string]cachedState
 }
 
 // fileKey identifies a version of a file.
@@ -153,9 +153,29 @@ type cachedLaunch struct {
 	l   *launch
 }
 
-type cachedWriter struct {
+type cachedState struct {
 	key fileKey
-	w   logs.Proc
+	ls  logState
+}
+
+// logState is what opening an app's logs needs of its (reconciled) state.
+type logState struct {
+	owner, supervisor logs.Proc
+	terminal          bool
+	started           bool // see started
+}
+
+func logStateOf(st *state) logState {
+	return logState{owner: st.Owner, supervisor: st.Supervisor, terminal: st.State.Terminal(), started: started(st)}
+}
+
+// writer is the process writing the app's logs: its supervisor, or the launcher
+// before the supervisor took over.
+func (ls logState) writer() logs.Proc {
+	if ls.supervisor.IsZero() {
+		return ls.owner
+	}
+	return ls.supervisor
 }
 
 // maxCached bounds each map of the cache: the apps whose logs are open at once.
@@ -195,38 +215,47 @@ func (c *logCache) launch(appDir string) (*launch, error) {
 	return l, nil
 }
 
-// writer returns the process writing the logs of the app in appDir (its supervisor, or
-// the launcher before the supervisor took over), with load's checks, reading
-// state.json again only when it changed.
-func (c *logCache) writer(appDir string, load func() (*state, error)) (logs.Proc, error) {
-	// The key is taken before reading: a write in between makes the next call read
-	// again, never use stale content.
-	key, ok := statKey(filepath.Join(appDir, stateFile))
+// stateKey returns the key of the app's state file as it is now: taken before the
+// file is read, so that a write in between makes the next use read it again, never
+// use stale content.
+func stateKey(appDir string) (fileKey, bool) {
+	return statKey(filepath.Join(appDir, stateFile))
+}
+
+// state returns what opening logs needs of the state of the app in appDir, with
+// load's checks, reading state.json again only when it changed.
+func (c *logCache) state(appDir string, load func() (*state, error)) (logState, error) {
+	key, ok := stateKey(appDir)
 	if c != nil && ok {
 		c.mu.Lock()
-		e, hit := c.writers[appDir]
+		e, hit := c.states[appDir]
 		c.mu.Unlock()
 		if hit && e.key == key {
-			return e.w, nil
+			return e.ls, nil
 		}
 	}
 	st, err := load()
 	if err != nil {
-		return logs.Proc{}, err
+		return logState{}, err
 	}
-	w := st.Supervisor
-	if w.IsZero() {
-		w = st.Owner
+	ls := logStateOf(st)
+	if ok {
+		c.put(appDir, key, ls)
 	}
-	if c != nil && ok {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.writers == nil || len(c.writers) >= maxCached {
-			c.writers = map[string]cachedWriter{}
-		}
-		c.writers[appDir] = cachedWriter{key, w}
+	return ls, nil
+}
+
+// put records ls as what the app's state file said in the version key.
+func (c *logCache) put(appDir string, key fileKey, ls logState) {
+	if c == nil {
+		return
 	}
-	return w, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.states == nil || len(c.states) >= maxCached {
+		c.states = map[string]cachedState{}
+	}
+	c.states[appDir] = cachedState{key, ls}
 }
 
 func readState(appDir string) (*state, error) {

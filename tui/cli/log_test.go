@@ -1,12 +1,19 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // TestLogFilters runs an app writing to both streams at two moments and reads its logs
@@ -101,5 +108,83 @@ func TestLogRawCopyMatchesLines(t *testing.T) {
 	}
 	if lines.stdout != raw.stdout {
 		t.Errorf("line by line:\n%q\nraw:\n%q", lines.stdout, raw.stdout)
+	}
+}
+
+// opens counts the files opened in a directory, by name, from the kernel's own
+// account (inotify IN_OPEN), whatever process opens them.
+type opens struct {
+	t  *testing.T
+	fd int
+}
+
+func watchOpens(t *testing.T, dir string) *opens {
+	t.Helper()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if _, err := unix.InotifyAddWatch(fd, dir, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	return &opens{t, fd}
+}
+
+// take returns the opens by file name since the last call. The events of a command
+// that has exited are all queued.
+func (o *opens) take() map[string]int {
+	n := map[string]int{}
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := unix.Read(o.fd, buf)
+		if err == unix.EAGAIN || k <= 0 {
+			return n
+		}
+		if err != nil {
+			o.t.Fatal(err)
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= k; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(ev.Len)]
+			n[string(bytes.TrimRight(name, "\x00"))]++
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
+// TestLogReadsTheStateOnce: wick log reads the app's state.json and launch.json once
+// each, whichever way it prints: the state it describes the app with also serves to
+// open the logs.
+func TestLogReadsTheStateOnce(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "--num_replicas", "2", "--", "sh", "-c", "echo out; echo err >&2")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	id, err := spec.ParseHandle(handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.home, "local", "apps", id.AppID)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := watchOpens(t, dir)
+	for _, args := range [][]string{
+		{handle + "/sh/0"}, // one replica: the stored file, copied
+		{handle},           // every replica, merged
+		{"--json", handle}, // line by line
+		{"-t", handle},     // followed (the app has ended)
+		{"--regex", "out", handle + "/sh/1"},
+	} {
+		r := h.exec(append([]string{"log"}, args...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "out") {
+			t.Errorf("log %v: %d %q %s", args, r.code, r.stdout, r.stderr)
+		}
+		if n := o.take(); n["state.json"] != 1 || n["launch.json"] != 1 {
+			t.Errorf("log %v opened state.json %d times and launch.json %d times, want once each", args, n["state.json"], n["launch.json"])
+		}
 	}
 }
