@@ -211,3 +211,24 @@ func TestFullStateDirWithoutReserveIsReported(t *testing.T) {
 	open(t, gate)
 	checkUnsaved(t, s, id, "no space left on device")
 }
+
+// The message of an unsaved end names the verdict, a failure's message, and at most
+// maxExitCodesShown exit codes.
+func TestUnsavedReason(t *testing.T) {
+	code := func(c int) *int { return &c }
+	u := &unsaved{Reason: "no space left on device", State: spec.Failed, Msg: "w/3 failed with exit code 1"}
+	for k := range 10 {
+		u.Replicas = append(u.Replicas, unsavedReplica{Role: "w", ID: k, State: spec.Cancelled, ExitCode: code(143)})
+	}
+	u.Replicas[3].ExitCode = code(1)
+	u.Replicas[9].ExitCode = nil // never started
+	want := "supervisor could not write its state: no space left on device (the app had ended FAILED: w/3 failed with exit code 1; " +
+		"exit codes: w/0 143, w/1 143, w/2 143, w/3 1, w/4 143, w/5 143, w/6 143, w/7 143, and 1 more)"
+	if got := unsavedReason(u); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	u = &unsaved{Reason: "read-only file system", State: spec.Cancelled, Msg: "cancelled"}
+	if got, want := unsavedReason(u), "supervisor could not write its state: read-only file system (the app had ended CANCELLED)"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
