@@ -27,6 +27,10 @@ type replicaLogs struct {
 	out, err *os.File // the replica's ends
 	wg       sync.WaitGroup
 	attempt  int
+	// combined is how many bytes of whole lines combined.log must hold after the
+	// writes so far; tail is each stream's unfinished line (see write).
+	combined int64
+	tail     [2]int64
 }
 
 func newReplicaLogs(t *testing.T, rec *Recorder) *replicaLogs {
@@ -47,6 +51,7 @@ func newReplicaLogs(t *testing.T, rec *Recorder) *replicaLogs {
 
 // start begins an attempt: fresh pipes and Copy goroutines.
 func (r *replicaLogs) start() {
+	r.tail = [2]int64{} // the last attempt's unfinished lines were ended
 	for _, s := range []sched.Stream{sched.Stdout, sched.Stderr} {
 		pr, pw, err := os.Pipe()
 		if err != nil {
@@ -91,8 +96,19 @@ func (r *replicaLogs) write(s sched.Stream, text string) {
 		r.t.Fatal(err)
 	}
 	waitFor(r.t, func() bool { return fileSize(r.t, filepath.Join(r.dir, name)) >= before+int64(len(text)) })
-	// The index record follows the stream write; wait for the combined file to settle.
-	time.Sleep(2 * time.Millisecond)
+	// The lines it ends go to combined.log after the stream's file: wait for them
+	// there too, so that the next write (maybe of the other stream) comes after them.
+	si := 0
+	if s == sched.Stderr {
+		si = 1
+	}
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		r.combined += r.tail[si] + int64(i) + 1
+		r.tail[si] = int64(len(text) - i - 1)
+	} else {
+		r.tail[si] += int64(len(text))
+	}
+	waitFor(r.t, func() bool { return fileSize(r.t, filepath.Join(r.dir, CombinedFile)) >= r.combined })
 }
 
 func fileSize(t *testing.T, path string) int64 {
