@@ -125,9 +125,10 @@ type Book struct {
 	saved time.Time             // when the file was last written
 }
 
-// bookEntry is a running app's reading. Its mutex serializes the readings of one app.
+// bookEntry is a running app's reading. Holding busy (a token) serializes the readings
+// of one app; a waiter gives up when its context is done.
 type bookEntry struct {
-	mu    sync.Mutex
+	busy  chan struct{}
 	store *Store
 	namer *Namer
 	last  time.Time // the time of the last line read
@@ -195,13 +196,19 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 	}
 	e := b.live[key]
 	if e == nil {
-		e = &bookEntry{store: NewAlarmStore(b.cfg), namer: NewNamer(d.App)}
+		e = &bookEntry{busy: make(chan struct{}, 1), store: NewAlarmStore(b.cfg), namer: NewNamer(d.App)}
 		b.live[key] = e
 	}
 	b.mu.Unlock()
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	// Another reading of the app (the list's, while describe asks) may take seconds on
+	// a big finished app: wait for it as long as ctx allows.
+	select {
+	case e.busy <- struct{}{}:
+	case <-ctx.Done():
+		return Found{}, ctx.Err()
+	}
+	defer func() { <-e.busy }()
 	if e.store == nil {
 		// Read to its end by a concurrent Scan.
 		return e.found, nil
