@@ -74,8 +74,10 @@ type loadedMsg struct {
 // scanLogs reads the logs of one replica from the first line, keeps those filter
 // selects (nil keeps all), numbers them as the wall's ring does (a divider before the
 // first line of each later attempt takes a seq of its own), and calls fn with each
-// entry and its line until fn returns false.
-func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string, k int, filter func(*sched.Line) bool, fn func(seq int64, e entry, l *sched.Line) bool) error {
+// line (div: the divider before it) until fn returns false. The entry is fn's to
+// make (scanned), for the lines it keeps only: most of a scan is lines skipped on the
+// way to a window far down.
+func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string, k int, filter func(*sched.Line) bool, fn func(seq int64, l *sched.Line, div bool) bool) error {
 	it, err := b.LogLines(ctx, h, role, k, sched.LogOptions{})
 	if err != nil {
 		return err
@@ -83,9 +85,9 @@ func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string,
 	defer it.Close()
 	var seq int64
 	attempt := 0
+	var l sched.Line // one for the scan: fn and filter take its address
 	for {
-		l, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
+		if l, err = it.Next(ctx); errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
@@ -95,17 +97,47 @@ func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string,
 			continue
 		}
 		if l.Attempt > attempt {
-			if !fn(seq, entry{time: l.Time.UnixNano(), attempt: int32(l.Attempt), flags: flagDivider}, &l) {
+			if !fn(seq, &l, true) {
 				return nil
 			}
 			seq++
 		}
 		attempt = l.Attempt
-		if !fn(seq, makeEntry(l), &l) {
+		if !fn(seq, &l, false) {
 			return nil
 		}
 		seq++
 	}
+}
+
+// scanned is the entry of what scanLogs hands fn: line l, or the divider before it.
+func scanned(l *sched.Line, div bool) entry { return cook(rawEntry(l, div)) }
+
+// rawEntry is scanned but for the text, not sanitized yet (cook does it): for the
+// lines a scan may drop, the most costly part of an entry is left until it is kept.
+func rawEntry(l *sched.Line, div bool) entry {
+	if div {
+		return entry{time: l.Time.UnixNano(), attempt: int32(l.Attempt), flags: flagDivider}
+	}
+	e := entry{text: l.Text, time: l.Time.UnixNano(), attempt: int32(l.Attempt)}
+	if l.Stream == sched.Stderr {
+		e.flags |= flagStderr
+	}
+	if l.Partial {
+		e.flags |= flagPartial
+	}
+	if len(l.Text) > maxLineBytes {
+		e.flags |= flagLong
+	}
+	return e
+}
+
+// cook sanitizes the text of a raw entry.
+func cook(e entry) entry {
+	if !e.divider() {
+		e.text = Sanitize(e.text)
+	}
+	return e
 }
 
 // load reads the lines [from, to) of pane pi back from its logs; then says what the
@@ -122,9 +154,9 @@ func (m *Model) load(pi int, from, to int64, merged bool, th then, at int64) tea
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
 		msg := loadedMsg{ViewID: id, p: pi, epoch: epoch, base: from, merged: merged, then: th, at: at}
-		msg.err = scanLogs(ctx, b, h, role, k, filter, func(seq int64, e entry, _ *sched.Line) bool {
+		msg.err = scanLogs(ctx, b, h, role, k, filter, func(seq int64, l *sched.Line, div bool) bool {
 			if seq >= from {
-				msg.entries = append(msg.entries, e)
+				msg.entries = append(msg.entries, scanned(l, div))
 			}
 			return seq+1 < to
 		})

@@ -41,19 +41,8 @@ func (e *entry) long() bool    { return e.flags&flagLong != 0 }
 // when is the entry's time.
 func (e *entry) when() time.Time { return time.Unix(0, e.time) }
 
-func makeEntry(l sched.Line) entry {
-	e := entry{text: Sanitize(l.Text), time: l.Time.UnixNano(), attempt: int32(l.Attempt)}
-	if l.Stream == sched.Stderr {
-		e.flags |= flagStderr
-	}
-	if l.Partial {
-		e.flags |= flagPartial
-	}
-	if len(l.Text) > maxLineBytes {
-		e.flags |= flagLong
-	}
-	return e
-}
+// makeEntry is the entry of line l.
+func makeEntry(l sched.Line) entry { return cook(rawEntry(&l, false)) }
 
 type chunk [chunkLines]entry
 

@@ -338,7 +338,7 @@ func (j *searchJob) logs(ctx context.Context) tea.Cmd {
 			go func() {
 				defer wg.Done()
 				long := sp.long
-				res.errs[i] = scanLogs(ctx, j.b, j.h, sp.role, sp.k, sp.filter, func(seq int64, e entry, l *sched.Line) bool {
+				res.errs[i] = scanLogs(ctx, j.b, j.h, sp.role, sp.k, sp.filter, func(seq int64, l *sched.Line, div bool) bool {
 					if seq >= end {
 						return false
 					}
@@ -351,7 +351,10 @@ func (j *searchJob) logs(ctx context.Context) tea.Cmd {
 							return true
 						}
 					}
-					if !e.divider() && j.m.matchEntry(&e, l.Text) {
+					if div {
+						return true
+					}
+					if e := makeEntry(*l); j.m.matchEntry(&e, l.Text) {
 						res.matches[i] = append(res.matches[i], seq)
 						res.times[i] = append(res.times[i], e.time)
 					}
