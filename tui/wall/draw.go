@@ -382,6 +382,15 @@ func (m *Model) drawMerged(W, H int) []string {
 	if m.mview.streams != sched.Combined {
 		head = append(head, string(m.mview.streams))
 	}
+	if n := m.mergedOlder(); n > 0 {
+		head = append(head, t.Muted.Render(fmt.Sprintf("%s older lines on disk", count(n))))
+	}
+	if m.mb.reading() {
+		head = append(head, t.Muted.Render("reading the logs…"))
+	}
+	if m.mb.err != nil {
+		head = append(head, t.Fail.Render(m.mb.err.Error()))
+	}
 	out := []string{widget.PadRight("  "+strings.Join(head, " "), W)}
 	return append(out, m.drawLines(k, W, H-1, true)...)
 }
@@ -423,7 +432,7 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 	}
 	for li, r := range lines {
 		p := m.panes[r.p]
-		e := p.shown().at(r.seq)
+		e := k.ring(r.p).at(r.seq)
 		var lead string
 		gutter := " "
 		if e.stderr() {

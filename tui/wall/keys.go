@@ -149,6 +149,7 @@ func (m *Model) do(action string) (tea.Cmd, bool) {
 			m.back.busy[i] = false
 		}
 		m.back.epoch++
+		m.mb = newMergedBack(len(m.panes))
 		for i := range m.srcs {
 			if r := &m.srcs[i]; r.node != nil {
 				r.node = ranks.NewNode(r.k, r.nproc)

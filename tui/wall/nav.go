@@ -10,7 +10,7 @@ func (m *Model) setFollow(s *scroller, on bool) {
 	s.follow = on
 	if on {
 		s.selecting = false
-		m.forget(k.srcs)
+		m.forget(s, k.srcs)
 	}
 }
 
@@ -102,6 +102,12 @@ func (m *Model) scroll(n int) tea.Cmd {
 	if s.selecting {
 		m.moveCursor(k, n, h, tw)
 		return nil
+	}
+	if s == m.mview {
+		if n < 0 {
+			s.follow = false
+		}
+		return m.mergedMove(n)
 	}
 	if n < 0 {
 		s.follow = false

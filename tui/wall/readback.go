@@ -54,6 +54,10 @@ type fetchedMsg struct {
 	skip  int   // lines at the end that the ring already holds
 	lines []sched.Line
 	err   error
+	// merged is set when the merged view asked (mergedBack.busy marks the read), gen
+	// is then its mergedBack.gen.
+	merged bool
+	gen    int
 }
 
 // loadedMsg carries the lines [base, base+len(entries)) of a pane, numbered as the
@@ -64,11 +68,10 @@ type loadedMsg struct {
 	epoch   int
 	base    int64
 	entries []entry
-	// merged is set when the merged view asked; then and at say what to show.
-	merged bool
-	then   then
-	at     int64
-	err    error
+	// then and at say what the pane's view shows then.
+	then then
+	at   int64
+	err  error
 }
 
 // scanLogs reads the logs of one replica from the first line, keeps those filter
@@ -141,8 +144,8 @@ func cook(e entry) entry {
 }
 
 // load reads the lines [from, to) of pane pi back from its logs; then says what the
-// view that asked shows once they are in place.
-func (m *Model) load(pi int, from, to int64, merged bool, th then, at int64) tea.Cmd {
+// pane's view shows once they are in place.
+func (m *Model) load(pi int, from, to int64, th then, at int64) tea.Cmd {
 	if pi >= len(m.panes) || m.back.busy[pi] || to <= from {
 		return nil
 	}
@@ -153,7 +156,7 @@ func (m *Model) load(pi int, from, to int64, merged bool, th then, at int64) tea
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
-		msg := loadedMsg{ViewID: id, p: pi, epoch: epoch, base: from, merged: merged, then: th, at: at}
+		msg := loadedMsg{ViewID: id, p: pi, epoch: epoch, base: from, then: th, at: at}
 		msg.err = scanLogs(ctx, b, h, role, k, filter, func(seq int64, l *sched.Line, div bool) bool {
 			if seq >= from {
 				msg.entries = append(msg.entries, scanned(l, div))
@@ -213,9 +216,6 @@ func (m *Model) loaded(msg loadedMsg) {
 		}
 	}
 	s := p.view
-	if msg.merged {
-		s = m.mview
-	}
 	k := m.walkerOf(s)
 	h, tw := m.geometryOf(s)
 	sh := p.shown()
@@ -251,7 +251,10 @@ func (m *Model) moved() {
 // above a restored position, or above a window read back that a zoom made taller. A
 // pane shows blank rows (or "no lines yet") only when the logs have no more.
 func (m *Model) fill() tea.Cmd {
-	if len(m.panes) == 0 || m.merged || len(m.back.busy) != len(m.panes) {
+	if m.merged {
+		return m.mergedFill()
+	}
+	if len(m.panes) == 0 || len(m.back.busy) != len(m.panes) {
 		return nil
 	}
 	var cmds []tea.Cmd
@@ -270,7 +273,7 @@ func (m *Model) fill() tea.Cmd {
 		sh := p.shown()
 		if p.want > 0 && p.want <= sh.first {
 			from := max(0, p.want-m.windowLines())
-			cmds = append(cmds, m.load(pi, from, p.want, false, thenBottom, 0))
+			cmds = append(cmds, m.load(pi, from, p.want, thenBottom, 0))
 			p.want = 0
 			continue
 		}
@@ -307,7 +310,7 @@ func (m *Model) readBackPane(pi int, th then) tea.Cmd {
 		if w.first == 0 {
 			return nil
 		}
-		return m.load(pi, max(0, w.first-readBack*4), w.first, false, th, 0)
+		return m.load(pi, max(0, w.first-readBack*4), w.first, th, 0)
 	}
 	if p.ring.first == 0 || p.ring.len() == 0 {
 		return nil
@@ -315,9 +318,25 @@ func (m *Model) readBackPane(pi int, th then) tea.Cmd {
 	if p.ring.back+readBack > int64(p.ring.limit) || p.nproc > 0 {
 		// Past the ring's room, or a pane of some of a replica's lines (a rank's, a
 		// node's own) whose place in the logs only a scan tells.
-		return m.load(pi, max(0, p.ring.first-m.windowLines()/2), p.ring.first, false, th, 0)
+		return m.load(pi, max(0, p.ring.first-m.windowLines()/2), p.ring.first, th, 0)
 	}
 	m.back.busy[pi] = true
+	return m.fetch(pi, false)
+}
+
+// canFetch reports whether lines just before pane pi's ring can be read back into
+// it: the ring has room for a read, and the pane shows every line of its replica
+// (a rank's or a node's place in the logs only a scan tells).
+func (m *Model) canFetch(pi int) bool {
+	p := m.panes[pi]
+	return p.ring.first > 0 && p.ring.len() > 0 && p.ring.back+readBack <= int64(p.ring.limit) && p.nproc == 0
+}
+
+// fetch reads the lines just before pane pi's ring, the last readBack before its
+// first line, by their time (no scan from the first line); fetched puts them in front
+// of the ring. The caller marks the read busy.
+func (m *Model) fetch(pi int, merged bool) tea.Cmd {
+	p := m.panes[pi]
 	first := p.ring.at(p.ring.first)
 	t := first.time
 	same := 0
@@ -326,12 +345,12 @@ func (m *Model) readBackPane(pi int, th then) tea.Cmd {
 			same++
 		}
 	}
-	id, b, parent, h, epoch := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.h, m.back.epoch
+	id, b, parent, h, epoch, gen := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.h, m.back.epoch, m.mb.gen
 	role, k, firstSeq := p.role, p.k, p.ring.first
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
-		msg := fetchedMsg{ViewID: id, p: pi, epoch: epoch, first: firstSeq, skip: same}
+		msg := fetchedMsg{ViewID: id, p: pi, epoch: epoch, first: firstSeq, skip: same, merged: merged, gen: gen}
 		it, err := b.LogLines(ctx, h, role, k, sched.LogOptions{Until: time.Unix(0, t+1), Tail: readBack + same})
 		if err != nil {
 			msg.err = err
@@ -359,13 +378,16 @@ func (m *Model) readOnIfBottom(s *scroller) tea.Cmd {
 	if p.far == nil {
 		return nil
 	}
-	return m.load(m.focus, p.far.n, min(p.ring.first, p.far.n+readBack*4), false, thenStay, 0)
+	return m.load(m.focus, p.far.n, min(p.ring.first, p.far.n+readBack*4), thenStay, 0)
 }
 
 // toTop shows the first line of the logs in view s: at once when it is held, else
 // once it is read back.
 func (m *Model) toTop(s *scroller) tea.Cmd {
 	m.moved()
+	if s == m.mview {
+		return m.mergedTop()
+	}
 	k := m.walkerOf(s)
 	h, tw := m.geometryOf(s)
 	s.follow = false
@@ -374,7 +396,7 @@ func (m *Model) toTop(s *scroller) tea.Cmd {
 		p := m.panes[pi]
 		if p.shown().first > 0 {
 			if p.ring.first > 0 {
-				cmds = append(cmds, m.load(pi, 0, min(p.ring.first, m.windowLines()), s == m.mview, thenTop, 0))
+				cmds = append(cmds, m.load(pi, 0, min(p.ring.first, m.windowLines()), thenTop, 0))
 			} else {
 				p.far = nil
 			}
@@ -384,17 +406,16 @@ func (m *Model) toTop(s *scroller) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// show shows line r (a match) in the current view, reading it back first when it is
-// not held.
-func (m *Model) show(r ref) tea.Cmd {
+// show shows line r (a match at time t) in the current view, reading it back first
+// when it is not held.
+func (m *Model) show(r ref, t int64) tea.Cmd {
 	m.moved()
-	h, tw := m.geometry()
-	s := m.mview
-	if !m.merged {
-		m.focus = r.p
-		s = m.panes[r.p].view
-		h, tw = m.geometry()
+	if m.merged {
+		return m.mergedShow(key{t: t, p: r.p, seq: r.seq})
 	}
+	m.focus = r.p
+	s := m.panes[r.p].view
+	h, tw := m.geometry()
 	p := m.panes[r.p]
 	if p.far != nil && (r.seq < p.far.first || r.seq >= p.far.n) && r.seq >= p.ring.first {
 		p.far = nil
@@ -407,7 +428,7 @@ func (m *Model) show(r ref) tea.Cmd {
 	half := m.windowLines() / 2
 	from := max(0, r.seq-half)
 	to := min(p.ring.first, from+m.windowLines())
-	return m.load(r.p, from, to, m.merged, thenReveal, r.seq)
+	return m.load(r.p, from, to, thenReveal, r.seq)
 }
 
 // fetched puts lines read back in front of a ring.
@@ -416,8 +437,12 @@ func (m *Model) fetched(msg fetchedMsg) {
 		return
 	}
 	p := m.panes[msg.p]
-	m.back.busy[msg.p] = false
-	if msg.err != nil || p.ring.first != msg.first || p.far != nil {
+	if msg.merged {
+		m.mb.busy[msg.p] = false
+	} else {
+		m.back.busy[msg.p] = false
+	}
+	if msg.err != nil || p.ring.first != msg.first || !msg.merged && p.far != nil {
 		return
 	}
 	lines := msg.lines
@@ -442,11 +467,22 @@ func (m *Model) fetched(msg fetchedMsg) {
 	p.ring.prepend(es)
 }
 
-// forget drops what was read back for the panes of a view that follows again.
-func (m *Model) forget(srcs []int) {
+// forget drops what was read back for the panes of view s, which follows again:
+// its windows, and the lines read back in front of the rings that no paused view
+// stands in.
+func (m *Model) forget(s *scroller, srcs []int) {
+	if s == m.mview {
+		m.mb.redirect()
+	}
 	for _, pi := range srcs {
 		p := m.panes[pi]
-		p.far = nil
-		p.ring.forget()
+		if s == m.mview {
+			m.mb.far[pi] = nil
+		} else {
+			p.far = nil
+		}
+		if p.view.follow && (m.mview.follow || p.hidden) {
+			p.ring.forget()
+		}
 	}
 }

@@ -103,6 +103,32 @@ func (r *ring) prepend(es []entry) {
 	}
 }
 
+// slice returns a copy of the entries [a, b), which must be held.
+func (r *ring) slice(a, b int64) []entry {
+	out := make([]entry, 0, max(0, b-a))
+	for seq := a; seq < b; seq++ {
+		out = append(out, *r.at(seq))
+	}
+	return out
+}
+
+// newWindow returns a ring of the entries of parts, one after the other, the first
+// numbered first: a window of lines read back.
+func newWindow(first int64, parts ...[]entry) *ring {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	w := newRing(n)
+	w.base, w.first, w.n = first, first, first
+	for _, p := range parts {
+		for _, e := range p {
+			w.push(e)
+		}
+	}
+	return w
+}
+
 // forget drops the lines read back (when the pane follows again).
 func (r *ring) forget() {
 	if r.back == 0 {

@@ -68,16 +68,16 @@ func (m *Model) selection(s *scroller) []ref {
 	return out
 }
 
-// lineText is a line as saved or copied: plain text, with the role/k prefix in the
-// merged view.
-func (m *Model) lineText(r ref, prefix bool) string {
+// lineText is line r of walker k as saved or copied: plain text, with the role/k
+// prefix in the merged view.
+func (m *Model) lineText(k *walker, r ref) string {
 	p := m.panes[r.p]
-	e := p.shown().at(r.seq)
+	e := k.ring(r.p).at(r.seq)
 	text := plainText(e.text)
 	if e.divider() {
 		text = m.dividerText(p, e)
 	}
-	if prefix {
+	if k.s == m.mview {
 		return p.name() + " | " + text
 	}
 	return text
@@ -91,12 +91,13 @@ func (m *Model) copySelection(s *scroller) tea.Cmd {
 		return common.Notify("select lines first (v, then ↑/↓), then y copies them")
 	}
 	refs := m.selection(s)
+	k := m.walkerOf(s)
 	var b strings.Builder
 	for i, r := range refs {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(m.lineText(r, m.merged))
+		b.WriteString(m.lineText(k, r))
 	}
 	s.selecting = false
 	return tea.Batch(tea.SetClipboard(b.String()), common.Notify(fmt.Sprintf("sent %s to the terminal's clipboard (OSC 52; in tmux: set -g set-clipboard on)", spec.Count(len(refs), "line"))))
@@ -156,12 +157,12 @@ func (m *Model) save(path string) tea.Cmd {
 	k := m.walker(s, srcs)
 	from := make([]int64, len(m.panes))
 	for _, p := range srcs {
-		from[p] = m.panes[p].shown().first
+		from[p] = k.lo[p]
 	}
 	var b strings.Builder
 	n := 0
 	k.forward(from, func(r ref) bool {
-		b.WriteString(m.lineText(r, m.merged))
+		b.WriteString(m.lineText(k, r))
 		b.WriteByte('\n')
 		n++
 		return true

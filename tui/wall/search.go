@@ -486,5 +486,5 @@ func (m *Model) nextMatch(forward bool) tea.Cmd {
 		return nil
 	}
 	s.cur, s.curKey, s.haveCur = ref{best.p, best.seq}, best, true
-	return m.show(s.cur)
+	return m.show(s.cur, s.curKey.t)
 }

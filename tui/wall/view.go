@@ -54,25 +54,98 @@ type walker struct {
 	w    *Model
 	s    *scroller
 	srcs []int
+	// lo and hi bound, by pane, the seqs the walk yields: [lo, hi). For a pane's own
+	// view they are what it holds; for the merged view, the lines whose place in time
+	// order is known (see clip).
+	lo, hi []int64
 }
 
 func (w *Model) walker(s *scroller, srcs []int) *walker {
+	k := &walker{w: w, s: s, srcs: srcs, lo: make([]int64, len(w.panes)), hi: make([]int64, len(w.panes))}
+	for _, p := range srcs {
+		r := k.ring(p)
+		k.lo[p], k.hi[p] = r.first, r.n
+	}
+	if s == w.mview {
+		k.clip()
+	}
 	if s.follow {
 		for _, p := range srcs {
-			s.anchor[p] = w.panes[p].shown().n
+			s.anchor[p] = k.hi[p]
 		}
 	}
 	for _, p := range srcs {
-		r := w.panes[p].shown()
 		// Only raised: a restored anchor beyond the lines read so far holds until they
 		// come.
-		s.anchor[p] = max(s.anchor[p], r.first)
+		s.anchor[p] = max(s.anchor[p], k.lo[p])
 	}
-	return &walker{w: w, s: s, srcs: srcs}
+	return k
+}
+
+// ring is what the walk reads of pane p: for the merged view its window read back
+// (mergedBack.far), else the ring; for a pane's own view its window (pane.far), else
+// the ring.
+func (k *walker) ring(p int) *ring {
+	if k.s == k.w.mview {
+		return k.w.mb.held(k.w.panes, p)
+	}
+	return k.w.panes[p].shown()
+}
+
+// clip bounds the merged walk to the lines whose place among the other panes' is
+// known. A pane whose older lines are on disk only could have lines anywhere before
+// its first held one: the walk starts at the latest of the panes' first held lines
+// (lo). A window read back that stops before the lines after it could miss lines
+// after its last: the walk stops at the earliest of the windows' last lines (hi).
+// Between the two, every pane's lines are held, so the merge shows them all, in
+// time order, without a gap.
+func (k *walker) clip() {
+	var lo, hi key
+	haveLo, haveHi := false, false
+	for _, p := range k.srcs {
+		r := k.ring(p)
+		if r.len() == 0 {
+			continue
+		}
+		if r.first > 0 {
+			if kk := k.keyOf(p, r.first); !haveLo || lo.less(kk) {
+				lo, haveLo = kk, true
+			}
+		}
+		if k.w.mb.windowed(p) {
+			if kk := k.keyOf(p, r.n-1); !haveHi || kk.less(hi) {
+				hi, haveHi = kk, true
+			}
+		}
+	}
+	for _, p := range k.srcs {
+		if haveLo {
+			k.lo[p] = k.from(p, lo, false)
+		}
+		if haveHi {
+			k.hi[p] = k.from(p, hi, true)
+		}
+		k.hi[p] = max(k.hi[p], k.lo[p])
+	}
+}
+
+// from returns the first seq of pane p held whose key is at or after kk (after it,
+// when strict).
+func (k *walker) from(p int, kk key, strict bool) int64 {
+	r := k.ring(p)
+	switch {
+	case p == kk.p && strict:
+		return min(max(kk.seq+1, r.first), r.n)
+	case p == kk.p:
+		return min(max(kk.seq, r.first), r.n)
+	case p < kk.p:
+		return r.after(kk.t, r.first, r.n) // the first with time > t
+	}
+	return r.after(kk.t-1, r.first, r.n) // the first with time >= t
 }
 
 func (k *walker) keyOf(p int, seq int64) key {
-	return key{t: k.w.panes[p].shown().at(seq).time, p: p, seq: seq}
+	return key{t: k.ring(p).at(seq).time, p: p, seq: seq}
 }
 
 // streamOK reports whether the entry passes the stream filter.
@@ -90,9 +163,10 @@ func (k *walker) streamOK(e *entry) bool {
 
 // prev returns the last visible seq of pane p before s, or -1.
 func (k *walker) prev(p int, s int64) int64 {
-	pn, ms := k.w.panes[p].shown(), k.w.find.matchesOf(p)
+	pn, ms := k.ring(p), k.w.find.matchesOf(p)
+	lo, hi := k.lo[p], k.hi[p]
 	only, c := k.w.find.onlyMatches(), int64(k.w.find.context())
-	for s = min(s, pn.n) - 1; s >= pn.first; s-- {
+	for s = min(s, hi) - 1; s >= lo; s-- {
 		if only {
 			i := upperBound(ms, s+c)
 			if i == 0 {
@@ -101,7 +175,7 @@ func (k *walker) prev(p int, s int64) int64 {
 			if m := ms[i-1]; m+c < s {
 				s = m + c
 			}
-			if s < pn.first {
+			if s < lo {
 				return -1
 			}
 		}
@@ -114,10 +188,11 @@ func (k *walker) prev(p int, s int64) int64 {
 
 // next returns the first visible seq of pane p at or after s, or -1.
 func (k *walker) next(p int, s int64) int64 {
-	pn, ms := k.w.panes[p].shown(), k.w.find.matchesOf(p)
+	pn, ms := k.ring(p), k.w.find.matchesOf(p)
+	lo, hi := k.lo[p], k.hi[p]
 	only, c := k.w.find.onlyMatches(), int64(k.w.find.context())
-	s = max(s, pn.first)
-	for ; s < pn.n; s++ {
+	s = max(s, lo)
+	for ; s < hi; s++ {
 		if only {
 			i := lowerBound(ms, s-c)
 			if i == len(ms) {
@@ -126,7 +201,7 @@ func (k *walker) next(p int, s int64) int64 {
 			if m := ms[i]; m-c > s {
 				s = m - c
 			}
-			if s >= pn.n {
+			if s >= hi {
 				return -1
 			}
 		}
@@ -187,7 +262,7 @@ func (k *walker) rows(r ref, tw int) int {
 	if !k.s.wrap || tw <= 0 {
 		return 1
 	}
-	e := k.w.panes[r.p].shown().at(r.seq)
+	e := k.ring(r.p).at(r.seq)
 	if e.divider() {
 		return 1
 	}
@@ -254,7 +329,7 @@ func (k *walker) down(n int) int {
 // top puts the first lines at the top of the window.
 func (k *walker) top(height, tw int) {
 	for _, p := range k.srcs {
-		k.s.anchor[p] = k.w.panes[p].shown().first
+		k.s.anchor[p] = k.lo[p]
 	}
 	used := 0
 	k.forward(k.s.anchor, func(r ref) bool {
@@ -278,14 +353,8 @@ func (k *walker) anchorsAt(r ref) []int64 {
 			a[p] = r.seq
 			continue
 		}
-		rg := k.w.panes[p].shown()
 		// The first seq of p whose key is after rk.
-		t := rk.t
-		lo := rg.after(t-1, rg.first, rg.n) // first with time >= t
-		for lo < rg.n && rg.at(lo).time == t && p < r.p {
-			lo++
-		}
-		a[p] = lo
+		a[p] = min(max(k.from(p, rk, true), k.lo[p]), k.hi[p])
 	}
 	return a
 }
@@ -303,10 +372,10 @@ func (k *walker) reveal(r ref, height, tw int) {
 func (k *walker) count() int64 {
 	var n int64
 	for _, p := range k.srcs {
-		if pn := k.w.panes[p]; pn.far == nil {
+		if pn, r := k.w.panes[p], k.ring(p); r == pn.ring {
 			n += max(0, pn.ring.n-k.s.anchor[p])
 		} else {
-			n += max(0, pn.ring.n-pn.far.n) + max(0, pn.far.n-k.s.anchor[p])
+			n += max(0, pn.ring.n-r.n) + max(0, r.n-k.s.anchor[p])
 		}
 	}
 	return n

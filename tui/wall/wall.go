@@ -121,9 +121,10 @@ type Model struct {
 	cancel   context.CancelFunc
 	gen      int
 
-	find   search   // the search across panes (search.go)
-	back   backfill // lines read back from the logs (readback.go)
-	saving saver    // the save prompt (save.go)
+	find   search     // the search across panes (search.go)
+	back   backfill   // lines read back from the logs (readback.go)
+	mb     mergedBack // lines the merged view read back (mergedback.go)
+	saving saver      // the save prompt (save.go)
 
 	mx  metricState // the numbers in the lines (metrics.go)
 	use usageState  // each running replica's CPU and RSS (usage.go)
@@ -206,6 +207,7 @@ func (m *Model) layOut(d *sched.Description) {
 	}
 	m.mview = newScroller(len(m.panes))
 	m.back.busy = make([]bool, len(m.panes))
+	m.mb = newMergedBack(len(m.panes))
 	m.find.hits = make([]hits, len(m.panes))
 	if m.saved != nil {
 		m.restore(m.saved)
@@ -269,8 +271,13 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.searched(msg)
 	case fetchedMsg:
 		m.fetched(msg)
+		if msg.merged {
+			return m.mergedFetched(msg)
+		}
 	case loadedMsg:
 		m.loaded(msg)
+	case mergedMsg:
+		return m.mergedLoaded(msg)
 	case appops.Done:
 		if msg.Err == nil && !m.polling {
 			return tea.Batch(msg.Notice(), m.describe(false))
@@ -542,10 +549,13 @@ func (m *Model) Position() string {
 		return ""
 	}
 	var held, older int64
-	for _, p := range m.panes {
+	for i, p := range m.panes {
 		held += p.ring.len()
 		if p.far != nil {
 			held += p.far.len()
+		}
+		if m.mb.windowed(i) {
+			held += m.mb.far[i].len()
 		}
 		older += p.ring.first
 	}
