@@ -3,17 +3,14 @@ package wall_test
 import (
 	"context"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
-	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/wall"
 )
@@ -31,42 +28,15 @@ const readBackLines = 1_000_000
 // "jump" is a move half-way down (to a match there): the merged view reads every
 // pane's lines of that time.
 func BenchmarkReadBackPage(b *testing.B) {
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	if wickBin == "" {
-		b.Skip("needs the wick binary (not with -short)")
-	}
-	dir := b.TempDir()
-	reg := &sched.Registry{}
-	local.Register(reg)
-	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: dir, WorkDir: dir, Self: []string{wickBin}})
-	defer r.Close()
-	role := spec.NewRole("trainer", spec.None, "sh", "-c", `seq -f "[rank $K] step %g loss 2.5000 lr 3.0e-04 grad_norm 1.55" 1 `+strconv.Itoa(readBackLines))
-	role.NumReplicas = 4
-	role.Env = map[string]string{"K": "${" + spec.MacroReplicaID + "}"}
-	h, err := r.Run(context.Background(), &spec.AppDef{Name: "readback", Roles: []spec.Role{role}}, local.NameCwd, nil, "", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if d, err := r.Describe(context.Background(), h); err == nil && d.Status.State.Terminal() {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the app never ended")
-		}
-	}
+	r := benchRunner(b)
+	h := rankLinesApp(b, r, "readback", readBackLines, 5*time.Minute)
 	// The line half-way down replica 0's logs, and its time.
 	const deep = readBackLines / 2
 	at := lineTime(b, r, h, deep)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cctx := &common.Context{
-		Ctx: ctx, Backend: r, Config: common.NoConfig{}, Theme: themes.ForBackground(true),
-		Actions: common.NewRegistry(), Width: 160, Height: 45, Now: time.Now,
-	}
+	cctx := benchContext(ctx, r)
 	w := wall.New(cctx, h, wall.Options{})
 	defer w.Close()
 	d := &syncDriver{w: w, msgs: make(chan tea.Msg, 64)}

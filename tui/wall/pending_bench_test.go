@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/engine/local"
-	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
@@ -33,17 +32,7 @@ var tickRe = regexp.MustCompile(`⋯tick (\d+)`)
 // the log iterator alone: the time until Next yields the update. Reports p50 and p99.
 // Aim: p99 ≤ 100 ms.
 func BenchmarkPendingToScreen(b *testing.B) {
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	if wickBin == "" {
-		b.Skip("needs the wick binary (not with -short)")
-	}
-	dir := b.TempDir()
-	reg := &sched.Registry{}
-	local.Register(reg)
-	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: dir, WorkDir: dir, Self: []string{wickBin}})
-	defer r.Close()
+	r := benchRunner(b)
 	launch := func() spec.Handle {
 		role := spec.NewRole("trainer", spec.None, "sh", "-c", `echo start; while :; do printf '\rtick %s' "$(date +%s%N)"; sleep 0.01; done`)
 		h, err := r.Run(context.Background(), &spec.AppDef{Name: "bar", Roles: []spec.Role{role}}, local.NameCwd, nil, "", nil)

@@ -13,11 +13,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/wick-dev/wick/engine/local"
-	"github.com/wick-dev/wick/engine/runner"
-	"github.com/wick-dev/wick/engine/sched"
-	"github.com/wick-dev/wick/engine/spec"
-	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/wall"
 )
@@ -79,38 +74,11 @@ func (d *syncDriver) until(b *testing.B, what string, done func() bool) {
 // only): the time to the first match shown and to the count of all, beside grep -c
 // and a plain Go scan of the same lines in the replicas' stdout.log files.
 func BenchmarkSearch4x125k(b *testing.B) {
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	if wickBin == "" {
-		b.Skip("needs the wick binary (not with -short)")
-	}
-	dir := b.TempDir()
-	reg := &sched.Registry{}
-	local.Register(reg)
-	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: dir, WorkDir: dir, Self: []string{wickBin}})
-	defer r.Close()
-	role := spec.NewRole("trainer", spec.None, "sh", "-c", `seq -f "[rank $K] step %g loss 2.5000 lr 3.0e-04 grad_norm 1.55" 1 `+strconv.Itoa(searchLines))
-	role.NumReplicas = 4
-	role.Env = map[string]string{"K": "${" + spec.MacroReplicaID + "}"}
-	h, err := r.Run(context.Background(), &spec.AppDef{Name: "search", Roles: []spec.Role{role}}, local.NameCwd, nil, "", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if d, err := r.Describe(context.Background(), h); err == nil && d.Status.State.Terminal() {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the app never ended")
-		}
-	}
+	r := benchRunner(b)
+	h := rankLinesApp(b, r, "search", searchLines, time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cctx := &common.Context{
-		Ctx: ctx, Backend: r, Config: common.NoConfig{}, Theme: themes.ForBackground(true),
-		Actions: common.NewRegistry(), Width: 160, Height: 45, Now: time.Now,
-	}
+	cctx := benchContext(ctx, r)
 	w := wall.New(cctx, h, wall.Options{})
 	defer w.Close()
 	d := &syncDriver{w: w, msgs: make(chan tea.Msg, 64)}
@@ -135,7 +103,7 @@ func BenchmarkSearch4x125k(b *testing.B) {
 			b.Fatalf("%d matches, want %d", n, want)
 		}
 	})
-	files, _ := filepath.Glob(filepath.Join(dir, "logs", "*", h.AppID, "trainer", "*", "stdout.log"))
+	files, _ := filepath.Glob(filepath.Join(r.StateDir(), "logs", "*", h.AppID, "trainer", "*", "stdout.log"))
 	if len(files) != 4 {
 		b.Fatalf("stdout.log files: %v", files)
 	}
