@@ -72,9 +72,32 @@ type Parsed struct {
 	HasStep bool
 	// Local is the local rank of torchrun's prefix, or -1.
 	Local int
+
+	// names remembers recent names that are not words of the extractor's table
+	// (eval_runtime, tokens_per_sec), so that a name read line after line is
+	// allocated once: a value's name must not pin its line.
+	names [nameCache]string
 }
 
-// Reset empties p for reuse, keeping its buffer.
+// nameCache is how many names a Parsed remembers: more than the unusual names of most
+// lines.
+const (
+	nameCacheBits = 4
+	nameCache     = 1 << nameCacheBits
+)
+
+// intern returns name as a string, the one it returned before when it can.
+func (p *Parsed) intern(name []byte) string {
+	k := hashWord(headOf(name), len(name)) >> (64 - nameCacheBits)
+	if p.names[k] == string(name) {
+		return p.names[k]
+	}
+	s := string(name)
+	p.names[k] = s
+	return s
+}
+
+// Reset empties p for reuse, keeping its buffers.
 func (p *Parsed) Reset() {
 	p.Samples = p.Samples[:0]
 	p.Step, p.HasStep, p.Local = 0, false, -1
@@ -83,62 +106,71 @@ func (p *Parsed) Reset() {
 // Extractor reads values from lines as a Config says. It keeps no state between lines
 // and may be shared by goroutines.
 type Extractor struct {
-	cfg    Config
-	only   map[string]bool
-	ignore map[string]bool
-	// words says at once what a known word is: a step key, an ignored name or a
-	// metric (with its interned name). Read-only after NewExtractor.
-	words map[string]wordInfo
-}
-
-type wordKind uint8
-
-const (
-	kindIgnore wordKind = iota
-	kindStep
-	kindMetric
-)
-
-type wordInfo struct {
-	kind wordKind
-	name string
+	cfg Config
+	// words says at once what a word before a value is: a step key, an ignored name,
+	// a metric (with its interned name), a stop word or a qualifier.
+	words wordTable
+	// listed is whether cfg.Only lists the metrics: a name it does not list is none.
+	listed bool
 }
 
 // NewExtractor returns an extractor for cfg (see DefaultConfig).
 func NewExtractor(cfg Config) *Extractor {
-	e := &Extractor{cfg: cfg, ignore: map[string]bool{}, words: map[string]wordInfo{}}
+	ignore := map[string]bool{}
 	for _, n := range defaultIgnore {
-		e.ignore[n] = true
+		ignore[n] = true
 	}
 	for _, n := range cfg.Ignore {
-		e.ignore[strings.ToLower(n)] = true
+		ignore[strings.ToLower(n)] = true
 	}
+	var only map[string]bool
 	if len(cfg.Only) > 0 {
-		e.only = map[string]bool{}
+		only = map[string]bool{}
 		for _, n := range cfg.Only {
-			e.only[strings.ToLower(n)] = true
-			delete(e.ignore, strings.ToLower(n))
+			only[strings.ToLower(n)] = true
+			delete(ignore, strings.ToLower(n))
 		}
 	}
 	keys := cfg.StepKeys
 	if len(keys) == 0 {
 		keys = DefaultStepKeys
 	}
+	words := map[string]wordInfo{}
 	for _, n := range append(append([]string(nil), commonNames...), cfg.Only...) {
 		n = strings.ToLower(n)
-		if e.keep(n) {
-			e.words[n] = wordInfo{kindMetric, n}
+		if keep(n, only, ignore) {
+			words[n] = wordInfo{name: n, kind: kindMetric}
 		} else {
-			e.words[n] = wordInfo{kind: kindIgnore}
+			words[n] = wordInfo{kind: kindIgnore}
 		}
 	}
-	for n := range e.ignore {
-		e.words[n] = wordInfo{kind: kindIgnore}
+	// Every listed and every ignored name is now a word: a name that is not one is
+	// kept unless the metrics are listed or its suffix marks an id (see addUnknown).
+	for n := range ignore {
+		words[n] = wordInfo{kind: kindIgnore}
 	}
 	for _, k := range keys {
-		e.words[strings.ToLower(k)] = wordInfo{kind: kindStep}
+		words[strings.ToLower(k)] = wordInfo{kind: kindStep}
 	}
-	return e
+	return &Extractor{cfg: cfg, words: newWordTable(words), listed: only != nil}
+}
+
+// keep reports whether a name is a metric under the configuration's lists.
+func keep(name string, only, ignore map[string]bool) bool {
+	if only != nil {
+		return only[name]
+	}
+	return !ignore[name] && !hasIgnoredSuffix([]byte(name))
+}
+
+// hasIgnoredSuffix reports whether a name ends like an id or a size.
+func hasIgnoredSuffix(name []byte) bool {
+	for _, suf := range ignoredSuffixes {
+		if len(name) >= len(suf) && string(name[len(name)-len(suf):]) == suf {
+			return true
+		}
+	}
+	return false
 }
 
 // Config returns the extractor's configuration.
@@ -164,23 +196,19 @@ var ignoredSuffixes = []string{"_pid", "_port", "_rank", "_size", "_id", "_addr"
 
 // stopWords are words that precede numbers in prose, never metrics when only a space
 // separates them from the number: "create 8 workers", "is 4", "of 10".
-var stopWords = map[string]bool{
-	"a": true, "an": true, "the": true, "is": true, "are": true, "was": true, "were": true,
-	"be": true, "of": true, "to": true, "in": true, "on": true, "at": true, "by": true,
-	"for": true, "with": true, "from": true, "than": true, "and": true, "or": true,
-	"into": true, "over": true, "after": true, "before": true, "every": true, "each": true,
-	"all": true, "only": true, "about": true, "per": true, "use": true, "using": true,
-	"create": true, "created": true, "has": true, "have": true, "had": true, "got": true,
-	"found": true, "expected": true, "received": true, "took": true, "takes": true,
-	"max": true, "min": true, "total": true, "last": true, "first": true, "top": true,
-	"x": true, "line": true, "see": true, "version": true, "python": true,
+var stopWords = []string{
+	"a", "an", "the", "is", "are", "was", "were", "be", "of", "to", "in", "on", "at", "by",
+	"for", "with", "from", "than", "and", "or", "into", "over", "after", "before", "every",
+	"each", "all", "only", "about", "per", "use", "using", "create", "created", "has",
+	"have", "had", "got", "found", "expected", "received", "took", "takes", "max", "min",
+	"total", "last", "first", "top", "x", "line", "see", "version", "python",
 }
 
 // qualifiers are words joined to the name that follows them.
-var qualifiers = map[string]bool{
-	"train": true, "training": true, "eval": true, "val": true, "valid": true,
-	"validation": true, "test": true,
-}
+var qualifiers = []string{"train", "training", "eval", "val", "valid", "validation", "test"}
+
+// maxQualifierLen bounds the words looked up as qualifiers: none is longer.
+const maxQualifierLen = 16
 
 // commonNames are interned so that extracting them allocates nothing.
 var commonNames = []string{
@@ -240,52 +268,79 @@ func localRank(s string) (string, int) {
 	return t[end+2:], n
 }
 
-func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
-func isLetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
-func isNameStart(c byte) bool {
-	return isLetter(c) || c == '_'
-}
-func isNameChar(c byte) bool {
-	return isLetter(c) || isDigit(c) || c == '_' || c == '.' || c == '/' || c == '-'
-}
+// Classes of bytes, in one table: the scan asks for each byte of a line.
+const (
+	cDigit     = 1 << iota // 0-9
+	cLetter                // a-z A-Z
+	cNameStart             // a letter or _
+	cNameChar              // a letter, a digit or _ . / -
+	cNameTrail             // . / -: not the last byte of a name
+)
+
+var class = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = cDigit | cNameChar
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+			t[c] = cLetter | cNameStart | cNameChar
+		case c == '_':
+			t[c] = cNameStart | cNameChar
+		case c == '.', c == '/', c == '-':
+			t[c] = cNameChar | cNameTrail
+		}
+	}
+	return t
+}()
+
+func isDigit(c byte) bool    { return class[c]&cDigit != 0 }
+func isLetter(c byte) bool   { return class[c]&cLetter != 0 }
+func isNameChar(c byte) bool { return class[c]&cNameChar != 0 }
 
 // scan reads `name value` pairs from s.
 func (e *Extractor) scan(s string, p *Parsed) {
-	prev := "" // the name word just before this one, for qualifiers
-	prevEnd := -1
 	// Prose has numbers after words too ("will create 8 worker processes"): a line
 	// whose only pair is `name value`, with no = or :, is not taken.
-	pairs, spacedOnly := 0, true
-	defer func() {
-		if pairs == 1 && spacedOnly {
-			p.Samples = p.Samples[:0]
-			p.HasStep = false
-		}
-	}()
+	if pairs, spacedOnly := e.pairs(s, p); pairs == 1 && spacedOnly {
+		p.Samples = p.Samples[:0]
+		p.HasStep = false
+	}
+}
+
+// pairs takes the `name value` pairs of s into p, and returns how many there were and
+// whether only spaces separated their names from their values.
+func (e *Extractor) pairs(s string, p *Parsed) (pairs int, spacedOnly bool) {
+	spacedOnly = true
+	prev := "" // the name word just before this one, for qualifiers
+	prevEnd := -1
+	var buf [MaxNameLen]byte // the lowercased name
 	for i := 0; i < len(s); {
 		c := s[i]
-		switch {
-		case isNameStart(c):
+		switch cl := class[c]; {
+		case cl&cNameStart != 0:
 			j := i + 1
-			for j < len(s) && isNameChar(s[j]) {
+			for j < len(s) && class[s[j]]&cNameChar != 0 {
 				j++
 			}
 			wend := j
-			for wend > i+1 && (s[wend-1] == '.' || s[wend-1] == '-' || s[wend-1] == '/') {
+			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
 				wend--
 			}
 			word := s[i:wend]
 			if v, vend, spaced, ok := valueAfter(s, wend); ok {
-				if spaced && len(word) <= 8 && stopWords[lower(word)] {
+				lw, info, fits := e.lookup(word, &buf)
+				if spaced && info.flags&flagStop != 0 {
 					prev, prevEnd = "", -1
 					i = vend
 					continue
 				}
 				pairs++
 				spacedOnly = spacedOnly && spaced
-				e.emit(p, prev, prevEnd, i, word, v)
-				if len(p.Samples) >= MaxValuesPerLine {
-					return
+				if fits {
+					e.emit(p, prev, prevEnd, i, lw, info, v)
+					if len(p.Samples) >= MaxValuesPerLine {
+						return pairs, spacedOnly
+					}
 				}
 				prev, prevEnd = "", -1
 				i = vend
@@ -297,23 +352,24 @@ func (e *Extractor) scan(s string, p *Parsed) {
 				prev, prevEnd = word, wend
 			}
 			i = j
-		case isDigit(c) || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
+		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
 			// A number with no name: skip all of it (so the e of 1e-4 is not a name),
 			// taking a tqdm rate `20.00it/s` on the way.
-			j := skipNumber(s, i)
+			n := readNumber(s, i)
+			j := n.end
 			if rest := s[j:]; strings.HasPrefix(rest, "it/s") || strings.HasPrefix(rest, "s/it") {
-				if boundary(s, j+4) {
-					if v, err := strconv.ParseFloat(s[i:j], 64); err == nil && j-i <= maxNumberLen {
+				if boundary(s, j+4) && j-i <= maxNumberLen {
+					if v, ok := parseNumber(s[i:j], n, false); ok {
 						pairs, spacedOnly = pairs+1, false
-						e.add(p, rest[:4], v)
+						e.add(p, append(buf[:0], rest[:4]...), v)
 						if len(p.Samples) >= MaxValuesPerLine {
-							return
+							return pairs, spacedOnly
 						}
 					}
 				}
 				j += 4
 			}
-			for j < len(s) && isNameChar(s[j]) {
+			for j < len(s) && class[s[j]]&cNameChar != 0 {
 				j++
 			}
 			prev, prevEnd = "", -1
@@ -322,27 +378,39 @@ func (e *Extractor) scan(s string, p *Parsed) {
 			i++
 		}
 	}
+	return pairs, spacedOnly
 }
 
-// skipNumber returns the end of the digits, dots and exponent starting at i.
-func skipNumber(s string, i int) int {
-	j := i
-	for j < len(s) && (isDigit(s[j]) || s[j] == '.') {
-		j++
-	}
-	if j < len(s) && s[j]|0x20 == 'e' {
-		k := j + 1
-		if k < len(s) && (s[k] == '-' || s[k] == '+') {
-			k++
+// lookup lowercases a name into buf and says what it is. fits is false for a name too
+// long to be a metric or a word of the table: it gives nothing.
+func (e *Extractor) lookup(word string, buf *[MaxNameLen]byte) (lw []byte, info wordInfo, fits bool) {
+	if len(word) > len(buf) {
+		if len(word) > e.words.maxLen {
+			return nil, wordInfo{}, false
 		}
-		if k < len(s) && isDigit(s[k]) {
-			j = k
-			for j < len(s) && isDigit(s[j]) {
-				j++
-			}
+		lw = make([]byte, 0, len(word)) // a configured name longer than MaxNameLen
+	} else {
+		lw = buf[:0]
+	}
+	lw, head := appendLower(lw, word)
+	return lw, e.words.lookup(lw, head), true
+}
+
+// appendLower appends s lowercased (ASCII) to b, and returns the head of what it
+// appended (see headOf).
+func appendLower(b []byte, s string) ([]byte, uint64) {
+	var head uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+		if i < 8 {
+			head |= uint64(c) << (8 * i)
 		}
 	}
-	return j
+	return b, head
 }
 
 // valueAfter reads the value that follows a name ending at i: optional closing quote,
@@ -379,24 +447,26 @@ func valueAfter(s string, i int) (v float64, end int, spaced, ok bool) {
 		i++
 	}
 	start := i
+	neg := false
 	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
 		i++
 	}
-	end = 0
+	var n number
 	switch {
 	case i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1])):
-		end = skipNumber(s, i)
-	case i+3 <= len(s) && isLetter(s[i]):
+		n = readNumber(s, i)
+		end = n.end
+	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
+		// nan, inf or infinity, in any case, as a word of its own.
 		w := i
 		for w < len(s) && isLetter(s[w]) && w-i < 9 {
 			w++
 		}
-		switch strings.ToLower(s[i:w]) {
-		case "nan", "inf", "infinity":
-			end = w
-		default:
+		if !foldEqual(s[i:w], "nan") && !foldEqual(s[i:w], "inf") && !foldEqual(s[i:w], "infinity") {
 			return 0, 0, false, false
 		}
+		end = w
 	default:
 		return 0, 0, false, false
 	}
@@ -420,12 +490,25 @@ func valueAfter(s string, i int) (v float64, end int, spaced, ok bool) {
 	if !boundary(s, end) {
 		return 0, 0, false, false
 	}
-	v, err := strconv.ParseFloat(tok, 64)
-	if err != nil {
+	v, ok = parseNumber(tok, n, neg)
+	if !ok {
 		// Out of range (1e400) or malformed: not a value, and no false Inf alarm.
 		return 0, 0, false, false
 	}
 	return v, end, seps == 0 && !quoted, true
+}
+
+// foldEqual reports whether the letters s are the lowercase word w in any case.
+func foldEqual(s, w string) bool {
+	if len(s) != len(w) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i]|0x20 != w[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // boundary reports whether a number may end at i.
@@ -444,83 +527,62 @@ func boundary(s string, i int) bool {
 	return false
 }
 
-// emit takes a name = value pair: a step, or a metric (joined to a qualifier written
-// just before it).
-func (e *Extractor) emit(p *Parsed, prev string, prevEnd, start int, word string, v float64) {
-	lw := lower(word)
-	info, known := e.words[lw]
-	if known && info.kind == kindStep {
+// emit takes a name = value pair, its name lowercased (lw) and looked up (info): a
+// step, or a metric (joined to a qualifier written just before it).
+func (e *Extractor) emit(p *Parsed, prev string, prevEnd, start int, lw []byte, info wordInfo, v float64) {
+	configured := info.flags&flagConfigured != 0
+	if configured && info.kind == kindStep {
 		if !p.HasStep && v >= 0 && v < 1<<53 && v == math.Trunc(v) {
 			p.Step, p.HasStep = int64(v), true
 		}
 		return
 	}
-	if known && info.kind == kindIgnore {
+	if configured && info.kind == kindIgnore {
 		return // "training done: 1200" is not training_done
 	}
-	if prev != "" && prevEnd == start-1 && len(prev) <= 16 && qualifiers[lower(prev)] {
-		var buf [MaxNameLen]byte
-		if len(prev)+1+len(lw) <= len(buf) {
-			key := append(append(append(buf[:0], lower(prev)...), '_'), lw...)
-			if q, ok := e.words[string(key)]; ok { // no allocation for a lookup
-				e.addKnown(p, q, v)
-				return
+	if prev != "" && prevEnd == start-1 && len(prev) <= maxQualifierLen {
+		var pb [maxQualifierLen]byte
+		lp, head := appendLower(pb[:0], prev)
+		if e.words.lookup(lp, head).flags&flagQualifier != 0 {
+			var kb [MaxNameLen]byte
+			if len(lp)+1+len(lw) <= len(kb) {
+				key := append(append(append(kb[:0], lp...), '_'), lw...)
+				if q := e.words.lookup(key, headOf(key)); q.flags&flagConfigured != 0 {
+					if q.kind == kindMetric {
+						p.Samples = append(p.Samples, Sample{Name: q.name, Value: v})
+					}
+					return
+				}
+				e.addUnknown(p, key, v)
 			}
-			e.add(p, string(key), v)
+			return
+		}
+	}
+	if configured {
+		p.Samples = append(p.Samples, Sample{Name: info.name, Value: v})
+		return
+	}
+	e.addUnknown(p, lw, v)
+}
+
+// add keeps a metric named by a lowercase name unless it is ignored or not among the
+// chosen.
+func (e *Extractor) add(p *Parsed, name []byte, v float64) {
+	if w := e.words.lookup(name, headOf(name)); w.flags&flagConfigured != 0 {
+		if w.kind == kindMetric {
+			p.Samples = append(p.Samples, Sample{Name: w.name, Value: v})
 		}
 		return
 	}
-	if known {
-		e.addKnown(p, info, v)
-		return
-	}
-	e.add(p, lw, v)
+	e.addUnknown(p, name, v)
 }
 
-func (e *Extractor) addKnown(p *Parsed, w wordInfo, v float64) {
-	if w.kind == kindMetric {
-		p.Samples = append(p.Samples, Sample{Name: w.name, Value: v})
-	}
-}
-
-// lower lowercases ASCII, allocating only when s has an upper-case letter.
-func lower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			return strings.ToLower(s)
-		}
-	}
-	return s
-}
-
-// add keeps a metric unless it is ignored or not among the chosen.
-func (e *Extractor) add(p *Parsed, name string, v float64) {
-	if len(name) > MaxNameLen {
+// addUnknown keeps a metric whose lowercase name is not a word of the table: every
+// listed or ignored name is one, so it is kept unless the metrics are listed or its
+// suffix marks an id or a size.
+func (e *Extractor) addUnknown(p *Parsed, name []byte, v float64) {
+	if len(name) > MaxNameLen || e.listed || hasIgnoredSuffix(name) {
 		return
 	}
-	name = lower(name)
-	if w, ok := e.words[name]; ok {
-		e.addKnown(p, w, v)
-		return
-	}
-	if !e.keep(name) {
-		return
-	}
-	p.Samples = append(p.Samples, Sample{Name: strings.Clone(name), Value: v}) // do not pin the line
-}
-
-// keep reports whether a name is a metric under the configuration.
-func (e *Extractor) keep(name string) bool {
-	if e.only != nil {
-		return e.only[name]
-	}
-	if e.ignore[name] {
-		return false
-	}
-	for _, suf := range ignoredSuffixes {
-		if strings.HasSuffix(name, suf) {
-			return false
-		}
-	}
-	return true
+	p.Samples = append(p.Samples, Sample{Name: p.intern(name), Value: v})
 }

@@ -161,6 +161,27 @@ func BenchmarkExtract(b *testing.B) {
 	}
 }
 
+// BenchmarkExtractCorpus extracts every line of the golden corpus (trainers' and
+// launchers' lines, wick's own string literals) in turn, with one Parsed as a Store
+// does: a varied mix rather than one line over and over.
+func BenchmarkExtractCorpus(b *testing.B) {
+	e := NewExtractor(DefaultConfig())
+	lines := readCorpus(b)
+	size := 0
+	for _, l := range lines {
+		size += len(l)
+	}
+	var p Parsed
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			e.Extract(l, &p)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(lines)), "ns/line")
+}
+
 // BenchmarkBaselineScan is the floor under BenchmarkExtract: one pass over the same
 // demo line looking for a byte, as any reader of the line must do.
 func BenchmarkBaselineScan(b *testing.B) {

@@ -136,15 +136,14 @@ func render(e *Extractor, line string, p *Parsed) string {
 	return strings.TrimSuffix(string(b), " ")
 }
 
-// goldenCases reads the corpus and derives the other cases from it, the same on every
-// run: a fixed seed.
-func goldenCases(t *testing.T) []string {
+// readCorpus returns the lines of the corpus.
+func readCorpus(t testing.TB) []string {
 	f, err := os.Open(corpusFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var base []string
+	var lines []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if l := sc.Text(); l != "" && l[0] != '#' {
@@ -152,12 +151,19 @@ func goldenCases(t *testing.T) []string {
 			if err != nil {
 				t.Fatalf("%s: %q: %v", corpusFile, l, err)
 			}
-			base = append(base, s)
+			lines = append(lines, s)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return lines
+}
+
+// goldenCases reads the corpus and derives the other cases from it, the same on every
+// run: a fixed seed.
+func goldenCases(t testing.TB) []string {
+	base := readCorpus(t)
 	r := rand.New(rand.NewPCG(2026, 11))
 	cases := append([]string(nil), base...)
 	for _, s := range base {
