@@ -119,15 +119,18 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	live := f.follow && !f.csv && !f.json && a.env.StdoutTTY
 	var drawn int // lines of the last live table, to redraw over
 	var last time.Time
-	emit := func(l sched.Line) error {
+	// What Store.Add does, with the values extracted ahead (see streamMetrics).
+	emit := func(l sched.Line, p *metrics.Parsed) {
 		names.Observe(l)
-		p := store.Add(l)
-		if len(p.Samples) == 0 || !f.csv && !f.json {
-			return nil
+		if l.Pending || len(p.Samples) == 0 && !p.HasStep {
+			return
 		}
 		rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+		store.AddParsed(rank, l.Time, p)
+		if len(p.Samples) == 0 || !f.csv && !f.json {
+			return
+		}
 		pw.write(rank, store.StepOf(rank, p), l.Time, p.Samples)
-		return nil
 	}
 	idle := func() error {
 		if live && time.Since(last) >= metricsRedraw {
@@ -140,7 +143,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 		return w.Flush()
 	}
 	opts := sched.LogOptions{Follow: f.follow, Streams: sched.Combined}
-	err = a.streamLogs(ctx, id.Handle, refs, opts, emit, idle)
+	err = a.streamMetrics(ctx, id.Handle, refs, opts, store.Extractor(), emit, idle)
 	if err != nil && !(errors.Is(err, context.Canceled) && a.ctx.Err() == nil) {
 		return err
 	}
@@ -156,6 +159,111 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	}
 	a.writeMetricsTable(w, store, names.Name)
 	return w.Flush()
+}
+
+// extractBatch is how many lines streamMetrics extracts before handing them over at
+// once: a channel send per line would cost about as much as extracting it.
+const extractBatch = 256
+
+// streamMetrics is streamLogs for `wick metrics`, in two goroutines: one reads the
+// merged lines and extracts their values with ext, the other (the caller's) gets each
+// line with its values, in order, by emit, and calls idle where streamLogs would. The
+// calls are the ones streamLogs with Store.Add would make, in the same order; only
+// the extraction, which needs no state, runs beside them, on another core: with two
+// cores, `wick metrics --csv` of 1M lines takes 40% less time (BenchmarkMetricsCSV).
+func (a *app) streamMetrics(ctx context.Context, h spec.Handle, refs []replicaRef, opts sched.LogOptions,
+	ext *metrics.Extractor, emit func(sched.Line, *metrics.Parsed), idle func() error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	full := make(chan *extracted, 1)
+	free := make(chan *extracted, 2)
+	var readErr error
+	go func() {
+		defer close(full)
+		var p metrics.Parsed
+		b := &extracted{}
+		hand := func(idle bool) {
+			b.idle = idle
+			full <- b // the caller takes every batch until full is closed
+			select {
+			case b = <-free:
+				b.reset()
+			default:
+				b = &extracted{}
+			}
+		}
+		readErr = a.streamLogs(ctx, h, refs, opts, func(l sched.Line) error {
+			b.add(ext, l, &p)
+			if len(b.lines) == extractBatch {
+				hand(false)
+			}
+			return nil
+		}, func() error {
+			hand(true)
+			return nil
+		})
+		if len(b.lines) > 0 {
+			hand(false)
+		}
+	}()
+	var p metrics.Parsed
+	for b := range full {
+		for i, l := range b.lines {
+			v := &b.values[i]
+			p.Samples, p.Step, p.HasStep, p.Local = b.samples[v.lo:v.hi:v.hi], v.step, v.hasStep, v.local
+			emit(l, &p)
+		}
+		if b.idle {
+			if err := idle(); err != nil {
+				cancel()
+				for range full { // until the reader has stopped
+				}
+				return err
+			}
+		}
+		select {
+		case free <- b:
+		default:
+		}
+	}
+	return readErr
+}
+
+// extracted are lines and the values extracted from them.
+type extracted struct {
+	lines   []sched.Line
+	values  []lineValues
+	samples []metrics.Sample
+	// idle is whether the merged logs had no line ready after the last line.
+	idle bool
+}
+
+// lineValues is a line's metrics.Parsed, its samples a range of extracted.samples.
+type lineValues struct {
+	lo, hi  int
+	step    int64
+	hasStep bool
+	local   int
+}
+
+// add extracts the values of l with p and keeps both. Pending lines have none, as in
+// Store.Add.
+func (b *extracted) add(ext *metrics.Extractor, l sched.Line, p *metrics.Parsed) {
+	if l.Pending {
+		p.Reset()
+	} else {
+		ext.Extract(l.Text, p)
+	}
+	lo := len(b.samples)
+	b.samples = append(b.samples, p.Samples...)
+	b.lines = append(b.lines, l)
+	b.values = append(b.values, lineValues{lo, len(b.samples), p.Step, p.HasStep, p.Local})
+}
+
+// reset empties b for reuse, keeping no line's text.
+func (b *extracted) reset() {
+	clear(b.lines)
+	b.lines, b.values, b.samples, b.idle = b.lines[:0], b.values[:0], b.samples[:0], false
 }
 
 // metricsHeaders are the columns of the table of `wick metrics`.

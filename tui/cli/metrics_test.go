@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -9,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/sched"
 )
 
 // metricLines is what the test app prints: a torchrun-prefixed loop over two local
@@ -153,6 +158,58 @@ func TestMetricsFollowsARunningApp(t *testing.T) {
 		if count[k] != 3 {
 			t.Errorf("%s: %d points, want 3 (%v)", k, count[k], count)
 		}
+	}
+}
+
+// TestMetricsCSVIsTheLogsInOrder: `wick metrics --csv` writes, in order, the points
+// that the lines `wick log --json` prints give when each is added to a Store in turn,
+// over thousands of lines of three replicas (progress bars and warnings included):
+// extracting the values ahead (streamMetrics) changes nothing of the output.
+func TestMetricsCSVIsTheLogsInOrder(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "demo.train", "--replicas", "3", "--steps", "2000", "--rate", "20000", "--steps_per_epoch", "500")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	lg := h.exec("log", "--json", handle)
+	if lg.code != 0 {
+		t.Fatalf("log --json: %d %s", lg.code, lg.stderr)
+	}
+	var want bytes.Buffer
+	w := bufio.NewWriter(&want)
+	w.WriteString("rank,step,time,name,value\n")
+	store := metrics.NewStore(metrics.DefaultConfig())
+	names := metrics.NewNamer(nil)
+	pw := &pointWriter{w: w, csv: true, name: names.Name}
+	lines := strings.Split(strings.TrimSpace(lg.stdout), "\n")
+	for _, text := range lines {
+		var l sched.Line
+		if err := json.Unmarshal([]byte(text), &l); err != nil {
+			t.Fatalf("log --json line %q: %v", text, err)
+		}
+		names.Observe(l)
+		if p := store.Add(l); len(p.Samples) > 0 {
+			rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+			pw.write(rank, store.StepOf(rank, p), l.Time, p.Samples)
+		}
+	}
+	w.Flush()
+	got := h.exec("metrics", "--csv", handle)
+	if got.code != 0 {
+		t.Fatalf("metrics --csv: %d %s", got.code, got.stderr)
+	}
+	if got.stdout != want.String() {
+		g, wl := strings.Split(got.stdout, "\n"), strings.Split(want.String(), "\n")
+		for i := range min(len(g), len(wl)) {
+			if g[i] != wl[i] {
+				t.Fatalf("line %d of %d (want %d):\n got  %s\n want %s", i+1, len(g), len(wl), g[i], wl[i])
+			}
+		}
+		t.Fatalf("%d lines, want %d", len(g), len(wl))
+	}
+	if n := strings.Count(got.stdout, "\n"); len(lines) < 6000 || n < 4*6000 {
+		t.Fatalf("%d log lines, %d points: want thousands of lines, four values or more each", len(lines), n)
 	}
 }
 
