@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -59,28 +60,46 @@ func ForBackground(dark bool) *Theme {
 // ErrUnknownTheme is wrapped when a theme name is neither builtin nor a file.
 var ErrUnknownTheme = errors.New("unknown theme")
 
-// Load returns the theme called name: a builtin, a user theme dir/NAME.toml, or a path
-// to a theme file (a name holding a '/' or ending in ".toml").
+// maxFile bounds a theme file: a few dozen colors.
+const maxFile = 64 << 10
+
+// CheckName accepts the name of a theme: a builtin, "auto", or the name of a user
+// theme (letters, digits, '-' and '_'), never a path: a settings file saying
+// `theme = "../../etc/passwd"` must not make wick open that file.
+func CheckName(name string) error {
+	if _, ok := builtinPalette(name); ok || name == AutoName || name == "" {
+		return nil
+	}
+	if !isBareKey(name) {
+		return fmt.Errorf("theme %q: not a theme name (a builtin: %s; or NAME of a user theme NAME.toml, letters, digits, '-' and '_')",
+			name, strings.Join(Names(), ", "))
+	}
+	return nil
+}
+
+// Load returns the theme called name: a builtin, or the user theme dir/NAME.toml.
+// A name that is not a name (a path) is refused without opening anything; the file
+// must be a regular file (a link to one is followed) of at most 64 KiB.
 func Load(name, dir string) (*Theme, error) {
 	if t, ok := Builtin(name); ok {
 		return t, nil
 	}
-	path := name
-	if !strings.ContainsRune(name, filepath.Separator) && !strings.HasSuffix(name, ".toml") {
-		if dir == "" {
-			return nil, fmt.Errorf("%w %q (builtins: %s)", ErrUnknownTheme, name, strings.Join(Names(), ", "))
-		}
-		path = filepath.Join(dir, name+".toml")
+	if err := CheckName(name); err != nil {
+		return nil, err
 	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) && path != name {
+	if dir == "" {
+		return nil, fmt.Errorf("%w %q (builtins: %s)", ErrUnknownTheme, name, strings.Join(Names(), ", "))
+	}
+	path := filepath.Join(dir, name+".toml")
+	data, err := safefs.ReadUserFile(path, maxFile)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w %q: not builtin (%s) and no %s%s", ErrUnknownTheme, name,
 			strings.Join(Names(), ", "), path, spec.DidYouMean(name, Names()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("theme %q: %w", name, err)
 	}
-	t, err := Parse(strings.TrimSuffix(filepath.Base(path), ".toml"), string(data))
+	t, err := Parse(name, string(data))
 	if err != nil {
 		return nil, fmt.Errorf("theme file %s:%w", path, err)
 	}

@@ -100,9 +100,6 @@ func TestLoad(t *testing.T) {
 	if th, err := themes.Load("ocean", dir); err != nil || th.Name != "ocean" {
 		t.Fatalf("Load(ocean) = %v, %v", th, err)
 	}
-	if th, err := themes.Load(filepath.Join(dir, "ocean.toml"), ""); err != nil || th.Name != "ocean" {
-		t.Fatalf("Load(path) = %v, %v", th, err)
-	}
 	if th, err := themes.Load("high-contrast", dir); err != nil || th.Name != "high-contrast" {
 		t.Fatalf("Load(high-contrast) = %v, %v", th, err)
 	}

@@ -48,7 +48,7 @@ func rootActions() []common.Action {
 		common.NewAction(actNo, "no", []string{"n", "esc"}, true, kindConfirm),
 		// The palette types into its field: its keys are not text.
 		common.NewAction(actRunAction, "run the selected action", []string{"enter"}, true, kindPalette),
-		common.NewAction(actClosePalette, "close the palette", []string{"esc", "ctrl+c"}, true, kindPalette),
+		common.NewAction(actClosePalette, "close the palette", []string{"esc"}, true, kindPalette),
 		common.NewAction(common.ActUp, "up", []string{"up", "ctrl+p", "shift+tab"}, false, kindPalette),
 		common.NewAction(common.ActDown, "down", []string{"down", "ctrl+n", "tab"}, false, kindPalette),
 		common.NewAction(common.ActNew, "new", []string{"n"}, true, apps.Kind, describe.Kind, preview.Kind, launch.Kind),

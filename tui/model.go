@@ -104,6 +104,10 @@ func NewModel(opts Options) (*Model, error) {
 			return nil, fmt.Errorf("%s: [keys]: %w", path, err)
 		}
 	}
+	// Checked in the table as rebound: two of the user's actions may clash.
+	if err := checkBindings(actions.Rows(), settings.Keys); err != nil {
+		return nil, fmt.Errorf("%s: [keys]: %w", path, err)
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -351,6 +355,11 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		// from a confirm minutes ago), even if no tick came in between.
 		m.notice = ""
 	}
+	if k.Keystroke() == "ctrl+c" {
+		// Whatever the bindings and whatever is open: a way out that always works.
+		m.over = nil
+		return m.quit()
+	}
 	if m.over != nil {
 		cmd, done := m.over.key(m, k)
 		if done {
@@ -359,7 +368,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		return cmd
 	}
 	v := m.active()
-	if k.Keystroke() != "ctrl+c" && v.Typing() && widget.IsEditKey(k) {
+	if v.Typing() && widget.IsEditKey(k) {
 		return v.Update(k)
 	}
 	if a, ok := m.ctx.Actions.Match(k, v.Kind()); ok {

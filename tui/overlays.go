@@ -236,7 +236,7 @@ func (c *confirm) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 	switch {
 	case ok && a.Name == actYes:
 		return c.yes, true
-	case ok && a.Name == actNo, k.Keystroke() == "ctrl+c":
+	case ok && a.Name == actNo:
 		return common.Notify("nothing done"), true
 	}
 	return nil, false

@@ -3,14 +3,19 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
+	"github.com/wick-dev/wick/tui/common"
 )
 
 // Settings are the UI settings of ~/.config/wick/config.toml:
@@ -61,12 +66,14 @@ func ThemesDir(settingsPath string) string {
 // Settings. Unknown keys, and actions the UI does not have, are errors naming the line.
 func LoadSettings(path string) (Settings, error) {
 	var s Settings
-	data, err := os.ReadFile(path)
+	// A regular file of a bounded size: a FIFO must not hang the UI at start, nor
+	// /dev/zero fill its memory. A link is followed (dotfiles are often links).
+	data, err := safefs.ReadUserFile(path, maxSettingsFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("settings: %w", err)
 	}
 	entries, err := themes.ParseTOML(string(data))
 	if err != nil {
@@ -82,6 +89,9 @@ func LoadSettings(path string) (Settings, error) {
 			v, ok := e.Value.(string)
 			if !ok {
 				return s, bad("theme must be a string, e.g. theme = \"light\"")
+			}
+			if err := themes.CheckName(v); err != nil {
+				return s, bad("%v", err)
 			}
 			s.Theme = v
 		case e.Section == "":
@@ -157,4 +167,163 @@ func pickTheme(flag string, s Settings, dir string, getenv func(string) string) 
 	}
 	t, err = themes.Load(name, dir)
 	return t, false, err
+}
+
+// keyNames are the names of the keys that are not one character, as the terminal
+// library spells them in a keystroke ("pgdown", "ctrl+shift+up").
+var keyNames = map[string]bool{
+	"enter": true, "tab": true, "backspace": true, "esc": true, "space": true,
+	"up": true, "down": true, "left": true, "right": true, "begin": true, "find": true,
+	"insert": true, "delete": true, "select": true, "pgup": true, "pgdown": true,
+	"home": true, "end": true,
+}
+
+// keyMods are the modifiers a keystroke may start with, in any order.
+var keyMods = map[string]bool{"ctrl": true, "alt": true, "shift": true, "meta": true, "hyper": true, "super": true}
+
+// isKeyName reports whether k names a key a terminal can send: modifiers, then one
+// printable character or a key name ("q", "G", "ctrl+t", "shift+tab", "f5").
+func isKeyName(k string) bool {
+	parts := strings.Split(k, "+")
+	if k == "+" || strings.HasSuffix(k, "++") {
+		parts = append(parts[:len(parts)-2], "+") // "+" and "ctrl++": the key is '+'
+	}
+	base := parts[len(parts)-1]
+	seen := map[string]bool{}
+	for _, m := range parts[:len(parts)-1] {
+		if !keyMods[m] || seen[m] {
+			return false
+		}
+		seen[m] = true
+	}
+	if r := []rune(base); len(r) == 1 {
+		return unicode.IsPrint(r[0]) && !unicode.IsSpace(r[0])
+	}
+	if n, ok := strings.CutPrefix(base, "f"); ok {
+		if i, err := strconv.Atoi(n); err == nil && i >= 1 && i <= 63 && strconv.Itoa(i) == n {
+			return true
+		}
+	}
+	return keyNames[base]
+}
+
+// overlayKinds are the modal overlays' kinds: they read only their own rows, so a
+// global row never competes with theirs.
+var overlayKinds = []common.Kind{kindConfirm, kindPalette}
+
+// sharedViews returns the kinds of view where rows a and b both work, and whether
+// they share any; every is true when both work in every view.
+func sharedViews(a, b common.Action) (kinds []common.Kind, every, ok bool) {
+	switch {
+	case a.Global() && b.Global():
+		return nil, true, true
+	case a.Global():
+		a, b = b, a
+		fallthrough
+	case b.Global():
+		for _, k := range a.Views {
+			if !slices.Contains(overlayKinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	default:
+		for _, k := range a.Views {
+			if slices.Contains(b.Views, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	return kinds, false, len(kinds) > 0
+}
+
+// maxBindingProblems is how many problems of [keys] one error names.
+const maxBindingProblems = 4
+
+// checkBindings tells what is wrong with the user's [keys] (user, by action name) in
+// the action table rows: a key no terminal sends, ctrl+c on another action than quit
+// (ctrl+c always quits), and a key that another action of the same view has too,
+// naming the key and both actions. Clashes among wick's own defaults are not the
+// user's doing and are not reported.
+func checkBindings(rows []common.Action, user map[string][]string) error {
+	var problems []string
+	// clash is two actions sharing a key, and where.
+	type clash struct {
+		key, x, y string
+		every     bool
+		kinds     []common.Kind
+	}
+	var clashes []*clash
+	find := func(k, x, y string) *clash {
+		for _, c := range clashes {
+			if c.key == k && c.x == x && c.y == y {
+				return c
+			}
+		}
+		c := &clash{key: k, x: x, y: y}
+		clashes = append(clashes, c)
+		return c
+	}
+	for _, name := range slices.Sorted(maps.Keys(user)) {
+		for _, k := range user[name] {
+			switch {
+			case !isKeyName(k):
+				problems = append(problems, fmt.Sprintf("%s = %q: not a key (one character, or a name such as enter, esc, pgdown, f5, with ctrl+, alt+ or shift+ before it)", name, k))
+				continue
+			case k == "ctrl+c" && name != common.ActQuit:
+				problems = append(problems, fmt.Sprintf("%s = %q: ctrl+c always quits", name, k))
+				continue
+			}
+			for _, a := range rows {
+				if a.Name != name {
+					continue
+				}
+				for _, b := range rows {
+					if b.Name == name || !slices.Contains(b.Binding.Keys(), k) {
+						continue
+					}
+					kinds, every, ok := sharedViews(a, b)
+					if !ok {
+						continue
+					}
+					x, y := name, b.Name
+					if _, mine := user[y]; mine && y < x {
+						x, y = y, x // both are the user's: one message, either way round
+					}
+					c := find(k, x, y)
+					c.every = c.every || every
+					for _, kind := range kinds {
+						if !slices.Contains(c.kinds, kind) {
+							c.kinds = append(c.kinds, kind)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, c := range clashes {
+		where := "in every view"
+		if !c.every {
+			where = "in the " + joinKinds(c.kinds) + " view"
+			if len(c.kinds) > 1 {
+				where += "s"
+			}
+		}
+		problems = append(problems, fmt.Sprintf("key %q is bound to both %s and %s (%s)", c.key, c.x, c.y, where))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if n := len(problems) - maxBindingProblems; n > 0 {
+		problems = append(problems[:maxBindingProblems], fmt.Sprintf("and %d more", n))
+	}
+	return errors.New(strings.Join(problems, "; "))
+}
+
+// joinKinds lists kinds of view for a message: "apps, describe".
+func joinKinds(kinds []common.Kind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }

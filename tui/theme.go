@@ -31,7 +31,8 @@ func themeNames(dir string) []string {
 	entries, _ := os.ReadDir(dir) // no folder: the builtins only
 	var user []string
 	for _, e := range entries {
-		if n, ok := strings.CutSuffix(e.Name(), ".toml"); ok && e.Type().IsRegular() && !slices.Contains(names, n) {
+		n, ok := strings.CutSuffix(e.Name(), ".toml")
+		if ok && e.Type().IsRegular() && !slices.Contains(names, n) && themes.CheckName(n) == nil {
 			user = append(user, n)
 		}
 	}

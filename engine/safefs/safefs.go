@@ -334,9 +334,23 @@ var ErrTooLarge = errors.New("too large")
 // block, /dev/zero that never ends, a symbolic link) and a file larger than max bytes,
 // before reading any of it.
 func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	return readRegular(path, max, unix.O_NOFOLLOW)
+}
+
+// ReadUserFile reads a file the user keeps and names (their settings, a theme), with
+// the limits of ReadFile, except that a symbolic link is followed (dotfiles are often
+// links): what it ends at must still be a regular file.
+func ReadUserFile(path string, max int64) ([]byte, error) {
+	return readRegular(path, max, 0)
+}
+
+// readRegular reads the regular file at path, opened with the extra flags.
+func readRegular(path string, max int64, flags int) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO with no writer must not block; the type check below
+	// then refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|flags, 0)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
+		if flags&unix.O_NOFOLLOW != 0 && errors.Is(err, unix.ELOOP) {
 			return nil, fmt.Errorf("%s: a symbolic link, not a regular file", path)
 		}
 		return nil, err

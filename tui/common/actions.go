@@ -157,6 +157,10 @@ func (r *Registry) Rebind(name string, keys []string) error {
 	return nil
 }
 
+// Rows returns a copy of the table's rows, in order: what [keys] checks its bindings
+// against.
+func (r *Registry) Rows() []Action { return slices.Clone(r.actions) }
+
 // Names lists the action names, each once, in table order.
 func (r *Registry) Names() []string {
 	var names []string

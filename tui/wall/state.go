@@ -44,6 +44,10 @@ type viewState struct {
 	Streams sched.Stream `json:"streams,omitempty"`
 }
 
+// maxStateFile bounds a layout file: a few hundred bytes per view (panes of 4096
+// replicas at most).
+const maxStateFile = 4 << 20
+
 // mergedKey names the merged view in state.Views.
 const mergedKey = "*merged"
 
@@ -80,7 +84,9 @@ func loadState(dir string, h spec.Handle) *state {
 	if path == "" {
 		return nil
 	}
-	data, err := os.ReadFile(path)
+	// wick's own file, but under a directory a replica could write into: a regular
+	// file only (a FIFO must not hang the UI, /dev/zero fill its memory), not a link.
+	data, err := safefs.ReadFile(path, maxStateFile)
 	if err != nil {
 		return nil
 	}
