@@ -1,6 +1,7 @@
 package components
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,6 +29,11 @@ type FindOptions struct {
 	// Self is the path of the wick binary, which demo.train runs; "" means
 	// os.Executable().
 	Self string
+	// External, when not nil, resolves what wick does not define: .py component
+	// files, [torchx.components] entry points and TorchX's builtins that wick lacks,
+	// through the user's TorchX. Nil: only wick's own components. It reads relative
+	// .py files from its own working directory, which should be WorkDir.
+	External External
 }
 
 // builtins returns the builtins made for these options (demo.train runs Self).
@@ -62,11 +68,21 @@ func DefaultDirs(cwd, configDir string) []string {
 //     ':'); a path without ":NAME" names the file's only component;
 //   - a builtin, e.g. "utils.echo" (builtins cannot be shadowed);
 //   - a component of the search path: the first file defining NAME, directories in
-//     order, files by name.
+//     order, files by name;
+//   - then, with opts.External, what the user's TorchX resolves ("file.py:fn" goes
+//     there directly, never read as YAML).
 //
 // An unknown name is an error wrapping ErrNoSuchComponent that suggests the closest
 // known name.
 func Find(name string, opts FindOptions) (*Component, error) {
+	return FindContext(context.Background(), name, opts)
+}
+
+// FindContext is Find with a context for the call to the user's TorchX (opts.External).
+func FindContext(ctx context.Context, name string, opts FindOptions) (*Component, error) {
+	if opts.External != nil && IsPythonFile(name) {
+		return opts.External.Find(ctx, name)
+	}
 	if path, comp, ok := splitFileName(name); ok {
 		return findInFile(path, opts.path(path), comp)
 	}
@@ -92,6 +108,12 @@ func Find(name string, opts FindOptions) (*Component, error) {
 				return c, nil
 			}
 			known = append(known, c.Name)
+		}
+	}
+	if opts.External != nil {
+		c, err := opts.External.Find(ctx, name)
+		if err == nil || !errors.Is(err, ErrNoSuchComponent) {
+			return c, err
 		}
 	}
 	err := fmt.Errorf("%w %q%s: `wick builtins` lists the components", ErrNoSuchComponent, name, spec.DidYouMean(name, known))
@@ -170,10 +192,17 @@ func searchFiles(dirs []string, errs *[]error) []string {
 
 // All lists the components a bare name reaches: the builtins, then the components of
 // the search path in search order (leaving out those a builtin or an earlier file
-// shadows). It is what `wick builtins` and the UI's picker show. Each file that
-// cannot be read gives one error (errors.Join them for a single error); the
-// components of the other files are still returned.
+// shadows), then, with opts.External, TorchX's components that none of those shadows
+// (From is FromTorchX). It is what `wick builtins` and the UI's picker show. Each
+// file that cannot be read gives one error (errors.Join them for a single error); the
+// components of the other files are still returned. A TorchX that cannot be
+// imported adds nothing and no error: wick's own components need no Python.
 func All(opts FindOptions) ([]*Component, []error) {
+	return AllContext(context.Background(), opts)
+}
+
+// AllContext is All with a context for the call to the user's TorchX.
+func AllContext(ctx context.Context, opts FindOptions) ([]*Component, []error) {
 	comps := opts.builtins()
 	seen := map[string]bool{}
 	for _, c := range comps {
@@ -187,6 +216,18 @@ func All(opts FindOptions) ([]*Component, []error) {
 			continue
 		}
 		for _, c := range fc {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				comps = append(comps, c)
+			}
+		}
+	}
+	if opts.External != nil {
+		ext, err := opts.External.All(ctx)
+		if err != nil && !errors.Is(err, ErrNoTorchX) {
+			errs = append(errs, err)
+		}
+		for _, c := range ext {
 			if !seen[c.Name] {
 				seen[c.Name] = true
 				comps = append(comps, c)

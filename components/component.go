@@ -131,8 +131,12 @@ type Component struct {
 	// flags, or after "--"), e.g. "script_args".
 	Varargs     string
 	VarargsHelp string
-	// Source is the YAML file a user component came from, or "" for builtins.
+	// Source is the file a user component came from (YAML, or a TorchX .py file), or
+	// "" for builtins.
 	Source string
+	// From is FromTorchX for a component of the user's TorchX (its AppDef is made by
+	// FindOptions.External, not Build), "" for wick's own.
+	From string
 	// Build makes the AppDef from parsed arguments.
 	Build func(Args) (*spec.AppDef, error)
 	// Example is a sample argument list (e.g. ["--script", "main.py"]) that builds a

@@ -37,8 +37,24 @@ func (e *ComponentError) Unwrap() error { return e.Err }
 // Materialize resolves a component by name and builds its AppDef from command-line
 // style arguments (flags, then "--" and trailing arguments). Errors are
 // *ComponentError; asking for help gives one wrapping components.ErrHelp.
-func (r *Runner) Materialize(name string, args []string, c Components) (*components.Component, *spec.AppDef, error) {
-	comp, err := components.Find(name, c.Find)
+//
+// A name wick does not define (a .py file, a TorchX entry point or builtin) goes to
+// c.Find.External, in one call to the user's TorchX, which parses the arguments.
+func (r *Runner) Materialize(ctx context.Context, name string, args []string, c Components) (*components.Component, *spec.AppDef, error) {
+	if components.IsExternal(name, c.Find) {
+		var defaults map[string]string
+		if c.Defaults != nil {
+			defaults = c.Defaults(name) // TorchX looks [component:NAME] up by the name as called
+		}
+		// A relative file is read from the External's own working directory (the
+		// CLI's and the UI's are Find.WorkDir).
+		comp, app, err := c.Find.External.Materialize(ctx, name, args, defaults)
+		if err != nil {
+			return comp, nil, &ComponentError{Component: comp, Err: err}
+		}
+		return comp, app, nil
+	}
+	comp, err := components.FindContext(ctx, name, c.Find)
 	if err != nil {
 		return nil, nil, &ComponentError{Err: err}
 	}
@@ -60,7 +76,7 @@ func (r *Runner) Materialize(name string, args []string, c Components) (*compone
 
 // DryRunComponent plans a component call on a scheduler: Materialize then DryRun.
 func (r *Runner) DryRunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c Components) (*sched.DryRunInfo, error) {
-	comp, app, err := r.Materialize(name, args, c)
+	comp, app, err := r.Materialize(ctx, name, args, c)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -89,6 +91,9 @@ type app struct {
 	run    *runner.Runner
 	home   string
 	noColr bool
+	// pyOnce makes py, the bridge to the user's TorchX (see torchx).
+	pyOnce sync.Once
+	py     components.External
 }
 
 // StateHome returns wick's state directory: $WICK_HOME, else $XDG_STATE_HOME/wick, else

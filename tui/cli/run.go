@@ -45,6 +45,14 @@ search path (./.wick/components, ~/.config/wick/components), or FILE.yaml:NAME.
 The component's parameters are flags after its name (wick run COMPONENT --help lists
 them); everything after "--" goes to the component as trailing arguments.
 
+TorchX components run unchanged: FILE.py:FN, the names your [torchx.components]
+entry points register, and TorchX's builtins wick has no copy of (utils.booth, ...).
+wick asks your own TorchX for their AppDef, with the python3 on PATH (as torchx
+would); $WICK_PYTHON or [wick:python] python = ... in .torchxconfig names another
+interpreter, and $WICK_PYTHON_TIMEOUT or [wick:python] timeout = ... the time
+limit of that call (default 30s). TorchX parses their arguments: its error messages.
+wick's own builtins and YAML components never need Python.
+
 By default wick run stays attached: it streams every replica's logs (prefixed role/k)
 to stderr and exits 0 only if the app SUCCEEDED; Ctrl-C or SIGTERM cancels the app
 (a second Ctrl-C detaches at once). --detach prints the handle and returns; the app
@@ -54,6 +62,7 @@ Run options (-cfg) are checked against the scheduler (wick runopts SCHEDULER).
 Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchxconfig
 (or only $TORCHXCONFIG when set); built-in defaults.`,
 		Example: `  wick run utils.echo --msg hello
+  wick run --dryrun ./my_component.py:trainer --lr 0.1
   wick run -s local_cwd --dryrun dist.ddp -j 2x4 --script train.py
   wick run --detach demo.train --replicas 4
   wick run -s local_docker -cfg network=wick,shm_size=2g utils.sh --image myimg -- echo hi`,

@@ -1,0 +1,243 @@
+# wick's bridge to the user's TorchX (embedded in the wick binary; run by the user's
+# python3). It resolves a component as `torchx run` does, and writes one JSON document
+# to file descriptor 3, so that whatever the component prints on stdout or stderr
+# cannot corrupt it.
+#
+#   argv: OP REQUEST_JSON
+#   OP: "materialize" (name, argv, defaults), "describe" (name), "list"
+#   out: {"component": {...}, "app": {...}} or {"components": [...]} or
+#        {"error": {"kind": ..., "message": ...}}
+import inspect
+import io
+import json
+import os
+import sys
+import traceback
+
+_OUT = os.fdopen(3, "w")
+
+
+def _emit(doc):
+    _OUT.write(json.dumps(doc))
+    _OUT.flush()
+
+
+def _fail(kind, message):
+    _emit({"error": {"kind": kind, "message": message}})
+    sys.exit(0)
+
+
+def _where(exc, path):
+    """file:line of the deepest frame of the user's code: the component file (TorchX
+    execs it from a string), else the last frame outside TorchX and this helper."""
+    torchx_dir = os.path.dirname(os.path.abspath(sys.modules["torchx"].__file__))
+    best = ""
+    for fs in traceback.extract_tb(exc.__traceback__):
+        fn = fs.filename
+        if fn == "<string>" and path:
+            best = "%s:%d" % (path, fs.lineno)
+        elif fn.startswith("<") or fn.startswith(torchx_dir + os.sep):
+            continue
+        elif "/python3" in fn and ("/lib/" in fn) and "site-packages" not in fn and "dist-packages" not in fn:
+            continue  # the standard library
+        else:
+            best = "%s:%d" % (fn, fs.lineno)
+    return best
+
+
+def _exc_line(exc, path):
+    msg = "%s: %s" % (type(exc).__name__, " ".join(str(exc).split()))
+    if isinstance(exc, SyntaxError):
+        f = path if (exc.filename in (None, "<string>", "<unknown>")) else exc.filename
+        return "%s:%s: SyntaxError: %s" % (f, exc.lineno, exc.msg)
+    w = _where(exc, path)
+    return ("%s: %s" % (w, msg)) if w else msg
+
+
+def _type_name(annotation):
+    from torchx.util.types import decode_optional, is_bool
+
+    t = decode_optional(annotation)
+    optional = t is not annotation
+    if is_bool(t):
+        return "bool", optional
+    if t is int:
+        return "int", optional
+    if t is float:
+        return "float", optional
+    if t is str:
+        return "str", optional
+    origin = getattr(t, "__origin__", None)
+    if origin in (list, tuple):
+        return "list", optional
+    if origin is dict:
+        return "map", optional
+    return "str", optional
+
+
+def _default_text(v):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    if isinstance(v, dict):
+        return ",".join("%s=%s" % (k, x) for k, x in v.items())
+    return str(v)
+
+
+def _describe(name, fn, file=""):
+    from torchx.specs.file_linter import get_fn_docstring
+
+    desc, args_desc = get_fn_docstring(fn)
+    summary, long_help = desc, ""
+    if fn.__doc__:
+        import docstring_parser
+
+        d = docstring_parser.parse(fn.__doc__)
+        summary, long_help = d.short_description or desc, d.long_description or ""
+    params, varargs, varargs_help = [], "", ""
+    for pname, p in inspect.signature(fn).parameters.items():
+        typ, optional = _type_name(p.annotation)
+        help_ = " ".join(str(args_desc[pname]).split())
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            varargs, varargs_help = pname, help_
+            continue
+        entry = {"name": pname, "type": typ, "help": help_}
+        if p.default is inspect.Parameter.empty:
+            entry["required"] = True
+        elif p.default is None:
+            entry["optional"] = True
+        else:
+            entry["default"] = _default_text(p.default)
+        params.append(entry)
+    line = fn.__code__.co_firstlineno
+    src = file
+    if not src:
+        try:
+            src = inspect.getsourcefile(fn) or ""
+        except TypeError:
+            src = ""
+    return {
+        "name": name,
+        "summary": " ".join(summary.split()),
+        "help": long_help,
+        "file": src,
+        "line": line,
+        "params": params,
+        "varargs": varargs,
+        "varargs_help": varargs_help,
+    }
+
+
+def _mount(m):
+    from torchx.specs.api import BindMount, VolumeMount
+
+    if isinstance(m, BindMount):
+        return {"type": "bind", "src": m.src_path, "dst": m.dst_path, "readonly": m.read_only}
+    if isinstance(m, VolumeMount):
+        return {"type": "volume", "src": m.src, "dst": m.dst_path, "readonly": m.read_only}
+    return {"type": "device", "src": m.src_path, "dst": m.dst_path, "permissions": m.permissions}
+
+
+def _text(v):
+    return v if isinstance(v, str) else json.dumps(v, default=str)
+
+
+def _app(app):
+    roles = []
+    for r in app.roles:
+        res = r.resource
+        roles.append({
+            "name": r.name,
+            "image": r.image,
+            "entrypoint": r.entrypoint,
+            "args": [str(a) for a in r.args],
+            "env": {k: str(v) for k, v in r.env.items()},
+            "num_replicas": r.num_replicas,
+            "min_replicas": r.min_replicas or 0,
+            "max_retries": r.max_retries,
+            "retry_policy": getattr(r.retry_policy, "value", str(r.retry_policy)),
+            "resource": {
+                "cpu": res.cpu, "gpu": res.gpu, "memMB": res.memMB,
+                "capabilities": {k: _text(v) for k, v in res.capabilities.items()},
+                "devices": dict(res.devices),
+            },
+            "port_map": dict(r.port_map),
+            "mounts": [_mount(m) for m in r.mounts],
+            "metadata": {k: _text(v) for k, v in r.metadata.items()},
+        })
+    return {"name": app.name, "roles": roles, "metadata": {k: _text(v) for k, v in app.metadata.items()}}
+
+
+def _find(name):
+    from torchx.specs import finder
+
+    path = ""
+    if ":" in name:
+        path = name.split(":")[0]
+        if not os.path.isfile(path):
+            _fail("notfound", "%s: no such file" % path)
+    try:
+        comp = finder.get_component(name)
+    except finder.ComponentNotFoundException as e:
+        _fail("notfound" if not path else "notcomponent", " ".join(str(e).split()))
+    except finder.ComponentValidationException as e:
+        _fail("notcomponent", " ".join(str(e).split()))
+    except SystemExit:
+        raise
+    except BaseException as e:  # the component's module raised while loading
+        _fail("raised", _exc_line(e, path))
+    return comp, path
+
+
+def main():
+    op, req = sys.argv[1], json.loads(sys.argv[2])
+    try:
+        import torchx.specs  # noqa: F401
+        from torchx.specs import finder
+        from torchx.specs.builders import materialize_appdef
+    except ImportError as e:
+        _fail("notorchx", "%s (%s)" % (" ".join(str(e).split()), sys.executable))
+    if op == "list":
+        out = []
+        for cname, c in sorted(finder.get_components().items()):
+            try:
+                out.append(_describe(cname, c.fn))
+            except Exception:  # a component we cannot describe is left out
+                continue
+        _emit({"components": out})
+        return
+    name = req["name"]
+    comp, path = _find(name)
+    try:
+        desc = _describe(name, comp.fn, os.path.abspath(path) if path else "")
+    except Exception as e:
+        _fail("notcomponent", "%s: %s" % (name, _exc_line(e, path)))
+    if op == "describe":
+        _emit({"component": desc})
+        return
+    err = io.StringIO()
+    saved = sys.stderr
+    sys.stderr = err
+    try:
+        app = materialize_appdef(comp.fn, req.get("argv") or [], req.get("defaults") or None)
+    except SystemExit:
+        # argparse printed usage and "PROG: error: MESSAGE" to stderr.
+        sys.stderr = saved
+        lines = [l for l in err.getvalue().splitlines() if l.strip()]
+        msg = lines[-1] if lines else "invalid arguments"
+        if ": error: " in msg:
+            msg = msg.split(": error: ", 1)[1]
+        _emit({"component": desc, "error": {"kind": "args", "message": msg}})
+        return
+    except BaseException as e:
+        sys.stderr = saved
+        _emit({"component": desc, "error": {"kind": "raised", "message": _exc_line(e, path)}})
+        return
+    sys.stderr = saved
+    _emit({"component": desc, "app": _app(app)})
+
+
+main()
