@@ -111,8 +111,10 @@ func FindContext(ctx context.Context, name string, opts FindOptions) (*Component
 		}
 	}
 	if opts.External != nil {
+		// A typo of a builtin's name is more likely than a TorchX component: without
+		// TorchX, or when it knows no such name either, the error is wick's own.
 		c, err := opts.External.Find(ctx, name)
-		if err == nil || !errors.Is(err, ErrNoSuchComponent) {
+		if err == nil || !errors.Is(err, ErrNoSuchComponent) && !errors.Is(err, ErrNoTorchX) {
 			return c, err
 		}
 	}

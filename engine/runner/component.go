@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -49,10 +50,20 @@ func (r *Runner) Materialize(ctx context.Context, name string, args []string, c 
 		// A relative file is read from the External's own working directory (the
 		// CLI's and the UI's are Find.WorkDir).
 		comp, app, err := c.Find.External.Materialize(ctx, name, args, defaults)
-		if err != nil {
-			return comp, nil, &ComponentError{Component: comp, Err: err}
+		switch {
+		case err == nil:
+			return comp, app, nil
+		case comp == nil && !components.IsPythonFile(name) &&
+			(errors.Is(err, components.ErrNoSuchComponent) || errors.Is(err, components.ErrNoTorchX)):
+			// Neither wick nor TorchX knows the name: wick's error, which suggests the
+			// closest name.
+			own := c.Find
+			own.External = nil
+			if _, ownErr := components.FindContext(ctx, name, own); ownErr != nil {
+				err = ownErr
+			}
 		}
-		return comp, app, nil
+		return comp, nil, &ComponentError{Component: comp, Err: err}
 	}
 	comp, err := components.FindContext(ctx, name, c.Find)
 	if err != nil {

@@ -1,0 +1,84 @@
+package pycomp
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testPython is the interpreter the tests run TorchX with: Debian's, which imports the
+// vendored TorchX with make setup's packages (python3-yaml, -fsspec, -tabulate,
+// -filelock).
+const testPython = "/usr/bin/python3"
+
+// vendorPath is TorchX's source (commit b72ba038, 0.8.0dev0) beside the repository:
+// ../shared/vendor/python, in a clone, a worktree of /work or CI's copy. Only tests
+// use it: wick finds the user's TorchX wherever their Python does.
+func vendorPath(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(filepath.Dir(dir), "shared", "vendor", "python")
+		}
+		dir = filepath.Dir(dir)
+	}
+	t.Fatal("no go.mod above the test's directory")
+	return ""
+}
+
+// torchxEnv is the environment of a Python that imports the vendored TorchX, plus
+// extra PYTHONPATH entries first (entry point packages).
+func torchxEnv(t testing.TB, extra ...string) []string {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PYTHONPATH=") && !strings.HasPrefix(kv, EnvPython+"=") {
+			env = append(env, kv)
+		}
+	}
+	path := strings.Join(append(extra, vendorPath(t)), string(os.PathListSeparator))
+	return append(env, "PYTHONPATH="+path, "PYTHONDONTWRITEBYTECODE=1")
+}
+
+// needTorchX skips (fails under CI=true) when Debian's python3 cannot import the
+// vendored TorchX.
+func needTorchX(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(testPython, "-c", "import torchx.specs, torchx.specs.finder, torchx.components.utils")
+	cmd.Env = torchxEnv(t)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := "TorchX is not importable by " + testPython + " with PYTHONPATH=" + vendorPath(t) +
+		" (make setup installs python3-yaml python3-fsspec python3-tabulate python3-filelock): " + lastLine(string(out))
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// newBridge is a Bridge on the vendored TorchX, working in dir.
+func newBridge(t testing.TB, dir string, extra ...string) *Bridge {
+	t.Helper()
+	needTorchX(t)
+	return &Bridge{Python: testPython, Dir: dir, Env: torchxEnv(t, extra...)}
+}
+
+// writeFile writes a test's component file.
+func writeFile(t testing.TB, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
