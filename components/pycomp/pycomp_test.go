@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -392,5 +394,38 @@ func TestEntryPointComponents(t *testing.T) {
 	_, _, err = b.Materialize(ctx, "utils.booth", []string{"--x1", "1", "--x2", "2"}, nil)
 	if !errors.Is(err, components.ErrNoSuchComponent) {
 		t.Errorf("utils.booth beside entry points: %v, want unknown component", err)
+	}
+}
+
+// TestRunnerRecordsTheFileForRelaunch: the Runner plans a .py component through the
+// bridge, and records the call with the file's absolute path, so that a relaunch
+// (with edits) from another directory finds the same file.
+func TestRunnerRecordsTheFileForRelaunch(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "c.py"), myTrainer)
+	b := newBridge(t, dir)
+	r := runner.New(runner.Builtin(), sched.Config{StateDir: t.TempDir(), WorkDir: dir, Self: []string{"/nonexistent/wick"}})
+	argv := []string{"--foo", "2", "--bar", "b"}
+	info, err := r.DryRunComponent(context.Background(), "c.py:my_trainer", argv, "local_cwd", nil, "", runner.Components{
+		Find: components.FindOptions{WorkDir: dir, External: b},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "c.py") + ":my_trainer"; info.Call == nil || info.Call.Component != want || !reflect.DeepEqual(info.Call.Args, argv) {
+		t.Fatalf("call %+v, want %s %q", info.Call, want, argv)
+	}
+	// The relaunch finds it by that name, with its typed parameters for the form.
+	comp, err := components.Find(info.Call.Component, components.FindOptions{External: b})
+	if err != nil || comp.Name != "my_trainer" || len(comp.Params) != 3 || comp.Params[0].Type != components.Int {
+		t.Fatalf("relaunch find: %+v, %v", comp, err)
+	}
+	// A bad argument is a ComponentError (a usage error), with the component for --help.
+	_, err = r.DryRunComponent(context.Background(), "c.py:my_trainer", []string{"--foo", "x"}, "local_cwd", nil, "", runner.Components{
+		Find: components.FindOptions{WorkDir: dir, External: b},
+	})
+	var ce *runner.ComponentError
+	if !errors.As(err, &ce) || ce.Component == nil {
+		t.Errorf("bad argument: %v", err)
 	}
 }

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+// torchxPython is the interpreter the tests run TorchX with (Debian's: make setup
+// installs the packages the vendored TorchX imports).
+const torchxPython = "/usr/bin/python3"
+
+// torchxVendor is ../shared/vendor/python beside the repository (TorchX b72ba038).
+func torchxVendor() string {
+	return filepath.Join("..", "..", "..", "shared", "vendor", "python")
+}
+
+// pyHarness is a harness whose wick (in-process and the binary) asks the vendored
+// TorchX for .py components; it skips (fails under CI=true) when that TorchX does not
+// import. my_trainer.py (TorchX's docs' my_trainer, see pyTrainer) is in its work dir.
+func pyHarness(t *testing.T) *harness {
+	t.Helper()
+	vendor, err := filepath.Abs(torchxVendor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := exec.Command(torchxPython, "-c", "import torchx.specs.finder, torchx.components.utils")
+	check.Env = append(os.Environ(), "PYTHONPATH="+vendor)
+	if out, err := check.CombinedOutput(); err != nil {
+		msg := "the vendored TorchX does not import (" + vendor + "; make setup installs python3-yaml python3-fsspec python3-tabulate python3-filelock): " + string(out)
+		if ciTrue() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("PYTHONPATH", vendor)
+	t.Setenv("WICK_PYTHON", torchxPython) // for the binary; h.env for in-process runs
+	h := newHarness(t)
+	h.env["WICK_PYTHON"] = torchxPython
+	if err := os.WriteFile(filepath.Join(h.work, "my_trainer.py"), []byte(pyTrainer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// pyTrainer is TorchX's docs' component file (`torchx run ~/my_trainer_spec.py:my_trainer`,
+// my_trainer(foo: int, bar: str); pytorch/torchx b72ba038 torchx/cli/__init__.py:78),
+// with a body that runs anywhere: echo, or the Docker tests' /helper.
+const pyTrainer = `import torchx.specs as specs
+
+
+def my_trainer(foo: int, bar: str, image: str = "/tmp", entrypoint: str = "echo", *script_args: str) -> specs.AppDef:
+    """Trains my model.
+
+    Args:
+        foo: number of epochs
+        bar: dataset name
+        image: where it runs
+        entrypoint: the program
+        script_args: more arguments
+    """
+    return specs.AppDef(
+        name="my_trainer",
+        roles=[
+            specs.Role(
+                name="trainer",
+                image=image,
+                entrypoint=entrypoint,
+                args=[*script_args, "epochs=" + str(foo), "data=" + bar],
+                env={"LOGLEVEL": "INFO"},
+            )
+        ],
+    )
+`
+
+func TestPyComponentDryRun(t *testing.T) {
+	h := pyHarness(t)
+	r := h.run("run", "--dryrun", "my_trainer.py:my_trainer", "--foo", "3", "--bar", "imagenet")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"name: my_trainer", "entrypoint:   echo", "args:         [epochs=3, data=imagenet]", "argv:     [echo, epochs=3, data=imagenet]"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = h.run("run", "--dryrun", "--json", "-s", "local_docker", "./my_trainer.py:my_trainer", "--foo=1", "--bar", "b", "--image", "alpine", "--", "x", "y")
+	if r.code != 0 {
+		t.Fatalf("json: exit %d: %s", r.code, r.stderr)
+	}
+	var info sched.DryRunInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	role := info.App.Roles[0]
+	if role.Image != "alpine" || strings.Join(role.Args, " ") != "x y epochs=1 data=b" || role.Env["LOGLEVEL"] != "INFO" {
+		t.Errorf("JSON role: %+v", role)
+	}
+	// slurm plans it too (a dry run needs no cluster).
+	if r := h.run("run", "--dryrun", "-s", "slurm", "my_trainer.py:my_trainer", "--foo", "1", "--bar", "b"); r.code != 0 || !strings.Contains(r.stdout, "sbatch") {
+		t.Errorf("slurm dry run: exit %d %s\n%s", r.code, r.stderr, r.stdout)
+	}
+}
+
+func TestPyComponentHelpAndErrors(t *testing.T) {
+	h := pyHarness(t)
+	r := h.run("run", "my_trainer.py:my_trainer", "--help")
+	if r.code != 0 {
+		t.Fatalf("--help: exit %d %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"Trains my model.", "--foo int", "number of epochs (required)", "--image string", `where it runs (default: "/tmp")`, "script_args..."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.work, "broken.py"), []byte("import torchx.specs as specs\nX = 1 / 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"my_trainer.py:my_trainer", "--foo", "x", "--bar", "b"}, "wick: my_trainer.py:my_trainer: argument --foo: invalid int value: 'x'"},
+		{[]string{"broken.py:train"}, "wick: broken.py:train raised broken.py:2: ZeroDivisionError: division by zero"},
+		{[]string{"my_trainer.py:nothere"}, "wick: my_trainer.py:nothere is not a TorchX component: Function nothere does not exist in file my_trainer.py"},
+		// A typo of a builtin is still wick's own error, after TorchX knew no such name.
+		{[]string{"utils.ech"}, `wick: unknown component "utils.ech" (did you mean "utils.echo"?)`},
+	} {
+		for _, mode := range [][]string{{"run", "--dryrun"}, {"run"}} {
+			r := h.run(append(mode, tc.args...)...)
+			if r.code != ExitUsage || strings.TrimSpace(r.stderr) != tc.want && !strings.HasPrefix(r.stderr, tc.want) {
+				t.Errorf("%q: exit %d, stderr %q, want %q", tc.args, r.code, r.stderr, tc.want)
+			}
+			assertOneLineError(t, r.stderr, tc.want[len("wick: "):])
+		}
+	}
+	// Nothing was launched.
+	if r := h.run("list", "--json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("after errors, wick list: %d %q", r.code, r.stdout)
+	}
+	// No Python at all: one line, how to install TorchX, or use YAML.
+	h.env["WICK_PYTHON"] = filepath.Join(h.work, "no-python3")
+	r = h.run("run", "my_trainer.py:my_trainer", "--foo", "1", "--bar", "b")
+	assertOneLineError(t, r.stderr, "pip install torchx")
+	if r.code != ExitUsage && r.code != 1 || !strings.Contains(r.stderr, "YAML component") {
+		t.Errorf("no python: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestPyComponentRunsLocally(t *testing.T) {
+	h := pyHarness(t)
+	r := h.exec("run", "my_trainer.py:my_trainer", "--foo", "2", "--bar", "mnist", "--", "starting")
+	if r.code != 0 || !strings.Contains(r.stderr, "trainer/0 starting epochs=2 data=mnist") {
+		t.Fatalf("attached run: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestPyComponentRunsOnDocker(t *testing.T) {
+	img := dockerImage(t)
+	h := pyHarness(t)
+	r := h.exec("run", "-s", "local_docker", "my_trainer.py:my_trainer", "--foo", "2", "--bar", "mnist", "--image", img, "--entrypoint", "/helper", "--", "echo")
+	if r.code != 0 || !strings.Contains(r.stderr, "trainer/0 epochs=2 data=mnist") {
+		t.Fatalf("docker run: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	t.Cleanup(func() { h.exec("delete", "--force", strings.TrimSpace(r.stdout)) })
+}
+
+func TestBuiltinsListsTorchXComponents(t *testing.T) {
+	h := pyHarness(t)
+	r := h.run("builtins")
+	if r.code != 0 {
+		t.Fatalf("exit %d %s", r.code, r.stderr)
+	}
+	_, torchx, ok := strings.Cut(r.stdout, "components from TorchX")
+	if !ok {
+		t.Fatalf("no TorchX section:\n%s", r.stdout)
+	}
+	// TorchX b72ba038's builtins wick has no Go copy of; wick's own are not repeated.
+	for _, want := range []string{"metrics.tensorboard", "serve.torchserve", "utils.booth", "(torchx)"} {
+		if !strings.Contains(torchx, want) {
+			t.Errorf("TorchX section lacks %q:\n%s", want, torchx)
+		}
+	}
+	if strings.Contains(torchx, "dist.ddp") || strings.Contains(torchx, "utils.echo") {
+		t.Errorf("TorchX section repeats wick's builtins:\n%s", torchx)
+	}
+	r = h.run("run", "--dryrun", "utils.booth", "--x1", "1", "--x2", "2")
+	if r.code != 0 || !strings.Contains(r.stdout, "torchx.apps.utils.booth_main") {
+		t.Errorf("utils.booth dry run: exit %d %s\n%s", r.code, r.stderr, r.stdout)
+	}
+}
