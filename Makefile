@@ -11,13 +11,17 @@ all: build
 
 ## setup: install what tests need besides Go (tmux for the end-to-end UI tests; Slurm's
 ## packages for the slurm scheduler's tests against a throwaway cluster, see slurm-up;
-## Debian's python3-torch, for /usr/bin/python3, for the real DDP tests of examples/ddp)
+## Debian's python3-torch, for /usr/bin/python3, for the real DDP tests of examples/ddp;
+## the packages TorchX imports, for the tests of TorchX components, which run the TorchX
+## source in ../shared/vendor/python with /usr/bin/python3)
 setup:
 	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux; }
 	@PATH="$$PATH:/usr/sbin:/sbin"; command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v sbatch >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge; }
 	@/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch; }
+	@/usr/bin/python3 -c 'import yaml, fsspec, tabulate, filelock' >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-yaml python3-fsspec python3-tabulate python3-filelock; }
 
 ## slurm-up: start a throwaway Slurm cluster on this machine (munged, slurmctld, two
 ## slurmd on 127.0.0.1; root; state under /tmp/wick-slurm) for the slurm tests

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
 )
@@ -192,5 +193,75 @@ func TestBuiltinsListsTorchXComponents(t *testing.T) {
 	r = h.run("run", "--dryrun", "utils.booth", "--x1", "1", "--x2", "2")
 	if r.code != 0 || !strings.Contains(r.stdout, "torchx.apps.utils.booth_main") {
 		t.Errorf("utils.booth dry run: exit %d %s\n%s", r.code, r.stderr, r.stdout)
+	}
+}
+
+// BenchmarkPyDryRun times `wick run --dryrun FILE.py:FN` (the wick binary, which runs
+// the TorchX helper) beside `torchx run --dryrun` of the same component with the same
+// TorchX (the issue's bound: at most 1.2x), and beside what the machine can do: Python
+// importing torchx.specs, and wick's dry run of a builtin (no Python).
+func BenchmarkPyDryRun(b *testing.B) {
+	vendor, err := filepath.Abs(torchxVendor())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "my_trainer.py"), []byte(pyTrainer), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "PYTHONPATH="+vendor, "WICK_PYTHON="+torchxPython,
+		"WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
+	check := exec.Command(torchxPython, "-c", "import tabulate, torchx.specs")
+	check.Env = env
+	if out, err := check.CombinedOutput(); err != nil {
+		b.Skipf("the vendored TorchX does not import: %v %s", err, out)
+	}
+	comp := []string{"my_trainer.py:my_trainer", "--foo", "1", "--bar", "b"}
+	run := func(b *testing.B, argv []string) time.Duration {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = work, env
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+		return time.Since(start)
+	}
+	wick := append([]string{builtWick, "run", "--dryrun"}, comp...)
+	torchx := append([]string{torchxPython, "-m", "torchx.cli.main", "run", "--dryrun", "-s", "local_cwd"}, comp...)
+	// Interleaved, in alternating order, so that a busy machine's load weighs on both
+	// alike: the ratio is the figure.
+	b.Run("wick-vs-torchx", func(b *testing.B) {
+		var w, x time.Duration
+		n := 0
+		for b.Loop() {
+			if n%2 == 0 {
+				w += run(b, wick)
+				x += run(b, torchx)
+			} else {
+				x += run(b, torchx)
+				w += run(b, wick)
+			}
+			n++
+		}
+		b.ReportMetric(float64(w.Milliseconds())/float64(n), "wick-ms/op")
+		b.ReportMetric(float64(x.Milliseconds())/float64(n), "torchx-ms/op")
+		b.ReportMetric(float64(w)/float64(x), "wick/torchx")
+	})
+	for _, bc := range []struct {
+		name string
+		argv []string
+	}{
+		{"python-import-torchx.specs", []string{torchxPython, "-c", "import torchx.specs"}},
+		{"wick-builtin-no-python", []string{builtWick, "run", "--dryrun", "utils.echo"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				run(b, bc.argv)
+			}
+		})
 	}
 }
