@@ -238,7 +238,7 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 func describe(alarms []Alarm, namer *Namer) Found {
 	f := Found{N: len(alarms)}
 	for _, a := range alarms[:min(len(alarms), MaxFoundLines)] {
-		f.Lines = append(f.Lines, a.Describe(namer.Name(a.Rank)))
+		f.Lines = append(f.Lines, a.DescribeWith(namer.Name))
 	}
 	return f
 }

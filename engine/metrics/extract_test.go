@@ -33,12 +33,12 @@ func TestExtractRealLines(t *testing.T) {
 		{"epoch 1 step 20 loss 2.84 lr 6.3e-05 grad_norm 1.27 tok/s 48160",
 			"step=20 loss=2.84 lr=6.3e-05 grad_norm=1.27 tok/s=48160"},
 		{"[rank 0] epoch 0 done: train loss 2.1234, eval loss 2.2083, 10.3s elapsed",
-			"train_loss=2.1234 eval_loss=2.2083"},
+			"train/loss=2.1234 eval/loss=2.2083"},
 		{"[rank 0] training done: 1200 steps in 3.0s, final loss 0.7052", "loss=0.7052"},
 		// key=value and key: value
 		{"step=20 loss=2.84 lr=1e-4", "step=20 loss=2.84 lr=0.0001"},
 		{"Step 20/1000 | loss: 2.8400 | lr: 6.30e-05 | 1.2s/it", "step=20 loss=2.84 lr=6.3e-05 s/it=1.2"},
-		{"iter 300: loss 1.9021, time 35.12ms, mfu 12.55%", "step=300 loss=1.9021 mfu=12.55"},
+		{"iter 300: loss 1.9021, time 35.12ms, mfu 12.55%", "step=300 loss=1.9021 time=35.12 mfu=12.55"},
 		// Keras
 		{"1875/1875 [==============================] - 3s 2ms/step - loss: 0.2934 - accuracy: 0.9151",
 			"loss=0.2934 accuracy=0.9151"},
@@ -90,7 +90,7 @@ func TestExtractConfig(t *testing.T) {
 	e := NewExtractor(cfg)
 	for _, c := range []struct{ line, want string }{
 		{"batch 7 loss 2.5 lr 0.1 top-1 acc 71.5%", "step=7 loss=2.5 acc=71.5"},
-		{"step 9 eval loss 3 a+b=12", "eval_loss=3 a+b=12"},
+		{"step 9 eval loss 3 a+b=12", "eval/loss=3 a+b=12"},
 	} {
 		if g := got(e, c.line); g != c.want {
 			t.Errorf("%q: got %q, want %q", c.line, g, c.want)

@@ -69,6 +69,8 @@ func (p Point) At() time.Time { return time.Unix(0, p.Time) }
 type Series struct {
 	Name string
 	Rank Rank
+	// Unit is the unit its line wrote against the first value (ms, GiB, %), or "".
+	Unit string
 	// Count is the number of values seen; First and Last the first and last of them.
 	Count       int64
 	First, Last Point
@@ -79,6 +81,7 @@ type Series struct {
 	Best Point
 
 	firstSeq, lastSeq int64 // the store's order of arrival, to order values read at one time
+	finite            int64 // values that were finite
 	lowerIsBetter     bool
 	watched           bool // checked for divergence
 	noPoints          bool // statistics only (see NewAlarmStore)
@@ -111,6 +114,7 @@ func (s *Series) add(p Point, seq int64) {
 	s.Count++
 	s.Last, s.lastSeq = p, seq
 	if !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+		s.finite++
 		if math.IsNaN(s.Min) || p.Value < s.Min {
 			s.Min = p.Value
 		}
@@ -129,13 +133,27 @@ func (s *Series) add(p Point, seq int64) {
 		s.push(p)
 		return
 	}
-	s.acc.Value += p.Value
-	s.acc.Step, s.acc.Time = p.Step, p.Time
 	s.accN++
+	s.acc.Value = meanStep(s.acc.Value, p.Value, s.accN)
+	s.acc.Step, s.acc.Time = p.Step, p.Time
 	if s.accN == s.stride {
-		s.push(Point{Step: s.acc.Step, Time: s.acc.Time, Value: s.acc.Value / float64(s.accN)})
+		s.push(s.acc)
 		s.acc, s.accN = Point{}, 0
 	}
+}
+
+// meanStep is the mean of n values from the mean m of the first n-1 and the n-th
+// value v, without forming their sum: a sum of large finite values overflows to Inf,
+// and a chart must never draw a finite series as Inf.
+func meanStep(m, v float64, n int) float64 {
+	if n == 1 {
+		return v
+	}
+	r := m + (v/float64(n) - m/float64(n))
+	if math.IsInf(r, 0) && !math.IsInf(m, 0) && !math.IsInf(v, 0) {
+		return max(min(m, v), min(max(m, v), r)) // rounding at the edge of the range
+	}
+	return r
 }
 
 // push appends a point, halving the points (pairs averaged) when they are full.
@@ -143,7 +161,7 @@ func (s *Series) push(p Point) {
 	if len(s.points) == MaxPoints {
 		for i := 0; i < MaxPoints/2; i++ {
 			a, b := s.points[2*i], s.points[2*i+1]
-			s.points[i] = Point{Step: b.Step, Time: b.Time, Value: (a.Value + b.Value) / 2}
+			s.points[i] = Point{Step: b.Step, Time: b.Time, Value: meanStep(a.Value, b.Value, 2)}
 		}
 		s.points = s.points[:MaxPoints/2]
 		s.stride *= 2
@@ -169,6 +187,9 @@ const (
 	AlarmNaN      AlarmKind = "nan"
 	AlarmInf      AlarmKind = "inf"
 	AlarmDiverged AlarmKind = "diverged"
+	// AlarmDisagree is two ranks, with no third to say which is off, whose values at
+	// one step differ by more than the set factor.
+	AlarmDisagree AlarmKind = "disagree"
 )
 
 // Alarm is something wrong seen in the numbers: a NaN or Inf value, or a rank whose
@@ -181,8 +202,11 @@ type Alarm struct {
 	Step  int64
 	Time  time.Time
 	Value float64
-	// Others is the median of the other ranks' values (for AlarmDiverged).
+	// Others is the median of the other ranks' values (for AlarmDiverged), or the
+	// other rank's value (for AlarmDisagree).
 	Others float64
+	// Peer is the other rank of AlarmDisagree.
+	Peer Rank
 }
 
 // MarshalJSON writes the alarm with its rank as role/replica[:local], a null step when
@@ -204,9 +228,13 @@ func (a Alarm) MarshalJSON() ([]byte, error) {
 	b = a.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","value":`...)
 	b = AppendJSONValue(b, a.Value)
-	if a.Kind == AlarmDiverged {
+	if a.Kind == AlarmDiverged || a.Kind == AlarmDisagree {
 		b = append(b, `,"others":`...)
 		b = AppendJSONValue(b, a.Others)
+	}
+	if a.Kind == AlarmDisagree {
+		b = append(b, `,"peer":`...)
+		b = AppendJSONString(b, a.Peer.String())
 	}
 	b = append(b, `,"message":`...)
 	b = AppendJSONString(b, a.String())
@@ -214,10 +242,21 @@ func (a Alarm) MarshalJSON() ([]byte, error) {
 }
 
 // String says what happened, where, in one line.
-func (a Alarm) String() string { return a.Describe(a.Rank.String()) }
+func (a Alarm) String() string { return a.DescribeWith(Rank.String) }
 
-// Describe is String with the rank named as the caller names it ("rank 3").
+// Describe is String with the alarm's rank named as the caller names it ("rank 3").
 func (a Alarm) Describe(rank string) string {
+	return a.DescribeWith(func(r Rank) string {
+		if r == a.Rank {
+			return rank
+		}
+		return r.String()
+	})
+}
+
+// DescribeWith is String with every rank named by name.
+func (a Alarm) DescribeWith(name func(Rank) string) string {
+	rank := name(a.Rank)
 	at := "at " + a.Time.Local().Format(time.TimeOnly)
 	if a.Step >= 0 {
 		at = "at step " + strconv.FormatInt(a.Step, 10)
@@ -225,6 +264,8 @@ func (a Alarm) Describe(rank string) string {
 	switch a.Kind {
 	case AlarmDiverged:
 		return fmt.Sprintf("%s on %s is %s, the other ranks' %s (%.3gx) %s", a.Metric, rank, FormatValue(a.Value), FormatValue(a.Others), ratio(a.Value, a.Others), at)
+	case AlarmDisagree:
+		return fmt.Sprintf("%s on %s and %s disagree: %s and %s (%.3gx) %s", a.Metric, rank, name(a.Peer), FormatValue(a.Value), FormatValue(a.Others), ratio(a.Value, a.Others), at)
 	default:
 		return fmt.Sprintf("%s on %s is %s %s", a.Metric, rank, FormatValue(a.Value), at)
 	}
@@ -349,8 +390,12 @@ func (s *Store) Add(l sched.Line) *Parsed {
 
 // StepOf returns the step a parsed line's values are at on rank r: the step it names,
 // else the last step the rank named, else -1. It also records a named step.
+// A line with NoStep prints a counter of its own: it takes no other line's step.
 func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 	if p.HasStep {
+		if p.Step < 0 {
+			return -1
+		}
 		s.lastStep[r] = p.Step
 		return p.Step
 	}
@@ -379,6 +424,7 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 				continue
 			}
 			ser = newSeries(smp.Name, r)
+			ser.Unit = smp.Unit
 			ser.watched = s.ext.cfg.Watched(smp.Name)
 			ser.noPoints = s.noPoints
 			s.lastSeries[smp.Name] = ser
@@ -415,8 +461,80 @@ func (s *Store) raise(a Alarm) {
 	s.alarms = append(s.alarms, a)
 }
 
-// Names lists the metrics seen, in order of first appearance.
-func (s *Store) Names() []string { return s.names }
+// Names lists the metrics seen, in order of first appearance, settings left out (see
+// Settings): what the headline, the tables and the chart show.
+func (s *Store) Names() []string {
+	out := make([]string, 0, len(s.names))
+	for _, n := range s.names {
+		if !s.IsSetting(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// AllNames lists every name seen, settings included, in order of first appearance.
+func (s *Store) AllNames() []string { return s.names }
+
+// Settings lists the names whose value has been the same on every line, on every rank,
+// over at least two lines (a batch size, Lightning's v_num, a constant lr): listed
+// apart, not charted by default. Losses and measures written with a unit (memory in
+// GiB) are never settings: a loss stuck at one value, or memory that holds steady,
+// is news.
+func (s *Store) Settings() []string {
+	var out []string
+	for _, n := range s.names {
+		if s.IsSetting(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// IsSetting reports whether the metric name has kept one value (see Settings).
+func (s *Store) IsSetting(name string) bool {
+	list := s.byName[name]
+	if len(list) == 0 || strings.HasSuffix(name, "loss") || strings.Contains(name, "mem") {
+		return false
+	}
+	var n int64
+	v := list[0].Min
+	for _, ser := range list {
+		if ser.Unit != "" || math.IsNaN(ser.Min) || ser.Min != ser.Max || ser.Min != v || ser.Count != ser.finite {
+			return false
+		}
+		n += ser.Count
+	}
+	return n >= 2
+}
+
+// Headline is the metric a chart or a summary shows first: the training loss (loss, or
+// a name ending in loss without a context, or train/loss), else the first metric.
+func Headline(s *Store) string {
+	names := s.Names()
+	if slices.Contains(names, "loss") {
+		return "loss"
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, "loss") && !strings.Contains(n, "/") {
+			return n
+		}
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "train/") && strings.HasSuffix(n, "loss") {
+			return n
+		}
+	}
+	for _, n := range names {
+		if strings.Contains(n, "loss") {
+			return n
+		}
+	}
+	if len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
 
 // Series returns the series of a metric, one per rank, in rank order.
 func (s *Store) Series(name string) []*Series { return s.byName[name] }
@@ -440,9 +558,12 @@ func (s *Store) Dropped() int64 { return s.dropped }
 
 // Summary is one metric over all its ranks: what `wick metrics` tabulates.
 type Summary struct {
-	Name  string `json:"name"`
-	Ranks int    `json:"ranks"`
-	Count int64  `json:"count"`
+	Name string `json:"name"`
+	// Unit is the unit of its values, Setting whether it kept one value (see Settings).
+	Unit    string `json:"unit,omitempty"`
+	Setting bool   `json:"setting,omitempty"`
+	Ranks   int    `json:"ranks"`
+	Count   int64  `json:"count"`
 	// First and Last are the first and last values read (any rank).
 	First, Last Point
 	Min, Max    float64
@@ -452,9 +573,12 @@ type Summary struct {
 func (s *Store) Summaries() []Summary {
 	out := make([]Summary, 0, len(s.names))
 	for _, n := range s.names {
-		sum := Summary{Name: n, Min: math.NaN(), Max: math.NaN()}
+		sum := Summary{Name: n, Setting: s.IsSetting(n), Min: math.NaN(), Max: math.NaN()}
 		var firstSeq, lastSeq int64
 		for i, ser := range s.byName[n] {
+			if sum.Unit == "" {
+				sum.Unit = ser.Unit
+			}
 			sum.Ranks++
 			sum.Count += ser.Count
 			if i == 0 || ser.firstSeq < firstSeq {
@@ -478,8 +602,7 @@ func (s *Store) Summaries() []Summary {
 // divergence holds a watched metric's recent values by step, until every rank has
 // reported the step (or the step is old), then compares the ranks.
 type divergence struct {
-	rows   []divRow
-	latest []rankVal // the latest value of each rank, for values without a step
+	rows []divRow
 }
 
 type divRow struct {
@@ -504,10 +627,9 @@ func (s *Store) watch(name string, r Rank, p Point, t time.Time) {
 		return
 	}
 	if p.Step < 0 {
-		d.latest = setVal(d.latest, r, p.Value)
-		if len(d.latest) == ranks {
-			s.compare(name, d.latest, p.Step, t)
-		}
+		// Like with like: a value without a step has no value of another rank at the
+		// same point to be compared with (another rank's last value may be from
+		// another step, or another kind of line).
 		return
 	}
 	i := len(d.rows) - 1 // the step is most likely the latest
@@ -543,14 +665,32 @@ func setVal(vals []rankVal, r Rank, v float64) []rankVal {
 }
 
 // compare raises AlarmDiverged for each rank whose value is more than the factor away
-// from the median of the others'. Only positive values are compared (a ratio means
-// nothing across zero). With two ranks there is no majority: the higher one is named,
-// since a diverging loss climbs.
+// from the median of the others', on the bad side: above it for a metric where lower
+// is better (a loss), below it for one where higher is better (an accuracy), so the
+// healthy ranks are never named. Only positive values are compared (a ratio means
+// nothing across zero). Two ranks have no majority: when they differ by more than the
+// factor, AlarmDisagree names both.
 func (s *Store) compare(name string, vals []rankVal, step int64, t time.Time) {
 	if len(vals) < 2 {
 		return
 	}
 	f := s.ext.cfg.Divergence
+	lower := LowerIsBetter(name)
+	worse := func(v, than float64) bool { return lower && v > than || !lower && v < than }
+	if len(vals) == 2 {
+		a, b := vals[0], vals[1]
+		if !(a.v > 0 && b.v > 0) || ratio(a.v, b.v) <= f {
+			return
+		}
+		if worse(b.v, a.v) {
+			a, b = b, a
+		}
+		if compareRanks(a.rank, b.rank) > 0 {
+			a, b = b, a // named in rank order: neither is known to be the bad one
+		}
+		s.raise(Alarm{Kind: AlarmDisagree, Metric: name, Rank: a.rank, Peer: b.rank, Step: step, Time: t, Value: a.v, Others: b.v})
+		return
+	}
 	others := s.scratch[:0]
 	defer func() { s.scratch = others[:0] }()
 	for i, rv := range vals {
@@ -563,11 +703,11 @@ func (s *Store) compare(name string, vals []rankVal, step int64, t time.Time) {
 				others = append(others, o.v)
 			}
 		}
-		if len(others) == 0 {
+		if len(others) < 2 {
 			continue
 		}
 		m := median(others)
-		if ratio(rv.v, m) <= f || len(vals) == 2 && rv.v < m {
+		if ratio(rv.v, m) <= f || !worse(rv.v, m) {
 			continue
 		}
 		s.raise(Alarm{Kind: AlarmDiverged, Metric: name, Rank: rv.rank, Step: step, Time: t, Value: rv.v, Others: m})

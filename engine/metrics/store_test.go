@@ -44,7 +44,7 @@ func TestStoreNaNAlarmAndSummary(t *testing.T) {
 	for _, m := range sums {
 		names = append(names, m.Name)
 	}
-	if got := strings.Join(names, " "); got != "loss lr train_loss eval_loss" {
+	if got := strings.Join(names, " "); got != "loss lr train/loss eval/loss" {
 		t.Fatalf("names %q", got)
 	}
 	loss := sums[0]
@@ -52,7 +52,7 @@ func TestStoreNaNAlarmAndSummary(t *testing.T) {
 		t.Fatalf("loss summary %+v", loss)
 	}
 	// The eval loss names no step: it is at the last step its rank named.
-	if ev := s.Series("eval_loss")[0]; ev.Last.Step != 9 || ev.Last.Value != 2.25 {
+	if ev := s.Series("eval/loss")[0]; ev.Last.Step != 9 || ev.Last.Value != 2.25 {
 		t.Fatalf("eval_loss %+v", ev.Last)
 	}
 	if b := s.Series("loss")[1].Best; b.Value != 2.1 || b.Step != 9 {

@@ -160,8 +160,10 @@ func Render(series []Series, o Options) string {
 		cells[c] |= brailleBit[dx%2][dy%4]
 		owner[c] = int8(i%127 + 1)
 	}
+	// Spans as halves: ymax-ymin overflows to Inf for values near the float64 range.
+	yspan := ymax/2 - ymin/2
 	colY := func(y float64) int {
-		return int(math.Round((y - ymin) / (ymax - ymin) * float64(dotsH-1)))
+		return int(math.Round(min(1, max(0, (y/2-ymin/2)/yspan)) * float64(dotsH-1)))
 	}
 	xscale := float64(dotsW-1) / (xmax - xmin)
 	for i, s := range series {
@@ -201,7 +203,8 @@ func Render(series []Series, o Options) string {
 			return axisValue(ymin, o.Log)
 		case (plotH - 1) / 2:
 			if plotH >= 5 {
-				return axisValue(ymin+(ymax-ymin)*float64(plotH-1-row)/float64(plotH-1), o.Log)
+				f := float64(plotH-1-row) / float64(plotH-1)
+				return axisValue(ymin*(1-f)+ymax*f, o.Log)
 			}
 		}
 		return ""
@@ -408,20 +411,21 @@ func Sparkline(points []metrics.Point, width int) string {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for c := range n {
 		a, b := c*len(points)/n, (c+1)*len(points)/n
-		sum, k := 0.0, 0
+		mean, k := 0.0, 0
 		for _, p := range points[a:b] {
 			if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
 				bad[c] = true
 				continue
 			}
-			sum += p.Value
 			k++
+			// A running mean: a sum of large finite values would overflow to Inf.
+			mean += p.Value/float64(k) - mean/float64(k)
 		}
 		if k == 0 {
 			means[c] = math.NaN()
 			continue
 		}
-		means[c] = sum / float64(k)
+		means[c] = mean
 		lo, hi = min(lo, means[c]), max(hi, means[c])
 	}
 	var b strings.Builder
@@ -434,7 +438,11 @@ func Sparkline(points []metrics.Point, width int) string {
 		case hi == lo:
 			b.WriteRune(sparks[len(sparks)/2])
 		default:
-			b.WriteRune(sparks[int((m-lo)/(hi-lo)*float64(len(sparks)-1)+0.5)])
+			// (m-lo)/(hi-lo) as m/span-lo/span: hi-lo overflows for values near the
+			// float64 range.
+			span := hi/2 - lo/2
+			f := min(1, max(0, (m/2-lo/2)/span))
+			b.WriteRune(sparks[int(f*float64(len(sparks)-1)+0.5)])
 		}
 	}
 	return b.String()

@@ -27,25 +27,14 @@ type Panel struct {
 	zoom   int // index in ZoomSteps
 }
 
-// Chosen returns the metric shown: Metric if the store has it, else loss, else a name
-// containing loss, else the first metric seen ("" when there is none).
+// Chosen returns the metric shown: Metric if the store has it, else the store's
+// headline (the training loss when there is one; never a setting), "" when there is
+// none.
 func (p *Panel) Chosen(st *metrics.Store) string {
-	names := st.Names()
-	if p.Metric != "" && slices.Contains(names, p.Metric) {
+	if p.Metric != "" && slices.Contains(st.AllNames(), p.Metric) {
 		return p.Metric
 	}
-	if slices.Contains(names, "loss") {
-		return "loss"
-	}
-	for _, n := range names {
-		if strings.Contains(n, "loss") {
-			return n
-		}
-	}
-	if len(names) > 0 {
-		return names[0]
-	}
-	return ""
+	return metrics.Headline(st)
 }
 
 // NextMetric moves to the next (dir 1) or previous (dir -1) metric of the store.

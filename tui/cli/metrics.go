@@ -153,7 +153,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	if drawn > 0 {
 		fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
 	}
-	if len(store.Names()) == 0 {
+	if len(store.AllNames()) == 0 {
 		fmt.Fprintf(a.env.Stderr, "wick: no metrics found in the logs of %s\n", id.Handle)
 		return nil
 	}
@@ -269,20 +269,48 @@ func (b *extracted) reset() {
 // metricsHeaders are the columns of the table of `wick metrics`.
 var metricsHeaders = []string{"NAME", "RANKS", "COUNT", "FIRST", "LAST", "MIN", "MAX"}
 
-// writeMetricsTable writes the table of metrics and the alarms, and returns the number
-// of lines written.
+// writeMetricsTable writes the table of metrics, the settings apart (a value that
+// stayed the same on every line: a batch size, v_num) and the alarms, and returns the
+// number of lines written.
 func (a *app) writeMetricsTable(w io.Writer, s *metrics.Store, name func(metrics.Rank) string) int {
-	var rows [][]string
-	for _, m := range s.Summaries() {
-		rows = append(rows, []string{
-			m.Name, strconv.Itoa(m.Ranks), strconv.FormatInt(m.Count, 10),
-			fmtValue(m.First.Value), fmtValue(m.Last.Value), fmtValue(m.Min), fmtValue(m.Max),
-		})
+	var rows, settings [][]string
+	units := false
+	sums := s.Summaries()
+	for _, m := range sums {
+		units = units || m.Unit != "" && !m.Setting
+	}
+	headers := metricsHeaders
+	if units {
+		headers = append(append([]string(nil), metricsHeaders[:1]...), append([]string{"UNIT"}, metricsHeaders[1:]...)...)
+	}
+	for _, m := range sums {
+		if m.Setting {
+			settings = append(settings, []string{m.Name, fmtValue(m.Last.Value)})
+			continue
+		}
+		row := []string{m.Name}
+		if units {
+			row = append(row, m.Unit)
+		}
+		rows = append(rows, append(row, strconv.Itoa(m.Ranks), strconv.FormatInt(m.Count, 10),
+			fmtValue(m.First.Value), fmtValue(m.Last.Value), fmtValue(m.Min), fmtValue(m.Max)))
 	}
 	st := a.out()
-	table := render.Table(metricsHeaders, rows, st)
-	io.WriteString(w, table)
-	n := strings.Count(table, "\n")
+	n := 0
+	if len(rows) > 0 {
+		table := render.Table(headers, rows, st)
+		io.WriteString(w, table)
+		n += strings.Count(table, "\n")
+	}
+	if len(settings) > 0 {
+		if n > 0 {
+			io.WriteString(w, "\n")
+			n++
+		}
+		table := render.Table([]string{"SETTING", "VALUE"}, settings, st)
+		io.WriteString(w, table)
+		n += strings.Count(table, "\n")
+	}
 	return n + writeAlarms(w, s.Alarms(), name, st)
 }
 
@@ -294,7 +322,7 @@ func writeAlarms(w io.Writer, alarms []metrics.Alarm, name func(metrics.Rank) st
 	}
 	fmt.Fprintf(w, "\n%s\n", st.Header("ALARMS"))
 	for _, al := range alarms {
-		fmt.Fprintf(w, "  %s %s\n", st.Error("!"), al.Describe(name(al.Rank)))
+		fmt.Fprintf(w, "  %s %s\n", st.Error("!"), al.DescribeWith(name))
 	}
 	return len(alarms) + 2
 }

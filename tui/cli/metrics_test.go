@@ -42,7 +42,7 @@ func TestMetricsTableCSVJSONAndDescribe(t *testing.T) {
 loss       3      6      2.5     2       2       2.6
 lr         2      4      0.0001  0.0002  0.0001  0.0002
 it/s       1      1      3       3       3       3
-eval_loss  1      1      2.1     2.1     2.1     2.1
+eval/loss  1      1      2.1     2.1     2.1     2.1
 
 ALARMS
   ! loss on rank 1 is NaN at step 2
@@ -64,7 +64,7 @@ ALARMS
 		if rec[4] == "NaN" {
 			nan = rec
 		}
-		if rec[3] == "eval_loss" {
+		if rec[3] == "eval/loss" {
 			eval = rec
 		}
 	}
@@ -143,8 +143,8 @@ func TestMetricsFollowsARunningApp(t *testing.T) {
 	if len(loss) < 300 || !(loss[0] > loss[299]+0.5) {
 		t.Errorf("loss does not fall: %v", loss)
 	}
-	for i, ev := range vals["eval_loss"] {
-		if tr := vals["train_loss"]; i >= len(tr) || ev <= tr[i] {
+	for i, ev := range vals["eval/loss"] {
+		if tr := vals["train/loss"]; i >= len(tr) || ev <= tr[i] {
 			t.Errorf("epoch %d: eval loss %v not above train loss %v", i, ev, tr)
 		}
 	}
@@ -154,7 +154,7 @@ func TestMetricsFollowsARunningApp(t *testing.T) {
 			t.Errorf("%s: %d points, want 301 (%v)", k, count[k], count)
 		}
 	}
-	for _, k := range []string{"trainer/0 eval_loss", "trainer/1 eval_loss"} {
+	for _, k := range []string{"trainer/0 eval/loss", "trainer/1 eval/loss"} {
 		if count[k] != 3 {
 			t.Errorf("%s: %d points, want 3 (%v)", k, count[k], count)
 		}

@@ -31,7 +31,7 @@ func TestWallMetrics(t *testing.T) {
 
 	// The chart: one key, every rank on one set of axes with a legend.
 	d.keys("p")
-	d.contains("loss · 1 more metric (M)  ⚠ 1 alarms", "┤", "step", "● worker/0 0.075", "● worker/3 0.375", "● worker/2 NaN")
+	d.contains("loss · 2 more metrics (M)  ⚠ 1 alarms", "┤", "step", "● worker/0 0.075", "● worker/3 0.375", "● worker/2 NaN")
 	d.lacks("w0 line")
 	d.keys("L", "E", "Z")
 	d.contains("loss · log scale · smoothed 0.6 · last 10000 steps")
