@@ -25,45 +25,124 @@ type Lines interface {
 // at or after since (zero: all), teaching namer (nil: none) the ranks. It returns the
 // time of the last line read, since when there was none.
 func Read(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, since time.Time, store *Store, namer *Namer) (time.Time, error) {
+	pos := &Position{}
+	if !since.IsZero() {
+		for _, ref := range replicasOf(d) {
+			pos.set(ref, mark{t: since})
+		}
+	}
+	_, err := pos.Read(ctx, src, h, d, store, namer)
 	last := since
+	for _, m := range pos.at {
+		if m.t.After(last) {
+			last = m.t
+		}
+	}
+	return last, err
+}
+
+// Position is where a reading of an app's logs ended, replica by replica: the time of
+// the last line read and how many lines of that time were read. A line's time is when
+// it began, so a line that ends late (a progress bar drawn for an hour, a line written
+// in pieces) comes after lines of later times of other replicas, and at the time of the
+// line before it in its own replica's log: a reading from a single time would miss it.
+// The zero Position reads from the start.
+type Position struct {
+	at map[sched.ReplicaRef]mark
+}
+
+type mark struct {
+	t time.Time
+	n int // lines read at t
+}
+
+func (p *Position) set(ref sched.ReplicaRef, m mark) {
+	if p.at == nil {
+		p.at = map[sched.ReplicaRef]mark{}
+	}
+	p.at[ref] = m
+}
+
+// Read adds to store, in time order, the committed lines of every replica of d written
+// since the position, and moves the position past them. It returns how many lines it
+// read.
+func (p *Position) Read(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, store *Store, namer *Namer) (int, error) {
 	var its []sched.LogIterator
 	defer func() {
 		for _, it := range its {
 			it.Close()
 		}
 	}()
-	opts := sched.LogOptions{Streams: sched.Combined, Since: since}
 	for _, ref := range replicasOf(d) {
-		it, err := src.LogLines(ctx, h, ref.Role, ref.Replica, opts)
+		m := p.at[ref]
+		it, err := src.LogLines(ctx, h, ref.Role, ref.Replica, sched.LogOptions{Streams: sched.Combined, Since: m.t})
 		if err != nil {
-			return last, fmt.Errorf("logs of %s/%d: %w", ref.Role, ref.Replica, err)
+			return 0, fmt.Errorf("logs of %s/%d: %w", ref.Role, ref.Replica, err)
+		}
+		if m.n > 0 {
+			it = &skipRead{LogIterator: it, t: m.t, n: m.n}
 		}
 		its = append(its, it)
 	}
 	if len(its) == 0 {
-		return last, nil
+		return 0, nil
 	}
 	merged := logs.Merge(its...)
 	its = nil // the merge closes them
 	defer merged.Close()
+	n := 0
 	for {
 		l, err := merged.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return last, nil
+			return n, nil
 		}
 		if err != nil {
-			return last, err
+			return n, err
 		}
 		if l.Pending {
 			continue
 		}
+		n++
 		if namer != nil {
 			namer.Observe(l)
 		}
 		store.Add(l)
-		if l.Time.After(last) {
-			last = l.Time
+		ref := sched.ReplicaRef{Role: l.Role, Replica: l.Replica}
+		if m := p.at[ref]; l.Time.Equal(m.t) {
+			p.set(ref, mark{m.t, m.n + 1})
+		} else {
+			p.set(ref, mark{l.Time, 1})
 		}
+	}
+}
+
+// skipRead drops the first n committed lines at time t: read by the reading before.
+type skipRead struct {
+	sched.LogIterator
+	t time.Time
+	n int
+}
+
+// Ready is the inner iterator's (the merge keeps replicas in time order with it); a
+// reading does not follow, so an iterator without it never blocks for long.
+func (s *skipRead) Ready() bool {
+	if r, ok := s.LogIterator.(sched.Readier); ok {
+		return r.Ready()
+	}
+	return true
+}
+
+func (s *skipRead) Next(ctx context.Context) (sched.Line, error) {
+	for {
+		l, err := s.LogIterator.Next(ctx)
+		if err != nil || s.n == 0 || l.Pending {
+			return l, err
+		}
+		if !l.Time.Equal(s.t) {
+			s.n = 0
+			return l, nil
+		}
+		s.n--
 	}
 }
 
@@ -131,7 +210,7 @@ type bookEntry struct {
 	busy  chan struct{}
 	store *Store
 	namer *Namer
-	last  time.Time // the time of the last line read
+	pos   Position  // where the last reading ended
 	at    time.Time // when it was last read
 	found Found
 }
@@ -217,13 +296,8 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 	if !ended && !e.at.IsZero() && time.Since(e.at) < rescanEvery {
 		return e.found, nil
 	}
-	since := e.last
-	if !since.IsZero() {
-		// Lines read at one time came in one piece: everything at e.last is read.
-		since = since.Add(time.Nanosecond)
-	}
-	last, err := Read(ctx, b.src, h, d, since, e.store, e.namer)
-	e.last, e.at = last, time.Now()
+	_, err := e.pos.Read(ctx, b.src, h, d, e.store, e.namer)
+	e.at = time.Now()
 	e.found = describe(e.store.Alarms(), e.namer)
 	if err != nil {
 		return e.found, err

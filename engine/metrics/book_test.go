@@ -190,12 +190,74 @@ func TestBookRunningApp(t *testing.T) {
 	if err != nil || f.N != 1 || f.Lines[0] != "loss on tr/0 is inf at step 3" {
 		t.Fatalf("after the bad step: %+v %v", f, err)
 	}
+	// The last reading starts at the time of the last line read before, and reads
+	// again the lines of that time (one or two: lines written in one go share a time)
+	// to find those that ended since.
 	n, since := src.reset()
-	if read += n; read != 4 || len(since) != 1 || since[0].IsZero() {
-		t.Errorf("the readings read %d lines in all, the last from %v; want each of the 4 lines once, the last reading from where the one before ended", read, since)
+	if read += n; read < 5 || read > 6 || len(since) != 1 || since[0].IsZero() {
+		t.Errorf("the readings read %d lines in all, the last from %v; want the 4 lines and those of the last time read again, the last reading from where the one before ended", read, since)
 	}
 	if k, ok := book.Known(h); !ok || k.N != 1 {
 		t.Errorf("the finished app is not known: %+v %v", k, ok)
+	}
+}
+
+// TestBookLineEndingLate: a line's time is when it began. Replica 0 begins a line and
+// ends it (a NaN) only after replica 1 has written later lines that a reading took: the
+// next reading must still find it, and the finished app must be kept with its alarm,
+// never as "no alarm".
+func TestBookLineEndingLate(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	gate, ended := filepath.Join(dir, "gate"), filepath.Join(dir, "ended")
+	wait := func(f string) string {
+		return `i=0; while [ ! -e "` + f + `" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; `
+	}
+	r, h := launch(t, home, shRole("tr", 2, `if [ "$0" = 0 ]; then echo "step 1 loss 2.5"; printf "step 2 loss "; `+wait(gate)+`echo "nan"; touch "`+ended+`"; else sleep 0.3; echo "step 1 loss 2.5"; echo "step 2 loss 2.4"; `+wait(ended)+`fi`))
+	book := metrics.NewBook(r, metrics.DefaultConfig(), "")
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Until replica 1's lines (later than the unfinished line's start) are read.
+		f, err := book.Scan(ctx, h, describe(t, r, h))
+		if err != nil || f.N != 0 {
+			t.Fatalf("before the line ends: %+v %v", f, err)
+		}
+		lines := 0
+		for _, k := range []int{0, 1} {
+			it, err := r.LogLines(ctx, h, "tr", k, sched.LogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, err := it.Next(ctx); err == nil; _, err = it.Next(ctx) {
+				lines++
+			}
+			it.Close()
+		}
+		if lines == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lines written, want 3 before the gate", lines)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2100 * time.Millisecond) // past rescanEvery: the next Scan reads again
+	if f, err := book.Scan(ctx, h, describe(t, r, h)); err != nil || f.N != 0 {
+		t.Fatalf("before the line ends: %+v %v", f, err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.Wait(ctx, h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
+		t.Fatalf("app: %v %v", st, err)
+	}
+	f, err := book.Scan(ctx, h, describe(t, r, h))
+	if err != nil || f.N != 1 || f.Lines[0] != "loss on tr/0 is NaN at step 2" {
+		t.Fatalf("after the line ended: %+v %v, want the NaN of tr/0 at step 2", f, err)
+	}
+	if k, ok := book.Known(h); !ok || k.N != 1 {
+		t.Errorf("the finished app is kept as %+v %v, want its alarm", k, ok)
 	}
 }
 

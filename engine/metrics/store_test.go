@@ -181,3 +181,105 @@ func TestAlarmStoreKeepsNoPoints(t *testing.T) {
 		}
 	}
 }
+
+// Like with like: a rank whose values have no step (DeepSpeed's example prints its loss
+// with a counter of its own on every node) is never compared with another rank's last
+// value, whatever they are; and a step carried from rank 0's own step lines is not put
+// on its loss lines, which print their own counter.
+func TestStoreNoDivergenceWithoutSteps(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for i := range 20 {
+		s.Add(line(0, 2*i, fmt.Sprintf("[Rank 0] step=%d, skipped=0, lr=[0.001]", 10*(i+1))))
+		s.Add(line(0, 2*i, fmt.Sprintf("[ 1, %5d] loss:  %.3f", 2000*(i+1), 2.0)))
+		s.Add(line(1, 2*i+1, fmt.Sprintf("[ 1, %5d] loss:  %.3f", 2000*(i+1), 9.0)))
+	}
+	if got := alarms(s); got != "" {
+		t.Fatalf("alarms comparing values without steps:\n%s", got)
+	}
+	for _, ser := range s.Series("loss") {
+		if ser.Last.Step != -1 {
+			t.Errorf("%v: loss at step %d, want none (its lines print their own counter)", ser.Rank, ser.Last.Step)
+		}
+	}
+}
+
+// Two ranks: no majority says which is off, so both are named.
+func TestStoreTwoRanksDisagree(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for step := range 40 {
+		s.Add(line(0, step, fmt.Sprintf("step %d loss 2.0", step)))
+		loss := 2.1
+		if step >= 30 {
+			loss = 9.5
+		}
+		s.Add(line(1, step, fmt.Sprintf("step %d loss %g", step, loss)))
+	}
+	want := "loss on trainer/0 and trainer/1 disagree: 2 and 9.5 (4.75x) at step 30"
+	if got := alarms(s); got != want {
+		t.Fatalf("alarms:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A metric where higher is better is reported on the rank that fell behind, never on a
+// rank doing better than the others.
+func TestStoreDivergenceHigherIsBetter(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Watch = []string{"loss", "accuracy"}
+	s := NewStore(cfg)
+	for step := range 20 {
+		for r := range 4 {
+			acc := 0.2
+			switch {
+			case r == 1:
+				acc = 0.9 // far better than the others: not an alarm
+			case r == 3 && step >= 10:
+				acc = 0.01
+			}
+			s.Add(line(r, step, fmt.Sprintf("step %d accuracy %g", step, acc)))
+		}
+	}
+	want := "accuracy on trainer/3 is 0.01, the other ranks' 0.2 (20x) at step 10"
+	if got := alarms(s); got != want {
+		t.Fatalf("alarms:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Downsampling averages values: finite values near the float64 range never average to
+// Inf.
+func TestStoreCompactionKeepsFinite(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for i := range 3 * MaxPoints {
+		v := 1.7e308
+		if i%3 == 1 {
+			v = -1.7e308
+		}
+		s.Add(line(0, i, fmt.Sprintf("step %d loss %g", i, v)))
+	}
+	pts := s.Series("loss")[0].Points()
+	if len(pts) > MaxPoints+1 {
+		t.Fatalf("%d points", len(pts))
+	}
+	for _, p := range pts {
+		if math.IsInf(p.Value, 0) || math.IsNaN(p.Value) {
+			t.Fatalf("point %+v from finite values", p)
+		}
+	}
+}
+
+// A value that is the same on every line is a setting: listed apart, never the chart's
+// first metric; a loss never is one.
+func TestStoreSettings(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for step := range 5 {
+		s.Add(line(0, step, fmt.Sprintf("step %d lr 0.001 loss 0.5 acc %g", step, 0.1*float64(step))))
+	}
+	if got := strings.Join(s.Names(), " "); got != "loss acc" {
+		t.Errorf("names %q, want loss acc", got)
+	}
+	if got := strings.Join(s.Settings(), " "); got != "lr" {
+		t.Errorf("settings %q, want lr", got)
+	}
+	if got := Headline(s); got != "loss" {
+		t.Errorf("headline %q", got)
+	}
+}
