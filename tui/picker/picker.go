@@ -1,4 +1,5 @@
-// Package picker is the component picker: builtins and user components in one list,
+// Package picker is the component picker: builtins, user components and the user's
+// TorchX's components (marked torchx) in one list,
 // filtered fuzzily as you type, with a side pane showing the selected component's help
 // and parameters.
 package picker
@@ -128,16 +129,18 @@ func (m *Model) refilter() {
 		return strings.Compare(a.c.Name, b.c.Name)
 	})
 	if q == "" {
-		// Unfiltered, builtins keep their order and user components follow.
-		slices.SortStableFunc(m.matches, func(a, b match) int {
-			return boolInt(a.c.Source != "") - boolInt(b.c.Source != "")
-		})
+		// Unfiltered, builtins keep their order, user components follow, then TorchX's.
+		slices.SortStableFunc(m.matches, func(a, b match) int { return rank(a.c) - rank(b.c) })
 	}
 	m.cur.Clamp(len(m.matches), m.listHeight())
 }
 
-func boolInt(b bool) int {
-	if b {
+// rank orders the unfiltered list: wick's builtins, user files, TorchX's components.
+func rank(c *components.Component) int {
+	switch {
+	case c.From == components.FromTorchX:
+		return 2
+	case c.Source != "":
 		return 1
 	}
 	return 0
@@ -173,8 +176,15 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 	return nil, false
 }
 
+// source says where a component comes from: its file, "torchx" for one the user's
+// TorchX defines, nothing for wick's builtins.
 func source(c *components.Component) string {
-	if c.Source == "" {
+	switch {
+	case c.From == components.FromTorchX && c.Source != "":
+		return filepath.Base(c.Source) + " · torchx"
+	case c.From == components.FromTorchX:
+		return "torchx"
+	case c.Source == "":
 		return ""
 	}
 	return filepath.Base(c.Source)

@@ -98,6 +98,9 @@ func (m *Model) sideView(width int) string {
 	if c.Source != "" {
 		b.WriteString(t.Muted.Render("  " + c.Source))
 	}
+	if c.From == components.FromTorchX {
+		b.WriteString(t.Muted.Render("  from TorchX"))
+	}
 	b.WriteString("\n")
 	if c.Summary != "" {
 		b.WriteString(wrap.Render(c.Summary) + "\n")
