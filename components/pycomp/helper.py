@@ -22,8 +22,8 @@ def _emit(doc):
     _OUT.flush()
 
 
-def _fail(kind, message):
-    _emit({"error": {"kind": kind, "message": message}})
+def _fail(kind, message, tb=""):
+    _emit({"error": {"kind": kind, "message": message, "traceback": tb}})
     sys.exit(0)
 
 
@@ -188,7 +188,7 @@ def _find(name):
     except SystemExit:
         raise
     except BaseException as e:  # the component's module raised while loading
-        _fail("raised", _exc_line(e, path))
+        _fail("raised", _exc_line(e, path), traceback.format_exc())
     return comp, path
 
 
@@ -234,7 +234,7 @@ def main():
         return
     except BaseException as e:
         sys.stderr = saved
-        _emit({"component": desc, "error": {"kind": "raised", "message": _exc_line(e, path)}})
+        _emit({"component": desc, "error": {"kind": "raised", "message": _exc_line(e, path), "traceback": traceback.format_exc()}})
         return
     sys.stderr = saved
     _emit({"component": desc, "app": _app(app)})

@@ -67,6 +67,9 @@ type Bridge struct {
 	Dir string
 	// Env is the helper's environment; nil means os.Environ().
 	Env []string
+	// Traceback adds Python's traceback to the one-line error of a component that
+	// raised (set by $WICK_PYTHON_TRACEBACK).
+	Traceback bool
 
 	mu    sync.Mutex
 	cache map[string]answer
@@ -80,6 +83,8 @@ type answer struct {
 	Error      *struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
+		// Traceback is Python's, for a component that raised.
+		Traceback string `json:"traceback"`
 	} `json:"error"`
 }
 
@@ -249,16 +254,21 @@ func (b *Bridge) answerError(name string, a *answer) error {
 	case "notcomponent":
 		return fmt.Errorf("%s is not a TorchX component: %s", name, msg)
 	case "raised":
+		if b.Traceback && a.Error.Traceback != "" {
+			return fmt.Errorf("%s raised %s\n%s", name, msg, strings.TrimRight(a.Error.Traceback, "\n"))
+		}
 		return fmt.Errorf("%s raised %s", name, msg)
 	}
 	return fmt.Errorf("%s: %s", name, msg)
 }
 
 // EnvPython and EnvTimeout name the variables that override the interpreter and the
-// time limit (see Configure).
+// time limit (see Configure); EnvTraceback, set to 1, asks for Python's traceback of a
+// component that raised.
 const (
-	EnvPython  = "WICK_PYTHON"
-	EnvTimeout = "WICK_PYTHON_TIMEOUT"
+	EnvPython    = "WICK_PYTHON"
+	EnvTimeout   = "WICK_PYTHON_TIMEOUT"
+	EnvTraceback = "WICK_PYTHON_TRACEBACK"
 )
 
 // Configure returns a Bridge for the working directory dir, with the interpreter and
@@ -268,6 +278,7 @@ const (
 // virtualenv's PATH). A bad timeout is an error.
 func Configure(dir string, getenv func(string) string, settings map[string]string) (*Bridge, error) {
 	b := &Bridge{Dir: dir, Python: settings["python"]}
+	b.Traceback = getenv(EnvTraceback) != "" && getenv(EnvTraceback) != "0"
 	if p := getenv(EnvPython); p != "" {
 		b.Python = p
 	}

@@ -210,6 +210,21 @@ def train(n: int = 1) -> specs.AppDef:
 	}
 }
 
+func TestTracebackWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "raises.py"), "import torchx.specs as specs\n\nCONF = {}\nPORT = CONF['port']\n")
+	b := newBridge(t, dir)
+	b.Traceback = true
+	_, _, err := b.Materialize(context.Background(), "raises.py:train", nil, nil)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	first, tb, _ := strings.Cut(err.Error(), "\n")
+	if first != "raises.py:train raised raises.py:4: KeyError: 'port'" || !strings.HasPrefix(tb, "Traceback (most recent call last):") || !strings.HasSuffix(tb, "KeyError: 'port'") {
+		t.Errorf("with traceback:\n%s", err)
+	}
+}
+
 func TestStdoutNoiseDoesNotCorruptTheAnswer(t *testing.T) {
 	dir := t.TempDir()
 	// A component that prints at import and while building, on both streams, JSON
@@ -427,5 +442,30 @@ func TestRunnerRecordsTheFileForRelaunch(t *testing.T) {
 	var ce *runner.ComponentError
 	if !errors.As(err, &ce) || ce.Component == nil {
 		t.Errorf("bad argument: %v", err)
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	settings := map[string]string{"python": "/opt/py/bin/python3", "timeout": "2m"}
+	b, err := Configure("/w", getenv, settings)
+	if err != nil || b.Python != "/opt/py/bin/python3" || b.Timeout != 2*time.Minute || b.Dir != "/w" || b.Traceback {
+		t.Fatalf(".torchxconfig settings: %+v %v", b, err)
+	}
+	env[EnvPython], env[EnvTimeout], env[EnvTraceback] = "/venv/bin/python", "5s", "1"
+	if b, err = Configure("/w", getenv, settings); err != nil || b.Python != "/venv/bin/python" || b.Timeout != 5*time.Second || !b.Traceback {
+		t.Fatalf("the environment wins: %+v %v", b, err)
+	}
+	if b, err = Configure("", func(string) string { return "" }, nil); err != nil || b.python() != "python3" || b.timeout() != 30*time.Second {
+		t.Fatalf("defaults: %+v %v", b, err)
+	}
+	env[EnvTimeout] = "soon"
+	if _, err = Configure("", getenv, nil); err == nil || err.Error() != `$WICK_PYTHON_TIMEOUT: "soon" is not a duration such as 30s or 2m` {
+		t.Errorf("bad timeout: %v", err)
+	}
+	delete(env, EnvTimeout)
+	if _, err = Configure("", getenv, map[string]string{"timeout": "-1s"}); err == nil || !strings.HasPrefix(err.Error(), "[wick:python] timeout: ") {
+		t.Errorf("bad [wick:python] timeout: %v", err)
 	}
 }

@@ -51,7 +51,9 @@ wick asks your own TorchX for their AppDef, with the python3 on PATH (as torchx
 would); $WICK_PYTHON or [wick:python] python = ... in .torchxconfig names another
 interpreter, and $WICK_PYTHON_TIMEOUT or [wick:python] timeout = ... the time
 limit of that call (default 30s). TorchX parses their arguments: its error messages.
-wick's own builtins and YAML components never need Python.
+A component that raises is one line (exception and file:line);
+WICK_PYTHON_TRACEBACK=1 adds Python's traceback. wick's own builtins and YAML
+components never need Python.
 
 By default wick run stays attached: it streams every replica's logs (prefixed role/k)
 to stderr and exits 0 only if the app SUCCEEDED; Ctrl-C or SIGTERM cancels the app
