@@ -100,7 +100,13 @@ func TestRelaunchWithEditsOfAPyComponent(t *testing.T) {
 	find := withTorchX(t, e)
 	// TorchX's docs' my_trainer(foo: int, bar: str) (pytorch/torchx b72ba038,
 	// torchx/cli/__init__.py:78), running echo.
-	src := `import torchx.specs as specs
+	// Each load of the file (each Python run) appends a line to loads.
+	loads := filepath.Join(find.WorkDir, "loads")
+	count := func() int {
+		data, _ := os.ReadFile(loads)
+		return strings.Count(string(data), "\n")
+	}
+	src := "open('" + loads + "', 'a').write('x\\n')\n" + `import torchx.specs as specs
 
 
 def my_trainer(foo: int, bar: str = "mnist") -> specs.AppDef:
@@ -133,10 +139,23 @@ def my_trainer(foo: int, bar: str = "mnist") -> specs.AppDef:
 	d.contains("▸ " + h)
 	d.keys("e")
 	d.contains("my_trainer", "│3", "bar")
+	before := count()
 	d.keys("ctrl+u")
-	d.typ("7")
+	d.typ("71")
+	d.keys("backspace")
+	if n := count(); n != before {
+		t.Errorf("typing in the form ran Python %d times", n-before)
+	}
 	d.keys("enter")
 	d.contains("args:         [epochs=7, data=mnist]")
+	// Back to the form and the same preview again: answered from the cache.
+	d.keys("esc")
+	d.contains("│7")
+	d.keys("enter")
+	d.contains("args:         [epochs=7, data=mnist]")
+	if n := count(); n != before+1 {
+		t.Errorf("two previews of one call ran Python %d times, want 1", n-before)
+	}
 	d.keys("enter")
 	d.contains("launched local_cwd://wick/my_trainer-", "2 apps")
 	nh := selectedHandle(t, d)

@@ -265,3 +265,12 @@ func BenchmarkPyDryRun(b *testing.B) {
 		})
 	}
 }
+
+func TestPyComponentRunsOnSlurm(t *testing.T) {
+	needSlurm(t)
+	h := pyHarness(t)
+	r := h.exec("run", "-s", "slurm", "my_trainer.py:my_trainer", "--foo", "4", "--bar", "cifar", "--", "on-slurm")
+	if r.code != 0 || !strings.Contains(r.stderr, "trainer/0 on-slurm epochs=4 data=cifar") || !strings.Contains(r.stderr, "SUCCEEDED") {
+		t.Fatalf("slurm run: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+}
