@@ -30,16 +30,17 @@ def _fail(kind, message, tb=""):
 def _where(exc, path):
     """file:line of the deepest frame of the user's code: the component file (TorchX
     execs it from a string), else the last frame outside TorchX and this helper."""
+    import sysconfig
+
     torchx_dir = os.path.dirname(os.path.abspath(sys.modules["torchx"].__file__))
+    stdlib = sysconfig.get_paths()["stdlib"] + os.sep
     best = ""
     for fs in traceback.extract_tb(exc.__traceback__):
         fn = fs.filename
         if fn == "<string>" and path:
             best = "%s:%d" % (path, fs.lineno)
-        elif fn.startswith("<") or fn.startswith(torchx_dir + os.sep):
+        elif fn.startswith("<") or fn.startswith(torchx_dir + os.sep) or fn.startswith(stdlib):
             continue
-        elif "/python3" in fn and ("/lib/" in fn) and "site-packages" not in fn and "dist-packages" not in fn:
-            continue  # the standard library
         else:
             best = "%s:%d" % (fn, fs.lineno)
     return best

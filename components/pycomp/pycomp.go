@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -336,8 +337,11 @@ func (b *Bridge) call(ctx context.Context, op string, req map[string]any, file s
 }
 
 // bootstrap compiles the helper under a name of its own, so that the helper's frames
-// are told from the component's ("<string>", as TorchX execs a component file).
-const bootstrap = "import sys;exec(compile(sys.argv.pop(1),'<wick-helper>','exec'))"
+// are told from the component's ("<string>", as TorchX execs a component file). It
+// drops the working directory that -c puts first on sys.path, as the `torchx` script
+// has none (a json.py beside the component would otherwise shadow the standard
+// library's).
+const bootstrap = "import sys;sys.path[:1]=[] if sys.path[:1]==[''] else sys.path[:1];exec(compile(sys.argv.pop(1),'<wick-helper>','exec'))"
 
 // run starts the helper and reads its answer from fd 3.
 func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error) {
@@ -357,9 +361,26 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 	stderr := &tailBuffer{max: maxStderr}
 	cmd.Stdout = io.Discard // what the component prints is not wick's to show
 	cmd.Stderr = stderr
-	// Its own process group, so that a timeout kills what the component started too.
+	// Its own process group, so that a timeout kills what the component started too;
+	// killed if wick dies. Linux sends the death signal when the thread that forked
+	// exits (golang/go#27505): start and wait on one locked thread.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// A process the component left behind may hold stdout or stderr: Wait does not
+	// wait for it past this.
+	cmd.WaitDelay = time.Second
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		pw.Close()
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: no %s to run TorchX with: install Python and TorchX (pip install torchx), name the interpreter with $%s, or write the component as a YAML component file (wick builtins --print utils.echo)",
@@ -377,8 +398,6 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 		defer close(read)
 		out, readErr = io.ReadAll(io.LimitReader(pr, maxAnswer+1))
 	}()
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 	var waitErr error
 	select {
 	case waitErr = <-waited:
