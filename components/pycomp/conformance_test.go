@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wick-dev/wick/components"
@@ -80,7 +81,22 @@ func TestConformanceWithTorchX(t *testing.T) {
 	b := newBridge(t, t.TempDir())
 	ctx := context.Background()
 	used := map[difference]bool{}
-	for _, tc := range conformanceCases {
+	// TorchX's AppDefs first, four Pythons at a time (each is a process start).
+	torchx := make([]*spec.AppDef, len(conformanceCases))
+	errs := make([]error, len(conformanceCases))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i, tc := range conformanceCases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			_, torchx[i], errs[i] = b.Materialize(ctx, tc.comp, tc.argv, nil)
+		}()
+	}
+	wg.Wait()
+	for i, tc := range conformanceCases {
 		name := tc.comp + " " + strings.Join(tc.argv, " ")
 		comp, err := components.Find(tc.comp, components.FindOptions{})
 		if err != nil {
@@ -96,9 +112,9 @@ func TestConformanceWithTorchX(t *testing.T) {
 			t.Errorf("%s: wick: %v", name, err)
 			continue
 		}
-		_, want, err := b.Materialize(ctx, tc.comp, tc.argv, nil)
-		if err != nil {
-			t.Errorf("%s: TorchX: %v", name, err)
+		want := torchx[i]
+		if errs[i] != nil {
+			t.Errorf("%s: TorchX: %v", name, errs[i])
 			continue
 		}
 		for _, d := range diffApps(got, want) {

@@ -188,6 +188,8 @@ def _find(name):
         _fail("notcomponent", " ".join(str(e).split()))
     except SystemExit:
         raise
+    except SyntaxError as e:
+        _fail("syntax", _exc_line(e, path))
     except BaseException as e:  # the component's module raised while loading
         _fail("raised", _exc_line(e, path), traceback.format_exc())
     return comp, path

@@ -252,6 +252,8 @@ func (b *Bridge) answerError(name string, a *answer) error {
 		return fmt.Errorf("%w %q: %s", components.ErrNoSuchComponent, name, msg)
 	case "args":
 		return fmt.Errorf("%s: %s", name, msg)
+	case "syntax":
+		return errors.New(msg) // "file.py:LINE: SyntaxError: ..." says it all
 	case "notcomponent":
 		return fmt.Errorf("%s is not a TorchX component: %s", name, msg)
 	case "raised":

@@ -194,7 +194,7 @@ def train(n: int = 1) -> specs.AppDef:
 		}
 		switch tc.name {
 		case "syntax.py:train":
-			want := "syntax.py:train raised syntax.py:3: SyntaxError: "
+			want := "syntax.py:3: SyntaxError: "
 			if !strings.HasPrefix(msg, want) {
 				t.Errorf("%s: %q, want %q...", tc.name, msg, want)
 			}

@@ -190,6 +190,18 @@ func TestBuiltinsListsTorchXComponents(t *testing.T) {
 	if strings.Contains(torchx, "dist.ddp") || strings.Contains(torchx, "utils.echo") {
 		t.Errorf("TorchX section repeats wick's builtins:\n%s", torchx)
 	}
+	r = h.run("builtins", "--json")
+	var items []struct{ Name, From, Source string }
+	if err := json.Unmarshal([]byte(r.stdout), &items); err != nil {
+		t.Fatalf("builtins --json: %v\n%s", err, r.stdout)
+	}
+	from := map[string]string{}
+	for _, it := range items {
+		from[it.Name] = it.From
+	}
+	if from["utils.booth"] != "torchx" || from["utils.echo"] != "" || from["serve.torchserve"] != "torchx" {
+		t.Errorf("builtins --json from: %v", from)
+	}
 	r = h.run("run", "--dryrun", "utils.booth", "--x1", "1", "--x2", "2")
 	if r.code != 0 || !strings.Contains(r.stdout, "torchx.apps.utils.booth_main") {
 		t.Errorf("utils.booth dry run: exit %d %s\n%s", r.code, r.stderr, r.stdout)
