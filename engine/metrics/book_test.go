@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -261,6 +264,45 @@ func TestBookLineEndingLate(t *testing.T) {
 	}
 }
 
+// cpuTime is the CPU time this process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// writeMixed writes n lines cycling through the lines of testdata/formats.
+func writeMixed(path string, n int) error {
+	files, err := filepath.Glob("testdata/formats/*.txt")
+	if err != nil {
+		return err
+	}
+	var base []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if q, ok := strings.CutPrefix(l, "line "); ok {
+				s, err := strconv.Unquote(q)
+				if err != nil {
+					return fmt.Errorf("%s: %w", f, err)
+				}
+				base = append(base, s)
+			}
+		}
+	}
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(base[i%len(base)])
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
 // TestBookBadFile: a damaged file is no alarm and no error: the logs are read again.
 func TestBookBadFile(t *testing.T) {
 	dir := t.TempDir()
@@ -345,6 +387,43 @@ func BenchmarkBookScan(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	// A finished app of 1M lines of the frameworks' formats (testdata/formats, mixed),
+	// read once: the CPU time of the whole reading (lines read, values extracted,
+	// alarms kept), beside reading the same lines alone.
+	corpus := filepath.Join(b.TempDir(), "mixed.log")
+	if err := writeMixed(corpus, 1<<20); err != nil {
+		b.Fatal(err)
+	}
+	mixed := run(`cat "` + corpus + `"`)
+	if _, err := r.Wait(ctx, mixed, 20*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+	dm, err := r.Describe(ctx, mixed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("finished-1M-mixed", func(b *testing.B) {
+		cpu := cpuTime()
+		for b.Loop() {
+			if _, err := metrics.NewBook(r, metrics.DefaultConfig(), "").Scan(ctx, mixed, dm); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/float64(b.N)/1e9, "cpu-s/scan")
+	})
+	b.Run("baseline-read-1M-mixed", func(b *testing.B) {
+		cpu := cpuTime()
+		for b.Loop() {
+			it, err := r.LogLines(ctx, mixed, "tr", 0, sched.LogOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, err := it.Next(ctx); err == nil; _, err = it.Next(ctx) {
+			}
+			it.Close()
+		}
+		b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/float64(b.N)/1e9, "cpu-s/scan")
 	})
 	b.Run("running-no-new-lines", func(b *testing.B) {
 		live := run(`echo "step 1 loss 2.5"; sleep 600`)

@@ -51,9 +51,11 @@
 package metrics
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Limits on the work done per line.
@@ -102,7 +104,7 @@ type Parsed struct {
 	// names remembers recent names that are not words of the extractor's table
 	// (eval_runtime, tokens_per_sec), so that a name read line after line is
 	// allocated once: a value's name must not pin its line.
-	names [nameCache]string
+	names [nameCache]nameSlot
 	// clean holds a line without its escape sequences.
 	clean []byte
 	// header is the last header line of columns read (Ultralytics' `Epoch GPU_mem
@@ -117,19 +119,30 @@ const maxColumns = 24
 // nameCache is how many names a Parsed remembers: more than the unusual names of most
 // lines.
 const (
-	nameCacheBits = 5
+	nameCacheBits = 8
 	nameCache     = 1 << nameCacheBits
 )
 
 // intern returns name as a string, the one it returned before when it can.
 func (p *Parsed) intern(name []byte) string {
+	return p.internSlot(name).name
+}
+
+// internSlot returns the cache slot of name, filled.
+func (p *Parsed) internSlot(name []byte) *nameSlot {
 	k := hashWord(headOf(name), len(name)) >> (64 - nameCacheBits)
-	if p.names[k] == string(name) {
-		return p.names[k]
+	sl := &p.names[k]
+	if sl.name != string(name) || sl.name == "" && len(name) > 0 {
+		*sl = nameSlot{name: string(name)}
 	}
-	s := string(name)
-	p.names[k] = s
-	return s
+	return sl
+}
+
+// nameSlot is a name remembered, and whether add found it a setting (0: not asked yet,
+// 1: a metric, 2: a setting or an id).
+type nameSlot struct {
+	name    string
+	verdict uint8
 }
 
 // Reset empties p for reuse, keeping its buffers.
@@ -247,7 +260,7 @@ func isSetting(name []byte) bool {
 			return false
 		}
 	}
-	if strings.Contains(string(name), "per_sec") || strings.Contains(string(name), "persec") {
+	if bytes.Contains(name, []byte("per_sec")) || bytes.Contains(name, []byte("persec")) {
 		return false
 	}
 	start := 0
@@ -304,9 +317,15 @@ var counterWords = map[string]bool{
 	"global_step": true, "update": true, "updates": true,
 }
 
-// modifiers are words dropped from the front of a name of several words: `Average
-// loss` is the loss.
-var modifiers = map[string]bool{"average": true, "avg": true, "mean": true}
+// isModifier reports whether a word is dropped from the front of a name of several
+// words: `Average loss` is the loss.
+func isModifier(w []byte) bool {
+	switch string(w) {
+	case "average", "avg", "mean":
+		return true
+	}
+	return false
+}
 
 // maxQualifierLen bounds the words looked up as qualifiers: none is longer.
 const maxQualifierLen = 16
@@ -472,7 +491,9 @@ func (p *Parsed) cleanLine(text string) string {
 	}
 	if strings.IndexByte(text, 0x1b) >= 0 {
 		p.clean = stripEscapes(p.clean[:0], text, MaxLineBytes)
-		text = string(p.clean)
+		// The text is read only during Extract, and nothing read keeps a piece of it
+		// (names and units are interned copies): it may be p.clean's bytes.
+		text = unsafe.String(unsafe.SliceData(p.clean), len(p.clean))
 	}
 	if len(text) > MaxLineBytes {
 		cut := strings.LastIndexByte(text[:MaxLineBytes], ' ')
@@ -731,7 +752,7 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 				if v, ok := parseNumber(s[i:j], n, false); ok {
 					st.pairs++
 					st.spacedOnly = false
-					e.add(p, st, []byte(rate), v, "")
+					e.add(p, st, rateNames[rate], v, "")
 					if len(p.Samples) >= MaxValuesPerLine {
 						return
 					}
@@ -889,7 +910,7 @@ func trimModifiers(name []byte) []byte {
 		for k < len(name) && name[k] != '_' {
 			k++
 		}
-		if k < len(name) && modifiers[string(name[:k])] {
+		if k < len(name) && isModifier(name[:k]) {
 			name = name[k+1:]
 			continue
 		}
@@ -904,7 +925,11 @@ func trimModifiers(name []byte) []byte {
 // joinWords appends the lowercase words and w, joined by _, to b; ok is false when the
 // name is too long or a word is not one.
 func joinWords(b []byte, s string, words []span, w span) ([]byte, bool) {
-	for _, x := range append(words[:len(words):len(words)], w) {
+	for k := 0; k <= len(words); k++ {
+		x := w
+		if k < len(words) {
+			x = words[k]
+		}
 		if len(b) > 0 {
 			b = append(b, '_')
 		}
@@ -981,6 +1006,9 @@ func bracketCounter(s string, i int) (end int, step int64, counter bool) {
 // rateAfter reads a rate unit right after a number or after one space: it/s, s/it,
 // tok/s. It returns the metric's name and where the unit ends.
 func rateAfter(s string, j int) (string, int) {
+	if j >= len(s) || s[j] != ' ' && !isLetter(s[j]) || s[j] == ' ' && (j+1 >= len(s) || !isLetter(s[j+1])) {
+		return "", j
+	}
 	k := j
 	if k < len(s) && s[k] == ' ' {
 		k++
@@ -997,6 +1025,15 @@ func rateAfter(s string, j int) (string, int) {
 }
 
 var rates = []string{"it/s", "s/it", "tok/s", "tokens/s", "samples/s", "img/s"}
+
+// rateNames are the rates as the names add looks up.
+var rateNames = func() map[string][]byte {
+	m := map[string][]byte{}
+	for _, r := range rates {
+		m[r] = []byte(r)
+	}
+	return m
+}()
 
 // value is a number read after a name.
 type value struct {
@@ -1132,17 +1169,20 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 	if !word && end < len(s) && s[end] == ',' {
 		// Thousands separators: 1,234 and 1,234,567.89.
 		if g, gend, ok := thousands(s, i, end, grouped[:0]); ok {
-			if neg {
-				g = append([]byte{'-'}, g...)
-			}
 			f, err := strconv.ParseFloat(string(g), 64)
 			if err != nil {
 				return value{}, false
 			}
+			if neg {
+				f = -f
+			}
 			v.v, end, word = f, gend, true
 		}
 	}
-	integer := !word && !strings.ContainsAny(tok, ".eE")
+	integer := !word
+	for k := 0; k < len(tok) && integer; k++ {
+		integer = tok[k] != '.' && tok[k]|0x20 != 'e'
+	}
 	if tight && integer {
 		return value{}, false // train.py:42, localhost:29500
 	}
@@ -1167,11 +1207,13 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 		}
 	}
 	// A unit against the number: 30.12ms, 25.1GiB, 98%.
-	for _, u := range units {
-		if strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
-			v.unit = u
-			end += len(u)
-			break
+	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
+		for _, u := range units {
+			if strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+				v.unit = u
+				end += len(u)
+				break
+			}
 		}
 	}
 	// A remark in parentheses against the value: 25.1GiB(31.7%).
@@ -1212,6 +1254,16 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 	return v, true
 }
 
+// isTableUnit reports whether u is one of units (a constant string).
+func isTableUnit(u string) bool {
+	for _, t := range units {
+		if u == t {
+			return true
+		}
+	}
+	return false
+}
+
 // countsThings reports whether the word after a number at i (past one space) says
 // what it counts: `1,000,000 samples`, `200 steps`.
 func countsThings(s string, i int) bool {
@@ -1223,8 +1275,15 @@ func countsThings(s string, i int) bool {
 	for j < len(s) && isLetter(s[j]) && j-i < 12 {
 		j++
 	}
-	if j == i || j < len(s) && !strings.ContainsRune(" ,;.)|", rune(s[j])) {
+	if j == i {
 		return false
+	}
+	if j < len(s) {
+		switch s[j] {
+		case ' ', ',', ';', '.', ')', '|':
+		default:
+			return false
+		}
 	}
 	var b [12]byte
 	lw, _ := appendLower(b[:0], s[i:j])
@@ -1303,6 +1362,9 @@ func boundary(s string, i int) bool {
 // add keeps a metric named by a lowercase name unless it is ignored or not among the
 // chosen.
 func (e *Extractor) add(p *Parsed, st *lineState, name []byte, v float64, unit string) {
+	if unit != "" && !isTableUnit(unit) {
+		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
+	}
 	if w := e.words.lookup(name, headOf(name)); w.flags&flagConfigured != 0 {
 		if w.kind == kindMetric {
 			p.Samples = append(p.Samples, Sample{Name: w.name, Value: v, Unit: unit})
@@ -1312,10 +1374,17 @@ func (e *Extractor) add(p *Parsed, st *lineState, name []byte, v float64, unit s
 	if len(name) > MaxNameLen || e.listed {
 		return
 	}
-	if _, rest := splitQualifier(name); hasIgnoredSuffix(rest) || isSetting(rest) {
+	sl := p.internSlot(name)
+	if sl.verdict == 0 {
+		sl.verdict = 1
+		if _, rest := splitQualifier(name); hasIgnoredSuffix(rest) || isSetting(rest) {
+			sl.verdict = 2
+		}
+	}
+	if sl.verdict == 2 {
 		return
 	}
-	p.Samples = append(p.Samples, Sample{Name: p.intern(name), Value: v, Unit: unit})
+	p.Samples = append(p.Samples, Sample{Name: sl.name, Value: v, Unit: unit})
 }
 
 // hasIgnoredSuffix reports whether a name ends like an id.
