@@ -410,7 +410,7 @@ func BenchmarkBookScan(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/float64(b.N)/1e9, "cpu-s/scan")
+		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/1e9, "cpu-s/scan")
 	})
 	b.Run("baseline-read-1M-mixed", func(b *testing.B) {
 		cpu := cpuTime()
@@ -423,7 +423,7 @@ func BenchmarkBookScan(b *testing.B) {
 			}
 			it.Close()
 		}
-		b.ReportMetric(float64((cpuTime() - cpu).Nanoseconds())/float64(b.N)/1e9, "cpu-s/scan")
+		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/1e9, "cpu-s/scan")
 	})
 	b.Run("running-no-new-lines", func(b *testing.B) {
 		live := run(`echo "step 1 loss 2.5"; sleep 600`)
