@@ -307,7 +307,7 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sc
 			return nil, err
 		}
 	}
-	it, err := logs.Open(logs.Source{Dir: logDir, Role: role, Replica: k, Writer: writer, Watcher: s.watcher}, opts)
+	it, err := logs.Open(logs.Source{Dir: logDir, Role: role, Replica: k, Writer: writer, Watcher: s.watcher, Warn: s.cfg.Warn}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 		if err != nil {
 			return fail(err)
 		}
-		it, err := logs.Open(logs.Source{Dir: logDir, Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher}, opts)
+		it, err := logs.Open(logs.Source{Dir: logDir, Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Warn: s.cfg.Warn}, opts)
 		if err != nil {
 			return fail(err)
 		}
@@ -370,7 +370,7 @@ func (s *Scheduler) RawLog(ctx context.Context, appID, role string, k int, strea
 	if stream == "" {
 		stream = sched.Combined
 	}
-	f, err := os.Open(filepath.Join(logDir, string(stream)+".log"))
+	f, err := logs.OpenFile(logDir, string(stream)+".log")
 	if err != nil {
 		return nil, fmt.Errorf("app %s: %w", appID, err)
 	}

@@ -1,16 +1,15 @@
 package logs
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/wick-dev/wick/engine/sched"
 )
@@ -20,9 +19,21 @@ const (
 	// runs.
 	recordBatch = 256
 	// blockSize is how much of combined.log one read fetches when consecutive runs
-	// are wanted: fewer, larger reads. A longer run is read whole.
+	// are wanted: fewer, larger reads. A longer run is read a window at a time.
 	blockSize = 256 << 10
+	// lineWindow is the window a long run (or the fallback of a damaged index) is
+	// read through: one byte more than MaxLine, so that a window starting a line
+	// that holds no newline proves the line too long to yield whole.
+	lineWindow = MaxLine + 1
+	// scanSize is the buffer that finds the end of a line too long to yield whole.
+	scanSize = 64 << 10
 )
+
+// MaxLine bounds the text of one committed line an iterator yields: a longer line (a
+// replica that prints a 1 GB blob without a newline) comes as its first MaxLine bytes,
+// marked Cut, with its full Size and a reader of all of it (sched.Line.Full). An
+// iterator's memory stays bounded whatever the replicas write.
+const MaxLine = 1 << 20
 
 // ErrClosed is returned by Next after Close.
 var ErrClosed = errors.New("log iterator closed")
@@ -41,6 +52,9 @@ type Source struct {
 	Writer Proc
 	// Watcher serves following; nil makes the iterator use a Watcher of its own.
 	Watcher *Watcher
+	// Warn, when not nil, is told once when the index is found damaged and the
+	// iterator reads the stored bytes instead.
+	Warn func(msg string)
 }
 
 // span is one run within a block.
@@ -80,6 +94,19 @@ type Iterator struct {
 	ended        bool // the end mark was read
 	done         bool // every line has been delivered
 	err          error
+	// A line from lr, built whole (headBig).
+	headBig  bool
+	headLine sched.Line
+
+	// Checking the index (check.go).
+	checked    record   // the last record read and found sound; the start mark before any
+	streamEnd  [3]int64 // per stream code, where the last sound record's bytes end in its file
+	combEnd    int64    // where the last sound run ends in combined.log (with a partial run's newline)
+	dmg        *damage  // the first unsound record, once found
+	fellBack   bool     // reading the stored bytes instead of the index
+	lr         *lineReader
+	extra      *os.File // the stream file the fallback reads, if not combined.log
+	seekFailed bool     // the damage was found before the first line: the fallback reads everything
 
 	// Following.
 	watch     *Watch
@@ -107,11 +134,12 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 		return nil, err
 	}
 	it := &Iterator{src: src, opts: opts, closed: make(chan struct{}), buf: make([]byte, recordBatch*recordSize)}
+	it.checked = startMark()
 	var err error
-	if it.idx, err = os.Open(filepath.Join(src.Dir, IndexFile)); err != nil {
+	if it.idx, err = OpenFile(src.Dir, IndexFile); err != nil {
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
-	if it.comb, err = os.Open(filepath.Join(src.Dir, CombinedFile)); err != nil {
+	if it.comb, err = OpenFile(src.Dir, CombinedFile); err != nil {
 		it.idx.Close()
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
@@ -144,9 +172,15 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 		it.Close()
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
+	if it.dmg != nil {
+		if err := it.fallBack(); err != nil {
+			it.Close()
+			return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
+		}
+	}
 	// A filtered view lists matching lines only: an unfinished line that may never
 	// match has no place in it.
-	if opts.Follow && opts.Pending && opts.Regex == nil {
+	if opts.Follow && opts.Pending && opts.Regex == nil && !it.fellBack {
 		if err := it.openPending(w); err != nil {
 			it.Close()
 			return nil, fmt.Errorf("follow logs of %s/%d: %w", src.Role, src.Replica, err)
@@ -173,7 +207,8 @@ func (it *Iterator) readRecord(i int64) (record, error) {
 }
 
 // seek places the iterator at the first record it may need: the first at or after
-// Since, or the one holding the first of the last Tail lines.
+// Since, or the one holding the first of the last Tail lines. Every record it reads
+// is checked; a damaged one sets it.dmg.
 func (it *Iterator) seek() error {
 	if it.opts.Since.IsZero() && it.opts.Tail <= 0 {
 		return nil
@@ -181,6 +216,14 @@ func (it *Iterator) seek() error {
 	n, err := it.count()
 	if err != nil {
 		return err
+	}
+	size, err := it.combSize()
+	if err != nil {
+		return err
+	}
+	failed := func(i int64, why string) error {
+		it.dmg, it.seekFailed = &damage{rec: i, why: why}, true
+		return nil
 	}
 	// Run times never decrease, so the first run at or after Since is found by
 	// bisection; an end mark sorts last.
@@ -193,6 +236,9 @@ func (it *Iterator) seek() error {
 			if err != nil {
 				return err
 			}
+			if why := badRecord(&r, size); why != "" {
+				return failed(mid, why)
+			}
 			if r.time < since && !r.end() {
 				lo = mid + 1
 			} else {
@@ -201,41 +247,90 @@ func (it *Iterator) seek() error {
 		}
 	}
 	it.nextRec = lo
-	if it.opts.Tail <= 0 {
-		return nil
+	if it.opts.Tail > 0 {
+		// Walk back from the end counting lines that pass the filters, a batch of
+		// records at a time, checking each record against the one after it.
+		need := int64(it.opts.Tail)
+		var after record
+		hasAfter := false
+	walk:
+		for end := n; end > lo && need > 0; {
+			start := max(lo, end-recordBatch)
+			b := it.buf[:(end-start)*recordSize]
+			if _, err := it.idx.ReadAt(b, (start+1)*recordSize); err != nil {
+				return err
+			}
+			for i := end - 1; i >= start; i-- {
+				r := decodeRecord(b[(i-start)*recordSize:])
+				why := badRecord(&r, size)
+				if why == "" && hasAfter {
+					if why = badNext(&r, &after); why != "" {
+						return failed(i+1, why)
+					}
+				}
+				if why != "" {
+					return failed(i, why)
+				}
+				after, hasAfter = r, true
+				if !it.wantRun(&r) {
+					continue
+				}
+				m := r.lines
+				if it.opts.Regex != nil {
+					if m, err = it.countMatches(it.comb, r.combOff, r.length); err != nil {
+						return err
+					}
+				}
+				if m >= need {
+					it.nextRec = i
+					it.skip = int(m - need)
+					break walk
+				}
+				need -= m
+			}
+			end = start
+		}
 	}
-	// Walk back from the end counting lines that pass the filters, a batch of records
-	// at a time.
-	need := int64(it.opts.Tail)
-	for end := n; end > lo && need > 0; {
-		start := max(lo, end-recordBatch)
-		b := it.buf[:(end-start)*recordSize]
-		if _, err := it.idx.ReadAt(b, (start+1)*recordSize); err != nil {
+	if it.nextRec > 0 {
+		// The record before the first one read is what that one is checked against.
+		r, err := it.readRecord(it.nextRec - 1)
+		if err != nil {
 			return err
 		}
-		for i := end - 1; i >= start; i-- {
-			r := decodeRecord(b[(i-start)*recordSize:])
-			if !it.wantRun(&r) {
-				continue
-			}
-			m := r.lines
-			if it.opts.Regex != nil {
-				text, err := it.readRun(&r)
-				if err != nil {
-					return err
-				}
-				m = int64(it.countMatches(text))
-			}
-			if m >= need {
-				it.nextRec = i
-				it.skip = int(m - need)
-				return nil
-			}
-			need -= m
+		if why := badRecord(&r, size); why != "" {
+			return failed(it.nextRec-1, why)
 		}
-		end = start
+		first, err := it.readRecord(it.nextRec)
+		if err == nil && badRecord(&first, size) == "" {
+			if why := badNext(&r, &first); why != "" {
+				return failed(it.nextRec, why)
+			}
+		}
+		it.checked = r
+		it.noteSound(&r)
 	}
 	return nil
+}
+
+// noteSound keeps where a sound run ends, for a fallback that would follow it.
+func (it *Iterator) noteSound(r *record) {
+	if r.end() {
+		return
+	}
+	it.streamEnd[r.stream] = r.streamOff + r.length
+	it.combEnd = r.combOff + r.length
+	if r.partial() {
+		it.combEnd++
+	}
+}
+
+// combSize returns the size of combined.log now.
+func (it *Iterator) combSize() (int64, error) {
+	st, err := it.comb.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
 
 // wantRun reports whether a run's stream and time pass the options.
@@ -252,43 +347,54 @@ func (it *Iterator) wantRun(r *record) bool {
 	return it.opts.Until.IsZero() || r.time < it.opts.Until.UnixNano()
 }
 
-func (it *Iterator) countMatches(text string) int {
-	m := 0
-	for text != "" {
-		line := text
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			text = ""
+// countMatches counts the lines of bytes [off, off+n) of f that the regex matches
+// (all of them without one), reading through a bounded buffer: a line longer than
+// MaxLine is matched by its first MaxLine bytes, as Next yields it.
+func (it *Iterator) countMatches(f *os.File, off, n int64) (int64, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, off, n), scanSize)
+	var long []byte // the start of a line longer than the buffer
+	m := int64(0)
+	for {
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long) < MaxLine {
+				long = append(long, b[:min(len(b), MaxLine-len(long))]...)
+			}
+			continue
 		}
-		if it.opts.Regex.MatchString(line) {
-			m++
+		line := b
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			line = b[:len(b)-1]
+		}
+		if long != nil {
+			if len(long) < MaxLine {
+				long = append(long, line[:min(len(line), MaxLine-len(long))]...)
+			}
+			line = long
+		}
+		if len(b) > 0 || long != nil {
+			if it.opts.Regex == nil || it.opts.Regex.Match(line) {
+				m++
+			}
+		}
+		long = nil
+		if err == io.EOF {
+			return m, nil
+		}
+		if err != nil {
+			return m, fmt.Errorf("read %s: %w", f.Name(), err)
 		}
 	}
-	return m
 }
 
-// readRun returns the bytes of a run from combined.log.
-func (it *Iterator) readRun(r *record) (string, error) { return it.readAt(r.combOff, r.length) }
-
-// readAt returns n bytes of combined.log at off.
-func (it *Iterator) readAt(off, n int64) (string, error) {
-	if n <= 0 {
-		return "", nil
-	}
-	b := make([]byte, n)
-	if _, err := it.comb.ReadAt(b, off); err != nil {
-		return "", fmt.Errorf("read %s: %w", it.comb.Name(), err)
-	}
-	// b is never written again, so the string can share its memory: one copy of the
-	// bytes instead of two, which matters for a 10 MB line or a 100 MB log. Lines are
-	// substrings of it.
-	return unsafe.String(&b[0], len(b)), nil
-}
-
-// nextRecord returns the next record of the index, if one has been written.
+// nextRecord returns the next record of the index, if one has been written. Records
+// are checked as they are read; the first unsound one sets it.dmg and is not returned,
+// nor is anything after it.
 func (it *Iterator) nextRecord() (record, bool, error) {
 	if len(it.recs) == 0 {
+		if it.dmg != nil {
+			return record{}, false, nil
+		}
 		n, err := it.idx.ReadAt(it.buf, (it.nextRec+1)*recordSize)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return record{}, false, fmt.Errorf("read %s: %w", it.idx.Name(), err)
@@ -297,9 +403,29 @@ func (it *Iterator) nextRecord() (record, bool, error) {
 		if k == 0 {
 			return record{}, false, nil
 		}
+		// The bytes of a run are written before its record: the size read now
+		// covers every record read before.
+		size, err := it.combSize()
+		if err != nil {
+			return record{}, false, err
+		}
 		it.recs = it.recs[:0]
 		for i := range k {
-			it.recs = append(it.recs, decodeRecord(it.buf[i*recordSize:]))
+			r := decodeRecord(it.buf[i*recordSize:])
+			why := badRecord(&r, size)
+			if why == "" {
+				why = badNext(&it.checked, &r)
+			}
+			if why != "" {
+				it.dmg = &damage{rec: it.nextRec + int64(i), why: why}
+				break
+			}
+			it.recs = append(it.recs, r)
+			it.checked = r
+			it.noteSound(&r)
+		}
+		if len(it.recs) == 0 {
+			return record{}, false, nil
 		}
 	}
 	r := it.recs[0]
@@ -316,6 +442,12 @@ func (it *Iterator) fill() bool {
 			it.lineFromBlock()
 			continue
 		}
+		if it.lr != nil {
+			if !it.lineFromReader() {
+				return false
+			}
+			continue
+		}
 		select {
 		case <-it.closed:
 			it.err = ErrClosed
@@ -328,6 +460,13 @@ func (it *Iterator) fill() bool {
 			return false
 		}
 		if !ok {
+			if it.dmg != nil {
+				if err := it.fallBack(); err != nil {
+					it.err = err
+					return false
+				}
+				continue
+			}
 			if it.ended || !it.opts.Follow || it.gone || it.untilPassed() {
 				it.done = true
 			}
@@ -347,6 +486,12 @@ func (it *Iterator) fill() bool {
 			return false
 		}
 		if !it.wantRun(&r) {
+			continue
+		}
+		if r.length > blockSize {
+			// A long run is read a window at a time.
+			it.lr = &lineReader{f: it.comb, off: r.combOff, end: r.combOff + r.length,
+				sp: span{time: time.Unix(0, r.time), stream: r.streamName(), attempt: int(r.attempt)}}
 			continue
 		}
 		if err := it.loadBlock(r); err != nil {
@@ -382,7 +527,7 @@ func (it *Iterator) loadBlock(first record) error {
 		addSpan(&r, int(total))
 		last = r
 	}
-	text, err := it.readAt(first.combOff, total)
+	text, err := readText(it.comb, first.combOff, total)
 	if err != nil {
 		return err
 	}
@@ -448,6 +593,11 @@ func (it *Iterator) Next(ctx context.Context) (sched.Line, error) {
 	for {
 		if it.fill() {
 			it.hasHead = false
+			if it.headBig {
+				l := it.headLine
+				it.headBig, it.headLine = false, sched.Line{}
+				return l, nil
+			}
 			sp := &it.spans[it.headSpan]
 			l := sched.Line{
 				Time:    sp.time,
@@ -544,6 +694,9 @@ func (it *Iterator) Close() error {
 		}
 		if it.comb != nil {
 			it.comb.Close()
+		}
+		if it.extra != nil {
+			it.extra.Close()
 		}
 		it.closePending()
 	})

@@ -130,6 +130,8 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
+// readAll reads every line; a cut line's Text is read whole through its Full reader,
+// as the raw views print it (Cut and Size stay as they came).
 func readAll(t *testing.T, src Source, opts sched.LogOptions) []sched.Line {
 	t.Helper()
 	it, err := Open(src, opts)
@@ -147,6 +149,13 @@ func readAll(t *testing.T, src Source, opts sched.LogOptions) []sched.Line {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if l.Full != nil {
+			b, err := io.ReadAll(l.Full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Text, l.Full = string(b), nil
 		}
 		lines = append(lines, l)
 	}
@@ -274,6 +283,9 @@ func TestHugeLineAndBinaryAreIntact(t *testing.T) {
 	}
 	if lines[1].Text != string(huge) {
 		t.Fatalf("the 10 MB line was split: line 1 has %d bytes", len(lines[1].Text))
+	}
+	if !lines[1].Cut || lines[1].Size != int64(len(huge)) {
+		t.Fatalf("the 10 MB line: cut %v, size %d; want a cut line of %d bytes", lines[1].Cut, lines[1].Size, len(huge))
 	}
 	if !lines[len(lines)-1].Partial {
 		t.Error("last line not partial")

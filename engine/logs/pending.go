@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
@@ -62,7 +61,7 @@ func (it *Iterator) openPending(w *Watcher) error {
 		if it.opts.Streams != sched.Combined && it.opts.Streams != s.stream {
 			continue
 		}
-		f, err := os.Open(filepath.Join(it.src.Dir, s.name))
+		f, err := OpenFile(it.src.Dir, s.name)
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,8 @@ import (
 // Stream names a log stream.
 type Stream string
 
-// The streams. A line is always Stdout or Stderr; Combined selects both.
+// The streams. A line is Stdout or Stderr; Combined selects both, and marks a line
+// whose stream is not known (read from a combined log whose index is damaged).
 const (
 	Stdout   Stream = "stdout"
 	Stderr   Stream = "stderr"
@@ -50,9 +51,16 @@ type Line struct {
 	// arrived. A pending line stands until the next line of the same stream, pending
 	// or not, replaces it; the committed line that ends it comes with Pending false.
 	Pending bool `json:"pending,omitempty"`
-	// Cut marks a pending line of which only the start is given: the replica has
-	// written more than an iterator holds of an unfinished line (see logs.MaxPending).
+	// Cut marks a line of which only the start is given: a pending line longer than
+	// an iterator holds of an unfinished line (see logs.MaxPending), or a committed
+	// line longer than an iterator yields whole (see logs.MaxLine).
 	Cut bool `json:"cut,omitempty"`
+	// Size is the full length in bytes of a cut committed line (0 otherwise).
+	Size int64 `json:"size,omitempty"`
+	// Full, when not nil, reads the whole of a cut committed line, byte for byte
+	// (without its newline), for views that print lines as stored. It stays valid
+	// until its iterator is closed.
+	Full *io.SectionReader `json:"-"`
 }
 
 // LogOptions select and shape the lines a LogIterator yields.

@@ -122,6 +122,9 @@ type Config struct {
 	// Self is the command that runs wick itself (the binary path), for supervisors and
 	// hidden helper verbs.
 	Self []string
+	// Warn, when not nil, receives what a scheduler notices while reading and goes on
+	// despite (a damaged log index read around); nil drops it.
+	Warn func(msg string)
 }
 
 // Factory makes a scheduler.

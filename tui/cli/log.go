@@ -328,6 +328,7 @@ func (p *linePrinter) copyRaw(r io.Reader, ref replicaRef) error {
 	buf := make([]byte, rawBlock)
 	out := make([]byte, 0, 2*rawBlock)
 	var carry []byte // a line begun in an earlier block
+	var long *lineStream // a line longer than rawBlock, written as it comes
 	for {
 		n, err := r.Read(buf)
 		block := buf[:n]
@@ -335,7 +336,30 @@ func (p *linePrinter) copyRaw(r io.Reader, ref replicaRef) error {
 		plain := bytes.IndexByte(block, '\r') < 0
 		for len(block) > 0 {
 			i := bytes.IndexByte(block, '\n')
+			if long != nil {
+				end := len(block)
+				if i >= 0 {
+					end = i
+				}
+				long.write(block[:end])
+				if i < 0 {
+					break
+				}
+				long.end()
+				long, block = nil, block[i+1:]
+				continue
+			}
 			if i < 0 {
+				if len(carry)+len(block) > rawBlock {
+					// Memory stays bounded whatever the line's length.
+					p.w.Write(out)
+					out = out[:0]
+					long = p.streamLine(prefix)
+					long.write(carry)
+					long.write(block)
+					carry = carry[:0]
+					break
+				}
 				carry = append(carry, block...)
 				break
 			}
@@ -373,6 +397,9 @@ func (p *linePrinter) copyRaw(r io.Reader, ref replicaRef) error {
 		}
 		if err == io.EOF {
 			p.w.Write(out)
+			if long != nil {
+				long.end()
+			}
 			if len(carry) > 0 {
 				p.writeText(prefix, string(carry))
 			}
@@ -399,9 +426,88 @@ func (p *linePrinter) print(l sched.Line) error {
 		prefix = sched.Timestamp(l.Time) + " " + prefix
 	}
 	if p.sanitize {
-		return p.writeText(prefix, render.Sanitize(l.Text, 0))
+		text := render.Sanitize(l.Text, 0)
+		if l.Cut && !l.Pending {
+			text += fmt.Sprintf(" … [line of %d bytes cut; --raw prints it whole]", l.Size)
+		}
+		return p.writeText(prefix, text)
+	}
+	if l.Full != nil {
+		// A line too long to hold: its bytes as stored, a block at a time.
+		ls := p.streamLine(prefix)
+		buf := make([]byte, rawBlock)
+		for {
+			n, err := l.Full.Read(buf)
+			ls.write(buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return ls.end()
 	}
 	return p.writeText(prefix, l.Text)
+}
+
+// lineStream writes one line after its prefix as writeText does, a piece at a time,
+// for lines too long to hold in memory.
+type lineStream struct {
+	p       *linePrinter
+	prefix  string
+	started bool // past the line's leading \r
+	crs     int  // \r held back: the line's last one is dropped
+}
+
+// streamLine starts a line: its prefix is written at once.
+func (p *linePrinter) streamLine(prefix string) *lineStream {
+	p.w.WriteString(prefix)
+	return &lineStream{p: p, prefix: prefix}
+}
+
+func (s *lineStream) write(b []byte) {
+	if s.prefix == "" {
+		s.p.w.Write(b)
+		return
+	}
+	for len(b) > 0 {
+		if !s.started {
+			i := 0
+			for i < len(b) && b[i] == '\r' {
+				i++
+			}
+			b = b[i:]
+			if len(b) == 0 {
+				return
+			}
+			s.started = true
+		}
+		if b[0] == '\r' {
+			s.crs++
+			b = b[1:]
+			continue
+		}
+		for ; s.crs > 0; s.crs-- {
+			s.p.w.WriteByte('\r')
+			s.p.w.WriteString(s.prefix)
+		}
+		i := bytes.IndexByte(b, '\r')
+		if i < 0 {
+			i = len(b)
+		}
+		s.p.w.Write(b[:i])
+		b = b[i:]
+	}
+}
+
+// end ends the line.
+func (s *lineStream) end() error {
+	for ; s.crs > 1; s.crs-- {
+		s.p.w.WriteByte('\r')
+		s.p.w.WriteString(s.prefix)
+	}
+	return s.p.w.WriteByte('\n')
 }
 
 // copyAsIs copies a log file unchanged, ending it with a newline if its last line has

@@ -94,6 +94,24 @@ type app struct {
 	// pyOnce makes py, the bridge to the user's TorchX (see torchx).
 	pyOnce sync.Once
 	py     components.External
+
+	warnMu sync.Mutex
+	warned map[string]bool
+}
+
+// warn prints an engine's warning on stderr, once per message. Log readers call it
+// from their own goroutines.
+func (a *app) warn(msg string) {
+	a.warnMu.Lock()
+	defer a.warnMu.Unlock()
+	if a.warned[msg] {
+		return
+	}
+	if a.warned == nil {
+		a.warned = map[string]bool{}
+	}
+	a.warned[msg] = true
+	fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(msg)))
 }
 
 // StateHome returns wick's state directory: $WICK_HOME, else $XDG_STATE_HOME/wick, else
@@ -132,6 +150,7 @@ func (a *app) runner() *runner.Runner {
 			StateDir: a.home,
 			WorkDir:  a.env.WorkDir,
 			Self:     []string{a.env.Self},
+			Warn:     a.warn,
 		})
 	}
 	return a.run
@@ -178,7 +197,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	var ee exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(env.Stderr, "wick: %v\n", ee.err)
+			fmt.Fprintf(env.Stderr, "wick: %s\n", render.Escape(oneLine(ee.err.Error())))
 			jsonError(env.Stdout, args, ee.err.Error(), ee.code)
 		}
 		return ee.code
