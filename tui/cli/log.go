@@ -327,7 +327,7 @@ func (p *linePrinter) copyRaw(r io.Reader, ref replicaRef) error {
 	}
 	buf := make([]byte, rawBlock)
 	out := make([]byte, 0, 2*rawBlock)
-	var carry []byte // a line begun in an earlier block
+	var carry []byte     // a line begun in an earlier block
 	var long *lineStream // a line longer than rawBlock, written as it comes
 	for {
 		n, err := r.Read(buf)
