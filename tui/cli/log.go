@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,8 +51,13 @@ IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], e.g.
   local_cwd://wick/train-kf2vb0x9qwm3/trainer/0,2  replicas 0 and 2
 
 --since and --until take a time (RFC 3339, e.g. 2026-11-21T13:05:00Z, or 15:04:05 today)
-or a duration back from now (e.g. 10m). With -t (or -f) the logs are followed until the
-app ends.
+or a duration back from now (e.g. 10m). A window that cannot hold a line (a negative
+duration, a --since in the future, --until not after --since) is an error; a window
+that merely holds no line prints a warning. With -t (or -f) the logs are followed
+until the app ends.
+
+A line longer than 1 MiB is printed whole, as stored; --json gives its first 1 MiB
+with "cut": true and its "size" in bytes, and a terminal its start and its size.
 
 On a terminal, lines keep their colors (SGR) but every other escape sequence (titles,
 clipboard writes, cursor moves, screen clears, report requests) is dropped, and other
@@ -78,6 +84,10 @@ wrote, from torchrun's "[local_rank]:" prefixes; the node's own lines are left o
 	return cmd
 }
 
+// maxUnixSeconds is the largest unix time --since and --until take: 2262, where Go's
+// nanosecond times end.
+const maxUnixSeconds = math.MaxInt64/1_000_000_000 - 1
+
 // parseWhen reads a time for --since/--until: RFC 3339, a clock time today, a unix time,
 // or a duration before now.
 func parseWhen(s string, now time.Time) (time.Time, error) {
@@ -85,6 +95,9 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q is a negative duration: a duration counts back from now (%s means %s ago)", s, strings.TrimPrefix(s, "-"), strings.TrimPrefix(s, "-"))
+		}
 		return now.Add(-d), nil
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", time.DateOnly} {
@@ -99,6 +112,10 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		}
 	}
 	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		// Beyond these, nanoseconds overflow int64 and the time wraps into the past.
+		if !(secs >= 0 && secs <= maxUnixSeconds) {
+			return time.Time{}, fmt.Errorf("unix time %q is out of range (0 to %d)", s, maxUnixSeconds)
+		}
 		return time.Unix(0, int64(secs*1e9)), nil
 	}
 	return time.Time{}, fmt.Errorf("cannot read time %q (want RFC 3339, HH:MM:SS, unix seconds or a duration like 10m)", s)
@@ -120,6 +137,13 @@ func (f logFlags) options(now time.Time) (sched.LogOptions, error) {
 	}
 	if o.Until, err = parseWhen(f.until, now); err != nil {
 		return o, usagef("--until: %v", err)
+	}
+	// A window that cannot hold a line is a mistake, not an empty log.
+	if o.Since.After(now) {
+		return o, usagef("--since %s is in the future (%s)", f.since, o.Since.Local().Format(time.DateTime))
+	}
+	if !o.Since.IsZero() && !o.Until.IsZero() && !o.Until.After(o.Since) {
+		return o, usagef("--since %s --until %s holds nothing: --until must come after --since", f.since, f.until)
 	}
 	if f.lines < 0 {
 		return o, usagef("--lines must not be negative")
@@ -229,11 +253,33 @@ func (a *app) runLog(ident string, f logFlags) error {
 			return err
 		}
 	}
+	if !opts.Since.IsZero() || !opts.Until.IsZero() {
+		// An empty window is worth a word: the times may be off, not the logs.
+		inner, n := emit, 0
+		emit = func(l sched.Line) error { n++; return inner(l) }
+		defer func() {
+			if n == 0 && a.ctx.Err() == nil {
+				fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s in the window%s\n", render.Escape(ident), window(f, opts))
+			}
+		}()
+	}
 	err = a.streamLogs(a.ctx, id.Handle, refs, opts, emit, idle)
 	if err == nil && prefixed != nil && !prefixed() {
 		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
 	}
 	return err
+}
+
+// window describes --since and --until for a message.
+func window(f logFlags, o sched.LogOptions) string {
+	s := ""
+	if !o.Since.IsZero() {
+		s += fmt.Sprintf(" --since %s (%s)", f.since, o.Since.Local().Format(time.DateTime))
+	}
+	if !o.Until.IsZero() {
+		s += fmt.Sprintf(" --until %s (%s)", f.until, o.Until.Local().Format(time.DateTime))
+	}
+	return s
 }
 
 // plain reports whether the whole log is printed as stored: no filter, no time, no
