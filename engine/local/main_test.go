@@ -2,8 +2,10 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -65,8 +69,13 @@ func TestMain(m *testing.M) {
 //	bigline       a 10 MB line, binary garbage, and a last line without newline
 //	ticks N MS    N lines "tick <unix nanos>", one every MS milliseconds
 //	burn MB       hold MB MiB of touched memory and keep a core busy, for 2 minutes
+//	counted FILE  seq's lines (1, 2, ...) in 4 KiB writes, as fast as possible, until
+//	              killed; after each write returns, the number of its last whole line
+//	              is stored in FILE (8 bytes, shared memory: it survives a SIGKILL)
 func helper(name string, args []string) int {
 	switch name {
+	case "counted":
+		return counted(args[0])
 	case "lines":
 		n, _ := strconv.Atoi(args[0])
 		w := bufio.NewWriterSize(os.Stdout, 256<<10)
@@ -88,6 +97,34 @@ func helper(name string, args []string) int {
 		return 2
 	}
 	return 0
+}
+
+// counted is the helper "counted".
+func counted(path string) int {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil || f.Truncate(8) != nil {
+		return 1
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, 8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return 1
+	}
+	buf := make([]byte, 0, 4096+32)
+	next, whole := 1, 0
+	for {
+		for len(buf) < 4096 {
+			buf = strconv.AppendInt(buf, int64(next), 10)
+			buf = append(buf, '\n')
+			next++
+		}
+		// A write of one page to a pipe is whole or nothing.
+		if _, err := os.Stdout.Write(buf[:4096]); err != nil {
+			return 1
+		}
+		whole += bytes.Count(buf[:4096], []byte{'\n'})
+		binary.LittleEndian.PutUint64(mem, uint64(whole))
+		buf = append(buf[:0], buf[4096:]...)
+	}
 }
 
 // writeLines writes n lines of exactly 50 bytes.

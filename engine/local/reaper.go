@@ -1,11 +1,12 @@
 package local
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/safefs"
+	"github.com/wick-dev/wick/engine/sched"
 )
 
 // The reaper covers the one case the supervisor cannot: its own SIGKILL. Pdeathsig
@@ -34,15 +36,23 @@ const reaperDelay = 25 * time.Millisecond
 // supervisor.
 const reaperWriteTimeout = time.Second
 
-// openReaper creates the pipe to the reaper. Failing is logged, not fatal: the reaper
-// only matters if the supervisor is killed.
+// openReaper creates the channel to the reaper: a socket of messages (one line each),
+// which can also carry file descriptors. Failing is logged, not fatal: the reaper only
+// matters if the supervisor is killed.
 func (sv *supervisor) openReaper() {
-	pr, pw, err := os.Pipe()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		sv.logf("no reaper: %v", err)
 		return
 	}
-	sv.reaperR, sv.reaper = pr, pw
+	// Ours is non-blocking, for the write deadline; the reaper's blocks.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		sv.logf("no reaper: %v", err)
+		return
+	}
+	sv.reaper, sv.reaperR = os.NewFile(uintptr(fds[0]), "reaper"), os.NewFile(uintptr(fds[1]), "reaper")
 }
 
 // startReaper starts the reaper, `wick __supervise DIR` with envReaper set, on the
@@ -84,23 +94,151 @@ func (sv *supervisor) startReaper() {
 
 func (sv *supervisor) reaperPID() int { return sv.reaperProc }
 
+// drainPipes appends what is left in each pipe to its stream's file in its log
+// directory (opened as the writer opens it: no symbolic link followed), until every
+// writer is gone or reaperDrainWait has passed.
+func drainPipes(pipes map[int]heldPipe) {
+	if len(pipes) == 0 {
+		return
+	}
+	deadline := time.Now().Add(reaperDrainWait)
+	buf := make([]byte, 64<<10)
+	for _, p := range pipes {
+		if err := drainPipe(p, buf, deadline); err != nil {
+			fmt.Fprintf(os.Stderr, "wick reaper: %v\n", err)
+		}
+		p.f.Close()
+	}
+}
+
+func drainPipe(p heldPipe, buf []byte, deadline time.Time) error {
+	fd := int(p.f.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return err
+	}
+	var out *os.File
+	defer func() {
+		if out != nil {
+			out.Close()
+		}
+	}()
+	for {
+		n, err := unix.Read(fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			// A writer is still there (being killed): wait a little for its bytes or
+			// its end.
+			if time.Now().After(deadline) {
+				return nil
+			}
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			_, _ = unix.Poll(fds, 20)
+			continue
+		case err != nil:
+			return fmt.Errorf("drain %s of %s: %w", p.stream, p.logDir, err)
+		case n == 0:
+			return nil // every writer is gone and the pipe is empty
+		}
+		if out == nil {
+			if out, err = openAppendLog(p.logDir, p.stream+".log"); err != nil {
+				return fmt.Errorf("drain %s of %s: %w", p.stream, p.logDir, err)
+			}
+		}
+		if _, err := out.Write(buf[:n]); err != nil {
+			return fmt.Errorf("drain %s of %s: %w", p.stream, p.logDir, err)
+		}
+	}
+}
+
+// openAppendLog opens an existing log file for appending, as the writer opens its
+// files: the directory walked from "/" following no link, the file no link.
+func openAppendLog(dir, name string) (*os.File, error) {
+	d, err := safefs.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	fd, err := unix.Openat(int(d.Fd()), name, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: filepath.Join(dir, name), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, name))
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file", f.Name())
+	}
+	return f, nil
+}
+
 // tellReaper sends "+PGID" or "-PGID".
 func (sv *supervisor) tellReaper(op byte, pgid int) {
 	sv.tellReaperLine(string(op) + strconv.Itoa(pgid))
 }
 
-// tellReaperLine sends one line to the reaper: "+PGID", "-PGID", or "cDIR", the
-// app's cgroup.
-func (sv *supervisor) tellReaperLine(line string) {
+// tellReaperLine sends one message to the reaper: "+PGID", "-PGID", "cDIR" (the app's
+// cgroup), "xID" (pipe ID is read to its end: let it go).
+func (sv *supervisor) tellReaperLine(line string) { sv.sendReaper(line, -1) }
+
+// holdPipe gives the reaper a copy of the read end of a replica's output pipe, so
+// that what the replica wrote and the supervisor had not taken out yet (see
+// logs.Writer.Copy) can be drained into the stream's file should the supervisor be
+// killed. It returns the pipe's id for releasePipe, 0 if the reaper has none.
+func (sv *supervisor) holdPipe(logDir string, s sched.Stream, f *os.File) int {
 	if sv.reaper == nil {
-		return
+		return 0
 	}
-	_ = sv.reaper.SetWriteDeadline(time.Now().Add(reaperWriteTimeout))
-	if _, err := sv.reaper.WriteString(line + "\n"); err != nil {
+	sv.pipeSeq++
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	sent := false
+	_ = rc.Control(func(fd uintptr) {
+		sent = sv.sendReaper("o"+strconv.Itoa(sv.pipeSeq)+" "+string(s)+" "+logDir, int(fd))
+	})
+	if !sent {
+		return 0
+	}
+	return sv.pipeSeq
+}
+
+// releasePipe tells the reaper to close its copy of pipe id.
+func (sv *supervisor) releasePipe(id int) {
+	if id > 0 {
+		sv.tellReaperLine("x" + strconv.Itoa(id))
+	}
+}
+
+// sendReaper sends one message, with file descriptor fd if it is not -1. A reaper
+// that does not read within reaperWriteTimeout is given up.
+func (sv *supervisor) sendReaper(msg string, fd int) bool {
+	if sv.reaper == nil {
+		return false
+	}
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	rc, err := sv.reaper.SyscallConn()
+	if err == nil {
+		_ = sv.reaper.SetWriteDeadline(time.Now().Add(reaperWriteTimeout))
+		werr := rc.Write(func(s uintptr) bool {
+			err = unix.Sendmsg(int(s), []byte(msg), oob, nil, 0)
+			return err != unix.EAGAIN && err != unix.EINTR
+		})
+		if err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
 		sv.logf("reaper: %v", err)
 		sv.reaper.Close()
 		sv.reaper = nil
+		return false
 	}
+	return true
 }
 
 // quitReaper dismisses the reaper: the supervisor ends normally.
@@ -108,9 +246,10 @@ func (sv *supervisor) quitReaper() {
 	if sv.reaper == nil {
 		return
 	}
-	_ = sv.reaper.SetWriteDeadline(time.Now().Add(reaperWriteTimeout))
-	_, _ = sv.reaper.WriteString("q\n")
-	sv.reaper.Close()
+	sv.sendReaper("q", -1)
+	if sv.reaper != nil {
+		sv.reaper.Close()
+	}
 	sv.reaper = nil
 	if sv.reaperR != nil {
 		sv.reaperR.Close() // never started: the app was short
@@ -118,23 +257,78 @@ func (sv *supervisor) quitReaper() {
 	}
 }
 
+// heldPipe is a replica's output pipe the reaper holds a read end of.
+type heldPipe struct {
+	f      *os.File
+	stream string
+	logDir string
+}
+
+// maxReaperMsg bounds one message to the reaper (a log directory is a path).
+const maxReaperMsg = 8 << 10
+
+// reaperDrainWait bounds how long the reaper drains pipes after killing: a writer that
+// escaped every kill cannot keep it.
+const reaperDrainWait = 2 * time.Second
+
 // reap is the reaper's main: see the comment at the top of this file.
 func reap(appDir string) error {
 	// Signals meant for the app's processes are not for the reaper.
 	signal.Ignore(unix.SIGHUP, unix.SIGINT, unix.SIGTERM)
 	groups := map[int]bool{}
+	pipes := map[int]heldPipe{}
 	cgroupDir := ""
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		line := sc.Text()
+	buf := make([]byte, maxReaperMsg)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(0, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 && oobn <= 0 {
+			break // the supervisor is gone
+		}
+		var fds []int
+		if oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					if got, err := unix.ParseUnixRights(&m); err == nil {
+						fds = append(fds, got...)
+					}
+				}
+			}
+		}
+		line := string(buf[:n])
 		if line == "q" {
 			return nil
+		}
+		if line != "" && line[0] == 'o' && len(fds) == 1 {
+			// "oID STREAM LOGDIR" with the pipe.
+			idStr, rest, _ := strings.Cut(line[1:], " ")
+			stream, logDir, _ := strings.Cut(rest, " ")
+			id, err := strconv.Atoi(idStr)
+			if err == nil && (stream == string(sched.Stdout) || stream == string(sched.Stderr)) && filepath.IsAbs(logDir) {
+				pipes[id] = heldPipe{f: os.NewFile(uintptr(fds[0]), "pipe"), stream: stream, logDir: logDir}
+				continue
+			}
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
 		}
 		if len(line) < 2 {
 			continue
 		}
-		if line[0] == 'c' {
+		switch line[0] {
+		case 'c':
 			cgroupDir = line[1:]
+			continue
+		case 'x':
+			if id, err := strconv.Atoi(line[1:]); err == nil {
+				if p, ok := pipes[id]; ok {
+					p.f.Close()
+					delete(pipes, id)
+				}
+			}
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -157,6 +351,9 @@ func reap(appDir string) error {
 			fmt.Fprintf(os.Stderr, "wick reaper: %v\n", err)
 		}
 	}
+	// What the replicas wrote that the supervisor had not taken out of the pipes goes
+	// to the stream files; MarkEnd below indexes it.
+	drainPipes(pipes)
 	l, err := readLaunch(appDir)
 	if err != nil {
 		return fmt.Errorf("reaper: %w", err)

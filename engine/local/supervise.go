@@ -149,6 +149,7 @@ type replica struct {
 	errFile     os.FileInfo // the error file as it was before this attempt, or nil
 	pumps       int         // output copies still running for this attempt
 	readers     []*os.File  // their pipes, closed to force them to end
+	pipeIDs     []int       // the reaper's ids of readers (holdPipe), 0 for none
 	drainAt     time.Time   // when the pipes are checked for escaped writers
 	escaped     bool        // a pipe was closed while an escaped process held it
 	groupKilled bool        // its group got SIGKILL while its exited leader was a zombie
@@ -173,6 +174,7 @@ type event struct {
 	pid     int
 	ws      unix.WaitStatus
 	err     error
+	pipe    int // evPumped: the reaper's id of the pipe read
 }
 
 type supervisor struct {
@@ -197,6 +199,7 @@ type supervisor struct {
 	reaper     *os.File // pipe to the reaper process, or nil
 	reaperR    *os.File // its read end until the reaper starts
 	reaperProc int
+	pipeSeq    int              // the last id given to a pipe the reaper holds
 	reaperAt   <-chan time.Time // when to start the reaper
 
 	inflight     int // forks not yet reported
@@ -453,8 +456,9 @@ func (sv *supervisor) start(r *replica) {
 		return
 	}
 	r.readers, r.pumps = []*os.File{outR, errR}, 2
-	sv.pump(r, a, sched.Stdout, outR)
-	sv.pump(r, a, sched.Stderr, errR)
+	r.pipeIDs = []int{sv.holdPipe(r.req.LogDir, sched.Stdout, outR), sv.holdPipe(r.req.LogDir, sched.Stderr, errR)}
+	sv.pump(r, a, sched.Stdout, outR, r.pipeIDs[0])
+	sv.pump(r, a, sched.Stderr, errR, r.pipeIDs[1])
 	env := mergeEnv(sv.env, r.req.Env)
 	argv0, lookErr := lookPath(r.req.Argv[0], r.req.Env["PATH"], r.req.Cwd)
 	attr := &syscall.ProcAttr{
@@ -500,11 +504,12 @@ func (sv *supervisor) start(r *replica) {
 }
 
 // pump copies one output stream of an attempt into the replica's logs.
-func (sv *supervisor) pump(r *replica, attempt int, s sched.Stream, rd *os.File) {
+// pipe is the reaper's id of the pipe, released once it is read to its end.
+func (sv *supervisor) pump(r *replica, attempt int, s sched.Stream, rd *os.File, pipe int) {
 	go func() {
 		err := r.w.Copy(s, attempt, rd)
 		rd.Close()
-		sv.events <- event{kind: evPumped, r: r, attempt: attempt, err: err}
+		sv.events <- event{kind: evPumped, r: r, attempt: attempt, err: err, pipe: pipe}
 	}()
 }
 
@@ -515,6 +520,7 @@ func (sv *supervisor) handle(ev event) {
 	switch ev.kind {
 	case evPumped:
 		r.pumps--
+		sv.releasePipe(ev.pipe)
 		if ev.err != nil {
 			sv.logf("%s: %v", r.name(), ev.err)
 			sv.noteWarnings()
@@ -775,11 +781,17 @@ func (sv *supervisor) onTimer() {
 // for writing: once the replica's group is gone, only an escaped process can. A pipe
 // whose writers are all gone is left to its Copy, which reads it to the end.
 func (sv *supervisor) closeHeldReaders(r *replica) {
-	for _, f := range r.readers {
+	for i, f := range r.readers {
 		if writersGone(f) {
 			continue
 		}
 		f.Close() // makes Copy return; closing twice is harmless
+		// The reaper's copy goes too: the escaped writer must meet a closed pipe
+		// (EPIPE), not a full one.
+		if i < len(r.pipeIDs) {
+			sv.releasePipe(r.pipeIDs[i])
+			r.pipeIDs[i] = 0
+		}
 		if !r.escaped {
 			r.escaped = true
 			sv.logf("%s: a process that left the replica's process group still holds its output open; its output is no longer recorded", r.name())

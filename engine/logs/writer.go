@@ -211,7 +211,10 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		// When the first byte of the unfinished line arrived: a line's time is when it
 		// began (a progress bar drawn for a minute is stamped when it appeared).
 		lineT int64
+		// written: the chunk is in the stream's file already (see spliceIn).
+		written bool
 	)
+	useSplice := true
 	for {
 		var n int
 		var rerr error
@@ -219,7 +222,16 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			if bp == nil {
 				bp = w.rec.bufs.Get().(*[]byte)
 			}
-			for {
+			written = false
+			if useSplice {
+				var ok bool
+				if n, rerr, ok = w.spliceIn(int(fd), sf, code, (*bp)[carry:]); ok {
+					written = true
+				} else {
+					useSplice = false // not a pipe: read as below
+				}
+			}
+			for !written {
 				n, rerr = unix.Read(int(fd), (*bp)[carry:])
 				if rerr != unix.EINTR {
 					break
@@ -244,10 +256,12 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		}
 		buf := *bp
 		chunk := buf[carry : carry+n]
-		w.rec.stall()
-		if wn, err := sf.f.Write(chunk); err != nil {
-			w.fail(fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err))
-			w.addLost(code, int64(n-wn))
+		if !written {
+			w.rec.stall()
+			if wn, err := sf.f.Write(chunk); err != nil {
+				w.fail(fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err))
+				w.addLost(code, int64(n-wn))
+			}
 		}
 		sf.pos += int64(n)
 		nl := bytes.LastIndexByte(chunk, '\n')
