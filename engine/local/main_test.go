@@ -251,6 +251,8 @@ func replicaOf(t testing.TB, st *spec.AppStatus, role string, k int) spec.Replic
 }
 
 // logLines reads every line of a replica (following until it ends).
+// logLines reads the lines of a replica; a line too long to be yielded whole (cut)
+// is read whole through its Full reader, as the raw views print it.
 func logLines(t testing.TB, s *Scheduler, id, role string, k int, opts sched.LogOptions) []sched.Line {
 	t.Helper()
 	it, err := s.Logs(context.Background(), id, role, k, opts)
@@ -268,6 +270,13 @@ func logLines(t testing.TB, s *Scheduler, id, role string, k int, opts sched.Log
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if l.Full != nil {
+			b, err := io.ReadAll(l.Full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Text, l.Full = string(b), nil
 		}
 		out = append(out, l)
 	}

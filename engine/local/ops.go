@@ -133,15 +133,23 @@ func (s *Scheduler) corruptStatus(dir string, ce *CorruptError) *spec.AppStatus 
 // app whose supervisor has not started yet is cancelled by a request file it reads
 // when it starts.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
+	return s.cancel(appID, "cancel")
+}
+
+// cancel is Cancel; verb names the command in messages.
+func (s *Scheduler) cancel(appID, verb string) error {
 	dir, st, err := s.load(appID)
 	if err != nil {
 		return err
 	}
 	if st.State.Terminal() {
-		return nil
+		return s.stopLeftovers(dir, appID, verb)
 	}
 	if !st.Supervisor.IsZero() {
-		return signalProc(st.Supervisor, unix.SIGTERM)
+		if err := signalProc(st.Supervisor, unix.SIGTERM); err != nil {
+			return err
+		}
+		return supervisorStopped(appID, verb, st.Supervisor)
 	}
 	f, err := safefs.OpenAppend(filepath.Join(dir, cancelFile))
 	if err != nil {
@@ -151,6 +159,28 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	// The supervisor may have taken over between the read and the request file.
 	if fresh, err := readState(dir); err == nil && !fresh.Supervisor.IsZero() {
 		return signalProc(fresh.Supervisor, unix.SIGTERM)
+	}
+	return nil
+}
+
+// stopLeftovers kills what the dead supervisor of a terminal app left running (see
+// leftover.go) and says so through the scheduler's Warn.
+func (s *Scheduler) stopLeftovers(dir, appID, verb string) error {
+	did, err := stopLeftovers(dir, appID)
+	if did != "" && s.cfg.Warn != nil {
+		s.cfg.Warn(fmt.Sprintf("%s %s: its supervisor is gone; %s", verb, appID, did))
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", verb, appID, err)
+	}
+	return nil
+}
+
+// supervisorStopped returns an error if the app's supervisor is stopped (SIGSTOP, a
+// debugger): it got the request but cannot act on it, and waiting would hang.
+func supervisorStopped(appID, verb string, p logs.Proc) error {
+	if procStopped(p.PID) && p.Alive() {
+		return fmt.Errorf("%s %s: its supervisor (pid %d) is stopped, so it cannot stop the app: resume it (kill -CONT %d), or kill it", verb, appID, p.PID, p.PID)
 	}
 	return nil
 }
@@ -188,7 +218,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 		if !force {
 			return fmt.Errorf("%w: %s (cancel it first, or delete with force)", sched.ErrRunning, appID)
 		}
-		if err := s.Cancel(ctx, appID); err != nil {
+		if err := s.cancel(appID, "delete"); err != nil {
 			return err
 		}
 		// A supervisor may have taken the app over since it was read: wait for it.
@@ -202,6 +232,9 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 		if err := s.waitSupervisor(ctx, appID, p); err != nil {
 			return err
 		}
+	}
+	if err := s.stopLeftovers(dir, appID, "delete"); err != nil {
+		return err
 	}
 	if l, err := readLaunch(dir); err == nil {
 		logDir := l.Request.LogDir

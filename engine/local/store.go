@@ -56,6 +56,9 @@ type state struct {
 	Owner logs.Proc `json:"owner"`
 	// Supervisor is set by the supervisor itself; Cancel signals it.
 	Supervisor logs.Proc `json:"supervisor,omitzero"`
+	// Cgroup is the app's cgroup directory, if the supervisor made one: cancel and
+	// delete kill what is left in it should the supervisor and its reaper die.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // writeFileAtomic replaces dir/name with data (mode 0600): readers see the old or the

@@ -306,6 +306,8 @@ func (sv *supervisor) setup() error {
 	sv.makeReserve()
 	if sv.cg, err = newCgroup(sv.req.AppID); err != nil {
 		sv.logf("no cgroup for the app (%v): processes that leave their replica's process group are found through the subreaper only", err)
+	} else {
+		sv.st.Cgroup = sv.cg.dir
 	}
 	for _, r := range sv.all {
 		// The launcher made the directory; the writer opens it and its files

@@ -1,0 +1,162 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// reaperOf returns the pid of the supervisor's reaper, once it has started.
+func reaperOf(t *testing.T, supervisor int) int {
+	t.Helper()
+	waitReaper(t, supervisor)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if len(f) > 1 && f[1] == strconv.Itoa(supervisor) && bytes.Contains(cmd, []byte(SuperviseVerb)) {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	t.Fatal("no reaper")
+	return 0
+}
+
+// warnings collects what a scheduler says through Warn.
+type warnings struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (w *warnings) add(m string) { w.mu.Lock(); defer w.mu.Unlock(); w.all = append(w.all, m) }
+func (w *warnings) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.all, "\n")
+}
+
+// orphanAfterDoubleKill starts a replica whose shell leaves a child that writes
+// nothing, kills the reaper then the supervisor with SIGKILL, and returns the app and
+// the pid of the child left running.
+func orphanAfterDoubleKill(t *testing.T, s *Scheduler) (string, int) {
+	t.Helper()
+	id := start(t, s, appOf("left", role("w", "sh", "-c", "sleep 1000 & echo $! > child; wait")), nil)
+	_, raw, err := s.load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaper := reaperOf(t, raw.Supervisor.PID)
+	var child int
+	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile("child")
+		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if time.Now().After(deadline) {
+			t.Fatal("the replica started no child")
+		}
+	}
+	t.Cleanup(func() { unix.Kill(child, unix.SIGKILL) })
+	if err := unix.Kill(reaper, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(raw.Supervisor.PID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st := waitApp(t, s, id)
+	if st.State != spec.Failed || st.Msg != reasonDied {
+		t.Fatalf("after both kills: %s %q", st.State, st.Msg)
+	}
+	if unix.Kill(child, 0) != nil {
+		t.Fatal("the child died with the supervisor: nothing left to test")
+	}
+	return id, child
+}
+
+// TestCancelAndDeleteStopWhatADeadSupervisorLeft: with the supervisor and its reaper
+// both killed, a replica's child that writes nothing keeps running; cancel kills it
+// and says so, and delete leaves no cgroup behind.
+func TestCancelAndDeleteStopWhatADeadSupervisorLeft(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var w warnings
+	s := testScheduler(t, false)
+	s.cfg.Warn = w.add
+	id, child := orphanAfterDoubleKill(t, s)
+	dir, _ := s.appDir(id)
+	raw, err := readState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, child)
+	if got := w.String(); !strings.HasPrefix(got, "cancel "+id+": its supervisor is gone; killed 1 process left in its ") {
+		t.Errorf("cancel said %q", got)
+	}
+	if err := s.Delete(context.Background(), id, false); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Cgroup != "" {
+		if _, err := os.Stat(raw.Cgroup); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the app's cgroup %s is left: %v", raw.Cgroup, err)
+		}
+	}
+
+	// delete --force alone does it too.
+	var w2 warnings
+	s.cfg.Warn = w2.add
+	id, child = orphanAfterDoubleKill(t, s)
+	if err := s.Delete(context.Background(), id, true); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(t, child)
+	if got := w2.String(); !strings.HasPrefix(got, "delete "+id+": its supervisor is gone; killed 1 process left in its ") {
+		t.Errorf("delete said %q", got)
+	}
+}
+
+// TestCancelOfAStoppedSupervisor: a supervisor stopped with SIGSTOP cannot act on a
+// cancel: cancel says so at once instead of leaving the caller to wait.
+func TestCancelOfAStoppedSupervisor(t *testing.T) {
+	s := testScheduler(t, false)
+	id := start(t, s, appOf("frozen", role("s", "sleep", "100")), nil)
+	waitState(t, s, id, allRunning)
+	_, raw, err := s.load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(raw.Supervisor.PID, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !procStopped(raw.Supervisor.PID); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not stop")
+		}
+	}
+	err = s.Cancel(context.Background(), id)
+	want := "cancel " + id + ": its supervisor (pid " + strconv.Itoa(raw.Supervisor.PID) + ") is stopped, so it cannot stop the app: resume it (kill -CONT"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("cancel: %v, want %q", err, want)
+	}
+	unix.Kill(raw.Supervisor.PID, unix.SIGCONT)
+	// The SIGTERM sent while it was stopped is acted on once it resumes.
+	if st := waitApp(t, s, id); st.State != spec.Cancelled {
+		t.Errorf("after SIGCONT: %s", st.State)
+	}
+}
