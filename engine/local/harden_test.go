@@ -19,7 +19,8 @@ import (
 // envSwap makes the test supervisor play the attacker of TestLogDirSwapAttack between
 // the launcher's mkdir and its own open of each replica's log directory:
 // "file:TARGET" plants stdout.log as a symbolic link to TARGET, "dir:TARGET" replaces
-// the replica's directory by a symbolic link to the directory TARGET.
+// the replica's directory by a symbolic link to the directory TARGET, "vanish:APPS"
+// removes every app directory in APPS.
 const envSwap = "WICK_TEST_SWAP"
 
 func swapHook(spec string) func(dir string) {
@@ -34,6 +35,13 @@ func swapHook(spec string) func(dir string) {
 		case "dir":
 			_ = os.Rename(dir, dir+".moved")
 			_ = os.Symlink(target, dir)
+		case "vanish":
+			// A delete that does not wait for the supervisor removes the apps'
+			// directories (TARGET) between its takeover and its start.
+			entries, _ := os.ReadDir(target)
+			for _, e := range entries {
+				_ = os.RemoveAll(filepath.Join(target, e.Name()))
+			}
 		}
 	}
 }

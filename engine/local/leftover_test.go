@@ -160,3 +160,19 @@ func TestCancelOfAStoppedSupervisor(t *testing.T) {
 		t.Errorf("after SIGCONT: %s", st.State)
 	}
 }
+
+// TestDeletedAfterTheLookNeverStarts: a delete that read the state before the
+// supervisor took over does not wait for it, and removes the app's directory, cancel
+// request included; removed after the supervisor's first look, the app must still
+// never start.
+func TestDeletedAfterTheLookNeverStarts(t *testing.T) {
+	s := testScheduler(t, false)
+	marker := filepath.Join(t.TempDir(), "started")
+	t.Setenv(envSwap, "vanish:"+s.appsDir())
+	info := dryRun(t, s, appOf("gone", role("w", "sh", "-c", "touch "+marker+"; sleep 100")), nil)
+	err := s.Schedule(context.Background(), info, nil)
+	if err == nil || !strings.Contains(err.Error(), "deleted before it started") {
+		t.Errorf("schedule: %v", err)
+	}
+	noFile(t, marker, 500*time.Millisecond)
+}

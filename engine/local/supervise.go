@@ -348,13 +348,35 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 		reportReady(ready, err)
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(sv.dir, cancelFile)); err == nil {
+	_, cancelErr := os.Stat(filepath.Join(sv.dir, cancelFile))
+	select {
+	case <-sv.sigs:
+		// A cancel (or kill) that came after the takeover, before anything started.
+		cancelErr = nil
+	default:
+	}
+	if cancelErr == nil {
 		// Cancelled before we could start anything.
 		sv.target = spec.Cancelled
 		sv.st.Msg = "cancelled"
 		sv.finalize()
 		reportReady(ready, nil)
 		return nil
+	}
+	// A delete that read the state before the takeover does not wait for this
+	// supervisor: it writes its cancel request and removes the directory. Removed
+	// after the look in setup, the request is gone with it: a directory without its
+	// launch.json is a deleted app, which never starts.
+	if _, err := os.Stat(filepath.Join(sv.dir, launchFile)); err != nil {
+		sv.closeWriters()
+		if sv.cg != nil {
+			sv.cg.remove()
+		}
+		sv.dropReserve()
+		sv.quitReaper()
+		sv.dropUnsaved()
+		reportReady(ready, errDeleted)
+		return errDeleted
 	}
 	sv.readyPending = len(sv.all)
 	for _, r := range sv.all {
