@@ -71,6 +71,14 @@ func ParseNNodes(j string) (Nodes, error) {
 	if n.Min > n.Max {
 		return Nodes{}, fmt.Errorf("invalid -j %s: the minimum number of nodes (%d) exceeds the maximum (%d)", j, n.Min, n.Max)
 	}
+	// Refused here, at once, rather than by the launch (nodes) or never (processes,
+	// which torchrun would try to start on one machine).
+	if n.Max > spec.MaxReplicas {
+		return Nodes{}, fmt.Errorf("invalid -j %s: %w (got %d)", j, spec.ErrTooManyReplicas, n.Max)
+	}
+	if n.NProcPerNode > spec.MaxReplicas {
+		return Nodes{}, fmt.Errorf("invalid -j %s: a node runs at most %d processes, as an app has at most %d replicas (got %d)", j, spec.MaxReplicas, spec.MaxReplicas, n.NProcPerNode)
+	}
 	return n, nil
 }
 

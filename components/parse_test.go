@@ -193,6 +193,7 @@ func TestParseNNodes(t *testing.T) {
 		{"4", Nodes{Min: 1, Max: 1, NProcPerNode: 4, Rep: "1"}},
 		{"1x1", Nodes{Min: 1, Max: 1, NProcPerNode: 1, Rep: "1"}},
 		{"0:1x2", Nodes{Min: 0, Max: 1, NProcPerNode: 2, Rep: "0:1"}},
+		{"4096x4096", Nodes{Min: 4096, Max: 4096, NProcPerNode: 4096, Rep: "4096"}},
 	} {
 		got, err := ParseNNodes(tc.j)
 		if err != nil || got != tc.want {
@@ -215,6 +216,9 @@ func TestParseNNodes(t *testing.T) {
 		{"0", "invalid -j 0: a node needs at least 1 process"},
 		{"4:2x1", "invalid -j 4:2x1: the minimum number of nodes (4) exceeds the maximum (2)"},
 		{"99999999999999999999x1", "invalid -j 99999999999999999999x1: 99999999999999999999 is too large"},
+		{"1x1000000", "invalid -j 1x1000000: a node runs at most 4096 processes, as an app has at most 4096 replicas (got 1000000)"},
+		{"4097x1", "invalid -j 4097x1: an app has at most 4096 replicas (got 4097)"},
+		{"1:5000x2", "invalid -j 1:5000x2: an app has at most 4096 replicas (got 5000)"},
 	} {
 		if _, err := ParseNNodes(tc.j); err == nil || err.Error() != tc.err {
 			t.Errorf("ParseNNodes(%q) err = %v, want %q", tc.j, err, tc.err)

@@ -176,3 +176,26 @@ func TestDeletedAfterTheLookNeverStarts(t *testing.T) {
 	}
 	noFile(t, marker, 500*time.Millisecond)
 }
+
+// TestDeleteWithGarbageLaunch: an app whose launch.json is garbage is deleted with
+// its logs, found from its state, and delete says what it did.
+func TestDeleteWithGarbageLaunch(t *testing.T) {
+	var w warnings
+	s := testScheduler(t, false)
+	s.cfg.Warn = w.add
+	id := start(t, s, appOf("junk", role("w", "echo", "hi")), nil)
+	waitApp(t, s, id)
+	logDir := filepath.Dir(filepath.Dir(replicaLogDir(t, s, id, "w", 0)))
+	dir, _ := s.appDir(id)
+	if err := os.WriteFile(filepath.Join(dir, launchFile), []byte("\x00garbage{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(context.Background(), id, false); err != nil {
+		t.Fatal(err)
+	}
+	noFile(t, logDir, 0)
+	noFile(t, dir, 0)
+	if got := w.String(); !strings.HasPrefix(got, "delete "+id+": its launch.json cannot be read (") || !strings.HasSuffix(got, "; removed its logs from "+logDir) {
+		t.Errorf("delete said %q", got)
+	}
+}

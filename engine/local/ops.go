@@ -236,16 +236,61 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	if err := s.stopLeftovers(dir, appID, "delete"); err != nil {
 		return err
 	}
-	if l, err := readLaunch(dir); err == nil {
-		logDir := l.Request.LogDir
+	l, lerr := readLaunch(dir)
+	var logDirs []string
+	session := st.Session
+	if lerr == nil {
+		logDirs, session = []string{l.Request.LogDir}, l.Session
+	} else {
+		// launch.json cannot be read (garbage, tampered): the logs are found where the
+		// replicas' statuses say, else in the default log_dir.
+		logDirs = s.logDirsOf(st, appID)
+	}
+	var removed []string
+	for _, logDir := range logDirs {
 		// Remove only a directory that has the shape of an app's log directory.
-		if filepath.IsAbs(logDir) && filepath.Base(logDir) == appID && filepath.Base(filepath.Dir(logDir)) == l.Session {
-			if err := os.RemoveAll(logDir); err != nil {
-				return fmt.Errorf("delete logs of %s: %w", appID, err)
+		if !filepath.IsAbs(logDir) || filepath.Base(logDir) != appID || filepath.Base(filepath.Dir(logDir)) != session {
+			continue
+		}
+		if _, err := os.Lstat(logDir); err != nil {
+			continue
+		}
+		if err := os.RemoveAll(logDir); err != nil {
+			return fmt.Errorf("delete logs of %s: %w", appID, err)
+		}
+		removed = append(removed, logDir)
+	}
+	if lerr != nil && s.cfg.Warn != nil {
+		did := "found no logs to remove"
+		if len(removed) > 0 {
+			did = "removed its logs from " + strings.Join(removed, ", ")
+		}
+		s.cfg.Warn(fmt.Sprintf("delete %s: its launch.json cannot be read (%v); %s", appID, lerr, did))
+	}
+	return s.removeAppDir(dir, appID)
+}
+
+// logDirsOf guesses the log directories of an app whose launch.json cannot be read:
+// the one its replicas' statuses name (<log_dir>/<session>/<app_id>/<role>/<k>), and
+// the app's directory in its session of the default log_dir.
+func (s *Scheduler) logDirsOf(st *state, appID string) []string {
+	seen := map[string]bool{}
+	var dirs []string
+	add := func(d string) {
+		if d != "" && !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	for _, role := range st.Roles {
+		for _, r := range role.Replicas {
+			if r.LogDir != "" {
+				add(filepath.Dir(filepath.Dir(filepath.Clean(r.LogDir))))
 			}
 		}
 	}
-	return s.removeAppDir(dir, appID)
+	add(filepath.Join(s.defaultLogDir(), st.Session, appID))
+	return dirs
 }
 
 // waitSupervisor waits for an app's supervisor to exit. A supervisor that is stopped

@@ -407,12 +407,12 @@ func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm
 	namer := metrics.NewNamer(d.App)
 	cfg, err := a.metricsConfig()
 	if err != nil {
-		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", render.Escape(oneLine(err.Error())))
 		return nil, namer
 	}
 	store := metrics.NewAlarmStore(cfg)
 	if _, err := metrics.Read(a.ctx, a.runner(), h, d, time.Time{}, store, namer); err != nil {
-		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", render.Escape(oneLine(err.Error())))
 	}
 	return store.Alarms(), namer
 }

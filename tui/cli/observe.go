@@ -172,7 +172,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 			apps, errs := a.runner().List(a.ctx, schedName)
 			for _, err := range errs {
 				if schedName == "" {
-					fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(err.Error()))
+					fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))
 				}
 			}
 			if schedName != "" && len(errs) > 0 {
@@ -300,7 +300,7 @@ func (a *app) deleteCmd() *cobra.Command {
 				return err
 			}
 			if err := tui.ForgetApp(a.home, h); err != nil {
-				fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))
 			}
 			if asJSON {
 				return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "deleted": true})

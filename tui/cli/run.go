@@ -258,7 +258,7 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
 		fmt.Fprintf(a.env.Stderr, "%swick: cancelling %s (again to detach)\n", clear, h)
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := a.runner().Cancel(cctx, h); err != nil {
-			fmt.Fprintf(a.env.Stderr, "wick: cancel: %v\n", err)
+			fmt.Fprintf(a.env.Stderr, "wick: cancel: %s\n", render.Escape(oneLine(err.Error())))
 		}
 		cancel()
 		select {
@@ -307,11 +307,11 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
 	} else {
 		fmt.Fprintf(a.env.Stderr, "wick: %s %s\n", h, a.errs().State(st.State, st.State.String()))
 		if st.State == spec.Failed && st.StructuredError != "" {
-			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.FirstLine(spec.ErrorMessage(st.StructuredError)))
+			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(render.FirstLine(spec.ErrorMessage(st.StructuredError))))
 		}
 		a.hint(st)
 		for _, w := range st.Warnings {
-			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", w)
+			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(w))
 		}
 	}
 	if st.State != spec.Succeeded {
