@@ -198,6 +198,10 @@ func makeLogDirs(req *Request) (rerr error) {
 	return nil
 }
 
+// cancelReportWait bounds how long an interrupted launch waits for the supervisor to
+// report on the cancel (it ends the app, or stops the replicas it started).
+const cancelReportWait = 30 * time.Second
+
 // startSupervisor runs `SELF __supervise APP_DIR` in a new session, with its output in
 // supervisor.log and a pipe on which it reports the start.
 func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []string, st *state) error {
@@ -251,12 +255,22 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 	select {
 	case res = <-got:
 	case <-ctx.Done():
-		pr.Close()
-		<-got
 		// Not a bare SIGTERM: a supervisor that has not set up its handler yet would
 		// die of it. Cancel leaves a request it reads, or signals it once it can.
-		if err := s.Cancel(context.Background(), st.AppID); err != nil {
-			return fmt.Errorf("app %s: start interrupted (%v), and it could not be cancelled: %w", st.AppID, ctx.Err(), err)
+		cerr := s.Cancel(context.Background(), st.AppID)
+		// Wait (a while) for the supervisor to take the cancel in and report: until
+		// it has taken the app over, this launcher is the app's owner, and its exit
+		// would read as a launch that died.
+		t := time.NewTimer(cancelReportWait)
+		select {
+		case <-got:
+		case <-t.C:
+			pr.Close()
+			<-got
+		}
+		t.Stop()
+		if cerr != nil {
+			return fmt.Errorf("app %s: start interrupted (%v), and it could not be cancelled: %w", st.AppID, ctx.Err(), cerr)
 		}
 		return fmt.Errorf("app %s: start interrupted, app cancelled: %w", st.AppID, ctx.Err())
 	}

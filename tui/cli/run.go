@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,8 +58,12 @@ components never need Python.
 
 By default wick run stays attached: it streams every replica's logs (prefixed role/k)
 to stderr and exits 0 only if the app SUCCEEDED; Ctrl-C or SIGTERM cancels the app
-(a second Ctrl-C detaches at once). --detach prints the handle and returns; the app
-keeps running and wick list, log, status and cancel find it from any terminal.
+(a second Ctrl-C detaches at once). Ctrl-C or SIGTERM while the app is still being
+launched stops the launch: what was started is cancelled (local) or removed (docker).
+SIGHUP (a closed terminal, an ssh drop) ends wick run but not the app, which keeps
+running as under nohup: wick log -f HANDLE follows it again. --detach prints the
+handle and returns; the app keeps running and wick list, log, status and cancel find
+it from any terminal.
 
 Run options (-cfg) are checked against the scheduler (wick runopts SCHEDULER).
 Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchxconfig
@@ -179,11 +184,45 @@ func (a *app) runRun(f runFlags, argv []string) error {
 		}
 		return render.DryRun(a.env.Stdout, info, a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
 	}
+	// A signal during the launch (replicas being started, containers being created)
+	// stops the launch: the scheduler rolls back what it made, or the app it started
+	// is cancelled. SIGHUP (a closed terminal) lets the launch finish: the app keeps
+	// running, as under nohup.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	lctx, stopLaunch := context.WithCancel(a.ctx)
+	interrupted := make(chan os.Signal, 1)
+	var hungUp atomic.Bool
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP {
+					hungUp.Store(true)
+					continue
+				}
+				interrupted <- sig
+				stopLaunch()
+			case <-lctx.Done():
+			}
+			return
+		}
+	}()
 	progress, done := a.progress()
-	h, err := r.Schedule(a.ctx, info, progress)
+	h, err := r.Schedule(lctx, info, progress)
 	done()
+	stopLaunch()
+	select {
+	case sig := <-interrupted:
+		return a.interruptedLaunch(sig, h, err)
+	default:
+	}
 	if err != nil {
 		return err
+	}
+	if hungUp.Load() && !f.detach {
+		return nil // nobody to attach to: the app keeps running
 	}
 	if f.detach {
 		if f.asJSON {
@@ -195,7 +234,28 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if !f.asJSON {
 		fmt.Fprintln(a.env.Stdout, h)
 	}
-	return a.attach(h, info.App, f.asJSON)
+	return a.attach(h, info.App, f.asJSON, sigs)
+}
+
+// interruptedLaunch reports a launch stopped by sig: rolled back by the scheduler
+// (err), or, when the launch completed all the same, the app cancelled.
+func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped and rolled back (%s)\n", sig, render.Escape(oneLine(err.Error())))
+		return exitError{code: ExitFailure}
+	}
+	fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: cancelling %s\n", sig, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.runner().Cancel(ctx, h); err != nil {
+		return fmt.Errorf("cancel %s: %w", h, err)
+	}
+	st, err := a.runner().Wait(ctx, h, 10*time.Millisecond)
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w (wick status %s)", h, err, h)
+	}
+	fmt.Fprintf(a.env.Stderr, "wick: %s %s\n", h, a.errs().State(st.State, st.State.String()))
+	return exitError{code: ExitFailure}
 }
 
 // isBadInput says whether a dry-run error is the user's input (exit 2) rather than a
@@ -238,15 +298,20 @@ func (a *app) progress() (p sched.Progress, done func()) {
 // attach streams the app's logs to stderr until it ends and returns its result as the
 // exit code. The first SIGINT or SIGTERM cancels the app and keeps streaming until it
 // has stopped; a second one detaches at once.
-func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
+// sigs delivers SIGINT, SIGTERM and SIGHUP; SIGHUP ends wick at once and leaves the
+// app running.
+func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-chan os.Signal) error {
 	ctx, stop := context.WithCancel(a.ctx)
 	defer stop()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	go func() {
 		select {
-		case <-sigs:
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				// As under nohup... but without a terminal to write to: the app
+				// keeps running, and wick ends.
+				stop()
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -262,8 +327,10 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool) error {
 		}
 		cancel()
 		select {
-		case <-sigs:
-			fmt.Fprintf(a.env.Stderr, "wick: detached; the app is stopping: wick status %s\n", h)
+		case sig := <-sigs:
+			if sig != syscall.SIGHUP {
+				fmt.Fprintf(a.env.Stderr, "wick: detached; the app is stopping: wick status %s\n", h)
+			}
 			stop()
 		case <-ctx.Done():
 		}

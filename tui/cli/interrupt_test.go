@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// launching starts an attached `wick run` of 64 replicas and returns it once its app
+// exists but its supervisor has not reported the replicas started (the app is still
+// PENDING): the launch window, which lasts seconds for 64 replicas here.
+func launching(t *testing.T, h *harness) (*exec.Cmd, *bytes.Buffer, string) {
+	t.Helper()
+	cmd := h.wickCmd(context.Background(), "run", "demo.train", "--replicas", "64", "--duration", "60s", "--rate", "1", "--progress", "false")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	apps := filepath.Join(h.home, "local", "apps")
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		entries, _ := os.ReadDir(apps)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(apps, e.Name(), "state.json"))
+			var st struct {
+				State spec.AppState `json:"state"`
+			}
+			if err == nil && json.Unmarshal(b, &st) == nil {
+				if st.State != spec.Submitted && st.State != spec.Pending {
+					t.Fatalf("the launch was over (%s) before the test could interrupt it", st.State)
+				}
+				return cmd, &errb, "local_cwd://wick/" + e.Name()
+			}
+		}
+	}
+	t.Fatal("no app appeared")
+	return nil, nil, ""
+}
+
+// TestSignalDuringLaunchCancels: SIGINT or SIGTERM to an attached `wick run` while it
+// is still starting its replicas stops the launch and cancels the app, and says so;
+// nothing is left running.
+func TestSignalDuringLaunchCancels(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		h := newHarness(t)
+		cmd, errb, handle := launching(t, h)
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 {
+			t.Errorf("%s: wick ended with %v, want exit status 1", sig, err)
+		}
+		if want := "wick: " + sig.String() + " during the launch: "; !strings.Contains(errb.String(), want) {
+			t.Errorf("%s: stderr %q lacks %q", sig, errb.String(), want)
+		}
+		st := h.waitState(handle, spec.Cancelled)
+		if running, _ := st.Replicas(); running != 0 {
+			t.Errorf("%s: %d replicas still running", sig, running)
+		}
+	}
+}
