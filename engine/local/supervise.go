@@ -984,13 +984,28 @@ func (sv *supervisor) nextAttempt(r *replica) {
 		ExitCode: r.st.ExitCode,
 		Started:  r.st.Started,
 		Ended:    r.st.Ended,
-		Error:    r.st.StructuredError,
+		Error:    attemptError(r.st.StructuredError),
 	})
 	r.attempt++
 	// The attempt's own fields are the next run's from now on; evStarted fills them.
 	r.st.Restarts = r.attempt
 	r.st.ExitCode, r.st.Started, r.st.Ended, r.st.StructuredError = nil, time.Time{}, time.Time{}, ""
 	sv.dirty = true
+}
+
+// maxAttemptError bounds the error an earlier attempt keeps.
+const maxAttemptError = 1 << 10
+
+// attemptError is what an earlier attempt keeps of its error: the first line of its
+// message, bounded. The whole error file (up to maxErrorFile, with its traceback)
+// stays in the current run's StructuredError only: kept for each of MaxAttempts runs,
+// it made state.json megabytes, rewritten at every change.
+func attemptError(structured string) string {
+	msg := firstLine(spec.ErrorMessage(structured))
+	if len(msg) > maxAttemptError {
+		msg = strings.ToValidUTF8(msg[:maxAttemptError], "") + "…"
+	}
+	return msg
 }
 
 // canRestart reports whether a finished replica may still be restarted because
