@@ -51,3 +51,42 @@ func TestHugeNprocRefusedAtOnce(t *testing.T) {
 		t.Errorf("something was launched:\n%s", l.stdout)
 	}
 }
+
+// TestReplicaDamagingItsIndex: a replica writes 8 bytes into its own log index (it
+// sits beside $TORCHELASTIC_ERROR_FILE): record 2 now claims 1 TiB. Every view reads
+// the stored lines instead, and says once that the index is damaged.
+func TestReplicaDamagingItsIndex(t *testing.T) {
+	h := newHarness(t)
+	script := `echo a; sleep 0.2; echo b; sleep 0.2; echo c; sleep 0.2
+printf '\000\000\000\000\000\001\000\000' | dd of="$(dirname "$TORCHELASTIC_ERROR_FILE")/lines.idx" bs=1 seek=$((64*2+24)) conv=notrunc 2>/dev/null`
+	r := h.exec("run", "utils.sh", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	warn := "wick: warning: logs of sh/0: "
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"log", "--since", "1h", handle}, "sh/0 a\nsh/0 b\nsh/0 c\n"},
+		{[]string{"log", "-n", "2", handle}, "sh/0 b\nsh/0 c\n"},
+		{[]string{"log", "--regex", "b|c", handle}, "sh/0 b\nsh/0 c\n"},
+	} {
+		got := h.exec(c.args...)
+		if got.code != 0 || got.stdout != c.want || strings.Count(got.stderr, "\n") != 1 ||
+			!strings.HasPrefix(got.stderr, warn) || !strings.Contains(got.stderr, "index damaged at record 2 (") || !strings.HasSuffix(got.stderr, "; reading combined.log instead\n") {
+			t.Errorf("wick %s: exit %d, stdout %q, stderr %q", strings.Join(c.args, " "), got.code, got.stdout, got.stderr)
+		}
+	}
+	js := h.exec("log", "--json", handle)
+	if js.code != 0 || strings.Count(js.stdout, "\n") != 3 || !strings.Contains(js.stdout, `"text":"c"`) {
+		t.Errorf("wick log --json: exit %d, stdout %q, stderr %q", js.code, js.stdout, js.stderr)
+	}
+	for _, verb := range []string{"describe", "metrics"} {
+		got := h.exec(verb, handle)
+		if !strings.Contains(got.stderr, "index damaged at record 2") || strings.Contains(got.stderr, "out of memory") {
+			t.Errorf("wick %s: exit %d, stderr %q", verb, got.code, got.stderr)
+		}
+	}
+}
