@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -197,5 +198,42 @@ func TestDeleteWithGarbageLaunch(t *testing.T) {
 	noFile(t, dir, 0)
 	if got := w.String(); !strings.HasPrefix(got, "delete "+id+": its launch.json cannot be read (") || !strings.HasSuffix(got, "; removed its logs from "+logDir) {
 		t.Errorf("delete said %q", got)
+	}
+}
+
+// TestReadersFollowNoSwappedLink: a replica that swaps its log directory for a
+// symbolic link (to a directory of fake logs) does not redirect the readers: they open
+// log paths as the writer does, following no link.
+func TestReadersFollowNoSwappedLink(t *testing.T) {
+	s := testScheduler(t, false)
+	id := start(t, s, appOf("swap", role("w", "echo", "real")), nil)
+	waitApp(t, s, id)
+	logDir := replicaLogDir(t, s, id, "w", 0)
+	fake := t.TempDir()
+	for _, name := range []string{"combined.log", "stdout.log", "stderr.log"} {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte("fake\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, err := os.ReadFile(filepath.Join(logDir, "lines.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(fake, "lines.idx"), idx, 0o600)
+	if err := os.Rename(logDir, logDir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fake, logDir); err != nil {
+		t.Fatal(err)
+	}
+	if rc, err := s.RawLog(context.Background(), id, "w", 0, ""); err == nil {
+		rc.Close()
+		t.Error("the raw log was read through the link")
+	}
+	if it, err := s.Logs(context.Background(), id, "w", 0, sched.LogOptions{}); err == nil {
+		it.Close()
+		t.Error("the lines were read through the link")
+	} else if !strings.Contains(err.Error(), "not safe") {
+		t.Errorf("error %v does not say why", err)
 	}
 }
