@@ -53,3 +53,27 @@ exit 3`
 		t.Errorf("state.json is %d bytes", len(b))
 	}
 }
+
+// TestRootCauseCutOffPerRole: role "flaky" fails once (a worker's error file in its
+// PET_LOG_DIR), is restarted alone (ROLE) and recovers; later role "main" fails. The
+// app's error is main's, and flaky's healthy replica is stopped (CANCELLED), not
+// blamed for its earlier, recovered attempt.
+func TestRootCauseCutOffPerRole(t *testing.T) {
+	s := testScheduler(t, false)
+	t.Chdir(t.TempDir())
+	flaky := role("flaky", "sh", "-c", `if [ ! -e tried ]; then touch tried; d="$PET_LOG_DIR/run_a/attempt_0/0"; mkdir -p "$d"
+echo '{"message": {"message": "RuntimeError: flaky first attempt", "extraInfo": {"timestamp": "1"}}}' > "$d/error.json"; exit 1; fi
+touch recovered; while :; do sleep 0.05; done`)
+	flaky.MaxRetries = 1
+	flaky.RetryPolicy = spec.RetryRole
+	main := role("main", "sh", "-c", `while [ ! -e recovered ]; do sleep 0.01; done; sleep 0.1
+echo '{"message": {"message": "ValueError: main broke", "extraInfo": {"timestamp": "2"}}}' > "$TORCHELASTIC_ERROR_FILE"; exit 2`)
+	id := start(t, s, appOf("two", flaky, main), nil)
+	st := waitApp(t, s, id)
+	if st.State != spec.Failed || st.Msg != "main/0 failed: ValueError: main broke" {
+		t.Errorf("app %s %q", st.State, st.Msg)
+	}
+	if r := replicaOf(t, st, "flaky", 0); r.State != spec.Cancelled || r.Restarts != 1 {
+		t.Errorf("flaky/0 (recovered, then stopped): %s, %d restarts, error %q", r.State, r.Restarts, r.StructuredError)
+	}
+}

@@ -56,18 +56,32 @@ func (sv *supervisor) stoppedBySignal(r *replica, ws unix.WaitStatus, code int) 
 // exit (in a DDP job the others then fail too, in gloo). The replica that holds it is
 // FAILED, even if it was being stopped when it exited.
 func (sv *supervisor) rootCause() {
-	// Files older than the current attempts are an earlier run's. File times come
-	// from the kernel's coarse clock, which lags time.Now by up to a tick.
-	var since time.Time
+	// Files older than the current attempts of their role are an earlier run's: a
+	// role retried alone (ROLE, REPLICA) that recovered leaves the files of its failed
+	// attempt, older than the other roles' current ones. File times come from the
+	// kernel's coarse clock, which lags time.Now by up to a tick; a file of the
+	// previous attempt is older than its recorded end, even when the restart came
+	// within the tick.
+	since := map[string]time.Time{}
 	for _, r := range sv.all {
-		if !r.forkAt.IsZero() && (since.IsZero() || r.forkAt.Before(since)) {
-			since = r.forkAt
+		if r.forkAt.IsZero() {
+			continue
+		}
+		t := r.forkAt.Add(-mtimeSlack)
+		if n := len(r.st.Attempts); n > 0 && r.st.Attempts[n-1].Ended.After(t) {
+			t = r.st.Attempts[n-1].Ended
+		}
+		if name := r.role.req.Name; since[name].IsZero() || t.Before(since[name]) {
+			since[name] = t
 		}
 	}
-	since = since.Add(-mtimeSlack)
 	var best *errorCandidate
 	consider := func(c errorCandidate) {
-		if c.mtime.Before(since) {
+		role := c.role
+		if c.r != nil {
+			role = c.r.role.req.Name
+		}
+		if c.mtime.Before(since[role]) {
 			return // an earlier run's
 		}
 		if best == nil || c.mtime.Before(best.mtime) {
