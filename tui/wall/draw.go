@@ -469,9 +469,14 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 			text = e.text
 		}
 		var parts []string
-		if k.s.wrap && !e.divider() {
+		switch {
+		case k.s.wrap && !e.divider():
 			parts = strings.Split(ansi.Hardwrap(text, tw, true), "\n")
-		} else {
+		case e.long():
+			// One row: the start of the line, and how long it is.
+			note := t.Muted.Render(longNote(e))
+			parts = []string{ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note}
+		default:
 			parts = []string{ansi.Truncate(text, tw, "…")}
 		}
 		if li == 0 && skip > 0 && skip < len(parts) {
@@ -535,6 +540,16 @@ func (m *Model) pending(k *walker, h int) []pendingLine {
 	return out
 }
 
+// longNote says that a long line is shown by its start, and how long it is when
+// known.
+func longNote(e *entry) string {
+	what := "line over 16 KB"
+	if n := e.size(); n > 0 {
+		what = "line of " + render.Bytes(uint64(n))
+	}
+	return " [" + what + ": the rest is in the logs]"
+}
+
 // pendingMark is the gutter of a line still being written.
 const pendingMark = "⋯"
 
@@ -554,7 +569,7 @@ func (m *Model) pendingRow(k *walker, r pendingLine, w, tw int, merged bool) str
 		text = t.Stderr(text)
 	}
 	if r.e.long() {
-		note := t.Muted.Render(" [line over 16 KB: the rest is in the logs]")
+		note := t.Muted.Render(longNote(r.e))
 		text = ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note
 	}
 	return widget.PadRight(lead+ansi.Truncate(text, tw, "…")+"\x1b[0m", w)

@@ -129,8 +129,10 @@ func rawEntry(l *sched.Line, div bool) entry {
 	if l.Partial {
 		e.flags |= flagPartial
 	}
-	if len(l.Text) > maxLineBytes {
+	if len(l.Text) > maxLineBytes || l.Cut && !l.Pending {
 		e.flags |= flagLong
+		// A committed line too long for its iterator comes cut, with its length.
+		e.setSize(max(l.Size, int64(len(l.Text))))
 	}
 	return e
 }

@@ -38,6 +38,21 @@ func (e *entry) stderr() bool  { return e.flags&flagStderr != 0 }
 func (e *entry) divider() bool { return e.flags&flagDivider != 0 }
 func (e *entry) long() bool    { return e.flags&flagLong != 0 }
 
+// The flags' upper bits hold a long line's full length in KiB (0: unknown), so that
+// the wall can say how long it is without a field more per line.
+const (
+	sizeShift = 4
+	maxSizeK  = 1<<(32-sizeShift) - 1
+)
+
+// setSize records a long line's full length, n bytes.
+func (e *entry) setSize(n int64) {
+	e.flags = e.flags&(1<<sizeShift-1) | uint32(min(max(n>>10, 1), maxSizeK))<<sizeShift
+}
+
+// size returns a long line's full length in bytes, rounded down to KiB (0: unknown).
+func (e *entry) size() int64 { return int64(e.flags>>sizeShift) << 10 }
+
 // when is the entry's time.
 func (e *entry) when() time.Time { return time.Unix(0, e.time) }
 
