@@ -83,6 +83,9 @@ func orphanAfterDoubleKill(t *testing.T, s *Scheduler) (string, int) {
 	if st.State != spec.Failed || st.Msg != reasonDied {
 		t.Fatalf("after both kills: %s %q", st.State, st.Msg)
 	}
+	// The replica's shell dies with the supervisor (Pdeathsig): only its child is
+	// left.
+	waitDead(t, replicaOf(t, st, "w", 0).PID)
 	if unix.Kill(child, 0) != nil {
 		t.Fatal("the child died with the supervisor: nothing left to test")
 	}
