@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 )
 
@@ -135,12 +136,19 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 	}
 	it := &Iterator{src: src, opts: opts, closed: make(chan struct{}), buf: make([]byte, recordBatch*recordSize)}
 	it.checked = startMark()
-	var err error
-	if it.idx, err = OpenFile(src.Dir, IndexFile); err != nil {
+	// The directory is walked once, following no link; its files are opened in it.
+	d, err := safefs.OpenDir(src.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
-	if it.comb, err = OpenFile(src.Dir, CombinedFile); err != nil {
-		it.idx.Close()
+	it.idx, err = openIn(d, IndexFile)
+	if err == nil {
+		if it.comb, err = openIn(d, CombinedFile); err != nil {
+			it.idx.Close()
+		}
+	}
+	d.Close()
+	if err != nil {
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
 	var hdr [recordSize]byte

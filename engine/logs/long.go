@@ -28,8 +28,15 @@ func OpenFile(dir, name string) (*os.File, error) {
 		return nil, err
 	}
 	defer d.Close()
-	path := filepath.Join(dir, name)
+	return openIn(d, name)
+}
+
+// openIn opens the regular file name of the open directory d for reading, following
+// no symbolic link.
+func openIn(d *os.File, name string) (*os.File, error) {
+	path := filepath.Join(d.Name(), name)
 	var fd int
+	var err error
 	for {
 		// O_NONBLOCK: a FIFO planted in a file's place must not hang the reader.
 		fd, err = unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
