@@ -79,6 +79,10 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			if sched == "" {
 				sched = DefaultScheduler
 			}
+			// Warnings of the engine (a damaged log index) wait until the UI has
+			// given the terminal back.
+			a.holdWarnings()
+			defer a.flushWarnings()
 			return tui.Run(a.ctx, tui.Options{
 				Runner: a.runner(),
 				Components: func() ([]*components.Component, error) {

@@ -97,6 +97,10 @@ type app struct {
 
 	warnMu sync.Mutex
 	warned map[string]bool
+	// held keeps the warnings that come while the UI owns the terminal; they are
+	// printed once it has given it back (flushWarnings).
+	held     []string
+	holdWarn bool
 }
 
 // warn prints an engine's warning on stderr, once per message. Log readers call it
@@ -111,7 +115,35 @@ func (a *app) warn(msg string) {
 		a.warned = map[string]bool{}
 	}
 	a.warned[msg] = true
-	fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(msg)))
+	line := fmt.Sprintf("wick: warning: %s\n", render.Escape(oneLine(msg)))
+	if a.holdWarn {
+		if len(a.held) < maxHeldWarnings {
+			a.held = append(a.held, line)
+		}
+		return
+	}
+	fmt.Fprint(a.env.Stderr, line)
+}
+
+// maxHeldWarnings bounds the warnings kept while the UI runs.
+const maxHeldWarnings = 100
+
+// holdWarnings makes warnings wait until flushWarnings: the UI owns the terminal.
+func (a *app) holdWarnings() {
+	a.warnMu.Lock()
+	defer a.warnMu.Unlock()
+	a.holdWarn = true
+}
+
+// flushWarnings prints the warnings held since holdWarnings, and prints the next
+// ones at once.
+func (a *app) flushWarnings() {
+	a.warnMu.Lock()
+	defer a.warnMu.Unlock()
+	for _, l := range a.held {
+		fmt.Fprint(a.env.Stderr, l)
+	}
+	a.held, a.holdWarn = nil, false
 }
 
 // StateHome returns wick's state directory: $WICK_HOME, else $XDG_STATE_HOME/wick, else

@@ -90,3 +90,25 @@ printf '\000\000\000\000\000\001\000\000' | dd of="$(dirname "$TORCHELASTIC_ERRO
 		}
 	}
 }
+
+// TestWarningsWaitForTheUI: an engine warning that comes while the UI owns the
+// terminal is printed once the UI is done, not over its screen; each once.
+func TestWarningsWaitForTheUI(t *testing.T) {
+	var buf strings.Builder
+	a := &app{env: Env{Stderr: &buf}}
+	a.holdWarnings()
+	a.warn("logs of w/0: index damaged at record 2 (length -3); reading combined.log instead")
+	a.warn("logs of w/0: index damaged at record 2 (length -3); reading combined.log instead")
+	if buf.Len() != 0 {
+		t.Fatalf("printed while the UI runs: %q", buf.String())
+	}
+	a.flushWarnings()
+	want := "wick: warning: logs of w/0: index damaged at record 2 (length -3); reading combined.log instead\n"
+	if buf.String() != want {
+		t.Fatalf("after the UI: %q, want %q", buf.String(), want)
+	}
+	a.warn("\x1b]0;x\x07 later")
+	if got := buf.String()[len(want):]; got != "wick: warning: \\x1b]0;x\\a later\n" {
+		t.Fatalf("after the flush: %q", got)
+	}
+}
