@@ -192,10 +192,29 @@ func searchFiles(dirs []string, errs *[]error) []string {
 	return files
 }
 
+// searchPyFiles lists the .py files of dirs, in search order; unreadable directories
+// were reported by searchFiles.
+func searchPyFiles(dirs []string) []string {
+	var files []string
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries { // ReadDir sorts by name
+			if !e.IsDir() && filepath.Ext(e.Name()) == ".py" {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return files
+}
+
 // All lists the components a bare name reaches: the builtins, then the components of
 // the search path in search order (leaving out those a builtin or an earlier file
-// shadows), then, with opts.External, TorchX's components that none of those shadows
-// (From is FromTorchX). It is what `wick builtins` and the UI's picker show. Each
+// shadows), then, with opts.External, the components of the search path's .py files
+// (called FILE:NAME) and TorchX's components that none of those shadows (From is
+// FromTorchX). It is what `wick builtins` and the UI's picker show. Each
 // file that cannot be read gives one error (errors.Join them for a single error); the
 // components of the other files are still returned. A TorchX that cannot be
 // imported adds nothing and no error: wick's own components need no Python.
@@ -225,6 +244,18 @@ func AllContext(ctx context.Context, opts FindOptions) ([]*Component, []error) {
 		}
 	}
 	if opts.External != nil {
+		// .py component files of the search path, listed as FILE:NAME (never by a
+		// bare name: TorchX has no search path, a file's components are its own).
+		for _, file := range searchPyFiles(opts.Dirs) {
+			fc, err := opts.External.File(ctx, file)
+			if err != nil {
+				if !errors.Is(err, ErrNoTorchX) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			comps = append(comps, fc...)
+		}
 		ext, err := opts.External.All(ctx)
 		if err != nil && !errors.Is(err, ErrNoTorchX) {
 			errs = append(errs, err)

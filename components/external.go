@@ -33,6 +33,9 @@ type External interface {
 	// All lists TorchX's components (its builtins, or those its entry points
 	// register), for the listings.
 	All(ctx context.Context) ([]*Component, error)
+	// File lists the components of a .py component file, for the listings of the
+	// search path: each is called FILE:NAME.
+	File(ctx context.Context, path string) ([]*Component, error)
 }
 
 // IsPythonFile reports whether name is a TorchX component file name, FILE.py:FN:

@@ -44,7 +44,7 @@ func withTorchX(t *testing.T, e *env) components.FindOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	find := components.FindOptions{WorkDir: work, External: &pycomp.Bridge{Python: "/usr/bin/python3", Dir: work, Env: environ}}
+	find := components.FindOptions{WorkDir: work, Dirs: components.DefaultDirs(work, ""), External: &pycomp.Bridge{Python: "/usr/bin/python3", Dir: work, Env: environ}}
 	e.opts.Find = find
 	e.opts.Components = func() ([]*components.Component, error) {
 		all, errs := components.All(find)
@@ -61,9 +61,21 @@ func withTorchX(t *testing.T, e *env) components.FindOptions {
 // preview is TorchX's AppDef.
 func TestPickerAndFormOfATorchXBuiltin(t *testing.T) {
 	e := newEnv(t)
-	withTorchX(t, e)
+	find := withTorchX(t, e)
+	// A .py component file on the search path is listed too, as its file's.
+	team := filepath.Join(find.WorkDir, ".wick", "components", "team.py")
+	if err := os.MkdirAll(filepath.Dir(team), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := "import torchx.specs as specs\n\n\ndef my_trainer(foo: int) -> specs.AppDef:\n    \"\"\"Trains my model.\n\n    Args:\n        foo: epochs\n    \"\"\"\n    return specs.AppDef(name=\"t\", roles=[specs.Role(name=\"t\", image=\"/tmp\", entrypoint=\"echo\", args=[str(foo)])])\n"
+	if err := os.WriteFile(team, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := newDriver(t, e.opts, 140, 36)
 	d.keys("n")
+	d.typ("my_tr")
+	d.contains("my_trainer", "[team.py · torchx] Trains my model.", team, "--foo int required")
+	d.keys("ctrl+u")
 	d.typ("booth")
 	d.contains("utils.booth", "[torchx]", "from TorchX", "--x1 float required", "--tracker_base string = /tmp/torchx-util-booth")
 	d.keys("enter")

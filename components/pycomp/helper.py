@@ -195,6 +195,32 @@ def _find(name):
     return comp, path
 
 
+def _file_components(path):
+    """The components of a .py file: its functions that TorchX's linter accepts,
+    loaded the way TorchX's finder loads a component file (exec of its source)."""
+    import ast
+
+    from torchx.specs.file_linter import validate
+
+    try:
+        with open(path) as f:
+            src = f.read()
+        tree = ast.parse(src)
+    except SyntaxError as e:
+        _fail("syntax", _exc_line(e, path))
+    except OSError as e:
+        _fail("notfound", "%s: %s" % (path, e.strerror))
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not validate(path, n.name)]
+    if not names:
+        return []
+    ns = {"__file__": os.path.abspath(path), "__name__": "__torchx_component__"}
+    try:
+        exec(compile(src, "<string>", "exec"), ns)
+    except BaseException as e:
+        _fail("raised", _exc_line(e, path), traceback.format_exc())
+    return [_describe(n, ns[n], os.path.abspath(path)) for n in names if callable(ns.get(n))]
+
+
 def main():
     op, req = sys.argv[1], json.loads(sys.argv[2])
     try:
@@ -211,6 +237,9 @@ def main():
             except Exception:  # a component we cannot describe is left out
                 continue
         _emit({"components": out})
+        return
+    if op == "file":
+        _emit({"components": _file_components(req["path"])})
         return
     name = req["name"]
     comp, path = _find(name)

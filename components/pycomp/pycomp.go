@@ -221,6 +221,26 @@ func asksHelp(c *components.Component, argv []string) bool {
 	return false
 }
 
+// File lists the components of a .py file: its functions TorchX's linter accepts as
+// components (for the listings of the search path).
+func (b *Bridge) File(ctx context.Context, path string) ([]*components.Component, error) {
+	if !filepath.IsAbs(path) && b.Dir != "" {
+		path = filepath.Join(b.Dir, path)
+	}
+	a, err := b.call(ctx, "file", map[string]any{"path": path}, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.answerError(path, a); err != nil {
+		return nil, err
+	}
+	out := make([]*components.Component, 0, len(a.Components))
+	for _, c := range a.Components {
+		out = append(out, toComponent(path+":"+c.Name, c))
+	}
+	return out, nil
+}
+
 // All lists the components TorchX finds: its builtins, or those of the
 // [torchx.components] entry points.
 func (b *Bridge) All(ctx context.Context) ([]*components.Component, error) {

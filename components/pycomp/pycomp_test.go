@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,5 +468,32 @@ func TestConfigure(t *testing.T) {
 	delete(env, EnvTimeout)
 	if _, err = Configure("", getenv, map[string]string{"timeout": "-1s"}); err == nil || !strings.HasPrefix(err.Error(), "[wick:python] timeout: ") {
 		t.Errorf("bad [wick:python] timeout: %v", err)
+	}
+}
+
+// TestFileListsItsComponents: the listing of a .py file on the search path holds the
+// functions TorchX's linter accepts as components, and none of the others.
+func TestFileListsItsComponents(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "team.py"), myTrainer+"\n\ndef helper(x):\n    return x\n")
+	writeFile(t, filepath.Join(dir, "broken.py"), "def f(:\n")
+	b := newBridge(t, dir)
+	comps, err := b.File(context.Background(), "team.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(comps) != 1 || comps[0].Name != "my_trainer" || comps[0].Source != filepath.Join(dir, "team.py") || len(comps[0].Params) != 3 {
+		t.Fatalf("components of team.py: %+v", comps)
+	}
+	if _, err := b.File(context.Background(), "broken.py"); err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, "broken.py")+":1: SyntaxError: ") {
+		t.Errorf("broken.py: %v", err)
+	}
+	// components.All lists them with the search path.
+	all, errs := components.All(components.FindOptions{Dirs: []string{dir}, External: b})
+	if len(errs) != 1 {
+		t.Errorf("All: errors %v, want broken.py's", errs)
+	}
+	if !slices.ContainsFunc(all, func(c *components.Component) bool { return c.Name == "my_trainer" && c.Source == filepath.Join(dir, "team.py") }) {
+		t.Errorf("All lacks team.py:my_trainer")
 	}
 }

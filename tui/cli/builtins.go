@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,6 +49,9 @@ func (b badExternal) Materialize(context.Context, string, []string, map[string]s
 	return nil, nil, b.err
 }
 func (b badExternal) All(context.Context) ([]*components.Component, error) { return nil, b.err }
+func (b badExternal) File(context.Context, string) ([]*components.Component, error) {
+	return nil, b.err
+}
 
 // loadConfig reads .torchxconfig: only $TORCHXCONFIG when set, else ~/.torchxconfig and
 // ./.torchxconfig, the project file winning.
@@ -103,7 +108,7 @@ marked (torchx). See wick run --help for the Python used.
 			var builtin, user, torchx []*components.Component
 			for _, c := range all {
 				switch {
-				case c.From == components.FromTorchX:
+				case c.From == components.FromTorchX && c.Source == "":
 					torchx = append(torchx, c)
 				case c.Source == "":
 					builtin = append(builtin, c)
@@ -119,7 +124,15 @@ marked (torchx). See wick run --help for the Python used.
 			if len(user) > 0 {
 				fmt.Fprintf(a.env.Stdout, "\nFound %d user components:\n", len(user))
 				for i, c := range user {
-					fmt.Fprintf(a.env.Stdout, "%3d. %-14s %s %s\n", i+1, st.Key(render.Escape(c.Name)), st.Dim(render.Escape(c.Summary)), st.Dim("("+render.Escape(c.Source)+")"))
+					name, src := c.Name, c.Source
+					if c.From == components.FromTorchX {
+						// A .py file's component is called FILE:NAME (by TorchX).
+						if rel, err := filepath.Rel(a.env.WorkDir, c.Source); err == nil && !strings.HasPrefix(rel, "..") {
+							src = rel
+						}
+						name, src = src+":"+c.Name, "torchx"
+					}
+					fmt.Fprintf(a.env.Stdout, "%3d. %-14s %s %s\n", i+1, st.Key(render.Escape(name)), st.Dim(render.Escape(c.Summary)), st.Dim("("+render.Escape(src)+")"))
 				}
 			}
 			if len(torchx) > 0 {

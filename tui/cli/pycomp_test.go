@@ -173,9 +173,20 @@ func TestPyComponentRunsOnDocker(t *testing.T) {
 
 func TestBuiltinsListsTorchXComponents(t *testing.T) {
 	h := pyHarness(t)
+	// A .py file on the search path: its components are listed as FILE:NAME.
+	dir := filepath.Join(h.work, ".wick", "components")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "team.py"), []byte(pyTrainer), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := h.run("builtins")
 	if r.code != 0 {
 		t.Fatalf("exit %d %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, ".wick/components/team.py:my_trainer Trains my model. (torchx)") {
+		t.Errorf("builtins lacks the search path's .py component:\n%s", r.stdout)
 	}
 	_, torchx, ok := strings.Cut(r.stdout, "components from TorchX")
 	if !ok {

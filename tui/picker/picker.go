@@ -138,7 +138,7 @@ func (m *Model) refilter() {
 // rank orders the unfiltered list: wick's builtins, user files, TorchX's components.
 func rank(c *components.Component) int {
 	switch {
-	case c.From == components.FromTorchX:
+	case c.From == components.FromTorchX && c.Source == "":
 		return 2
 	case c.Source != "":
 		return 1
