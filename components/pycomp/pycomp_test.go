@@ -493,7 +493,9 @@ func TestFileListsItsComponents(t *testing.T) {
 	if len(errs) != 1 {
 		t.Errorf("All: errors %v, want broken.py's", errs)
 	}
-	if !slices.ContainsFunc(all, func(c *components.Component) bool { return c.Name == "my_trainer" && c.Source == filepath.Join(dir, "team.py") }) {
+	if !slices.ContainsFunc(all, func(c *components.Component) bool {
+		return c.Name == "my_trainer" && c.Source == filepath.Join(dir, "team.py")
+	}) {
 		t.Errorf("All lacks team.py:my_trainer")
 	}
 }
