@@ -71,3 +71,57 @@ func TestSignalDuringLaunchCancels(t *testing.T) {
 		}
 	}
 }
+
+// TestSignalDuringDockerLaunchRollsBack: SIGINT to an attached `wick run -s
+// local_docker` while its 16 containers are being created removes what was created:
+// no container of the app is left, and no app stays SUBMITTED.
+func TestSignalDuringDockerLaunchRollsBack(t *testing.T) {
+	img := dockerImage(t)
+	h := newHarness(t)
+	comp := filepath.Join(h.work, "many.yaml")
+	yaml := "many:\n  summary: 16 looping replicas\n  params: []\n  app:\n    roles:\n      - name: w\n        image: " + img +
+		"\n        entrypoint: /helper\n        args: [loop]\n        num_replicas: 16\n"
+	if err := os.WriteFile(comp, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := h.wickCmd(context.Background(), "run", "-s", "local_docker", comp+":many")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	containers := func() []string {
+		out, _ := exec.Command("docker", "ps", "-a", "--filter", "label=dev.wick.role=w", "--filter", "ancestor="+img, "--format", "{{.Names}}").Output()
+		return strings.Fields(string(out))
+	}
+	t.Cleanup(func() {
+		for _, c := range containers() {
+			exec.Command("docker", "rm", "-f", c).Run()
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); len(containers()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no container was created: %s", errb.String())
+		}
+	}
+	if n := len(containers()); n >= 16 {
+		t.Fatalf("all %d containers were created before the test could interrupt the launch", n)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("wick ended with %v, want exit status 1 (stderr %s)", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), "wick: interrupt during the launch: ") {
+		t.Errorf("stderr %q does not say the launch was stopped", errb.String())
+	}
+	if left := containers(); len(left) != 0 {
+		t.Errorf("containers left after the interrupted launch: %v", left)
+	}
+	if l := h.exec("list", "-s", "local_docker"); strings.Contains(l.stdout, "SUBMITTED") || strings.Contains(l.stdout, "many-") {
+		t.Errorf("the interrupted app is listed:\n%s", l.stdout)
+	}
+}
