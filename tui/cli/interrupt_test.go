@@ -17,7 +17,8 @@ import (
 
 // launching starts an attached `wick run` of 64 replicas and returns it once its app
 // exists but its supervisor has not reported the replicas started (the app is still
-// PENDING): the launch window, which lasts seconds for 64 replicas here.
+// PENDING): the launch window, which lasts seconds for 64 replicas here. It returns a
+// nil command if the launch was over before it could be seen.
 func launching(t *testing.T, h *harness) (*exec.Cmd, *bytes.Buffer, string) {
 	t.Helper()
 	cmd := h.wickCmd(context.Background(), "run", "demo.train", "--replicas", "64", "--duration", "60s", "--rate", "1", "--progress", "false")
@@ -37,7 +38,8 @@ func launching(t *testing.T, h *harness) (*exec.Cmd, *bytes.Buffer, string) {
 			}
 			if err == nil && json.Unmarshal(b, &st) == nil {
 				if st.State != spec.Submitted && st.State != spec.Pending {
-					t.Fatalf("the launch was over (%s) before the test could interrupt it", st.State)
+					t.Logf("the launch was over (%s) before the test could interrupt it", st.State)
+					return nil, nil, ""
 				}
 				return cmd, &errb, "local_cwd://wick/" + e.Name()
 			}
@@ -52,8 +54,18 @@ func launching(t *testing.T, h *harness) (*exec.Cmd, *bytes.Buffer, string) {
 // nothing is left running.
 func TestSignalDuringLaunchCancels(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		h := newHarness(t)
-		cmd, errb, handle := launching(t, h)
+		var h *harness
+		var cmd *exec.Cmd
+		var errb *bytes.Buffer
+		var handle string
+		// A machine fast enough to start 64 replicas between two looks gets more tries.
+		for try := 0; cmd == nil; try++ {
+			if try == 5 {
+				t.Fatal("every launch was over before the test could interrupt it")
+			}
+			h = newHarness(t)
+			cmd, errb, handle = launching(t, h)
+		}
 		if err := cmd.Process.Signal(sig); err != nil {
 			t.Fatal(err)
 		}
