@@ -60,6 +60,10 @@ func (r *Runner) Materialize(ctx context.Context, name string, args []string, c 
 			own := c.Find
 			own.External = nil
 			if _, ownErr := components.FindContext(ctx, name, own); ownErr != nil {
+				if errors.Is(err, components.ErrNoTorchX) {
+					// utils.booth, say: the name may be TorchX's, which is missing.
+					ownErr = fmt.Errorf("%w (TorchX's components were not searched: no Python that imports torchx; see wick run --help)", ownErr)
+				}
 				err = ownErr
 			}
 		}

@@ -151,6 +151,12 @@ func TestPyComponentHelpAndErrors(t *testing.T) {
 	if r.code != ExitUsage && r.code != 1 || !strings.Contains(r.stderr, "YAML component") {
 		t.Errorf("no python: exit %d %q", r.code, r.stderr)
 	}
+	// A TorchX builtin's name without TorchX: wick's unknown component, saying why.
+	r = h.run("run", "utils.booth", "--x1", "1", "--x2", "2")
+	assertOneLineError(t, r.stderr, `unknown component "utils.booth"`)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "TorchX's components were not searched: no Python that imports torchx") {
+		t.Errorf("utils.booth without TorchX: exit %d %q", r.code, r.stderr)
+	}
 }
 
 func TestPyComponentRunsLocally(t *testing.T) {
