@@ -1309,8 +1309,8 @@ func thousands(s string, i, end int, b []byte) ([]byte, int, bool) {
 		b = append(b, s[j+1:j+4]...)
 		j += 4
 		groups++
-		if len(b) > maxNumberLen {
-			return nil, 0, false
+		if j-i > maxNumberLen {
+			return nil, 0, false // as long as any number read: an id, not a value
 		}
 	}
 	if groups == 0 {

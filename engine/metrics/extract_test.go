@@ -193,3 +193,44 @@ func BenchmarkBaselineScan(b *testing.B) {
 	}
 	_ = n
 }
+
+// A progress bar line of any length is read from its last drawing, and a line cut at
+// MaxLineBytes is cut at a space, never inside a number.
+func TestExtractAnyLength(t *testing.T) {
+	e := NewExtractor(DefaultConfig())
+	frame := "\rEpoch 0:  50%|█████     | 100/200 [00:05<00:05, 19.97it/s, v_num=0, train_loss=2.900]"
+	for _, frames := range []int{1, 100, 20_000} { // up to 1.8 MB
+		line := strings.Repeat(frame, frames) + "\rEpoch 0: 100%|██████████| 200/200 [00:10<00:00, 19.99it/s, v_num=0, train_loss=1.700]"
+		if g := got(e, line); g != "it/s=19.99 train/loss=1.7" {
+			t.Errorf("%d frames (%d bytes): %q", frames, len(line), g)
+		}
+	}
+	// The limit falls inside 1.2345: the value is not read as 1.
+	line := strings.Repeat("x", MaxLineBytes-10) + " loss 1.2345"
+	if g := got(e, line); g != "" {
+		t.Errorf("cut line: %q, want nothing", g)
+	}
+	// Escape sequences count for nothing against the limit.
+	line = strings.Repeat("\x1b[32m\x1b[0m", 1000) + "loss: 2.5"
+	if g := got(e, line); g != "loss=2.5" {
+		t.Errorf("escapes: %q", g)
+	}
+}
+
+// Numbers a float64 cannot hold, or that Go alone reads (hexadecimal), are no value:
+// never an Inf from a finite number.
+func TestExtractNoInfFromFinite(t *testing.T) {
+	e := NewExtractor(DefaultConfig())
+	for _, c := range []struct{ line, want string }{
+		{"loss 1e999", ""},
+		{"loss: 1e999 lr: 0x1p-2", ""},
+		{"loss=-1e999, lr=1e-4", "lr=0.0001"},
+		{"tps: 1,234,567,890,123,456,789,012,345,678,901,234,567,890", ""},
+		{"loss 1.7976931348623157e308 lr 1", "loss=1.7976931348623157e+308 lr=1"},
+		{"loss -nan lr +nan acc NaN z inf y -Infinity", "loss=NaN lr=NaN acc=NaN z=inf y=-inf"},
+	} {
+		if g := got(e, c.line); g != c.want {
+			t.Errorf("%q: got %q, want %q", c.line, g, c.want)
+		}
+	}
+}
