@@ -62,11 +62,27 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	if err != nil {
 		return err
 	}
-	return s.stop(ctx, cli, sums)
+	return s.stop(ctx, cli, sums, false)
 }
 
-// stop marks and stops the live containers among sums, concurrently.
-func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []container.Summary) error {
+// Kill is Cancel without the grace period (sched.Killer): every live container gets
+// SIGKILL at once, so no TERM trap runs (a user who will not wait for a checkpoint).
+// The replicas are marked cancelled as by Cancel. A container the Engine will not
+// signal (one between two restarts) is stopped with a zero timeout.
+func (s *Scheduler) Kill(ctx context.Context, appID string) error {
+	cli, sums, _, err := s.appContainers(ctx, appID)
+	if err != nil {
+		return err
+	}
+	return s.stop(ctx, cli, sums, true)
+}
+
+// zero is a stop timeout of none: SIGKILL at once.
+var zero = 0
+
+// stop marks and stops the live containers among sums, concurrently; now kills them
+// without the grace period.
+func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []container.Summary, now bool) error {
 	marker := markerTar(time.Now())
 	errs := make([]error, len(sums))
 	err := forEach(ctx, len(sums), func(i int) error {
@@ -85,7 +101,20 @@ func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []contain
 		if c.State == container.StatePaused {
 			_, _ = cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{})
 		}
-		if _, err := cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		var err error
+		switch {
+		case now && (c.State == container.StateRunning || c.State == container.StatePaused): // unpaused above
+			// SIGKILL only: ContainerStop would send the stop signal first.
+			_, err = cli.ContainerKill(ctx, c.ID, client.ContainerKillOptions{Signal: "KILL"})
+			if cerrdefs.IsConflict(err) { // it stopped or began restarting meanwhile
+				_, err = cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: &zero})
+			}
+		case now:
+			_, err = cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: &zero})
+		default:
+			_, err = cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{})
+		}
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs[i] = fmt.Errorf("stopping %s: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(err)))
 			return nil
 		}
@@ -130,7 +159,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 		if !force {
 			return fmt.Errorf("%s: %w (%d of %d containers): cancel it first, or force", appID, sched.ErrRunning, n, len(sums))
 		}
-		if err := s.stop(ctx, cli, sums); err != nil {
+		if err := s.stop(ctx, cli, sums, false); err != nil {
 			return err
 		}
 	}

@@ -3,13 +3,15 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
-// Kill stops the app like Cancel, but without the grace period where the scheduler
-// can (sched.Killer); elsewhere it is Cancel.
+// Kill stops the app like Cancel, but without the grace period (sched.Killer). A
+// scheduler that cannot is an error saying so, and nothing is stopped: a quiet
+// graceful cancel is not what --now asked for.
 func (r *Runner) Kill(ctx context.Context, h spec.Handle) error {
 	s, err := r.schedulerOf(h)
 	if err != nil {
@@ -17,7 +19,7 @@ func (r *Runner) Kill(ctx context.Context, h spec.Handle) error {
 	}
 	k, ok := s.(sched.Killer)
 	if !ok {
-		return r.Cancel(ctx, h)
+		return fmt.Errorf("%s cannot kill an app at once: `wick cancel %s` (without --now) stops it with its grace period", h.Scheduler, h)
 	}
 	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {
 		return err

@@ -239,7 +239,9 @@ func (a *app) cancelCmd() *cobra.Command {
 		Long: `Stop an app. Every replica gets SIGTERM (its whole process group, or its
 container), then SIGKILL after the scheduler's grace period; the app ends CANCELLED.
 Waits until the app is terminal unless --no-wait. Cancelling a finished app does nothing.
-Cancelling again does not shorten the grace period; --now kills at once.`,
+Cancelling again does not shorten the grace period; --now kills at once (SIGKILL, no
+TERM trap runs) on local_cwd, local_dir and local_docker. Slurm always sends SIGTERM and
+waits its KillWait first: there --now is refused, and nothing is stopped.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			h, err := a.resolveHandle(argv[0])

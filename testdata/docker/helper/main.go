@@ -83,6 +83,14 @@ func run(cmd string, args []string) int {
 		for {
 			time.Sleep(time.Second)
 		}
+	case "trap": // a TERM trap that takes its time (a checkpoint): says so, sleeps a minute, exits 0
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		fmt.Println("waiting for SIGTERM")
+		<-term
+		fmt.Println("TERM trap: checkpointing")
+		time.Sleep(time.Minute)
+		return 0
 	case "burn": // burn MB: hold MB MiB of touched memory and keep a core busy (2 minutes)
 		b := make([]byte, atoi(arg(args, 0))<<20)
 		for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
