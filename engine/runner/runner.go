@@ -339,7 +339,9 @@ func (e *ListError) Unwrap() error { return e.Err }
 
 // List returns the apps of the scheduler named schedName, or of every scheduler when it
 // is "", newest first, with handles filled in. A scheduler that cannot be listed (a
-// Docker Engine that is down) is reported in the errors while the others are listed.
+// Docker Engine that is down) is reported in the errors while the others are listed,
+// with what it listed nonetheless (a Slurm controller that is down: the last known
+// states of wick's jobs).
 func (r *Runner) List(ctx context.Context, schedName string) ([]spec.AppStatus, []error) {
 	names := r.reg.Names()
 	if schedName != "" {
@@ -360,8 +362,9 @@ func (r *Runner) List(ctx context.Context, schedName string) ([]spec.AppStatus, 
 			}
 			apps, err := s.List(ctx)
 			if err != nil {
+				// What it could list still is (a Slurm controller that is down:
+				// the last known states, marked).
 				results[i].err = &ListError{Scheduler: name, Err: err}
-				return
 			}
 			for j := range apps {
 				a := &apps[j]

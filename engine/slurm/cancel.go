@@ -14,6 +14,9 @@ import (
 // Cancel asks Slurm to stop the job (scancel) and returns without waiting. A job that
 // has ended is left alone.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
+	if err := s.reachable(ctx); err != nil {
+		return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
+	}
 	d, err := s.Describe(ctx, appID)
 	if err != nil {
 		return err

@@ -592,8 +592,9 @@ func TestClusterForgottenJob(t *testing.T) {
 	if st := d.Status; st.State != spec.Failed || replica(&st, "bad", 0).ExitCode == nil || *replica(&st, "bad", 0).ExitCode != 4 {
 		t.Errorf("forgotten failed job: %+v", st)
 	}
-	// A job last seen RUNNING whose replicas left no exit status: UNKNOWN, never a
-	// guess, and the message says why.
+	// A job last seen RUNNING whose replicas left no exit status: the batch log says
+	// srun exited with code 4, so the job failed; which replica did is not known
+	// (UNKNOWN, not a guess), and the message says why.
 	rec, _ := h.s.loadRecord("990000001")
 	rec.Last.State = spec.Running
 	for i := range rec.Last.Roles {
@@ -610,7 +611,8 @@ func TestClusterForgottenJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := d.Status; st.State != spec.UnknownState || !strings.Contains(st.Msg, "Slurm no longer knows job 990000002") {
+	if st := d.Status; st.State != spec.Failed || !strings.Contains(st.Msg, "Slurm no longer knows the job: srun exited with code 4") ||
+		replica(&st, "ok", 0).State != spec.UnknownState || replica(&st, "bad", 0).State != spec.UnknownState {
 		t.Errorf("forgotten running job: %+v", st)
 	}
 	apps, err := h.s.List(ctx)

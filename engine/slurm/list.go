@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -31,7 +32,16 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 			recs[id] = rec
 		}
 	}
-	out, qerr := command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
+	// A controller that is down would keep squeue 18 s: ping it first (reachable).
+	qerr := s.reachable(ctx)
+	var out []byte
+	if qerr == nil {
+		out, qerr = command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
+	}
+	if errors.Is(qerr, ErrControllerDown) {
+		s.noteReach(qerr)
+	}
+	forgotten := qerr == nil
 	if errors.Is(qerr, ErrNoSlurm) {
 		qerr = nil // answer from the records alone
 	}
@@ -48,13 +58,19 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	apps := make([]spec.AppStatus, 0, len(recs))
 	for id, rec := range recs {
 		var st spec.AppStatus
-		if comps := jobs[id]; len(comps) > 0 {
+		switch comps := jobs[id]; {
+		case len(comps) > 0:
 			st = buildStatus(id, comps, rec)
-		} else {
-			st = s.fromRecord(rec)
+		case errors.Is(qerr, ErrControllerDown):
+			st = s.lastKnown(rec, qerr)
+		default:
+			st = s.fromRecord(rec, forgotten)
 		}
 		st.Handle = spec.Handle{Scheduler: Name, Session: rec.Session, AppID: id}.String()
 		apps = append(apps, st)
+	}
+	if errors.Is(qerr, ErrControllerDown) {
+		qerr = fmt.Errorf("%w; the states shown are the last known", qerr)
 	}
 	return apps, qerr
 }

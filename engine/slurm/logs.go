@@ -97,8 +97,8 @@ func (s *Scheduler) ended(ctx context.Context, appID string) bool {
 	if e.ended || time.Since(e.checked) < stateEvery {
 		return e.ended
 	}
-	d, err := s.Describe(ctx, appID)
-	e = endEntry{checked: time.Now(), ended: err == nil && d.Status.State.Terminal() || errors.Is(err, sched.ErrNotFound)}
+	d, gone, err := s.describe(ctx, appID)
+	e = endEntry{checked: time.Now(), ended: err == nil && (d.Status.State.Terminal() || gone) || errors.Is(err, sched.ErrNotFound)}
 	s.mu.Lock()
 	if s.endCache == nil {
 		s.endCache = map[string]endEntry{}

@@ -87,8 +87,9 @@ const (
 type Scheduler struct {
 	cfg sched.Config
 
-	mu       sync.Mutex // guards endCache
+	mu       sync.Mutex // guards endCache and reach
 	endCache map[string]endEntry
+	reach    reachState // what the last ping of slurmctld said
 }
 
 // New makes the slurm scheduler. It does not contact Slurm.

@@ -205,16 +205,41 @@ func sacctJob(ctx context.Context, id string) ([]component, error) {
 }
 
 // Describe returns the job's status: from scontrol while slurmctld holds the job, then
-// from sacct when accounting is enabled, else from what wick recorded.
+// from sacct when accounting is enabled, else from what wick recorded. A controller
+// that does not answer is not waited on when wick has a record: the status is the
+// last known one, marked as such (see reachable).
 func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+	d, _, err := s.describe(ctx, appID)
+	return d, err
+}
+
+// describe is Describe, and whether Slurm has forgotten a job whose end its files do
+// not tell (it has ended, in a state nobody knows: waiting for more is in vain).
+func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Description, bool, error) {
 	if err := validJobID(appID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	rec, err := s.loadRecord(appID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	fromRec := func(st spec.AppStatus) *sched.Description {
+		return &sched.Description{Status: st, App: rec.App, Cfg: castCfg(s, rec.Cfg)}
+	}
+	if rec != nil {
+		if err := s.reachable(ctx); errors.Is(err, ErrControllerDown) {
+			return fromRec(s.lastKnown(rec, err)), false, nil
+		} else if err != nil {
+			return nil, false, err
+		}
 	}
 	comps, err := scontrolJob(ctx, appID)
+	if errors.Is(err, ErrControllerDown) {
+		s.noteReach(err)
+		if rec != nil {
+			return fromRec(s.lastKnown(rec, err)), false, nil
+		}
+	}
 	if err == nil && rec != nil && !rec.owns(comps) {
 		// The id is another job's now (a cluster whose job ids started over).
 		err = errGone
@@ -225,21 +250,22 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 			err = errGone
 		}
 	}
+	forgotten := true
 	if errors.Is(err, ErrNoSlurm) && rec != nil {
-		err = errGone // no Slurm here: answer from the record
+		err, forgotten = errGone, false // no Slurm here: answer from the record
 	}
 	switch {
 	case errors.Is(err, errGone):
 		if rec == nil {
-			return nil, fmt.Errorf("%w: job %s is not known to Slurm and was not submitted by wick from here", sched.ErrNotFound, appID)
+			return nil, false, fmt.Errorf("%w: job %s is not known to Slurm and was not submitted by wick from here", sched.ErrNotFound, appID)
 		}
-		st := s.fromRecord(rec)
-		return &sched.Description{Status: st, App: rec.App, Cfg: castCfg(s, rec.Cfg)}, nil
+		st := s.fromRecord(rec, forgotten)
+		return fromRec(st), forgotten && !st.State.Terminal(), nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	if rec == nil && !isWick(comps) {
-		return nil, fmt.Errorf("%w: job %s was not submitted by wick (its name does not start with %q)", sched.ErrNotFound, appID, JobNamePrefix)
+		return nil, false, fmt.Errorf("%w: job %s was not submitted by wick (its name does not start with %q)", sched.ErrNotFound, appID, JobNamePrefix)
 	}
 	st := buildStatus(appID, comps, rec)
 	if rec != nil && (rec.Last == nil || rec.Last.State != st.State || rec.Last.NumRestarts != st.NumRestarts || runningChanged(rec.Last, &st)) {
@@ -253,7 +279,7 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 	} else {
 		d.App = appFromComponents(comps)
 	}
-	return d, nil
+	return d, false, nil
 }
 
 // runningChanged reports whether the count of running or ended replicas changed.
@@ -497,13 +523,19 @@ func applyExitFile(rep *spec.ReplicaStatus, path string, app spec.AppState) {
 	}
 }
 
-// fromRecord answers for a job Slurm has forgotten: the last status wick saw, with the
-// replicas' exit files. Every replica that left an exit status decides the state;
-// otherwise it is UNKNOWN, never a guess.
-func (s *Scheduler) fromRecord(rec *record) spec.AppStatus {
+// fromRecord answers from wick's record: the last status wick saw, with the replicas'
+// exit files. Every replica that left an exit status decides the state. When Slurm
+// has forgotten the job (forgotten: it answered, and knows no such job), the job has
+// ended: what its files say of the end (the batch log's "srun exited with code N",
+// slurmstepd's "CANCELLED AT ... DUE TO TIME LIMIT") decides for the replicas that
+// left none, and none of them stays RUNNING; with no such word the state is UNKNOWN,
+// never a guess.
+func (s *Scheduler) fromRecord(rec *record, forgotten bool) spec.AppStatus {
 	var st spec.AppStatus
 	if rec.Last != nil {
 		st = *rec.Last
+		st.Roles = cloneRoles(rec.Last.Roles)
+		st.Warnings = nil
 	} else {
 		st = spec.AppStatus{State: spec.UnknownState}
 		for _, r := range rec.App.Roles {
@@ -539,9 +571,14 @@ func (s *Scheduler) fromRecord(rec *record) spec.AppStatus {
 		st.State = spec.Failed
 	case all:
 		st.State = spec.Succeeded
+	case forgotten:
+		s.concludeForgotten(rec, &st)
 	default:
 		st.State = spec.UnknownState
 		st.Msg = fmt.Sprintf("Slurm no longer knows job %s (no accounting); last seen %s", rec.JobID, lastSeen(rec))
+	}
+	if all {
+		st.Msg = "ended; Slurm no longer knows the job: state from the replicas' exit files"
 	}
 	if st.State.Terminal() {
 		for _, r := range st.Roles {
@@ -551,9 +588,90 @@ func (s *Scheduler) fromRecord(rec *record) spec.AppStatus {
 				}
 			}
 		}
-		st.Msg = "ended; Slurm no longer knows the job: state from the replicas' exit files"
 	}
 	return st
+}
+
+// concludeForgotten decides the end of a job Slurm has forgotten, some of whose
+// replicas left no exit status, from what its files say (endEvidence).
+func (s *Scheduler) concludeForgotten(rec *record, st *spec.AppStatus) {
+	ev := endEvidence(rec)
+	end := ev.at
+	if end.IsZero() {
+		end = rec.Seen
+	}
+	state, why := spec.UnknownState, ""
+	switch {
+	case ev.timeLimit:
+		state, why = spec.Failed, "killed by Slurm at its time limit (DUE TO TIME LIMIT in "+ev.source+")"
+	case ev.cancelled:
+		state, why = spec.Cancelled, "cancelled (CANCELLED in "+ev.source+")"
+	case ev.code != nil && *ev.code == 0:
+		state, why = spec.Succeeded, "srun exited with code 0 (in "+ev.source+")"
+	case ev.code != nil:
+		state, why = spec.Failed, fmt.Sprintf("srun exited with code %d (in %s)", *ev.code, ev.source)
+	}
+	var open []*spec.ReplicaStatus // the replicas that left no exit status
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			if rep := &st.Roles[i].Replicas[j]; rep.ExitCode == nil && !rep.State.Terminal() {
+				open = append(open, rep)
+			}
+		}
+	}
+	for _, rep := range open {
+		// It ran, or waited, when last seen: it is over now, however it ended.
+		rep.State = state
+		switch {
+		case ev.timeLimit || ev.cancelled:
+			// Slurm ended the whole job: every replica that was left.
+		case len(open) == 1 && ev.code != nil:
+			// srun's status is this replica's: the others left their own.
+			rep.ExitCode = spec.IntPtr(*ev.code)
+		default:
+			rep.State = spec.UnknownState
+		}
+		if rep.Ended.IsZero() && !rep.Started.IsZero() {
+			rep.Ended = end
+		}
+		if rep.State == spec.Failed || rep.State == spec.UnknownState {
+			rep.StructuredError = "no exit status: " + cmpOr(why, "Slurm no longer knows the job and its files do not say how it ended")
+		}
+	}
+	// A replica that did fail decides the app's state over srun's word for it.
+	for _, r := range st.Roles {
+		for _, rep := range r.Replicas {
+			if rep.ExitCode != nil && *rep.ExitCode != 0 && state != spec.Cancelled {
+				state = spec.Failed
+			}
+		}
+	}
+	st.State = state
+	if state == spec.UnknownState {
+		st.Msg = fmt.Sprintf("Slurm no longer knows job %s (no accounting) and its files do not say how it ended; last seen %s", rec.JobID, lastSeen(rec))
+		return
+	}
+	st.Msg = "ended; Slurm no longer knows the job: " + why
+	if state == spec.Failed && st.StructuredError == "" {
+		st.StructuredError = why
+	}
+}
+
+// cmpOr returns a, or b when a is "".
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// cloneRoles copies roles deeply enough to change their replicas.
+func cloneRoles(roles []spec.RoleStatus) []spec.RoleStatus {
+	out := make([]spec.RoleStatus, len(roles))
+	for i, r := range roles {
+		out[i] = spec.RoleStatus{Role: r.Role, Replicas: append([]spec.ReplicaStatus(nil), r.Replicas...)}
+	}
+	return out
 }
 
 func lastSeen(rec *record) string {
@@ -574,11 +692,12 @@ const (
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
 	delay := pollMin
 	for {
-		d, err := s.Describe(ctx, appID)
+		d, gone, err := s.describe(ctx, appID)
 		if err != nil {
 			return nil, err
 		}
-		if d.Status.State.Terminal() {
+		if d.Status.State.Terminal() || gone {
+			// A job Slurm has forgotten will not end later: its status says so.
 			return &d.Status, nil
 		}
 		t := time.NewTimer(delay)

@@ -171,11 +171,11 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 			}
 			apps, errs := a.runner().List(a.ctx, schedName)
 			for _, err := range errs {
-				if schedName == "" {
+				if schedName == "" || len(apps) > 0 {
 					fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))
 				}
 			}
-			if schedName != "" && len(errs) > 0 {
+			if schedName != "" && len(errs) > 0 && len(apps) == 0 {
 				return errs[0]
 			}
 			kept := []spec.AppStatus{}

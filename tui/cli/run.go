@@ -376,6 +376,10 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-cha
 		if st.State == spec.Failed && st.StructuredError != "" {
 			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(render.FirstLine(spec.ErrorMessage(st.StructuredError))))
 		}
+		if st.State == spec.UnknownState && st.Msg != "" {
+			// The scheduler lost the app (Slurm purged a job it kept no account of): say why.
+			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(render.FirstLine(st.Msg)))
+		}
 		a.hint(st)
 		for _, w := range st.Warnings {
 			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(w))

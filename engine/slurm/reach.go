@@ -1,0 +1,162 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Asking a controller that is down costs each Slurm command about 18 s (it retries
+// its connection), while `scontrol ping` says DOWN in milliseconds. So before asking
+// slurmctld about a job wick has a record of, the scheduler pings it, at most once per
+// pingEvery for all its callers, and a controller that does not answer is answered for
+// from the record and the job's files at once: the logs and the last known state.
+const (
+	pingEvery   = 2 * time.Second
+	pingTimeout = 5 * time.Second
+)
+
+// reachState is what the last ping said.
+type reachState struct {
+	checked time.Time
+	err     error // nil, or wraps ErrControllerDown
+}
+
+// reachable reports whether slurmctld answers: nil, or an error wrapping
+// ErrControllerDown. Other failures (Slurm's commands missing) are left to the
+// command that follows.
+func (s *Scheduler) reachable(ctx context.Context) error {
+	s.mu.Lock()
+	r := s.reach
+	s.mu.Unlock()
+	if !r.checked.IsZero() && time.Since(r.checked) < pingEvery {
+		return r.err
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	err := Ping(pctx)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		err = fmt.Errorf("%w: scontrol ping: no answer within %s", ErrControllerDown, pingTimeout)
+	case err != nil && !errors.Is(err, ErrControllerDown):
+		return nil
+	case err != nil:
+		// Ping's message carries scontrol's banner of asterisks: keep what precedes it.
+		msg := err.Error()
+		if i := strings.Index(msg, "*"); i > 0 {
+			msg = strings.TrimRight(msg[:i], " ;")
+		}
+		err = fmt.Errorf("%w%s", ErrControllerDown, strings.TrimPrefix(msg, ErrControllerDown.Error()))
+	}
+	s.noteReach(err)
+	return err
+}
+
+// noteReach records what a ping, or a command that met a controller that is down,
+// learnt.
+func (s *Scheduler) noteReach(err error) {
+	s.mu.Lock()
+	s.reach = reachState{checked: time.Now(), err: err}
+	s.mu.Unlock()
+}
+
+// lastKnown is the status of a job whose controller does not answer: what the
+// replicas' exit files say, else the state last seen, marked as such.
+func (s *Scheduler) lastKnown(rec *record, cause error) spec.AppStatus {
+	st := s.fromRecord(rec, false)
+	if st.State.Terminal() {
+		return st
+	}
+	if rec.Last != nil {
+		st.State = rec.Last.State
+	}
+	note := "Slurm controller unreachable: last known state " + lastSeen(rec)
+	st.Msg = note
+	st.Warnings = append(st.Warnings, note+" ("+cause.Error()+")")
+	return st
+}
+
+// The notices slurmstepd and wick's batch script leave in a job's files, which say
+// how a job ended once Slurm itself has forgotten it.
+var (
+	// srunExitRe is the batch script's own line (see script).
+	srunExitRe = regexp.MustCompile(`(?m)^wick: srun exited with code (\d+)$`)
+	// cancelRe is slurmstepd's notice, in the batch log and in every replica's .err:
+	// "slurmstepd: error: *** JOB 12 ON node1 CANCELLED AT 2026-11-25T21:09:15 DUE TO TIME LIMIT ***".
+	cancelRe = regexp.MustCompile(`\*\*\* (?:JOB|STEP) [0-9.+]+ ON \S+ CANCELLED AT \S+( DUE TO TIME LIMIT)?`)
+)
+
+// maxEvidence is how much of the end of each file is read for those notices.
+const maxEvidence = 64 << 10
+
+// evidence is what a forgotten job's files say of its end.
+type evidence struct {
+	code      *int // srun's exit status, from the batch log
+	cancelled bool
+	timeLimit bool
+	source    string // the file that said it
+	at        time.Time
+}
+
+// endEvidence reads the end of the batch log and of every replica's .err.
+func endEvidence(rec *record) evidence {
+	var ev evidence
+	look := func(path string) {
+		tail, mod, err := readTail(path, maxEvidence)
+		if err != nil {
+			return
+		}
+		said := false
+		if m := srunExitRe.FindAllSubmatch(tail, -1); len(m) > 0 {
+			if c, err := strconv.Atoi(string(m[len(m)-1][1])); err == nil {
+				ev.code, said = spec.IntPtr(c), true
+			}
+		}
+		if m := cancelRe.FindAllSubmatch(tail, -1); len(m) > 0 {
+			ev.cancelled, said = true, true
+			ev.timeLimit = ev.timeLimit || len(m[len(m)-1][1]) > 0
+		}
+		if said {
+			if ev.source == "" || ev.timeLimit && !strings.HasSuffix(ev.source, ".err") {
+				ev.source = path
+			}
+			if mod.After(ev.at) {
+				ev.at = mod
+			}
+		}
+	}
+	look(rec.BatchLog)
+	for _, r := range rec.Replicas {
+		look(r.Stderr)
+	}
+	return ev
+}
+
+// readTail reads at most max bytes of the end of a file, and its modification time.
+func readTail(path string, limit int64) ([]byte, time.Time, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("%s: not a regular file", path)
+	}
+	off := max(0, fi.Size()-limit)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	return b, fi.ModTime(), err
+}
