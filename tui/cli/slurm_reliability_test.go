@@ -110,7 +110,6 @@ func TestSlurmControllerDown(t *testing.T) {
 	}
 }
 
-
 // TestSlurmMultiLineComment: a comment of several lines in .torchxconfig (an INI
 // continuation line) is refused with one line naming the option, before anything is
 // submitted: written into the script it would end the comment line and run what
