@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,25 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	for _, id := range []string{killed, cancelled, timed} {
 		if st, err := h.s.Wait(ctx, id); err != nil || !st.State.Terminal() {
 			t.Fatalf("job %s: %v %v", id, st, err)
+		}
+	}
+	// Slurm says CANCELLED at once; slurmstepd writes its notice when it signals the
+	// step, a moment later. A job is purged minutes after that: wait for the files to
+	// be complete, as they are by then.
+	for id, word := range map[string]string{killed: "srun exited with code", cancelled: "CANCELLED AT", timed: "DUE TO TIME LIMIT"} {
+		rec, err := h.s.loadRecord(id)
+		if err != nil || rec == nil {
+			t.Fatal(err, rec)
+		}
+		for deadline := time.Now().Add(testTimeout); ; time.Sleep(100 * time.Millisecond) {
+			b, _ := os.ReadFile(rec.BatchLog)
+			e, _ := os.ReadFile(rec.Replicas[0].Stderr)
+			if strings.Contains(string(b)+string(e), word) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: no %q in its files:\n%s\n%s", id, word, b, e)
+			}
 		}
 	}
 

@@ -219,8 +219,49 @@ func (it *fileIter) open() (bool, error) {
 		if it.histEnd > 0 {
 			it.loadTimes()
 		}
+		// The last lines only, and every one of them kept: start where they start
+		// rather than read the whole file (tail -n).
+		o := it.opts
+		if o.Tail > 0 && o.Regex == nil && o.Since.IsZero() && o.Until.IsZero() && it.histEnd > 0 {
+			start, err := tailStart(f, it.histEnd, o.Tail)
+			if err != nil {
+				return false, fmt.Errorf("slurm: %w", err)
+			}
+			it.off = start
+		}
 	}
 	return true, nil
+}
+
+// tailStart returns the offset where the last n lines of the first size bytes of f
+// start, reading backwards a chunk at a time: an unended last line is one of them.
+func tailStart(f *os.File, size int64, n int) (int64, error) {
+	buf := make([]byte, readChunk)
+	end := size
+	// A final newline ends the last line; it does not start another.
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return 0, err
+	}
+	if last[0] == '\n' {
+		end--
+	}
+	for end > 0 {
+		from := max(0, end-int64(len(buf)))
+		chunk := buf[:end-from]
+		if _, err := f.ReadAt(chunk, from); err != nil && err != io.EOF {
+			return 0, err
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] == '\n' {
+				if n--; n == 0 {
+					return from + int64(i) + 1, nil
+				}
+			}
+		}
+		end = from
+	}
+	return 0, nil
 }
 
 // fill reads what the file holds beyond the last read and reports whether it found
