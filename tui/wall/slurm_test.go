@@ -21,6 +21,8 @@ type slurmUI struct {
 	home    string
 	environ []string
 	sock    string
+	// uiEnv is put before the UI's command line ("SLURM_CONF=... ").
+	uiEnv string
 }
 
 // newSlurmUI checks for tmux and a cluster: without them it skips, or fails under
@@ -86,7 +88,7 @@ func (s *slurmUI) tmux(args ...string) string {
 // open starts `wick ui ARGS` at 160x48 from another directory than the submit one.
 func (s *slurmUI) open(args string) {
 	s.t.Helper()
-	cmdline := "cd " + s.t.TempDir() + " && exec env WICK_HOME=" + s.home + " HOME=" + s.dir + " TERM=xterm-256color " + wickBin + " ui " + args
+	cmdline := "cd " + s.t.TempDir() + " && exec env " + s.uiEnv + "WICK_HOME=" + s.home + " HOME=" + s.dir + " TERM=xterm-256color " + wickBin + " ui " + args
 	s.tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
 		"new-session", "-d", "-s", "w", "-x", "160", "-y", "48", cmdline)
 	s.t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
