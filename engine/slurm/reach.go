@@ -18,10 +18,12 @@ import (
 // its connection), while `scontrol ping` says DOWN in milliseconds. So before asking
 // slurmctld about a job wick has a record of, the scheduler pings it, at most once per
 // pingEvery for all its callers, and a controller that does not answer is answered for
-// from the record and the job's files at once: the logs and the last known state.
+// from the record and the job's files at once: the logs and the last known state. A
+// controller that hangs (stopped, overloaded) gets pingTimeout to answer the ping;
+// scontrol ping of a live one takes milliseconds.
 const (
 	pingEvery   = 2 * time.Second
-	pingTimeout = 5 * time.Second
+	pingTimeout = 2 * time.Second
 )
 
 // reachState is what the last ping said.
