@@ -36,6 +36,12 @@ var conformanceCases = []struct {
 	{"dist.ddp", []string{"--script", "train.py", "--cpu", "8", "--gpu", "2", "--memMB", "4096", "--env", "A=1,B=2", "--max_retries", "3"}, "edge"},
 	{"dist.ddp", []string{"-m", "pkg.train", "-j", "1:4x2", "--debug", "True", "--tee", "1", "--", "--lr", "0.1"}, "edge"},
 	{"dist.ddp", []string{"--script", "train.py", "--rdzv_port", "29501", "--rdzv_backend", "static"}, "edge"},
+	{"dist.ddp", []string{"--script", "train.py", "-j", "2"}, "edge"},
+	{"dist.ddp", []string{"--script", "train.py", "--env", "A=1,B=x,y", "--", "--", "--flag"}, "edge"},
+	// Both refuse these: the comparison is then that both do.
+	{"dist.ddp", []string{"--script", "train.py", "--env", "A=1,B=x=y"}, "refused"},
+	{"dist.ddp", []string{"--script", "train.py", "-j", "0x2"}, "refused"},
+	{"utils.echo", []string{"--num_replicas", "two"}, "refused"},
 	// dist.spmd: dist.py:88-90 usage lines (by script, by module).
 	{"dist.spmd", []string{"-j", "2x8", "--name", "my_experiment/trial_1", "--script", "path/to/my/trainer.py", "--", "-foo", "bar"}, "dist.py:88"},
 	{"dist.spmd", []string{"-j", "2x8", "--name", "my_experiment/trial_1", "-m", "path.to.my.trainer", "--", "-foo", "bar"}, "dist.py:90"},
@@ -44,9 +50,11 @@ var conformanceCases = []struct {
 	// with arguments a user would give.
 	{"utils.echo", nil, "utils_test.py:23"},
 	{"utils.echo", []string{"--msg", "hello world", "--num_replicas", "3"}, "edge"},
+	{"utils.echo", []string{"--msg", `it's "quoted" $HOME ${app_id}`}, "edge"},
 	{"utils.touch", []string{"--file", "/tmp/f"}, "utils_test.py:20"},
 	{"utils.copy", []string{"--src", "/a", "--dst", "s3://b/c"}, "utils_test.py:26"},
 	{"utils.sh", []string{"echo", "hi"}, "utils_test.py:14"},
+	{"utils.sh", []string{"--", "sh", "-c", "echo $X && exit 3"}, "edge"},
 	{"utils.sh", []string{"--num_replicas", "2", "--env", "A=B", "--max_retries", "1", "--", "echo", "$A"}, "edge"},
 	{"utils.sh", []string{"-h", "cpu.small", "--mounts", "type=bind,src=/a,dst=/b", "--", "ls", "/b"}, "edge"},
 	{"utils.python", []string{"-c", "print(1)"}, "utils_test.py:17"},
@@ -103,18 +111,23 @@ func TestConformanceWithTorchX(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		args, err := comp.Parse(tc.argv, nil)
-		if err != nil {
-			t.Errorf("%s: wick: %v", name, err)
-			continue
-		}
-		got, err := comp.AppDef(args)
-		if err != nil {
-			t.Errorf("%s: wick: %v", name, err)
-			continue
+		var got *spec.AppDef
+		if err == nil {
+			got, err = comp.AppDef(args)
 		}
 		want := torchx[i]
-		if errs[i] != nil {
-			t.Errorf("%s: TorchX: %v", name, errs[i])
+		if tc.src == "refused" && (err == nil || errs[i] == nil) {
+			t.Errorf("%s: refused by wick (%v) and TorchX (%v)? want both", name, err, errs[i])
+			continue
+		}
+		switch {
+		case err != nil && errs[i] != nil:
+			continue // both refuse it
+		case err != nil:
+			t.Errorf("%s: wick refuses what TorchX takes: %v", name, err)
+			continue
+		case errs[i] != nil:
+			t.Errorf("%s: TorchX refuses what wick takes: %v", name, errs[i])
 			continue
 		}
 		for _, d := range diffApps(got, want) {
