@@ -83,7 +83,7 @@ func (s *Scheduler) lastKnown(rec *record, cause error) spec.AppStatus {
 		st.State = rec.Last.State
 	}
 	note := "Slurm controller unreachable: last known state " + lastSeen(rec)
-	st.Msg = note
+	st.Msg, st.LastKnown = note, true
 	st.Warnings = append(st.Warnings, note+" ("+cause.Error()+")")
 	return st
 }

@@ -86,6 +86,9 @@ type AppStatus struct {
 	// know of, one line each: output that could not be recorded (a full disk, a
 	// process that escaped its replica and held its output open).
 	Warnings []string `json:"warnings,omitempty"`
+	// LastKnown marks a state the scheduler could not be asked for (a Slurm controller
+	// that is down): it is the last one seen, and views say so.
+	LastKnown bool `json:"last_known,omitempty"`
 	// Foreign marks an app another WICK_HOME launched (a local_docker app of a shared
 	// Engine, or one of an older wick without the home label): lists show it only
 	// when asked for all apps.

@@ -92,11 +92,11 @@ func TestSlurmControllerDown(t *testing.T) {
 		}
 
 		r := h.exec("status", hd)
-		if r.code != 0 || !strings.Contains(r.stdout, "RUNNING") || !strings.Contains(r.stdout, "Slurm controller unreachable: last known state RUNNING") {
+		if r.code != 0 || !strings.Contains(r.stdout, "RUNNING (last known)") || !strings.Contains(r.stdout, "Slurm controller unreachable: last known state RUNNING") {
 			t.Errorf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		r = h.exec("list", "-s", "slurm")
-		if !strings.Contains(r.stdout, hd) || !strings.Contains(r.stdout, "RUNNING") ||
+		if !strings.Contains(r.stdout, hd) || !strings.Contains(r.stdout, "RUNNING (last known)") ||
 			!strings.Contains(r.stderr, "does not answer") || !strings.Contains(r.stderr, "the states shown are the last known") {
 			t.Errorf("list -s slurm: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}

@@ -70,6 +70,9 @@ func AppRow(a *spec.AppStatus, now time.Time, st Styler) []string {
 	if a.State == spec.UnknownState && a.Msg != "" {
 		state += " (" + Escape(cut(FirstLine(a.Msg), maxWhy)) + ")" // why: corrupt state
 	}
+	if a.LastKnown {
+		state += " (last known)" // the scheduler could not be asked
+	}
 	return []string{
 		Escape(a.Handle),
 		Escape(a.Name),
@@ -156,7 +159,11 @@ func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
 	kv := func(k, v string) { fmt.Fprintf(w, "%s %s\n", st.Key(fmt.Sprintf("%-9s", k+":")), v) }
 	kv("handle", st.Value(Escape(a.Handle)))
 	kv("name", st.Value(Escape(a.Name)))
-	kv("state", st.State(a.State, a.State.String()))
+	state := st.State(a.State, a.State.String())
+	if a.LastKnown {
+		state += st.Dim(" (last known)")
+	}
+	kv("state", state)
 	kv("restarts", strconv.Itoa(a.NumRestarts))
 	if !a.Created.IsZero() {
 		kv("created", a.Created.Local().Format(time.DateTime)+st.Dim(" ("+Age(a.Created, now)+" ago)"))

@@ -46,7 +46,7 @@ func TestE2EUISlurmControllerDown(t *testing.T) {
 	}
 	s.uiEnv = "SLURM_CONF=" + down + " "
 	s.open("")
-	scr := s.waitFor("Apps", handle, "RUNNING", "does not answer", "the states shown are the last known")
+	scr := s.waitFor("Apps", handle, "RUNNING (last known)", "does not answer", "the states shown are the last known")
 	if strings.Contains(scr, "No app of this WICK_HOME yet") {
 		t.Errorf("the list claims no app:\n%s", scr)
 	}
