@@ -169,6 +169,8 @@ func replicasOf(d *sched.Description) []sched.ReplicaRef {
 type Found struct {
 	N     int      `json:"n"`
 	Lines []string `json:"lines,omitempty"`
+	// Notes says what the reading gave up on (a pattern too slow, skipped).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Bounds of a Book.
@@ -299,6 +301,7 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 	_, err := e.pos.Read(ctx, b.src, h, d, e.store, e.namer)
 	e.at = time.Now()
 	e.found = describe(e.store.Alarms(), e.namer)
+	e.found.Notes = append([]string(nil), e.store.Notices()...)
 	if err != nil {
 		return e.found, err
 	}

@@ -303,6 +303,28 @@ func writeMixed(path string, n int) error {
 	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
+// TestBookSlowPattern: the background scan gives up a user pattern that is too slow,
+// and says so beside the alarms.
+func TestBookSlowPattern(t *testing.T) {
+	home := t.TempDir()
+	pad := strings.Repeat("a", 4000)
+	r, h := launch(t, home, shRole("tr", 1, `i=0; while [ $i -lt 40 ]; do echo "step $i loss 2.5 `+pad+`"; i=$((i+1)); done; echo "step 40 loss nan"`))
+	if st, err := r.Wait(context.Background(), h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
+		t.Fatalf("app: %v %v", st, err)
+	}
+	cfg, err := metrics.ParseConfig(map[string]string{"pattern.slow": `(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)Z`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := metrics.NewBook(r, cfg, "").Scan(context.Background(), h, describe(t, r, h))
+	if err != nil || f.N != 1 || f.Lines[0] != "loss on tr/0 is NaN at step 40" {
+		t.Fatalf("found %+v %v", f, err)
+	}
+	if len(f.Notes) != 1 || !strings.HasPrefix(f.Notes[0], "pattern.slow is too slow") {
+		t.Fatalf("notes %q, want the slow pattern's", f.Notes)
+	}
+}
+
 // TestBookBadFile: a damaged file is no alarm and no error: the logs are read again.
 func TestBookBadFile(t *testing.T) {
 	dir := t.TempDir()

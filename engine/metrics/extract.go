@@ -52,9 +52,11 @@ package metrics
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -111,7 +113,16 @@ type Parsed struct {
 	// box_loss ...`), for the rows of values under it, and headerLocal its local rank.
 	header      []string
 	headerLocal int
+	// The time each user pattern took, over how many lines, and the patterns skipped
+	// for their time (see PatternLineBudget), with their notices.
+	patTime  [maxPatterns]time.Duration
+	patLines [maxPatterns]int64
+	patSkip  uint32
+	notices  []string
 }
+
+// Notices says what the extraction gave up on (a user pattern too slow), once each.
+func (p *Parsed) Notices() []string { return p.notices }
 
 // maxColumns bounds the columns of a header line.
 const maxColumns = 24
@@ -160,7 +171,21 @@ type Extractor struct {
 	words wordTable
 	// listed is whether cfg.Only lists the metrics: a name it does not list is none.
 	listed bool
+	// lineBudget and meanBudget bound the time a user pattern takes (see
+	// PatternLineBudget).
+	lineBudget, meanBudget time.Duration
 }
+
+// Budgets of a user pattern, per Parsed (a reader of lines): RE2 is linear in the line,
+// but a pattern of many groups and .* on a 4 KiB line can take milliseconds, and the
+// app list's background scan reads millions of lines. A pattern that takes more than
+// PatternLineBudget on one line, or more than PatternMeanBudget a line on average over
+// patternMeanAfter lines, is skipped from then on, with a notice (Parsed.Notices).
+const (
+	PatternLineBudget = 5 * time.Millisecond
+	PatternMeanBudget = 50 * time.Microsecond
+	patternMeanAfter  = 256
+)
 
 // NewExtractor returns an extractor for cfg (see DefaultConfig).
 func NewExtractor(cfg Config) *Extractor {
@@ -201,7 +226,8 @@ func NewExtractor(cfg Config) *Extractor {
 	for _, k := range keys {
 		words[strings.ToLower(k)] = wordInfo{kind: kindStep}
 	}
-	return &Extractor{cfg: cfg, words: newWordTable(words), listed: only != nil}
+	return &Extractor{cfg: cfg, words: newWordTable(words), listed: only != nil,
+		lineBudget: PatternLineBudget, meanBudget: PatternMeanBudget}
 }
 
 // keep reports whether a name is a metric under the configuration's lists.
@@ -388,7 +414,20 @@ func (e *Extractor) Extract(text string, p *Parsed) {
 		if len(p.Samples) >= MaxValuesPerLine {
 			break
 		}
+		if i >= maxPatterns || p.patSkip&(1<<i) != 0 {
+			continue
+		}
+		t0 := time.Now()
 		e.cfg.Patterns[i].extract(text, p)
+		d := time.Since(t0)
+		p.patTime[i] += d
+		p.patLines[i]++
+		if d > e.lineBudget || p.patLines[i] >= patternMeanAfter && p.patTime[i]/time.Duration(p.patLines[i]) > e.meanBudget {
+			p.patSkip |= 1 << i
+			pt := &e.cfg.Patterns[i]
+			p.notices = append(p.notices, fmt.Sprintf("pattern.%s is too slow (%s on one line, %s a line on average): skipped from then on",
+				pt.Name, d.Round(time.Microsecond), (p.patTime[i]/time.Duration(p.patLines[i])).Round(time.Microsecond)))
+		}
 	}
 }
 

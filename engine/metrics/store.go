@@ -539,6 +539,10 @@ func Headline(s *Store) string {
 // Series returns the series of a metric, one per rank, in rank order.
 func (s *Store) Series(name string) []*Series { return s.byName[name] }
 
+// Notices says what the store's reading gave up on (a user pattern too slow to run on
+// every line), once each.
+func (s *Store) Notices() []string { return s.parsed.Notices() }
+
 // Alarms returns the alarms raised, in order.
 func (s *Store) Alarms() []Alarm { return s.alarms }
 

@@ -283,3 +283,30 @@ func TestStoreSettings(t *testing.T) {
 		t.Errorf("headline %q", got)
 	}
 }
+
+// slowPattern is a user pattern that takes tens of milliseconds on a 4 KiB line (RE2 is
+// linear, but with a large factor for many groups).
+const slowPattern = `(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)Z`
+
+// A slow user pattern is given up after it overruns its budget on a line, with a
+// notice; the other values are still read.
+func TestStoreSlowPatternSkipped(t *testing.T) {
+	cfg, err := ParseConfig(map[string]string{"pattern.slow": slowPattern})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(cfg)
+	pad := strings.Repeat("a", MaxLineBytes-40)
+	start := time.Now()
+	for step := range 50 {
+		s.Add(line(0, step, fmt.Sprintf("step %d loss %g %s", step, 2-0.01*float64(step), pad)))
+	}
+	n := s.Notices()
+	if len(n) != 1 || !strings.HasPrefix(n[0], "pattern.slow is too slow (") || !strings.HasSuffix(n[0], "skipped from then on") {
+		t.Fatalf("notices %q", n)
+	}
+	if c := s.Series("loss")[0].Count; c != 50 {
+		t.Errorf("loss read %d times, want 50", c)
+	}
+	t.Logf("50 lines with the pattern given up: %v (%s)", time.Since(start), n[0])
+}

@@ -178,9 +178,11 @@ func (a *app) streamMetrics(ctx context.Context, h spec.Handle, refs []replicaRe
 	full := make(chan *extracted, 1)
 	free := make(chan *extracted, 2)
 	var readErr error
+	var notices []string // what the extraction gave up on (a slow pattern)
 	go func() {
 		defer close(full)
 		var p metrics.Parsed
+		defer func() { notices = p.Notices() }()
 		b := &extracted{}
 		hand := func(idle bool) {
 			b.idle = idle
@@ -225,6 +227,9 @@ func (a *app) streamMetrics(ctx context.Context, h spec.Handle, refs []replicaRe
 		case free <- b:
 		default:
 		}
+	}
+	for _, n := range notices {
+		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", n)
 	}
 	return readErr
 }
