@@ -5,7 +5,7 @@ PKGS    ?= ./...
 FUZZTIME ?= 20s
 TORCH_IMAGE ?= wick-torch:bookworm
 
-.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch
+.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
 
 all: build
 
@@ -57,6 +57,11 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m $(PKGS)
 	WICK_TEST_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench Soak -benchtime 1x -timeout 15m ./tui/wall
 	bash scripts/bench.sh $(BIN)
+
+## metrics-report: how the metrics read the corpus of frameworks' formats
+## (engine/metrics/testdata/formats), per framework, as the README shows it
+metrics-report:
+	@WICK_METRICS_REPORT=1 $(GO) test -count=1 -v -run '^TestFormatsReport$$' ./engine/metrics | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS' -e '^ok '
 
 ## fuzz: run every fuzz target for FUZZTIME each
 fuzz:

@@ -21,6 +21,9 @@ type formatCase struct {
 	rank int
 	line string
 	want string // "" for no value
+	// known says why the extractor is known to read the line wrong: the report counts
+	// it, and TestFormats fails once it is read right (remove the mark then).
+	known string
 }
 
 // formatFile is the cases of one framework and what its run shows.
@@ -71,6 +74,12 @@ func readFormats(t testing.TB) []formatFile {
 					break
 				}
 				ff.cases[len(ff.cases)-1].want = strings.TrimSpace(rest) + "\x00"
+			case "known":
+				if len(ff.cases) == 0 {
+					err = fmt.Errorf("known without its line")
+					break
+				}
+				ff.cases[len(ff.cases)-1].known = rest
 			case "shown":
 				ff.shown = strings.Fields(rest)
 			case "chart":
@@ -209,7 +218,11 @@ func TestFormats(t *testing.T) {
 	for _, ff := range readFormats(t) {
 		t.Run(ff.name, func(t *testing.T) {
 			for _, c := range ff.cases {
-				if v, s := checkCase(t, e, &p, c); v != "" || s != "" {
+				v, s := checkCase(t, e, &p, c)
+				switch {
+				case c.known != "" && v == "" && s == "":
+					t.Errorf("%s: %q is read right now: remove its known mark (%s)", c.at, c.line, c.known)
+				case c.known == "" && (v != "" || s != ""):
 					t.Errorf("%s: %q\n  %s %s\n  want %s", c.at, c.line, v, s, c.want)
 				}
 			}
@@ -285,8 +298,9 @@ func TestFormatsReport(t *testing.T) {
 		tl, tv, ts, tset, tfa, tnan, tnanWant = tl+lines, tv+valsOK, ts+stepsOK, tset+settings, tfa+falseAlarms, tnan+min(nanAlarms, nanWant), tnanWant+nanWant
 	}
 	fmt.Fprintf(&b, "%-18s %6d %3d/%-3d %2d/%-3d %9d %6d %3d/%-2d\n", "all", tl, tv, tl, ts, tl, tset, tfa, tnan, tnanWant)
-	t.Logf("accuracy on testdata/formats (lines whose values, steps are right; settings shown as metrics; alarms):\n%s", b.String())
 	if os.Getenv("WICK_METRICS_REPORT") != "" {
-		fmt.Print(b.String())
+		fmt.Print(b.String()) // make metrics-report
+		return
 	}
+	t.Logf("accuracy on testdata/formats (lines whose values, steps are right; settings shown as metrics; alarms):\n%s", b.String())
 }

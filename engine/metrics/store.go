@@ -478,9 +478,9 @@ func (s *Store) AllNames() []string { return s.names }
 
 // Settings lists the names whose value has been the same on every line, on every rank,
 // over at least two lines (a batch size, Lightning's v_num, a constant lr): listed
-// apart, not charted by default. Losses and measures written with a unit (memory in
-// GiB) are never settings: a loss stuck at one value, or memory that holds steady,
-// is news.
+// apart, not charted by default. Losses, rates, memory and measures written with a
+// unit (GiB, ms) are never settings: a loss stuck at one value, or memory that holds
+// steady, is news.
 func (s *Store) Settings() []string {
 	var out []string
 	for _, n := range s.names {
@@ -495,6 +495,10 @@ func (s *Store) Settings() []string {
 func (s *Store) IsSetting(name string) bool {
 	list := s.byName[name]
 	if len(list) == 0 || strings.HasSuffix(name, "loss") || strings.Contains(name, "mem") {
+		return false
+	}
+	// A rate is a measure even when it holds steady: it/s, tok/s, samples_per_second.
+	if strings.Contains(name, "/s") || strings.Contains(name, "s/it") || strings.Contains(name, "per_sec") {
 		return false
 	}
 	var n int64

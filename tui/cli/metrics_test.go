@@ -344,3 +344,36 @@ func TestMetricsFollowTableLive(t *testing.T) {
 		t.Fatalf("after Ctrl-C, no table:\n%s", screen)
 	}
 }
+
+// TestMetricsUnitsAndSettings: a value's unit is shown with its metric, a value that
+// stayed the same on every line is listed apart as a setting, and a user pattern too
+// slow for its budget is given up with a notice.
+func TestMetricsUnitsAndSettings(t *testing.T) {
+	h := newHarness(t)
+	pad := strings.Repeat("a", 4000)
+	r := h.exec("run", "utils.sh", "sh", "-c", `echo "step 1 loss 2.5 lr 0.001 time 30.5ms `+pad+`"; echo "step 2 loss 2.4 lr 0.001 time 31ms"; echo "Test set: Average loss: 0.0512, Accuracy: 9800/10000 (98%)"`)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	slow := `(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)Z`
+	if err := os.WriteFile(filepath.Join(h.work, ".torchxconfig"), []byte("[wick:metrics]\npattern.slow = "+slow+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := h.exec("metrics", handle)
+	want := `NAME           UNIT  RANKS  COUNT  FIRST   LAST    MIN     MAX
+loss                 1      2      2.5     2.4     2.4     2.5
+time           ms    1      2      30.5    31      30.5    31
+test/loss            1      1      0.0512  0.0512  0.0512  0.0512
+test/accuracy        1      1      0.98    0.98    0.98    0.98
+
+SETTING  VALUE
+lr       0.001
+`
+	if got.code != 0 || got.stdout != want {
+		t.Errorf("exit %d\n%s\nwant\n%s\nstderr %s", got.code, got.stdout, want, got.stderr)
+	}
+	if !strings.HasPrefix(got.stderr, "wick: metrics: pattern.slow is too slow (") || strings.Count(got.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want the slow pattern's notice", got.stderr)
+	}
+}
