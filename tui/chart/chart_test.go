@@ -122,6 +122,28 @@ func TestSparkline(t *testing.T) {
 	}
 }
 
+// Values near the float64 range: the sparkline and the chart scale them without
+// overflow (no Inf from finite values, no bar out of range), from the lowest to the
+// highest.
+func TestHugeFiniteValues(t *testing.T) {
+	pts := []metrics.Point{{Step: 0, Value: -1.7e308}, {Step: 1, Value: 1.7e308}, {Step: 2, Value: -1.7e308}, {Step: 3, Value: 1.7e308}}
+	if got := Sparkline(pts, 4); got != "▁█▁█" {
+		t.Errorf("sparkline %q", got)
+	}
+	if got := Sparkline(pts, 2); got != "▅▅" {
+		t.Errorf("sparkline of means %q, want the middle: the means are 0", got)
+	}
+	same := []metrics.Point{{Value: 1.7e308}, {Value: 1.7e308}, {Value: 1e308}, {Value: 1e308}}
+	if got := Sparkline(same, 2); got != "█▁" {
+		t.Errorf("sparkline of means %q, want 1.7e308 then 1e308 (a sum would be Inf)", got)
+	}
+	out := Render([]Series{{Label: "big", Points: pts}}, Options{Width: 40, Height: 10})
+	checkSize(t, out, 40, 10)
+	if strings.Contains(out, "inf") || strings.Contains(out, "NaN") || !strings.Contains(out, "1.7e+308") || !strings.Contains(out, "-1.7e+308") {
+		t.Errorf("chart of huge values:\n%s", out)
+	}
+}
+
 // BenchmarkRender draws 8 ranks of 100k points each on a 160x40 chart (a wide
 // terminal), all of them and as a metrics.Store keeps them, beside the floor of any
 // chart of all the points: one pass reading every point's value.
