@@ -141,12 +141,19 @@ func (p *Parsed) intern(name []byte) string {
 
 // internSlot returns the cache slot of name, filled.
 func (p *Parsed) internSlot(name []byte) *nameSlot {
+	// Two ways: a name is at k or k^1, the one used last at k.
 	k := hashWord(headOf(name), len(name)) >> (64 - nameCacheBits)
-	sl := &p.names[k]
-	if sl.name != string(name) || sl.name == "" && len(name) > 0 {
-		*sl = nameSlot{name: string(name)}
+	a, b := &p.names[k], &p.names[k^1]
+	if a.name == string(name) && (a.name != "" || len(name) == 0) {
+		return a
 	}
-	return sl
+	if b.name == string(name) && b.name != "" {
+		*a, *b = *b, *a
+		return a
+	}
+	*b = *a
+	*a = nameSlot{name: string(name)}
+	return a
 }
 
 // nameSlot is a name remembered, and whether add found it a setting (0: not asked yet,
@@ -836,8 +843,11 @@ func (st *lineState) endField(s string) {
 // closeWords takes words that named no value: a qualifier among them names the line
 // (`Test set:`, `| valid |`, `Epoch(val)`).
 func (st *lineState) closeWords(s string, words []span) {
+	if st.ctx != "" {
+		return
+	}
 	for _, w := range words {
-		if w.end-w.start <= maxQualifierLen && st.ctx == "" {
+		if st.ctx == "" && mayQualify(s, w) {
 			var b [maxQualifierLen]byte
 			lw, _ := appendLower(b[:0], s[w.start:w.end])
 			if q := canonQualifier(lw); q != "" && q != "train" {
@@ -931,9 +941,22 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v value) in
 	return v.end
 }
 
+// mayQualify is a quick look at a word: whether it may be a qualifier (its length and
+// first letter), before it is lowercased and looked up.
+func mayQualify(s string, w span) bool {
+	if n := w.end - w.start; n < 3 || n > 10 {
+		return false
+	}
+	switch s[w.start] | 0x20 {
+	case 't', 'e', 'v', 'd':
+		return true
+	}
+	return false
+}
+
 // isQualifier reports whether a word is a qualifier.
 func isQualifier(s string, w span) bool {
-	if w.end-w.start > maxQualifierLen {
+	if !mayQualify(s, w) {
 		return false
 	}
 	var b [maxQualifierLen]byte
