@@ -296,6 +296,7 @@ func isSetting(name []byte) bool {
 	if bytes.Contains(name, []byte("per_sec")) || bytes.Contains(name, []byte("persec")) {
 		return false
 	}
+	setting := false
 	start := 0
 	for i := 0; i <= len(name); i++ {
 		if i < len(name) {
@@ -304,12 +305,15 @@ func isSetting(name []byte) bool {
 			}
 		}
 		w := string(name[start:i])
-		if settingWords[w] || i == len(name) && w == "epoch" {
-			return true
+		if w == "nan" || w == "inf" {
+			// Megatron's `number of nan iterations`: a count of NaN steps is the
+			// run's health, not a setting (the Store raises an alarm when it is not 0).
+			return false
 		}
+		setting = setting || settingWords[w] || i == len(name) && w == "epoch"
 		start = i + 1
 	}
-	return false
+	return setting
 }
 
 // stopWords are words that precede numbers in prose, never metrics when only a space
@@ -798,6 +802,10 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 				if v, ok := parseNumber(s[i:j], n, false); ok {
 					st.pairs++
 					st.spacedOnly = false
+					if before := len(p.Samples); st.nunctx < len(st.unctx) {
+						st.unctx[st.nunctx] = uint8(before) // a rate takes the line's context
+						st.nunctx++
+					}
 					e.add(p, st, rateNames[rate], v, "")
 					if len(p.Samples) >= MaxValuesPerLine {
 						return
@@ -872,17 +880,24 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v value) in
 	}
 	var buf [MaxNameLen + 16]byte
 	name, ok := joinWords(buf[:0], s, st.words[first:st.nwords], w)
-	st.closeWords(s, st.words[:first])
 	own := first < st.nwords // words of the field before the name's last
+	if ok && v.sep == ' ' && !own {
+		// A stop word is prose ("create 8 workers"), and may be a word of a longer
+		// name: `number of nan iterations: 1` is not of=nan.
+		if info := e.words.lookup(name, headOf(name)); info.flags&flagStop != 0 {
+			if st.nwords < maxNameWords && w.end < len(s) && s[w.end] == ' ' {
+				st.words[st.nwords] = w
+				st.nwords++
+				return w.end
+			}
+			st.endField(s)
+			return v.end
+		}
+	}
+	st.closeWords(s, st.words[:first])
 	st.nwords = 0
 	if !ok {
 		return v.end
-	}
-	if v.sep == ' ' && !own {
-		// A stop word is prose: "create 8 workers".
-		if info := e.words.lookup(name, headOf(name)); info.flags&flagStop != 0 {
-			return v.end
-		}
 	}
 	st.pairs++
 	if v.sep != ' ' {

@@ -440,7 +440,7 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 		s.seq++
 		ser.add(pt, s.seq)
 		switch {
-		case math.IsNaN(smp.Value):
+		case math.IsNaN(smp.Value), smp.Value > 0 && countsNaN(smp.Name):
 			s.raise(Alarm{Kind: AlarmNaN, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
 		case math.IsInf(smp.Value, 0):
 			s.raise(Alarm{Kind: AlarmInf, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
@@ -450,6 +450,12 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 			}
 		}
 	}
+}
+
+// countsNaN reports whether a metric counts NaN values (Megatron prints `number of nan
+// iterations: 1` where the loss was NaN, and no loss).
+func countsNaN(name string) bool {
+	return strings.Contains(name, "nan_iterations") || strings.Contains(name, "nan_count") || strings.Contains(name, "num_nan")
 }
 
 func (s *Store) raise(a Alarm) {
