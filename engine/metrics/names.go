@@ -1,0 +1,243 @@
+package metrics
+
+import (
+	"bytes"
+	"strings"
+)
+
+// defaultIgnore are names whose numbers are not metrics.
+var defaultIgnore = []string{
+	"pid", "ppid", "port", "rank", "local_rank", "node_rank", "group_rank", "world_size",
+	"local_world_size", "nproc", "nproc_per_node", "nnodes", "seed", "epoch", "epochs",
+	"gpu", "gpus", "device", "cuda", "worker", "workers", "line", "version", "id",
+	// torchrun's agent prints its configuration at LOGLEVEL=INFO.
+	"min_nodes", "max_nodes", "max_restarts", "monitor_interval", "restart_count", "timeout",
+	"elapsed", "role_world_size", "group_world_size", "nnodes_min", "nnodes_max",
+	"attempt", "restart", "restarts", "done", "exitcode", "exit_code", "code", "errno", "signal",
+	// Counters of frameworks: DeepSpeed's skipped steps and micro steps, fairseq's
+	// batch size, Lightning's version and dataloader index, HF's fractional epoch.
+	"skipped", "micro_step", "bsz", "v_num", "dataloader", "update", "eta", "best_epoch",
+	// NCCL_DEBUG=INFO's communicator lines.
+	"nranks", "cudadev", "busid", "nvmldev", "comm", "channel", "nchannels",
+}
+
+// settingWords are words of names that count or size things: settings and counters,
+// not metrics (global batch size, num_examples, consumed samples, v_num).
+var settingWords = map[string]bool{
+	"size": true, "sizes": true, "examples": true, "epochs": true, "steps": true,
+	"parameters": true, "params": true, "workers": true, "gpus": true, "devices": true,
+	"nodes": true, "iterations": true, "instances": true, "zeros": true, "seed": true,
+	"version": true, "id": true, "rank": true, "ranks": true, "port": true, "pid": true,
+	"addr": true, "samples": true, "num": true, "number": true, "count": true,
+	"classes": true, "images": true, "tokens": true, "layers": true, "heads": true,
+	"dim": true, "shards": true,
+}
+
+// isSetting reports whether a lowercase name (words joined by _ . - / or space) names
+// a setting or a counter by its words: one of them is in settingWords, or its last is
+// epoch. A rate is a metric whatever it counts (samples_per_second, tokens/s), and so
+// is a loss (epoch_loss).
+func isSetting(name []byte) bool {
+	if len(name) >= 4 && string(name[len(name)-4:]) == "loss" {
+		return false
+	}
+	for i := 0; i+1 < len(name); i++ {
+		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_') {
+			return false
+		}
+	}
+	if bytes.Contains(name, []byte("per_sec")) || bytes.Contains(name, []byte("persec")) {
+		return false
+	}
+	setting := false
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) {
+			if c := name[i]; c != '_' && c != '.' && c != '-' && c != ' ' && c != '/' {
+				continue
+			}
+		}
+		w := string(name[start:i])
+		if w == "nan" || w == "inf" {
+			// Megatron's `number of nan iterations`: a count of NaN steps is the
+			// run's health, not a setting (the Store raises an alarm when it is not 0).
+			return false
+		}
+		setting = setting || settingWords[w] || i == len(name) && w == "epoch"
+		start = i + 1
+	}
+	return setting
+}
+
+// stopWords are words that precede numbers in prose, never metrics when only a space
+// separates them from the number: "create 8 workers", "is 4", "of 10".
+var stopWords = []string{
+	"a", "an", "the", "is", "are", "was", "were", "be", "of", "to", "in", "on", "at", "by",
+	"for", "with", "from", "than", "and", "or", "into", "over", "after", "before", "every",
+	"each", "all", "only", "about", "per", "use", "using", "create", "created", "has",
+	"have", "had", "got", "found", "expected", "received", "took", "takes", "max", "min",
+	"total", "last", "first", "top", "x", "line", "see", "version", "python",
+}
+
+// qualifiers are the words of a context: they name the series (val/loss) of the name
+// that follows them, or of the whole line.
+var qualifiers = []string{
+	"train", "training", "eval", "evaluation", "val", "valid", "validation", "validate",
+	"validating", "test", "testing", "dev",
+}
+
+// canonQualifier is the series prefix of a qualifier ("" for training).
+func canonQualifier(q []byte) string {
+	switch string(q) {
+	case "train", "training":
+		return "train"
+	case "eval", "evaluation":
+		return "eval"
+	case "val", "valid", "validation", "validate", "validating", "dev":
+		return "val"
+	case "test", "testing":
+		return "test"
+	}
+	return ""
+}
+
+// counterWords count what is done of a total (`epoch 3/10`): their count is their value.
+var counterWords = map[string]bool{
+	"step": true, "iter": true, "iteration": true, "it": true, "batch": true, "epoch": true,
+	"global_step": true, "update": true, "updates": true,
+}
+
+// isModifier reports whether a word is dropped from the front of a name of several
+// words: `Average loss` is the loss.
+func isModifier(w []byte) bool {
+	switch string(w) {
+	case "average", "avg", "mean":
+		return true
+	}
+	return false
+}
+
+// maxQualifierLen bounds the words looked up as qualifiers: none is longer.
+const maxQualifierLen = 16
+
+// commonNames are interned so that extracting them allocates nothing.
+var commonNames = []string{
+	"loss", "lr", "grad_norm", "tok/s", "it/s", "s/it", "eval/loss", "train/loss",
+	"val/loss", "test/loss", "learning_rate", "accuracy", "acc", "ppl", "perplexity",
+	"throughput", "samples/s", "mfu", "step_time", "data_time", "time", "memory", "mem",
+	"lm_loss", "nll_loss", "norm", "tps", "tflops", "data", "val/accuracy", "test/accuracy",
+}
+
+// knownMetrics may stand alone after a space: `val loss 5.32` is a value even as the
+// only pair of its line, where `create 8 workers` is prose.
+var knownMetrics = map[string]bool{
+	"loss": true, "lr": true, "acc": true, "accuracy": true, "ppl": true, "perplexity": true,
+	"grad_norm": true, "mfu": true,
+}
+
+// CanonicalName is the name under which a metric written name is kept: lowercased,
+// its qualifier a prefix (`eval_loss`, `Eval Loss` and `eval/loss` are eval/loss;
+// `valid_loss` is val/loss). A configuration's names go through it too.
+func CanonicalName(name string) string {
+	var buf [MaxNameLen + 16]byte
+	lw, _ := appendLower(buf[:0], strings.TrimSpace(name))
+	for i, c := range lw {
+		if c == ' ' {
+			lw[i] = '_'
+		}
+	}
+	q, rest := splitQualifier(lw)
+	if q == "" {
+		return string(lw)
+	}
+	return q + "/" + string(rest)
+}
+
+// splitQualifier splits a lowercase name into its context and the rest: val_loss is
+// val and loss. A name that is only a qualifier has none.
+func splitQualifier(name []byte) (string, []byte) {
+	for i := 0; i < len(name) && i <= maxQualifierLen; i++ {
+		if c := name[i]; c == '_' || c == '/' || c == '.' || c == ' ' || c == '-' {
+			if q := canonQualifier(name[:i]); q != "" && i+1 < len(name) {
+				return q, name[i+1:]
+			}
+			return "", name
+		}
+	}
+	return "", name
+}
+
+// mayQualify is a quick look at a word: whether it may be a qualifier (its length and
+// first letter), before it is lowercased and looked up.
+func mayQualify(s string, w span) bool {
+	if n := w.end - w.start; n < 3 || n > 10 {
+		return false
+	}
+	switch s[w.start] | 0x20 {
+	case 't', 'e', 'v', 'd':
+		return true
+	}
+	return false
+}
+
+// isQualifier reports whether a word is a qualifier.
+func isQualifier(s string, w span) bool {
+	if !mayQualify(s, w) {
+		return false
+	}
+	var b [maxQualifierLen]byte
+	lw, _ := appendLower(b[:0], s[w.start:w.end])
+	return canonQualifier(lw) != ""
+}
+
+// trimModifiers drops modifiers before a name (`average_loss` is the loss) and
+// Megatron's `value` after it (`lm loss value`).
+func trimModifiers(name []byte) []byte {
+	for {
+		k := 0
+		for k < len(name) && name[k] != '_' {
+			k++
+		}
+		if k < len(name) && isModifier(name[:k]) {
+			name = name[k+1:]
+			continue
+		}
+		break
+	}
+	if n := len(name) - len("_value"); n > 0 && string(name[n:]) == "_value" {
+		name = name[:n]
+	}
+	return name
+}
+
+// joinWords appends the lowercase words and w, joined by _, to b; ok is false when the
+// name is too long or a word is not one.
+func joinWords(b []byte, s string, words []span, w span) ([]byte, bool) {
+	for k := 0; k <= len(words); k++ {
+		x := w
+		if k < len(words) {
+			x = words[k]
+		}
+		if len(b) > 0 {
+			b = append(b, '_')
+		}
+		if len(b)+x.end-x.start > MaxNameLen {
+			return nil, false
+		}
+		b, _ = appendLower(b, s[x.start:x.end])
+	}
+	return b, len(b) > 0
+}
+
+// hasIgnoredSuffix reports whether a name ends like an id.
+func hasIgnoredSuffix(name []byte) bool {
+	for _, suf := range ignoredSuffixes {
+		if len(name) >= len(suf) && string(name[len(name)-len(suf):]) == suf {
+			return true
+		}
+	}
+	return false
+}
+
+// ignoredSuffixes mark ids: master_port, worker_pid, global_rank, job_id.
+var ignoredSuffixes = []string{"_pid", "_port", "_rank", "_id", "_addr"}

@@ -1,0 +1,363 @@
+package metrics
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// rateAfter reads a rate unit right after a number or after one space: it/s, s/it,
+// tok/s. It returns the metric's name and where the unit ends.
+func rateAfter(s string, j int) (string, int) {
+	if j >= len(s) || s[j] != ' ' && !isLetter(s[j]) || s[j] == ' ' && (j+1 >= len(s) || !isLetter(s[j+1])) {
+		return "", j
+	}
+	k := j
+	if k < len(s) && s[k] == ' ' {
+		k++
+	}
+	for _, r := range rates {
+		if strings.HasPrefix(s[k:], r) && boundary(s, k+len(r)) {
+			if k > j && (r == "it/s" || r == "s/it") {
+				continue // tqdm writes these against the number
+			}
+			return r, k + len(r)
+		}
+	}
+	return "", j
+}
+
+var rates = []string{"it/s", "s/it", "tok/s", "tokens/s", "samples/s", "img/s"}
+
+// rateNames are the rates as the names add looks up.
+var rateNames = func() map[string][]byte {
+	m := map[string][]byte{}
+	for _, r := range rates {
+		m[r] = []byte(r)
+	}
+	return m
+}()
+
+// value is a number read after a name.
+type value struct {
+	v    float64
+	unit string
+	end  int
+	// sep is ' ' when only spaces separate the name from the value, else ':' or '='.
+	sep byte
+	// ratio is a count of a total (`9800/10000`): the value is num/den for a metric.
+	ratio    bool
+	num, den float64
+}
+
+// units are the units kept with a value, longest first.
+var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "%"}
+
+// valueAfter reads the value that follows a name ending at i: optional closing quote,
+// spaces, at most one `=` or `:`, spaces, an optional opening quote or bracket, then a
+// number, a total, a unit and a remark in parentheses, ending at a boundary.
+func valueAfter(s string, i int) (v value, ok bool) {
+	quoted := i < len(s) && (s[i] == '"' || s[i] == '\'')
+	if quoted {
+		i++
+	}
+	sp := i
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	v.sep = ' '
+	tight := false // `name:value`, no space after the colon
+	if i < len(s) && (s[i] == '=' || s[i] == ':') {
+		v.sep = s[i]
+		i++
+		tight = v.sep == ':' && !quoted && (i >= len(s) || s[i] != ' ')
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+	}
+	if v.sep == ' ' && i == sp {
+		return value{}, false // `loss2` is a name, not loss=2
+	}
+	if v.sep == ' ' && quoted {
+		return value{}, false
+	}
+	return readValue(s, i, v, tight)
+}
+
+// unitThenValue reads `NAME (unit): value` or `NAME(unit)=value` after a name ending
+// at i.
+func unitThenValue(s string, i int) (value, bool) {
+	j := i
+	if j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if j >= len(s) || s[j] != '(' {
+		return value{}, false
+	}
+	k := strings.IndexByte(s[j:min(len(s), j+maxUnitLen+2)], ')')
+	if k < 2 {
+		return value{}, false
+	}
+	unit := s[j+1 : j+k]
+	for x := 0; x < len(unit); x++ {
+		if c := unit[x]; !isNameChar(c) && c != '%' {
+			return value{}, false
+		}
+	}
+	j += k + 1
+	if j >= len(s) || s[j] != ':' && s[j] != '=' {
+		return value{}, false
+	}
+	v := value{sep: s[j]}
+	j++
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	v, ok := readValue(s, j, v, false)
+	if ok && v.unit == "" {
+		v.unit = unit
+	}
+	return v, ok
+}
+
+// readValue reads the number at s[i] and what follows it (see valueAfter).
+func readValue(s string, i int, v value, tight bool) (value, bool) {
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	list := false
+	if i < len(s) && s[i] == '[' && v.sep != ' ' {
+		list = true // DeepSpeed's lr=[0.001]
+		i++
+	}
+	start := i
+	neg := false
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
+		i++
+	}
+	var n number
+	var end int
+	word := false
+	switch {
+	case i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1])):
+		n = readNumber(s, i)
+		end = n.end
+	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
+		// nan, inf or infinity, in any case and with any sign, as a word of its own.
+		w := i
+		for w < len(s) && isLetter(s[w]) && w-i < 9 {
+			w++
+		}
+		switch {
+		case foldEqual(s[i:w], "nan"):
+			v.v = math.NaN()
+		case foldEqual(s[i:w], "inf"), foldEqual(s[i:w], "infinity"):
+			v.v = math.Inf(1)
+			if neg {
+				v.v = math.Inf(-1)
+			}
+		default:
+			return value{}, false
+		}
+		end, word = w, true
+	default:
+		return value{}, false
+	}
+	if end-start > maxNumberLen {
+		return value{}, false
+	}
+	tok := s[start:end]
+	var grouped [maxNumberLen + 8]byte
+	if !word && end < len(s) && s[end] == ',' {
+		// Thousands separators: 1,234 and 1,234,567.89.
+		if g, gend, ok := thousands(s, i, end, grouped[:0]); ok {
+			f, err := strconv.ParseFloat(string(g), 64)
+			if err != nil {
+				return value{}, false
+			}
+			if neg {
+				f = -f
+			}
+			v.v, end, word = f, gend, true
+		}
+	}
+	integer := !word
+	for k := 0; k < len(tok) && integer; k++ {
+		integer = tok[k] != '.' && tok[k]|0x20 != 'e'
+	}
+	if tight && integer {
+		return value{}, false // train.py:42, localhost:29500
+	}
+	// `step 20/1000`, `iteration 10/  100000`, `9800/10000`: a count and its total.
+	if end < len(s) && s[end] == '/' {
+		k := end + 1
+		for k < len(s) && s[k] == ' ' && k-end < 12 {
+			k++
+		}
+		if k < len(s) && isDigit(s[k]) {
+			d := k
+			for k < len(s) && (isDigit(s[k]) || s[k] == '.') {
+				k++
+			}
+			if integer && !strings.Contains(s[d:k], ".") {
+				den, err := strconv.ParseFloat(s[d:k], 64)
+				if err == nil && den > 0 {
+					v.ratio, v.den = true, den
+				}
+			}
+			end = k
+		}
+	}
+	// A unit against the number: 30.12ms, 25.1GiB, 98%.
+	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
+		for _, u := range units {
+			if strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+				v.unit = u
+				end += len(u)
+				break
+			}
+		}
+	}
+	// A remark in parentheses against the value: 25.1GiB(31.7%).
+	if end < len(s) && s[end] == '(' {
+		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
+		if k < 0 {
+			return value{}, false
+		}
+		end += k + 1
+	}
+	if list {
+		if end >= len(s) || s[end] != ']' {
+			return value{}, false
+		}
+		end++
+	}
+	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
+		end++
+	}
+	if !boundary(s, end) {
+		return value{}, false
+	}
+	if countsThings(s, end) {
+		return value{}, false // `dataset: 1,000,000 samples` is a size
+	}
+	if !word {
+		f, ok := parseNumber(tok, n, neg)
+		if !ok {
+			// Out of range (1e400) or malformed: not a value, and no false Inf alarm.
+			return value{}, false
+		}
+		v.v = f
+	}
+	if v.ratio {
+		v.num = v.v
+	}
+	v.end = end
+	return v, true
+}
+
+// isTableUnit reports whether u is one of units (a constant string).
+func isTableUnit(u string) bool {
+	for _, t := range units {
+		if u == t {
+			return true
+		}
+	}
+	return false
+}
+
+// countsThings reports whether the word after a number at i (past one space) says
+// what it counts: `1,000,000 samples`, `200 steps`.
+func countsThings(s string, i int) bool {
+	if i >= len(s) || s[i] != ' ' {
+		return false
+	}
+	i++
+	j := i
+	for j < len(s) && isLetter(s[j]) && j-i < 12 {
+		j++
+	}
+	if j == i {
+		return false
+	}
+	if j < len(s) {
+		switch s[j] {
+		case ' ', ',', ';', '.', ')', '|':
+		default:
+			return false
+		}
+	}
+	var b [12]byte
+	lw, _ := appendLower(b[:0], s[i:j])
+	return settingWords[string(lw)]
+}
+
+// unitEnds reports whether a unit may end at i: not inside a longer word.
+func unitEnds(s string, i int) bool {
+	return i >= len(s) || !isLetter(s[i]) && !isDigit(s[i]) && s[i] != '_'
+}
+
+// thousands reads digits grouped by commas starting at i (the first group ending at
+// end, where a comma is): 1,234 or 12,345,678.9. It appends the digits without commas
+// to b.
+func thousands(s string, i, end int, b []byte) ([]byte, int, bool) {
+	if end-i > 3 || end == i {
+		return nil, 0, false
+	}
+	b = append(b, s[i:end]...)
+	j := end
+	groups := 0
+	for j+3 < len(s) && s[j] == ',' && isDigit(s[j+1]) && isDigit(s[j+2]) && isDigit(s[j+3]) && (j+4 >= len(s) || !isDigit(s[j+4])) {
+		b = append(b, s[j+1:j+4]...)
+		j += 4
+		groups++
+		if j-i > maxNumberLen {
+			return nil, 0, false // as long as any number read: an id, not a value
+		}
+	}
+	if groups == 0 {
+		return nil, 0, false
+	}
+	if j+1 < len(s) && s[j] == '.' && isDigit(s[j+1]) {
+		b = append(b, '.')
+		j++
+		for j < len(s) && isDigit(s[j]) && len(b) <= maxNumberLen {
+			b = append(b, s[j])
+			j++
+		}
+	}
+	return b, j, true
+}
+
+// foldEqual reports whether the letters s are the lowercase word w in any case.
+func foldEqual(s, w string) bool {
+	if len(s) != len(w) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i]|0x20 != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// boundary reports whether a number may end at i.
+func boundary(s string, i int) bool {
+	if i >= len(s) {
+		return true
+	}
+	switch s[i] {
+	case ' ', '\t', ';', '|', ')', ']', '}', '"', '\'', '\r', '\b':
+		return true
+	case ',', ':':
+		// `1,000,000` and `12:00:00` are not values; `loss 2.3, lr` and `step 20: loss`
+		// are.
+		return i+1 >= len(s) || !isDigit(s[i+1])
+	case '/':
+		// DeepSpeed's `epoch=0/micro_step=10`.
+		return i+1 < len(s) && isLetter(s[i+1])
+	}
+	return false
+}
