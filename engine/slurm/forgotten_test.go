@@ -58,6 +58,8 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	killed := h.submit(&spec.AppDef{Name: "killed", Roles: []spec.Role{testRole("k", 1, "sh", "-c", "echo started; kill -9 $PPID; sleep 30")}}, nil)
 	// Cancelled while running.
 	cancelled := h.submit(&spec.AppDef{Name: "cancelled", Roles: []spec.Role{testRole("c", 1, "sh", "-c", "echo started; sleep 600")}}, nil)
+	// Two replicas that succeed: srun exits 0.
+	fine := h.submit(&spec.AppDef{Name: "fine", Roles: []spec.Role{testRole("f", 2, "sh", "-c", "echo started")}}, nil)
 	// Killed at its time limit (one minute, Slurm's smallest).
 	timed := h.submit(&spec.AppDef{Name: "timed", Roles: []spec.Role{testRole("t", 1, "sh", "-c", "echo started; sleep 600")}}, spec.Cfg{OptTime: "1"})
 
@@ -65,7 +67,7 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	if err := h.s.Cancel(ctx, cancelled); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{killed, cancelled, timed} {
+	for _, id := range []string{killed, cancelled, timed, fine} {
 		if st, err := h.s.Wait(ctx, id); err != nil || !st.State.Terminal() {
 			t.Fatalf("job %s: %v %v", id, st, err)
 		}
@@ -73,7 +75,7 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	// Slurm says CANCELLED at once; slurmstepd writes its notice when it signals the
 	// step, a moment later. A job is purged minutes after that: wait for the files to
 	// be complete, as they are by then.
-	for id, word := range map[string]string{killed: "srun exited with code", cancelled: "CANCELLED AT", timed: "DUE TO TIME LIMIT"} {
+	for id, word := range map[string]string{killed: "srun exited with code", cancelled: "CANCELLED AT", timed: "DUE TO TIME LIMIT", fine: "srun exited with code 0"} {
 		rec, err := h.s.loadRecord(id)
 		if err != nil || rec == nil {
 			t.Fatal(err, rec)
@@ -98,6 +100,7 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 		{killed, "990000011", "k", spec.Failed, "srun exited with code 137"},
 		{cancelled, "990000012", "c", spec.Cancelled, "cancelled (CANCELLED in "},
 		{timed, "990000013", "t", spec.Failed, "killed by Slurm at its time limit (DUE TO TIME LIMIT in "},
+		{fine, "990000014", "f", spec.Succeeded, "srun exited with code 0"},
 	} {
 		h.ghost(c.id, c.ghost)
 		d, err := h.s.Describe(ctx, c.ghost)
@@ -108,8 +111,10 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 		if st.State != c.state || !strings.Contains(st.Msg, c.says) {
 			t.Errorf("forgotten %s job: %s %q, want %s saying %q", c.role, st.State, st.Msg, c.state, c.says)
 		}
-		if r := replica(&st, c.role, 0); r == nil || r.State != c.state || r.Ended.IsZero() {
-			t.Errorf("its replica: %+v, want %s and ended", r, c.state)
+		for _, r := range st.Roles[0].Replicas {
+			if r.State != c.state || r.Ended.IsZero() {
+				t.Errorf("its replica: %+v, want %s and ended", r, c.state)
+			}
 		}
 	}
 

@@ -625,6 +625,9 @@ func (s *Scheduler) concludeForgotten(rec *record, st *spec.AppStatus) {
 		switch {
 		case ev.timeLimit || ev.cancelled:
 			// Slurm ended the whole job: every replica that was left.
+		case ev.code != nil && *ev.code == 0:
+			// srun exits 0 only when every task did.
+			rep.ExitCode = spec.IntPtr(0)
 		case len(open) == 1 && ev.code != nil:
 			// srun's status is this replica's: the others left their own.
 			rep.ExitCode = spec.IntPtr(*ev.code)
