@@ -64,6 +64,21 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	timed := h.submit(&spec.AppDef{Name: "timed", Roles: []spec.Role{testRole("t", 1, "sh", "-c", "echo started; sleep 600")}}, spec.Cfg{OptTime: "1"})
 
 	h.waitFor(cancelled, "RUNNING", func(st *spec.AppStatus) bool { return st.State == spec.Running })
+	// RUNNING is the job; its step may still be starting, and a step cancelled before
+	// it starts leaves "job has expired", not slurmstepd's notice. Cancel once the
+	// replica has printed.
+	if rec, err := h.s.loadRecord(cancelled); err != nil || rec == nil {
+		t.Fatal(err, rec)
+	} else {
+		for deadline := time.Now().Add(testTimeout); ; time.Sleep(100 * time.Millisecond) {
+			if b, _ := os.ReadFile(rec.Replicas[0].Stdout); strings.Contains(string(b), "started") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: its replica printed nothing within %s", cancelled, testTimeout)
+			}
+		}
+	}
 	if err := h.s.Cancel(ctx, cancelled); err != nil {
 		t.Fatal(err)
 	}
