@@ -8,12 +8,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // withDeadline fails the test if fn does not return in time (a FIFO used to hang).
 func withDeadline(t *testing.T, fn func()) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
 	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); fn() }()

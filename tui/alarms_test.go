@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestAppListMarksAlarmsUnopened: an app whose loss went NaN is marked ⚠ in the app
@@ -29,7 +30,7 @@ func TestAppListMarksAlarmsUnopened(t *testing.T) {
 
 	// The running app: marked once its bad step is in its logs.
 	writeFile(t, gate, "")
-	deadline := time.Now().Add(cmdTimeout)
+	deadline := time.Now().Add(testkit.Scale(cmdTimeout))
 	for !d.shows("⚠ running") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the running app's alarm never showed:\n%s", d.screen())

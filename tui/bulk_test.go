@@ -10,6 +10,7 @@ import (
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestBulkCancelShowsProgress: a bulk cancel of containers that wait out their grace
@@ -20,7 +21,7 @@ func TestBulkCancelShowsProgress(t *testing.T) {
 	local.Register(reg)
 	docker.Register(reg)
 	e := newEnvWith(t, envConfig{reg: reg})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	var hs []spec.Handle
 	for _, name := range []string{"one", "two", "three"} {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // The end-to-end tests run the real wick binary in tmux, as a user would: they type,
@@ -143,7 +145,7 @@ func (s *tmuxSession) dead() bool {
 // waitFor waits until the screen shows every want.
 func (s *tmuxSession) waitFor(want ...string) string {
 	s.t.Helper()
-	deadline := time.Now().Add(e2eTimeout)
+	deadline := time.Now().Add(testkit.Scale(e2eTimeout))
 	for {
 		scr := s.screen()
 		missing := ""
@@ -203,7 +205,7 @@ func launchEcho(t *testing.T, s *tmuxSession, resize func()) {
 	s.keys("Enter")
 	// The new app is selected in the list (other apps, e.g. containers of other
 	// tests on the Docker Engine, may be listed too).
-	deadline := time.Now().Add(e2eTimeout)
+	deadline := time.Now().Add(testkit.Scale(e2eTimeout))
 	for {
 		scr := s.screen()
 		for _, l := range strings.Split(scr, "\n") {
@@ -228,7 +230,7 @@ func TestE2ELaunchEcho(t *testing.T) {
 	s.keys("Escape") // alone: an Escape followed at once by q reads as alt+q
 	s.waitFor("Apps", "sorted by")
 	s.keys("q")
-	deadline := time.Now().Add(e2eTimeout)
+	deadline := time.Now().Add(testkit.Scale(e2eTimeout))
 	for !s.dead() {
 		if time.Now().After(deadline) {
 			t.Fatalf("wick did not quit on q:\n%s", s.screen())

@@ -18,6 +18,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/tui"
 )
 
@@ -151,7 +152,7 @@ const waitTimeout = 20 * time.Second
 // Engine's containers may be other tests'), cancelling running ones and waiting for
 // their supervisors to end, as `wick delete --force` does.
 func (e *env) deleteApps() {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(waitTimeout))
 	defer cancel()
 	for _, name := range []string{local.NameCwd, local.NameDir} {
 		apps, _ := e.r.List(ctx, name)
@@ -170,7 +171,7 @@ func (e *env) deleteApps() {
 // launch runs app on local_cwd and returns its handle once its replicas started.
 func (e *env) launch(app *spec.AppDef) string {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(waitTimeout))
 	defer cancel()
 	h, err := e.r.Run(ctx, app, local.NameCwd, nil, "", nil)
 	if err != nil {
@@ -191,7 +192,7 @@ func (e *env) handle(h string) spec.Handle {
 // wait waits for the app to end and returns its status.
 func (e *env) wait(h string) *spec.AppStatus {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(waitTimeout))
 	defer cancel()
 	st, err := e.r.Wait(ctx, e.handle(h), 10*time.Millisecond)
 	if err != nil {
@@ -214,7 +215,7 @@ func (e *env) cancel(h string) {
 // terminal would.
 func (e *env) remove(h string) {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(waitTimeout))
 	defer cancel()
 	if err := e.r.Delete(ctx, e.handle(h), true); err != nil {
 		e.t.Fatalf("delete %s: %v", h, err)
@@ -295,7 +296,7 @@ func manyApps(b *testing.B, n int) *env {
 				if i%2 == 1 {
 					app = shApp(name, "exit 1", 2)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 				h, err := e.r.Run(ctx, app, local.NameCwd, nil, "", nil)
 				if err == nil {
 					_, err = e.r.Wait(ctx, h, 20*time.Millisecond)

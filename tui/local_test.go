@@ -1,22 +1,28 @@
 package tui_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // waitScreen sends ticks until the screen shows want.
 func (d *driver) waitScreen(want string) {
 	d.t.Helper()
-	deadline := time.Now().Add(cmdTimeout)
-	for !d.shows(want) {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("the screen never showed %q:\n%s", want, d.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+	d.waitUntil("the screen shows "+strconv.Quote(want), func(scr string) bool { return strings.Contains(scr, want) })
+}
+
+// waitUntil ticks the model until its screen satisfies ok, for cmdTimeout at most on
+// a quiet machine (testkit.Wait scales it with the load).
+func (d *driver) waitUntil(what string, ok func(screen string) bool) {
+	d.t.Helper()
+	testkit.Wait(d.t, cmdTimeout, what, func() (bool, string) {
 		d.send(tick())
-	}
+		scr := d.screen()
+		return ok(scr), "\n" + scr
+	})
 }
 
 func TestLocalLaunchDescribeLogs(t *testing.T) {
@@ -45,11 +51,7 @@ func TestLocalLaunchDescribeLogs(t *testing.T) {
 	d.keys("r", "y")
 	d.contains("launched local_cwd://wick/echo-")
 	d.waitScreen("2 apps")
-	for strings.Count(d.screen(), "SUCCEEDED") < 2 {
-		d.waitScreen("SUCCEEDED")
-		time.Sleep(50 * time.Millisecond)
-		d.send(tick())
-	}
+	d.waitUntil("both apps SUCCEEDED", func(scr string) bool { return strings.Count(scr, "SUCCEEDED") == 2 })
 
 	// Delete the selected (newest) app after confirming.
 	d.keys("D", "y")

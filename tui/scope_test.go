@@ -15,6 +15,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // scopeImage imports the docker test helper as an image; without an Engine the test is
@@ -56,7 +57,7 @@ func TestListShowsThisHomesDockerAppsByDefault(t *testing.T) {
 	other := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: t.TempDir(), WorkDir: t.TempDir()})
 	t.Cleanup(func() { _ = other.Close() })
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	app := func(name string) *spec.AppDef {
 		r := spec.NewRole("worker", img, "/helper", "echo", name)

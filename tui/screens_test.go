@@ -18,6 +18,7 @@ import (
 	"github.com/wick-dev/wick/engine/config"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/describe"
@@ -613,7 +614,7 @@ func TestGoroutinesEnd(t *testing.T) {
 	d.waitScreen("started")
 	d.keys("esc")
 	d.m.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(5 * time.Second))
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<16)

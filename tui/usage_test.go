@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestAppListShowsUsage launches an app whose two replicas each hold 64 MiB and burn a
@@ -27,7 +28,7 @@ while time.time() < end:
 	d.waitScreen("CPU/RSS")
 
 	cell := regexp.MustCompile(`burn\s+RUNNING\s+2/2\s.*\s(\d+)% (\d+(?:\.\d+)?)MiB`)
-	deadline := time.Now().Add(cmdTimeout)
+	deadline := time.Now().Add(testkit.Scale(cmdTimeout))
 	for {
 		if m := cell.FindStringSubmatch(d.raw()); m != nil {
 			mib, _ := strconv.ParseFloat(m[2], 64)

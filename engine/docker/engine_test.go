@@ -24,6 +24,7 @@ import (
 	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // Two roles: a server (rank 0) that answers three connections with its hostname, and
@@ -499,7 +500,7 @@ func TestPortsPublished(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
 	s := newScheduler(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	r := role("web", 1, "serve", strconv.Itoa(port), "1")
 	r.PortMap = map[string]int{"http": port}
 	hidden := spec.NewRole("web", env.image, "/bin/helper", "sleep", "1ms")
@@ -514,7 +515,7 @@ func TestPortsPublished(t *testing.T) {
 	}
 
 	id := launch(t, s, &spec.AppDef{Name: "ports", Roles: []spec.Role{r}}, spec.Cfg{OptPublishPorts: true})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(20 * time.Second))
 	var got string
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
@@ -705,7 +706,7 @@ func TestFaults(t *testing.T) {
 		t.Parallel()
 		// Two roles publish the same host port: one start fails after every container
 		// was made, and all of them go.
-		port := freePort(t)
+		port := testkit.FreePort(t)
 		a, b := role("a", 1, "loop"), role("b", 1, "loop")
 		a.PortMap = map[string]int{"p": port}
 		b.PortMap = map[string]int{"p": port}
@@ -769,16 +770,6 @@ func TestFaults(t *testing.T) {
 			t.Errorf("Logs: %v", err)
 		}
 	})
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func containsPrefix(steps []string, prefix string) bool {
@@ -872,7 +863,7 @@ func TestLogsPending(t *testing.T) {
 	t.Parallel()
 	s := newScheduler(t)
 	id := launch(t, s, &spec.AppDef{Name: "bar", Roles: []spec.Role{role("bar", 1, "bar", "20000", "/tmp/go")}}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 	defer cancel()
 	it, err := s.Logs(ctx, id, "bar", 0, sched.LogOptions{Follow: true, Pending: true})
 	if err != nil {
@@ -1081,7 +1072,7 @@ func TestLogsFollowBeforeStart(t *testing.T) {
 	}
 	deleteAtEnd(t, s, info.AppID)
 	// The follower begins on the created container, then it starts.
-	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	rctx, cancel := context.WithTimeout(ctx, testkit.Scale(90*time.Second))
 	defer cancel()
 	it, err := s.Logs(rctx, info.AppID, "main", 0, sched.LogOptions{Follow: true})
 	if err != nil {

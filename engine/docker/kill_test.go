@@ -8,6 +8,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestKillSkipsTheGracePeriod: wick cancel --now on local_docker kills every replica
@@ -20,7 +21,7 @@ func TestKillSkipsTheGracePeriod(t *testing.T) {
 	var k sched.Killer = s // local_docker says it can kill at once
 	id := launch(t, s, &spec.AppDef{Name: "kill", Roles: []spec.Role{role("trap", 2, "trap")}}, spec.Cfg{OptStopTimeout: 600})
 	for i := range 2 {
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(testkit.Scale(60 * time.Second))
 		for !strings.Contains(strings.Join(texts(readLogs(t, s, id, "trap", i, sched.LogOptions{})), "\n"), "waiting for SIGTERM") {
 			if time.Now().After(deadline) {
 				t.Fatalf("trap/%d never set its trap", i)

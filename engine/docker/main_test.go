@@ -20,6 +20,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // testEnv is what the Engine tests share: a client, the helper image they built, and
@@ -57,11 +58,11 @@ func testMain(m *testing.M) int {
 	os.Setenv("WICK_DOCKER_TEST_COPY", "copied")
 	os.Setenv("WICK_DOCKER_TEST_OTHER", "not copied")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	cli, err := client.New(client.FromEnv)
 	if err == nil {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, pcancel := context.WithTimeout(ctx, testkit.Scale(5*time.Second))
 		_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
 		pcancel()
 	}
@@ -153,7 +154,7 @@ func buildHelperImage(ctx context.Context, cli *client.Client, dir, ref string) 
 
 // cleanupEngine removes every container, network, volume and image the tests made.
 func cleanupEngine(cli *client.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 	defer cancel()
 	if res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelSession+"="+env.session)}); err == nil {
 		for _, c := range res.Items {
@@ -236,7 +237,7 @@ func launch(t testing.TB, s *Scheduler, app *spec.AppDef, cfg spec.Cfg) string {
 
 func deleteAtEnd(t testing.TB, s *Scheduler, appID string) {
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 		defer cancel()
 		if err := s.Delete(ctx, appID, true); err != nil && !errors.Is(err, sched.ErrNotFound) {
 			t.Errorf("Delete %s: %v", appID, err)
@@ -254,7 +255,7 @@ func role(name string, replicas int, args ...string) spec.Role {
 // wait polls Describe until cond holds.
 func wait(t testing.TB, s *Scheduler, appID string, timeout time.Duration, cond func(*spec.AppStatus) bool) *sched.Description {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testkit.Scale(timeout))
 	for {
 		d, err := s.Describe(context.Background(), appID)
 		if err != nil {
@@ -278,7 +279,7 @@ func waitTerminal(t testing.TB, s *Scheduler, appID string) *sched.Description {
 // readLogs reads every line of a replica.
 func readLogs(t testing.TB, s *Scheduler, appID, role string, k int, opts sched.LogOptions) []sched.Line {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(60*time.Second))
 	defer cancel()
 	it, err := s.Logs(ctx, appID, role, k, opts)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestUsageOfBurningContainers runs two containers that each hold 48 MiB and burn a
@@ -23,7 +24,7 @@ func TestUsageOfBurningContainers(t *testing.T) {
 	wait(t, s, id, 60*time.Second, func(st *spec.AppStatus) bool { return st.State == spec.Running })
 
 	const allocated = 48 << 20
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(60 * time.Second))
 	var u map[sched.ReplicaKey]sched.Usage
 	for range 2 { // the second round measures CPU over the time since the first
 		for {
@@ -50,7 +51,7 @@ func TestUsageOfBurningContainers(t *testing.T) {
 		t.Logf("%v: CPU %.2f cores, memory %d MiB", k, v.CPU, v.RSS>>20)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(60*time.Second))
 	defer cancel()
 	if err := s.Cancel(ctx, id); err != nil {
 		t.Fatal(err)

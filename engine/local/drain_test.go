@@ -12,6 +12,7 @@ import (
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // A replica that exits while the supervisor is still far behind in writing its
@@ -78,7 +79,7 @@ func TestKilledSupervisorLeavesConsistentLogs(t *testing.T) {
 	logDir := replicaLogDir(t, s, id, "torn", 0)
 	waitReaper(t, raw.Supervisor.PID)
 	// Kill it once some output is recorded, with more in flight.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(20 * time.Second)); ; time.Sleep(5 * time.Millisecond) {
 		if st, err := os.Stat(filepath.Join(logDir, logs.CombinedFile)); err == nil && st.Size() > 0 {
 			break
 		}
@@ -90,7 +91,7 @@ func TestKilledSupervisorLeavesConsistentLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The reaper ends the logs, then writes its verdict.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(20 * time.Second)); ; time.Sleep(5 * time.Millisecond) {
 		if st, err := readState(dir); err == nil && st.State.Terminal() {
 			break
 		}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // escaper is a replica that starts a process which leaves its session and process
@@ -43,7 +44,7 @@ esac
 
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(20 * time.Second)); ; time.Sleep(5 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				return pid
@@ -58,7 +59,7 @@ func readPID(t *testing.T, path string) int {
 // waitDead waits until pid is gone (or a zombie), or fails.
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil || strings.Contains(string(b), ") Z ") {
 			return

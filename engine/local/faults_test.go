@@ -19,6 +19,7 @@ import (
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // groupMembers lists the live (not zombie) processes of a process group.
@@ -50,7 +51,7 @@ func groupMembers(t testing.TB, pgid int) []int {
 // waitGone waits until no process of the groups is alive.
 func waitGone(t testing.TB, pgids []int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for {
 		var left []int
 		for _, g := range pgids {
@@ -77,7 +78,7 @@ func runningGroups(t testing.TB, s *Scheduler, id string) []int {
 			pgids = append(pgids, rep.PID)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for _, g := range pgids {
 		for len(groupMembers(t, g)) < 3 { // sh and two sleeps
 			if time.Now().After(deadline) {
@@ -176,14 +177,14 @@ func TestKillingTheSupervisorLeavesNoReplica(t *testing.T) {
 			t.Errorf("replica %d: %+v", k, r)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(10*time.Second))
 	defer cancel()
 	if _, err := follow.Next(ctx); !errors.Is(err, io.EOF) {
 		t.Errorf("follower after the supervisor died: %v", err)
 	}
 	// The reaper writes the verdict: no reader has to work it out. Readers do not
 	// wait for it (they reconcile), so neither does the follower above.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); ; time.Sleep(5 * time.Millisecond) {
 		onDisk, err := readState(dir)
 		if err == nil && onDisk.State == spec.Failed {
 			break
@@ -406,7 +407,7 @@ func TestUnknownAppsAreNotFound(t *testing.T) {
 // waitReaper waits until the supervisor has started its reaper (after reaperDelay).
 func waitReaper(t testing.TB, supervisor int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for time.Now().Before(deadline) {
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
@@ -478,7 +479,7 @@ func waitLine(t *testing.T, s *Scheduler, id, role, text string) {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
 	defer cancel()
 	for {
 		l, err := it.Next(ctx)

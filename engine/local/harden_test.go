@@ -14,6 +14,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // envSwap makes the test supervisor play the attacker of TestLogDirSwapAttack between
@@ -277,7 +278,7 @@ func TestCorruptStateIsListedAndDeletable(t *testing.T) {
 	healthy := start(t, s, appOf("healthy", role("echo", "echo", "ok")), nil)
 	waitApp(t, s, healthy)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(10*time.Second))
 	defer cancel()
 	apps, err := s.List(ctx)
 	if err != nil {
@@ -367,7 +368,7 @@ func TestReplicaLimits(t *testing.T) {
 // rename error; delete --force of an app whose supervisor is stopped waited in silence.
 func TestConcurrentDeletesAndAStoppedSupervisor(t *testing.T) {
 	s := testScheduler(t, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	for range 5 {
 		id := start(t, s, appOf("echo", role("echo", "echo", "hi")), nil)

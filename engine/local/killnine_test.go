@@ -17,6 +17,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestKillNineLosesNoLine: a replica writes seq's lines at full speed, in 4 KiB
@@ -62,7 +63,7 @@ func killDuring(t *testing.T, r spec.Role, wait time.Duration) int {
 		t.Fatal(err)
 	}
 	// The reaper drains the pipes and ends the logs before it writes the verdict.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(30 * time.Second)); ; time.Sleep(5 * time.Millisecond) {
 		onDisk, err := readState(dir)
 		if err == nil && onDisk.State == spec.Failed {
 			break
@@ -76,7 +77,7 @@ func killDuring(t *testing.T, r spec.Role, wait time.Duration) int {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(60*time.Second))
 	defer cancel()
 	want, dup := 1, 0
 	for {

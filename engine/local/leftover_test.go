@@ -17,6 +17,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // reaperOf returns the pid of the supervisor's reaper, once it has started.
@@ -65,7 +66,7 @@ func orphanAfterDoubleKill(t *testing.T, s *Scheduler) (string, int) {
 	}
 	reaper := reaperOf(t, raw.Supervisor.PID)
 	var child int
-	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); child == 0; time.Sleep(5 * time.Millisecond) {
 		b, _ := os.ReadFile("child")
 		child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		if time.Now().After(deadline) {
@@ -148,7 +149,7 @@ func TestCancelOfAStoppedSupervisor(t *testing.T) {
 	if err := unix.Kill(raw.Supervisor.PID, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !procStopped(raw.Supervisor.PID); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); !procStopped(raw.Supervisor.PID); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the supervisor did not stop")
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 func TestHugeLineBinaryAndNoNewline(t *testing.T) {
@@ -108,7 +109,7 @@ func TestMergedFollowOfAnApp(t *testing.T) {
 	}
 	m := logs.Merge(its...)
 	defer m.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
 	defer cancel()
 	n := 0
 	var last time.Time

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // envTestWriteDelay makes the supervisors a test starts write their logs slowly, as on
@@ -206,7 +207,7 @@ func dryRun(t testing.TB, s *Scheduler, app *spec.AppDef, cfg spec.Cfg) *sched.D
 
 func waitApp(t testing.TB, s *Scheduler, id string) *spec.AppStatus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	st, err := s.Wait(ctx, id)
 	if err != nil {
@@ -218,7 +219,7 @@ func waitApp(t testing.TB, s *Scheduler, id string) *spec.AppStatus {
 // waitState waits until the app's state satisfies cond.
 func waitState(t testing.TB, s *Scheduler, id string, cond func(*spec.AppStatus) bool) *spec.AppStatus {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(20 * time.Second))
 	for {
 		d, err := s.Describe(context.Background(), id)
 		if err != nil {
@@ -260,7 +261,7 @@ func logLines(t testing.TB, s *Scheduler, id, role string, k int, opts sched.Log
 		t.Fatal(err)
 	}
 	defer it.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	var out []sched.Line
 	for {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // A replica that fails on its own while the supervisor stops it (fail fast) is
@@ -84,7 +85,9 @@ func TestTorchrunRootCause(t *testing.T) {
 	const runs = 3
 	for i := range runs {
 		s := testScheduler(t, false)
-		port := 29600 + i
+		// A free port each run: a fixed one (29600) was found in use ("Address already
+		// in use") while other torch runs shared the machine.
+		port := testkit.FreePort(t)
 		// As TorchX's dist.ddp runs each node, with --tee 1 and PET_REDIRECTS=1:
 		// Debian's torch 1.13 crashes on --tee 3.
 		r := role("trainer", torchrun, "--nnodes", "2", "--nproc_per_node", "2", "--tee", "1",
@@ -94,7 +97,7 @@ func TestTorchrunRootCause(t *testing.T) {
 		r.Env = map[string]string{"PET_REDIRECTS": "1", "LOGLEVEL": "WARNING"}
 		id := start(t, s, appOf("ddp", r), spec.Cfg{OptStopTimeout: 10.0})
 		// Starting torch takes seconds, more on a loaded machine.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(3*time.Minute))
 		st, err := s.Wait(ctx, id)
 		cancel()
 		if err != nil {

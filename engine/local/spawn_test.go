@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // The supervisor kills an exited replica's process group before the leader is
@@ -29,7 +31,7 @@ func TestGroupKilledBeforeTheLeaderIsReaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for {
 		c.reap()
 		select {

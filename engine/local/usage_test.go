@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // burn holds args[0] MiB of memory, every page touched, and keeps a core busy writing
@@ -19,7 +20,7 @@ func burn(args []string) {
 	mb, _ := strconv.Atoi(args[0])
 	b := make([]byte, mb<<20)
 	fmt.Println("allocated")
-	end := time.Now().Add(2 * time.Minute)
+	end := time.Now().Add(testkit.Scale(2 * time.Minute))
 	for time.Now().Before(end) {
 		for i := 0; i < len(b); i += 4096 {
 			b[i]++
@@ -39,7 +40,7 @@ func TestUsageOfBurningReplicas(t *testing.T) {
 	waitState(t, s, id, allRunning)
 
 	const allocated = 64 << 20
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	var u map[sched.ReplicaKey]sched.Usage
 	for {
 		var err error

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // waitSupervisor waits until the supervisor has taken the app in appDir over.
 func waitSupervisor(t *testing.T, appDir string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(20 * time.Second))
 	for time.Now().Before(deadline) {
 		if st, err := readState(appDir); err == nil && !st.Supervisor.IsZero() {
 			return
@@ -88,7 +89,7 @@ func TestDeleteForceDuringLaunch(t *testing.T) {
 	go func() { done <- s.Schedule(context.Background(), info, nil) }()
 	waitSupervisor(t, appDir)
 	logDir := replicaLogDir(t, s, info.AppID, "ghost", 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
 	defer cancel()
 	if err := s.Delete(ctx, info.AppID, true); err != nil {
 		t.Fatal(err)
@@ -108,7 +109,7 @@ func TestFollowerOpenedDuringLaunch(t *testing.T) {
 	appDir := filepath.Join(s.appsDir(), info.AppID)
 	done := make(chan error, 1)
 	go func() { done <- s.Schedule(context.Background(), info, nil) }()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(20 * time.Second)); ; time.Sleep(2 * time.Millisecond) {
 		if _, err := readState(appDir); err == nil {
 			break
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // replicaLogs drives a Writer the way a supervisor does: two pipes, one Copy each.
@@ -121,7 +122,7 @@ func fileSize(t *testing.T, path string) int64 {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting")
@@ -139,7 +140,7 @@ func readAll(t *testing.T, src Source, opts sched.LogOptions) []sched.Line {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
 	defer cancel()
 	var lines []sched.Line
 	for {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // countingIter is a ready iterator of n lines from t0, one a microsecond, that counts
@@ -40,7 +41,7 @@ func TestMergeReadsAheadBoundedly(t *testing.T) {
 	late := &countingIter{n: n, t0: t0.Add(time.Hour), read: &lateRead}
 	m := Merge(early, late)
 	defer m.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	maxAhead := int64(0)
 	for i := range 2 * n {

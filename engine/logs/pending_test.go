@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // next returns the next line within a generous deadline.
@@ -116,7 +117,7 @@ func TestPendingIsBounded(t *testing.T) {
 	}
 	long := strings.Repeat("x", 4*MaxPending)
 	r.out.WriteString("\r" + long)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for {
 		l := next(t, it)
 		if !l.Pending || len(l.Text) > MaxPending {

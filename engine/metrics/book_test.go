@@ -17,6 +17,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestMain doubles the test binary as wick's supervisor (`BINARY __supervise DIR`), so
@@ -161,7 +162,7 @@ func TestBookRunningApp(t *testing.T) {
 	src := &counting{r: r}
 	book := metrics.NewBook(src, metrics.DefaultConfig(), "")
 	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	read := 0 // lines read over every reading
 	for {
 		f, err := book.Scan(ctx, h, describe(t, r, h))
@@ -219,7 +220,7 @@ func TestBookLineEndingLate(t *testing.T) {
 	r, h := launch(t, home, shRole("tr", 2, `if [ "$0" = 0 ]; then echo "step 1 loss 2.5"; printf "step 2 loss "; `+wait(gate)+`echo "nan"; touch "`+ended+`"; else sleep 0.3; echo "step 1 loss 2.5"; echo "step 2 loss 2.4"; `+wait(ended)+`fi`))
 	book := metrics.NewBook(r, metrics.DefaultConfig(), "")
 	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for {
 		// Until replica 1's lines (later than the unfinished line's start) are read.
 		f, err := book.Scan(ctx, h, describe(t, r, h))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // Benchmarks against the test cluster (`make slurm-up`), each beside the bare Slurm
@@ -85,7 +86,7 @@ func waitEnded(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for time.Now().Before(deadline) {
 		out, err := exec.Command("squeue", "-h", "-t", "PENDING,RUNNING,COMPLETING", "-j", strings.Join(ids, ","), "-o", "%i").Output()
 		if err != nil || strings.TrimSpace(string(out)) == "" {

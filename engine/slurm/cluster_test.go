@@ -9,37 +9,22 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // These tests run against a real Slurm cluster: `make slurm-up` starts one on this
 // machine. Without one they skip, and under CI=true they fail.
 
-var (
-	clusterOnce sync.Once
-	clusterErr  error
-)
-
-// needCluster skips (or fails, in CI) unless Slurm's commands are on PATH and the
-// controller answers.
+// needCluster points t at the test cluster (testkit.NeedSlurm): without it t skips,
+// or fails under CI=true.
 func needCluster(t testing.TB) {
 	t.Helper()
-	clusterOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		clusterErr = Ping(ctx)
-	})
-	if clusterErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but there is no Slurm cluster to test against (make slurm-up starts one): %v", clusterErr)
-		}
-		t.Skipf("no Slurm cluster (%v); `make slurm-up` starts one, and CI requires it", clusterErr)
-	}
+	testkit.NeedSlurm(t)
 }
 
 // testTimeout bounds every wait on the cluster: a job starts in about a second here,
@@ -85,7 +70,7 @@ func (h *harness) submit(app *spec.AppDef, cfg spec.Cfg) string {
 // stop cancels a job and waits (bounded) for its end, so that Slurm has stopped
 // writing to the test's directories before they are removed.
 func (h *harness) stop(id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	if h.s.Cancel(ctx, id) != nil {
 		return
@@ -94,7 +79,7 @@ func (h *harness) stop(id string) {
 }
 
 func (h *harness) trySubmit(app *spec.AppDef, cfg spec.Cfg) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(testTimeout))
 	defer cancel()
 	cfg, err := h.s.RunOpts().Resolve(cfg)
 	if err != nil {
@@ -114,7 +99,7 @@ func (h *harness) trySubmit(app *spec.AppDef, cfg spec.Cfg) (string, error) {
 
 func (h *harness) wait(id string) *spec.AppStatus {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(testTimeout))
 	defer cancel()
 	st, err := h.s.Wait(ctx, id)
 	if err != nil {
@@ -126,9 +111,9 @@ func (h *harness) wait(id string) *spec.AppStatus {
 // waitFor polls the job's status until ok, within testTimeout.
 func (h *harness) waitFor(id string, what string, ok func(*spec.AppStatus) bool) *spec.AppStatus {
 	h.t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Scale(testTimeout))
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
 		d, err := h.s.Describe(ctx, id)
 		cancel()
 		if err != nil {
@@ -147,7 +132,7 @@ func (h *harness) waitFor(id string, what string, ok func(*spec.AppStatus) bool)
 // lines reads every line of a replica (not following).
 func (h *harness) lines(id, role string, k int, opts sched.LogOptions) []sched.Line {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(testTimeout))
 	defer cancel()
 	it, err := h.s.Logs(ctx, id, role, k, opts)
 	if err != nil {
@@ -315,7 +300,7 @@ func TestClusterFollowFromElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(testTimeout))
 	defer cancel()
 	it, err := other.Logs(ctx, id, "talk", 0, sched.LogOptions{Follow: true})
 	if err != nil {
@@ -637,7 +622,7 @@ func TestClusterAccounting(t *testing.T) {
 	}
 	ctx := context.Background()
 	// sacct is eventually consistent: its records come a few seconds after the end.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(60 * time.Second))
 	var comps []component
 	for {
 		var err error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // ghost moves a job's record to a job id slurmctld has never known, as if Slurm had
@@ -95,7 +96,7 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 		if err != nil || rec == nil {
 			t.Fatal(err, rec)
 		}
-		for deadline := time.Now().Add(testTimeout); ; time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(testkit.Scale(testTimeout)); ; time.Sleep(100 * time.Millisecond) {
 			b, _ := os.ReadFile(rec.BatchLog)
 			e, _ := os.ReadFile(rec.Replicas[0].Stderr)
 			if strings.Contains(string(b)+string(e), word) {

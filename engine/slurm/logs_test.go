@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // These tests read real files the way Slurm's are read: no cluster needed.
 
 func readAll(t *testing.T, it sched.LogIterator) []sched.Line {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	var out []sched.Line
 	for {
@@ -82,7 +83,7 @@ func TestFileIterFollow(t *testing.T) {
 	lines := make(chan sched.Line)
 	errs := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 		defer cancel()
 		for {
 			l, err := it.Next(ctx)

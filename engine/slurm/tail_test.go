@@ -13,6 +13,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // recordedJob makes a scheduler over a fresh state dir with a record of job 4242
@@ -39,7 +40,7 @@ func recordedJob(t testing.TB, out string) *Scheduler {
 
 // tailOf reads the last n lines of job 4242's stdout through Logs, within a deadline.
 func tailOf(t testing.TB, s *Scheduler, n int) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(30*time.Second))
 	defer cancel()
 	it, err := s.Logs(ctx, "4242", "r", 0, sched.LogOptions{Tail: n, Streams: sched.Stdout})
 	if err != nil {

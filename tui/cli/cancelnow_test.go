@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // wick cancel --now does not wait for the grace period; a plain cancel, repeated,
@@ -23,7 +25,7 @@ func TestCancelNow(t *testing.T) {
 		t.Fatalf("run: %d %s", run.code, run.stderr)
 	}
 	hd := strings.TrimSpace(run.stdout)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(30 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(ready); err == nil {
 			break
 		}
@@ -37,7 +39,7 @@ func TestCancelNow(t *testing.T) {
 		}
 	}
 	// The replica ignores TERM: it must still run for a while (its grace is 600 s).
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(testkit.Scale(time.Second)); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if r := h.run("status", hd); !strings.Contains(r.stdout, "RUNNING") {
 			t.Fatalf("a repeated cancel cut the grace period short:\n%s%s", r.stdout, h.run("log", hd).stdout)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // needTorch skips a test that needs PyTorch when it is missing, and fails it under
@@ -59,16 +59,10 @@ func ddpHarness(t *testing.T) *harness {
 // A multi-node run gets a free port for its c10d store: with TorchX's fixed 29500, two
 // apps at once on one machine (other tests' DDP runs) would share one store and fail
 // when its owner ends.
-func ddpArgs(j string, script ...string) []string {
+func ddpArgs(t *testing.T, j string, script ...string) []string {
 	args := []string{"run", "-s", "local_cwd", "dist.ddp", "-j", j, "--tee", "1", "--env", "PET_REDIRECTS=1,LOGLEVEL=INFO"}
 	if !strings.HasPrefix(j, "1x") {
-		// A port the kernel just handed out and took back: free, as far as one can
-		// know (if not, the rendezvous fails and so does the test, visibly).
-		if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
-			args = append(args, "--rdzv_port", strconv.Itoa(port))
-		}
+		args = append(args, "--rdzv_port", strconv.Itoa(testkit.FreePort(t)))
 	}
 	args = append(args, "--script", "train.py", "--")
 	return append(args, script...)
@@ -81,7 +75,7 @@ const ddpTimeout = 5 * time.Minute
 // execLong is harness.exec with ddpTimeout.
 func execLong(h *harness, args ...string) result {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), ddpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(ddpTimeout))
 	defer cancel()
 	cmd := h.wickCmd(ctx, args...)
 	var out, errb bytes.Buffer
@@ -115,7 +109,7 @@ func TestDDPTrains(t *testing.T) {
 	}{{"1x2", 1, 2}, {"2x2", 2, 2}} {
 		t.Run(c.j, func(t *testing.T) {
 			h := ddpHarness(t)
-			r := execLong(h, ddpArgs(c.j, "--epochs", "2", "--samples", "512", "--checkpoint", "model.pt")...)
+			r := execLong(h, ddpArgs(t, c.j, "--epochs", "2", "--samples", "512", "--checkpoint", "model.pt")...)
 			if r.code != 0 {
 				t.Fatalf("training failed: exit %d\n%s", r.code, r.stderr)
 			}
@@ -153,7 +147,7 @@ func TestDDPTrains(t *testing.T) {
 
 func TestDDPFailingRankIsTheAppError(t *testing.T) {
 	h := ddpHarness(t)
-	r := execLong(h, ddpArgs("2x2", "--epochs", "50", "--samples", "512", "--fail_rank", "3", "--fail_step", "3")...)
+	r := execLong(h, ddpArgs(t, "2x2", "--epochs", "50", "--samples", "512", "--fail_rank", "3", "--fail_step", "3")...)
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}
@@ -169,12 +163,12 @@ func TestDDPFailingRankIsTheAppError(t *testing.T) {
 
 func TestDDPCancelLeavesNoPython(t *testing.T) {
 	h := ddpHarness(t)
-	r := h.exec(append([]string{"run", "--detach"}, ddpArgs("1x2", "--epochs", "1000", "--step_delay", "0.2")[1:]...)...)
+	r := h.exec(append([]string{"run", "--detach"}, ddpArgs(t, "1x2", "--epochs", "1000", "--step_delay", "0.2")[1:]...)...)
 	if r.code != 0 {
 		t.Fatalf("exit %d %s", r.code, r.stderr)
 	}
 	handle := handleOf(t, r)
-	deadline := time.Now().Add(ddpTimeout)
+	deadline := time.Now().Add(testkit.Scale(ddpTimeout))
 	for !strings.Contains(h.exec("log", handle).stdout, "rank 1/2") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the workers never started:\n%s", h.exec("log", handle).stdout)
@@ -191,7 +185,7 @@ func TestDDPCancelLeavesNoPython(t *testing.T) {
 		t.Fatalf("app is %s after cancel", st.State)
 	}
 	// Every worker and agent is gone, not just the replica's leader.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(testkit.Scale(10 * time.Second))
 	for {
 		pids := scriptProcs(t, h.work)
 		if len(pids) == 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // wickCmd runs the built wick binary as a separate process with the harness's
@@ -29,7 +30,7 @@ func (h *harness) wickCmd(ctx context.Context, args ...string) *exec.Cmd {
 
 func (h *harness) exec(args ...string) result {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 	defer cancel()
 	cmd := h.wickCmd(ctx, args...)
 	var out, errb bytes.Buffer
@@ -59,7 +60,7 @@ func (h *harness) status(handle string) spec.AppStatus {
 
 func (h *harness) waitState(handle string, want spec.AppState) spec.AppStatus {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for {
 		st := h.status(handle)
 		if st.State == want {
@@ -145,7 +146,7 @@ func TestDetachedAppFromOtherTerminals(t *testing.T) {
 
 func waitLog(t *testing.T, h *harness, handle, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(20 * time.Second))
 	for {
 		r := h.exec("log", handle)
 		if strings.Contains(r.stdout, want) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // launching starts an attached `wick run` of 64 replicas and returns it once its app
@@ -29,7 +30,7 @@ func launching(t *testing.T, h *harness) (*exec.Cmd, *bytes.Buffer, string) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	apps := filepath.Join(h.home, "local", "apps")
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(30 * time.Second)); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		entries, _ := os.ReadDir(apps)
 		for _, e := range entries {
 			b, err := os.ReadFile(filepath.Join(apps, e.Name(), "state.json"))
@@ -112,7 +113,7 @@ func TestSignalDuringDockerLaunchRollsBack(t *testing.T) {
 			exec.Command("docker", "rm", "-f", c).Run()
 		}
 	})
-	for deadline := time.Now().Add(60 * time.Second); len(containers()) == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(60 * time.Second)); len(containers()) == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no container was created: %s", errb.String())
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // styler without colors, for printers in tests.
@@ -123,7 +124,7 @@ func (lt *liveTerm) exitStatus(deadline time.Time) string {
 // total steps, always on one row.
 func (lt *liveTerm) waitBar(total int) {
 	lt.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	seen := map[string]bool{}
 	for len(seen) < 2 {
 		screen := lt.screen()
@@ -151,7 +152,7 @@ func TestRunShowsProgressBarLive(t *testing.T) {
 	lt := startLiveTerm(t, h, "run demo.train --replicas 1 --rate 4 --steps_per_epoch 400 --duration 60s --warnings=false")
 	lt.waitBar(240)
 	lt.tmux("send-keys", "-t", "w", "C-c")
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for screen := lt.screen(); !strings.Contains(screen, "CANCELLED"); screen = lt.screen() {
 		if time.Now().After(deadline) {
 			t.Fatalf("cancel did not end the app:\n%s", screen)

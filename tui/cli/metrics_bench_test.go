@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // BenchmarkMetricsCSV measures `wick metrics --csv` on an app of 4 replicas x 250k
@@ -23,7 +25,7 @@ func BenchmarkMetricsCSV(b *testing.B) {
 	root := b.TempDir()
 	env := append(os.Environ(), "WICK_HOME="+filepath.Join(root, "state"), "HOME="+root, "NO_COLOR=1")
 	run := func(args ...string) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(5*time.Minute))
 		defer cancel()
 		cmd := exec.CommandContext(ctx, builtWick, args...)
 		cmd.Env, cmd.Dir = env, root

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // metricLines is what the test app prints: a torchrun-prefixed loop over two local
@@ -250,7 +251,7 @@ func TestMetricsBadInput(t *testing.T) {
 // workers and reads its losses back through torchrun's [N]: prefixes.
 func TestMetricsOfTheDDPExample(t *testing.T) {
 	h := ddpHarness(t)
-	r := h.exec(ddpArgs("1x2", "--epochs", "3", "--samples", "256")...)
+	r := h.exec(ddpArgs(t, "1x2", "--epochs", "3", "--samples", "256")...)
 	if r.code != 0 {
 		t.Fatalf("training failed: exit %d\n%s", r.code, r.stderr)
 	}
@@ -317,7 +318,7 @@ func TestMetricsFollowTableLive(t *testing.T) {
 	t.Cleanup(func() { h.exec("cancel", handle) })
 	lt := startLiveTerm(t, h, "metrics -t -m loss,lr "+handle)
 	counts := map[string]bool{}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for len(counts) < 2 {
 		screen := lt.screen()
 		if n := strings.Count(screen, "NAME"); n > 1 {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-dev/wick/engine/slurm"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestGoldenSlurm compares slurm dry runs with the files in testdata/golden: they need
@@ -58,18 +58,11 @@ func TestSlurmBadRunOptions(t *testing.T) {
 	}
 }
 
-// needSlurm skips (fails under CI=true) unless a Slurm cluster answers; `make
-// slurm-up` starts one on this machine.
+// needSlurm points t at the test cluster `make slurm-up` started (testkit.NeedSlurm):
+// without it t skips, or fails under CI=true.
 func needSlurm(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := slurm.Ping(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but there is no Slurm cluster (make slurm-up starts one): %v", err)
-		}
-		t.Skipf("no Slurm cluster (%v); `make slurm-up` starts one, and CI requires it", err)
-	}
+	testkit.NeedSlurm(t)
 }
 
 // TestSlurmThroughTheVerbs runs the verbs on the slurm scheduler: an attached run to
@@ -111,7 +104,7 @@ func TestSlurmThroughTheVerbs(t *testing.T) {
 	// ends once the job has.
 	elsewhere := *h
 	elsewhere.work = t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(90*time.Second))
 	defer cancel()
 	cmd := elsewhere.wickCmd(ctx, "log", "-f", ticker)
 	stdout, err := cmd.StdoutPipe()
@@ -186,7 +179,7 @@ func TestSlurmDDP(t *testing.T) {
 	needSlurm(t)
 	h := ddpHarness(t)
 	// torch starts slowly on a busy machine: a longer deadline than h.exec's minute.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(4*time.Minute))
 	defer cancel()
 	cmd := h.wickCmd(ctx, "run", "-s", "slurm", "dist.ddp", "-j", "2x1", "--tee", "1", "--env", "PET_REDIRECTS=1", "--script", "train.py")
 	var stdout, stderr strings.Builder

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/csv"
 	"slices"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // slurmTrainer is what each replica of the Slurm metrics test prints: five steps of a
@@ -36,11 +39,34 @@ func TestSlurmMetrics(t *testing.T) {
 	t.Cleanup(func() { h.exec("cancel", handle); h.exec("delete", handle) })
 
 	// Followed from submission (the files do not exist while the job is pending) to
-	// the end of the job (h.exec's deadline bounds it): every point of both replicas.
-	followed := h.exec("metrics", "-t", "--csv", handle)
-	if st := h.status(handle); followed.code != 0 || st.State != spec.Succeeded {
-		t.Fatalf("metrics -t: exit %d, app %s\n%s\n%s", followed.code, st.State, followed.stdout, followed.stderr)
+	// the end of the job: every point of both replicas. The job runs 2 s; how long
+	// Slurm keeps it pending depends on what else the cluster runs, so the bound on
+	// the follow starts when the job has left PENDING, not at submission.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	follow := h.wickCmd(ctx, "metrics", "-t", "--csv", handle)
+	var fout, ferr bytes.Buffer
+	follow.Stdout, follow.Stderr = &fout, &ferr
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
 	}
+	ended := make(chan error, 1)
+	go func() { ended <- follow.Wait() }()
+	testkit.Wait(t, 2*time.Minute, handle+" leaves PENDING", func() (bool, string) {
+		st := h.status(handle).State
+		return st != spec.Pending && st != spec.Submitted && st != spec.UnknownState, st.String()
+	})
+	select {
+	case err := <-ended:
+		if st := h.status(handle); err != nil || st.State != spec.Succeeded {
+			t.Fatalf("metrics -t: %v, app %s\n%s\n%s", err, st.State, fout.String(), ferr.String())
+		}
+	case <-time.After(testkit.Scale(time.Minute)):
+		cancel()
+		<-ended
+		t.Fatalf("metrics -t still following a minute after the job started:\n%s\n%s", fout.String(), ferr.String())
+	}
+	followed := result{0, fout.String(), ferr.String()}
 	end := time.Now()
 
 	// The table: both replicas, five values each; the NaN counts but is no minimum.

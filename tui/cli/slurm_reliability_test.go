@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // downSlurmConf writes a copy of the cluster's slurm.conf whose controller port
@@ -51,7 +52,7 @@ func TestSlurmControllerDown(t *testing.T) {
 	}
 	hd := strings.TrimSpace(r.stdout)
 	t.Cleanup(func() { h.exec("cancel", hd) })
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
 		if st := h.status(hd); st.State == spec.Running && strings.Contains(h.exec("log", hd).stdout, "line 5") {
 			break
 		}
@@ -70,7 +71,7 @@ func TestSlurmControllerDown(t *testing.T) {
 			t.Errorf("log -n 2: %d %q %q", r.code, r.stdout, r.stderr)
 		}
 
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 		defer cancel()
 		cmd := h.wickCmd(ctx, "log", "-f", hd)
 		out, err := cmd.StdoutPipe()

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestStatusOfAnAppWhoseStateCouldNotBeWritten: when the app's state directory turns
@@ -57,7 +58,7 @@ func TestStatusOfAnAppWhoseStateCouldNotBeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st spec.AppStatus
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(30 * time.Second)); ; time.Sleep(20 * time.Millisecond) {
 		if st = h.status(handle); st.State.Terminal() || time.Now().After(deadline) {
 			break
 		}

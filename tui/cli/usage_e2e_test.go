@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestStatusAndDescribeShowUsage runs a replica that holds 64 MiB and burns a core, and
@@ -27,7 +28,7 @@ while time.time() < end:
 	h.waitState(handle, spec.Running)
 
 	// The replica allocates its 64 MiB right after it starts: wait for it.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for {
 		st := h.status(handle)
 		u := st.Roles[0].Replicas[0].Usage

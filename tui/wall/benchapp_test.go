@@ -10,6 +10,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 )
@@ -44,7 +45,7 @@ func rankLinesApp(b *testing.B, r *runner.Runner, name string, n int, within tim
 	if err != nil {
 		b.Fatal(err)
 	}
-	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(within)); ; time.Sleep(50 * time.Millisecond) {
 		if d, err := r.Describe(context.Background(), h); err == nil && d.Status.State.Terminal() {
 			return h
 		}

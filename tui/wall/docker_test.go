@@ -16,6 +16,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/tui"
 )
 
@@ -81,7 +82,7 @@ func (e *env) runDocker(app *spec.AppDef, cfg spec.Cfg) spec.Handle {
 		e.t.Fatalf("run on %s: %v", docker.Name, err)
 	}
 	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 		defer cancel()
 		if err := e.r.Delete(ctx, h, true); err != nil && !errors.Is(err, sched.ErrNotFound) {
 			e.t.Errorf("delete %s: %v", h, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestE2EWallDemoTrain runs `wick ui --logs` in tmux on a 4-replica demo.train
@@ -63,7 +65,7 @@ func TestE2EWallDemoTrain(t *testing.T) {
 	screen := func() string { return tmux("capture-pane", "-p", "-t", "w") }
 	waitFor := func(want ...string) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 		for {
 			s := screen()
 			ok := true
@@ -162,7 +164,7 @@ func TestE2EWallEveryLine(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
 	waitFor := func(want *regexp.Regexp) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 		for {
 			s := tmux("capture-pane", "-p", "-t", "w")
 			if want.MatchString(s) {

@@ -20,6 +20,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/common"
 )
@@ -101,7 +102,7 @@ func (e *env) run(app *spec.AppDef) spec.Handle {
 		// Cancel and wait for the end, so that nothing writes in the temp dir as it is
 		// removed.
 		_ = e.r.Cancel(context.Background(), h)
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if d, err := e.r.Describe(context.Background(), h); err != nil || d.Status.State.Terminal() {
 				break
 			}
@@ -114,7 +115,7 @@ func (e *env) run(app *spec.AppDef) spec.Handle {
 // wait waits until app h is terminal.
 func (e *env) wait(h spec.Handle) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for {
 		d, err := e.r.Describe(context.Background(), h)
 		if err == nil && d.Status.State.Terminal() {
@@ -288,7 +289,7 @@ func (d *driver) waitFor(want ...string) string {
 // a busy machine).
 func (d *driver) waitForIn(within time.Duration, want ...string) string {
 	d.t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(testkit.Scale(within))
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -317,7 +318,7 @@ func (d *driver) waitForIn(within time.Duration, want ...string) string {
 // waitForRe delivers messages (and a tick now and then) until the screen matches re.
 func (d *driver) waitForRe(re *regexp.Regexp) string {
 	d.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -11,6 +11,7 @@ import (
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/wall"
 )
@@ -104,7 +105,7 @@ func BenchmarkReadBackPage(b *testing.B) {
 // lineTime is the time line seq (from 0) of replica 0 of h was read.
 func lineTime(b *testing.B, r *runner.Runner, h spec.Handle, seq int) time.Time {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 	defer cancel()
 	it, err := r.LogLines(ctx, h, "trainer", 0, sched.LogOptions{})
 	if err != nil {

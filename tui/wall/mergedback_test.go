@@ -16,6 +16,7 @@ import (
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/tui"
 )
 
@@ -121,7 +122,7 @@ func (d *driver) page(seen []string, n int, up bool, keys ...tea.Msg) []string {
 // merges them, each as the merged view shows it: "worker/K text".
 func mergedOnDisk(t *testing.T, e *env, h spec.Handle, n int) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 	defer cancel()
 	var its []sched.LogIterator
 	for k := range n {

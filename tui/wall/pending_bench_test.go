@@ -14,6 +14,7 @@ import (
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/wall"
@@ -81,7 +82,7 @@ func BenchmarkPendingToScreen(b *testing.B) {
 	b.Run("iterator", func(b *testing.B) {
 		for b.Loop() {
 			h := launch()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
 			it, err := r.LogLines(ctx, h, "trainer", 0, sched.LogOptions{Follow: true, Pending: true})
 			if err != nil {
 				b.Fatal(err)

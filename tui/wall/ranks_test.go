@@ -2,7 +2,6 @@ package wall_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // needTorch skips a test that needs PyTorch when it is missing, and fails it under
@@ -48,12 +48,7 @@ func (e *env) runDDP(j string, script ...string) spec.Handle {
 		e.t.Fatal(err)
 	}
 	// A free port for the rendezvous: other tests may run DDP at the same time.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := strconv.Itoa(testkit.FreePort(e.t))
 	args := append([]string{"run", "--detach", "-s", "local_cwd", "dist.ddp", "-j", j, "--tee", "1", "--rdzv_port", port,
 		"--env", "PET_REDIRECTS=1,LOGLEVEL=INFO", "--script", "train.py", "--"}, script...)
 	cmd := exec.Command(wickBin, args...)
@@ -107,7 +102,7 @@ func TestWallFocusesTheRaisingRank(t *testing.T) {
 	e := newEnv(t)
 	h := e.runDDP("2x2", "--epochs", "1", "--samples", "512", "--fail_rank", "1", "--fail_step", "1", "--step_delay", "0.05")
 	// The other node's agent takes a while to give up: wait for the end first.
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(3 * time.Minute)); ; time.Sleep(100 * time.Millisecond) {
 		if d, err := e.r.Describe(context.Background(), h); err == nil && d.Status.State.Terminal() {
 			break
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestE2EUISlurmControllerDown: with slurmctld unreachable, `wick ui` still lists a
@@ -18,7 +20,7 @@ func TestE2EUISlurmControllerDown(t *testing.T) {
 	s := newSlurmUI(t)
 	handle := s.run("run", "-s", "slurm", "--detach", "utils.sh", "--", "sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.5; done")
 	// Seen running once: that is the state last known.
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(90 * time.Second)); ; time.Sleep(200 * time.Millisecond) {
 		st := exec.Command(wickBin, "status", handle)
 		st.Env = s.environ
 		out, _ := st.Output()
