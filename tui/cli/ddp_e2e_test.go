@@ -29,7 +29,7 @@ func needTorch(t *testing.T) {
 		err = exec.Command("/usr/bin/python3", "-c", "import torch.distributed").Run()
 	}
 	if err != nil {
-		if ciTrue() {
+		if testkit.InCI() {
 			t.Fatalf("CI=true but PyTorch is missing (apt-get install python3-torch): %v", err)
 		}
 		t.Skipf("PyTorch is not installed (apt-get install python3-torch): %v", err)

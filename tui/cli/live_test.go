@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,86 +59,34 @@ func TestLivePrinterRewritesPendingLine(t *testing.T) {
 	}
 }
 
-// liveTerm runs one wick command in a terminal (tmux) and reads its screen.
-type liveTerm struct {
-	t    *testing.T
-	sock string
-}
-
-func startLiveTerm(t *testing.T, h *harness, args string) *liveTerm {
+// startLiveTerm runs one wick command (args) in a terminal: a 160x20 window of a
+// private tmux server.
+func startLiveTerm(t *testing.T, h *harness, args string) *testkit.Tmux {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if ciTrue() {
-			t.Fatal("tmux is not installed (make setup installs it)")
-		}
-		t.Skip("tmux is not installed (make setup installs it)")
-	}
-	lt := &liveTerm{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
 	cmd := "cd " + h.work + " && exec env WICK_HOME=" + h.home + " HOME=" + h.user + " NO_COLOR=1 TERM=xterm-256color " + h.self + " " + args
-	lt.tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "w", "-x", "160", "-y", "20", cmd)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", lt.sock, "kill-server").Run() })
-	return lt
-}
-
-func (lt *liveTerm) tmux(args ...string) string {
-	lt.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", lt.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		lt.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func (lt *liveTerm) screen() string { return lt.tmux("capture-pane", "-p", "-t", "w") }
-
-// exitStatus waits until the command in the pane has ended and returns its exit
-// status as tmux reports it ("0", "130"), or "" if it is still running at deadline.
-//
-// Debian's tmux is built with libutempter, whose own SIGCHLD handler is in place while
-// tmux removes the pane's utmp record on the pty's EOF: a child that exits in that
-// window is never reaped, and the pane stays dead without a status (tmux/tmux#311).
-// The documented cure is another SIGCHLD to the server, sent here once the pane is dead.
-func (lt *liveTerm) exitStatus(deadline time.Time) string {
-	lt.t.Helper()
-	for {
-		f := strings.Fields(lt.tmux("display-message", "-p", "-t", "w", "#{pid} #{pane_dead} #{pane_dead_status}"))
-		if len(f) == 3 && f[1] == "1" {
-			return f[2]
-		}
-		if len(f) == 2 && f[1] == "1" {
-			_ = exec.Command("kill", "-CHLD", f[0]).Run()
-		}
-		if time.Now().After(deadline) {
-			return ""
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return testkit.StartTmux(t, 160, 20, cmd)
 }
 
 // waitBar waits until the screen has shown two different frames of epoch 0's bar of
 // total steps, always on one row.
-func (lt *liveTerm) waitBar(total int) {
-	lt.t.Helper()
+func waitBar(t *testing.T, lt *testkit.Tmux, total int) {
+	t.Helper()
 	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	seen := map[string]bool{}
 	for len(seen) < 2 {
-		screen := lt.screen()
+		screen := lt.Screen()
 		for _, l := range strings.Split(screen, "\n") {
 			// The bar of epoch 0 stays unfinished for the whole test: only the live
 			// line shows it.
 			if i := strings.Index(l, "Epoch 0:"); i >= 0 && strings.Contains(l, "/"+strconv.Itoa(total)+" [") {
 				seen[l[i:i+len("Epoch 0:   x%")]] = true
 				if n := strings.Count(screen, "Epoch 0:"); n != 1 {
-					lt.t.Fatalf("the bar is on %d rows, want 1 rewritten in place:\n%s", n, screen)
+					t.Fatalf("the bar is on %d rows, want 1 rewritten in place:\n%s", n, screen)
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			lt.t.Fatalf("no live progress bar (frames seen: %v):\n%s", seen, screen)
+			t.Fatalf("no live progress bar (frames seen: %v):\n%s", seen, screen)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -150,15 +97,9 @@ func (lt *liveTerm) waitBar(total int) {
 func TestRunShowsProgressBarLive(t *testing.T) {
 	h := newHarness(t)
 	lt := startLiveTerm(t, h, "run demo.train --replicas 1 --rate 4 --steps_per_epoch 400 --duration 60s --warnings=false")
-	lt.waitBar(240)
-	lt.tmux("send-keys", "-t", "w", "C-c")
-	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
-	for screen := lt.screen(); !strings.Contains(screen, "CANCELLED"); screen = lt.screen() {
-		if time.Now().After(deadline) {
-			t.Fatalf("cancel did not end the app:\n%s", screen)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitBar(t, lt, 240)
+	lt.Keys("C-c")
+	lt.WaitFor(30*time.Second, "CANCELLED")
 }
 
 // TestLogFollowShowsProgressBarLive: wick log -t in a terminal shows the bar of an app
@@ -172,7 +113,7 @@ func TestLogFollowShowsProgressBarLive(t *testing.T) {
 	handle := strings.TrimSpace(r.stdout)
 	t.Cleanup(func() { h.exec("cancel", handle) })
 	lt := startLiveTerm(t, h, "log -t "+handle+"/trainer/1")
-	lt.waitBar(240)
+	waitBar(t, lt, 240)
 }
 
 // TestRunOverPipePrintsCommittedLinesOnly: attached output to a pipe has no pending
@@ -194,6 +135,3 @@ func TestRunOverPipePrintsCommittedLinesOnly(t *testing.T) {
 		t.Errorf("bar 1 printed %d times, want once (in its committed line): %q", n, r.stderr)
 	}
 }
-
-// ciTrue says whether tests run in CI, where a missing tool is a failure.
-func ciTrue() bool { return os.Getenv("CI") == "true" }

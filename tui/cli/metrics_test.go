@@ -320,7 +320,7 @@ func TestMetricsFollowTableLive(t *testing.T) {
 	counts := map[string]bool{}
 	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
 	for len(counts) < 2 {
-		screen := lt.screen()
+		screen := lt.Screen()
 		if n := strings.Count(screen, "NAME"); n > 1 {
 			t.Fatalf("the table is drawn %d times, want once, in place:\n%s", n, screen)
 		}
@@ -335,9 +335,9 @@ func TestMetricsFollowTableLive(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	// Ctrl-C stops following; the command ends well, its table on the screen.
-	lt.tmux("send-keys", "-t", "w", "C-c")
-	status := lt.exitStatus(deadline.Add(30 * time.Second))
-	screen := lt.screen()
+	lt.Keys("C-c")
+	status := lt.WaitExit(30 * time.Second)
+	screen := lt.Screen()
 	if status != "0" {
 		t.Fatalf("after Ctrl-C, wick metrics -t: exit status %q, want 0:\n%s", status, screen)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // torchxPython is the interpreter the tests run TorchX with (Debian's: make setup
@@ -34,7 +35,7 @@ func pyHarness(t *testing.T) *harness {
 	check.Env = append(os.Environ(), "PYTHONPATH="+vendor)
 	if out, err := check.CombinedOutput(); err != nil {
 		msg := "the vendored TorchX does not import (" + vendor + "; make setup installs python3-yaml python3-fsspec python3-tabulate python3-filelock): " + string(out)
-		if ciTrue() {
+		if testkit.InCI() {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)

@@ -16,15 +16,7 @@ import (
 // launched from another command, searches, zooms, pauses and resumes, and compares
 // what the zoomed pane holds with the replica's stdout.log.
 func TestE2EWallDemoTrain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but tmux is not installed (make setup installs it)")
-		}
-		t.Skip("tmux is not installed (make setup installs it)")
-	}
+	testkit.NeedTmux(t)
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -46,40 +38,14 @@ func TestE2EWallDemoTrain(t *testing.T) {
 		c := exec.Command(wickBin, "cancel", handle)
 		c.Env = environ
 		_ = c.Run()
-		time.Sleep(200 * time.Millisecond)
 	})
 
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
 	cmdline := "cd " + dir + " && exec env WICK_HOME=" + home + " HOME=" + dir + " TERM=xterm-256color " + wickBin + " ui --logs " + handle
-	tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "w", "-x", "160", "-y", "48", cmdline)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
-	screen := func() string { return tmux("capture-pane", "-p", "-t", "w") }
+	tm := testkit.StartTmux(t, 160, 48, cmdline)
+	tmux := tm.Run
 	waitFor := func(want ...string) string {
 		t.Helper()
-		deadline := time.Now().Add(testkit.Scale(30 * time.Second))
-		for {
-			s := screen()
-			ok := true
-			for _, w := range want {
-				ok = ok && strings.Contains(s, w)
-			}
-			if ok {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the screen never showed %q:\n%s", want, s)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return tm.WaitFor(30*time.Second, want...)
 	}
 	waitFor("trainer/0", "trainer/3", "following", "[rank 3]")
 	// demo.train's progress bar, live as each pane's last line, marked in progress.
@@ -129,12 +95,7 @@ func TestE2EWallDemoTrain(t *testing.T) {
 // lines: the pane says how many older lines are on disk, the search counts the
 // matches there too and n shows one, g shows line 1.
 func TestE2EWallEveryLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (make setup installs it)")
-	}
+	testkit.NeedTmux(t)
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -149,32 +110,12 @@ func TestE2EWallEveryLine(t *testing.T) {
 	}
 	fields := strings.Fields(string(out))
 	handle := fields[len(fields)-1]
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
 	cmdline := "cd " + dir + " && exec env WICK_HOME=" + home + " HOME=" + dir + " TERM=xterm-256color " + wickBin + " ui --ring 4096 --logs " + handle
-	tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "w", "-x", "120", "-y", "30", cmdline)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", sock, "kill-server").Run() })
+	tm := testkit.StartTmux(t, 120, 30, cmdline)
+	tmux := tm.Run
 	waitFor := func(want *regexp.Regexp) string {
 		t.Helper()
-		deadline := time.Now().Add(testkit.Scale(30 * time.Second))
-		for {
-			s := tmux("capture-pane", "-p", "-t", "w")
-			if want.MatchString(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the screen never matched %s:\n%s", want, s)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		return tm.WaitMatch(30*time.Second, want)
 	}
 	waitFor(regexp.MustCompile(`end of logs`))
 	waitFor(regexp.MustCompile(`▸ [^\n]*k older lines on disk`))

@@ -2,7 +2,6 @@ package wall_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,7 @@ type slurmUI struct {
 	dir     string
 	home    string
 	environ []string
-	sock    string
+	tm      *testkit.Tmux
 	// uiEnv is put before the UI's command line ("SLURM_CONF=... ").
 	uiEnv string
 }
@@ -30,22 +29,14 @@ type slurmUI struct {
 // CI=true.
 func newSlurmUI(t *testing.T) *slurmUI {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but tmux is not installed (make setup installs it)")
-		}
-		t.Skip("tmux is not installed (make setup installs it)")
-	}
+	testkit.NeedTmux(t)
 	testkit.NeedSlurm(t)
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	dir := t.TempDir()
 	home := filepath.Join(dir, "state")
-	return &slurmUI{t: t, dir: dir, home: home, sock: filepath.Join(dir, "tmux.sock"),
+	return &slurmUI{t: t, dir: dir, home: home,
 		environ: append(os.Environ(), "WICK_HOME="+home, "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))}
 }
 
@@ -73,39 +64,18 @@ func (s *slurmUI) run(args ...string) string {
 	return handle
 }
 
-func (s *slurmUI) tmux(args ...string) string {
-	s.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", s.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
 // open starts `wick ui ARGS` at 160x48 from another directory than the submit one.
 func (s *slurmUI) open(args string) {
 	s.t.Helper()
 	cmdline := "cd " + s.t.TempDir() + " && exec env " + s.uiEnv + "WICK_HOME=" + s.home + " HOME=" + s.dir + " TERM=xterm-256color " + wickBin + " ui " + args
-	s.tmux("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", "w", "-x", "160", "-y", "48", cmdline)
-	s.t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
+	s.tm = testkit.StartTmux(s.t, 160, 48, cmdline)
 }
 
 // waitFor waits, a minute at most on a quiet machine, for the screen to show every
 // one of want.
 func (s *slurmUI) waitFor(want ...string) string {
 	s.t.Helper()
-	var scr string
-	testkit.Wait(s.t, time.Minute, fmt.Sprintf("the screen shows %q", want), func() (bool, string) {
-		scr = s.tmux("capture-pane", "-p", "-t", "w")
-		for _, w := range want {
-			if !strings.Contains(scr, w) {
-				return false, "\n" + scr
-			}
-		}
-		return true, ""
-	})
-	return scr
+	return s.tm.WaitFor(time.Minute, want...)
 }
 
 // TestE2EWallSlurmPendingReason: a slurm app Slurm cannot start yet says why in the
@@ -150,10 +120,10 @@ func TestE2EAppsSlurm(t *testing.T) {
 	s.waitFor("Apps", handle, "FAILED", "0/2")
 	// Other tests' apps may be listed too (local_docker lists the Engine's): filter
 	// on the handle, then describe.
-	s.tmux("send-keys", "-t", "w", "/")
-	s.tmux("send-keys", "-t", "w", "-l", handle)
-	s.tmux("send-keys", "-t", "w", "Enter")
-	s.tmux("send-keys", "-t", "w", "Enter")
+	s.tm.Keys("/")
+	s.tm.Text(handle)
+	s.tm.Keys("Enter")
+	s.tm.Keys("Enter")
 	scr := s.waitFor("sh/0", "sh/1", "FAILED", "sh/1 exited with code 5")
 	// Each replica's node: which ones depends on what else the cluster runs (other
 	// packages' tests submit at the same time), so any of the two, for each.

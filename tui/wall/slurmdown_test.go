@@ -32,7 +32,7 @@ func TestE2EUISlurmControllerDown(t *testing.T) {
 		}
 	}
 	// A slurm.conf whose controller port nobody listens on: slurmctld is down to the UI.
-	conf, err := os.ReadFile("/etc/slurm/slurm.conf")
+	conf, err := os.ReadFile(os.Getenv("SLURM_CONF")) // the test cluster's (testkit.NeedSlurm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +53,10 @@ func TestE2EUISlurmControllerDown(t *testing.T) {
 		t.Errorf("the list claims no app:\n%s", scr)
 	}
 	// Its logs: the lines keep coming from the files.
-	s.tmux("send-keys", "-t", "w", "/")
-	s.tmux("send-keys", "-t", "w", "-l", handle)
-	s.tmux("send-keys", "-t", "w", "Enter")
-	s.tmux("send-keys", "-t", "w", "l")
+	s.tm.Keys("/")
+	s.tm.Text(handle)
+	s.tm.Keys("Enter")
+	s.tm.Keys("l")
 	scr = s.waitFor("tick 2")
 	last := 0
 	for _, m := range regexp.MustCompile(`tick (\d+)`).FindAllStringSubmatch(scr, -1) {
