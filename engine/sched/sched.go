@@ -18,16 +18,17 @@ var ErrNotFound = errors.New("no such app")
 // ErrRunning is returned by Delete for an app that is still running without force.
 var ErrRunning = errors.New("app is still running")
 
-// Submission is everything a scheduler needs to plan an app.
+// Submission is everything a scheduler needs to plan an app. Its JSON keys are
+// snake_case, as in every --json output (docs/json.md).
 type Submission struct {
-	AppID   string
-	Session string
+	AppID   string `json:"app_id"`
+	Session string `json:"session"`
 	// App is the AppDef after the runner's env injection, before macro substitution.
-	App *spec.AppDef
+	App *spec.AppDef `json:"app"`
 	// Cfg holds the scheduler's resolved run options.
-	Cfg spec.Cfg
+	Cfg spec.Cfg `json:"cfg"`
 	// Workspace is a directory to lay over the role's image (docker), or "".
-	Workspace string
+	Workspace string `json:"workspace"`
 }
 
 // DryRunInfo is a planned submission: what Schedule would submit, inspectable and

@@ -18,6 +18,11 @@ import (
 	"github.com/wick-dev/wick/tui/render"
 )
 
+// JSONSchema is the version of the --json outputs' shape, documented in docs/json.md:
+// within a version keys are only ever added; renaming or removing one, or changing
+// what a value means, makes the next version. `wick version --json` prints it.
+const JSONSchema = 1
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -324,7 +329,10 @@ func (a *app) versionCmd() *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				return writeJSON(a.env.Stdout, map[string]string{"version": spec.Version})
+				return writeJSON(a.env.Stdout, struct {
+					Version string `json:"version"`
+					Schema  int    `json:"json_schema"`
+				}{spec.Version, JSONSchema})
 			}
 			_, err := fmt.Fprintf(a.env.Stdout, "wick %s\n", spec.Version)
 			return err
