@@ -1,5 +1,6 @@
-// Command wick launches TorchX-style jobs as local processes or Docker containers and
-// lets you watch every replica live, from a full-screen UI or one-shot verbs.
+// Command wick launches TorchX-style jobs as local processes, Docker containers or
+// Slurm jobs and lets you watch every replica live, from a full-screen UI or one-shot
+// verbs. It only parses the command line: tui/cli has the verbs, tui the UI.
 package main
 
 import (

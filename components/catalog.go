@@ -17,6 +17,19 @@ import (
 // component.
 var ErrNoSuchComponent = errors.New("unknown component")
 
+// Lookup is how a component call is resolved: where components are found, which
+// argument defaults apply (.torchxconfig's [component:NAME] sections) and where its
+// warnings go. The Runner takes one with every component call; the UI and the verbs
+// build it.
+type Lookup struct {
+	Find FindOptions
+	// Defaults returns the argument defaults of the named component; nil means none.
+	Defaults func(name string) map[string]string
+	// Warn, when not nil, receives the warnings a component gives while building its
+	// AppDef (e.g. dist.ddp's -j against the host's GPUs).
+	Warn func(msg string)
+}
+
 // FindOptions say where Find and All look for user components.
 type FindOptions struct {
 	// Dirs is the search path: directories of component files (*.yaml, *.yml), highest

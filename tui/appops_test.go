@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/local"
-	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui"
 )
@@ -21,7 +21,7 @@ func TestRelaunchAsksAndEditsOpenTheFilledForm(t *testing.T) {
 	appdef := e.launch(echoApp("plain", "from an appdef", 1))
 	e.wait(appdef)
 	ctx := context.Background()
-	info, err := e.r.DryRunComponent(ctx, "utils.echo", []string{"--msg", "from the cli", "--num_replicas=2"}, local.NameCwd, nil, "", runner.Components{})
+	info, err := e.r.DryRunComponent(ctx, "utils.echo", []string{"--msg", "from the cli", "--num_replicas=2"}, local.NameCwd, nil, "", components.Lookup{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,10 @@ func (m *Model) titleBar() string {
 // type (f1, ctrl+...) are named, or none.
 func (m *Model) hintKeys() string {
 	var parts []string
-	for _, a := range []struct{ name, what string }{{common.ActHelp, "help"}, {common.ActPalette, "commands"}} {
+	for _, a := range []struct {
+		name common.ActionName
+		what string
+	}{{common.ActHelp, "help"}, {common.ActPalette, "commands"}} {
 		act, ok := m.ctx.Actions.Get(a.name, m.active().Kind())
 		if !ok {
 			continue

@@ -100,7 +100,7 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	actions := newActions()
 	for name, keys := range settings.Keys {
-		if err := actions.Rebind(name, keys); err != nil {
+		if err := actions.Rebind(common.ActionName(name), keys); err != nil {
 			return nil, fmt.Errorf("%s: [keys]: %w", path, err)
 		}
 	}
@@ -378,7 +378,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // run runs the action named name in the active view, by key or from the palette.
-func (m *Model) run(name string) tea.Cmd {
+func (m *Model) run(name common.ActionName) tea.Cmd {
 	v := m.active()
 	switch name {
 	case common.ActQuit:

@@ -97,9 +97,9 @@ func (h *helpOverlay) view(m *Model) string {
 		lines = append(lines, t.TableHead.Render(title))
 		for _, a := range acts {
 			l := t.HelpKey.Render(widget.PadRight(keysOf(a), keyW)) + "  " + widget.PadRight(a.Help(), helpW)
-			if withNames && a.Name != a.Help() {
+			if withNames && string(a.Name) != a.Help() {
 				// The action's name: what the palette runs and [keys] rebinds.
-				l += "  " + t.Muted.Render(a.Name)
+				l += "  " + t.Muted.Render(string(a.Name))
 			}
 			lines = append(lines, l)
 		}
@@ -150,7 +150,7 @@ func (p *palette) filter(m *Model) {
 		if a.Name == common.ActPalette || slices.ContainsFunc(hits, func(s scored) bool { return s.a.Name == a.Name }) {
 			continue
 		}
-		s, _, ok := widget.Fuzzy(q, a.Name)
+		s, _, ok := widget.Fuzzy(q, string(a.Name))
 		if !ok {
 			if s, _, ok = widget.Fuzzy(q, a.Help()); !ok {
 				continue
@@ -168,7 +168,7 @@ func (p *palette) filter(m *Model) {
 }
 
 func (p *palette) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
-	var name string
+	var name common.ActionName
 	if a, ok := m.ctx.Actions.Match(k, kindPalette); ok {
 		name = a.Name
 	}
@@ -187,7 +187,7 @@ func (p *palette) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 		}
 		return nil, true
 	case common.ActUp, common.ActDown:
-		p.cur.Do(name, len(p.matches), paletteRows)
+		p.cur.Do(string(name), len(p.matches), paletteRows)
 	default:
 		if p.in.Update(k) {
 			p.cur = widget.Cursor{}
@@ -208,10 +208,10 @@ func (p *palette) view(m *Model) string {
 	for i := p.cur.Offset; i < end; i++ {
 		a := p.matches[i]
 		desc := a.Help()
-		if desc == a.Name {
+		if desc == string(a.Name) {
 			desc = "" // the name says it all: no echo of it
 		}
-		line := widget.PadRight(a.Name, 16) + "  " + widget.PadRight(desc, 30) + "  " + keysOf(a)
+		line := widget.PadRight(string(a.Name), 16) + "  " + widget.PadRight(desc, 30) + "  " + keysOf(a)
 		line = widget.PadRight(line, width-4)
 		if i == p.cur.Index {
 			b.WriteString("\n" + t.Selected.Render(line))

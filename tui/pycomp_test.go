@@ -11,7 +11,6 @@ import (
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/components/pycomp"
 	"github.com/wick-dev/wick/engine/local"
-	"github.com/wick-dev/wick/engine/runner"
 )
 
 // torchxVendor is ../shared/vendor/python beside the repository, made absolute when
@@ -135,7 +134,7 @@ def my_trainer(foo: int, bar: str = "mnist") -> specs.AppDef:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	info, err := e.r.DryRunComponent(ctx, "my_trainer.py:my_trainer", []string{"--foo", "3"}, local.NameCwd, nil, "", runner.Components{Find: find})
+	info, err := e.r.DryRunComponent(ctx, "my_trainer.py:my_trainer", []string{"--foo", "3"}, local.NameCwd, nil, "", components.Lookup{Find: find})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func TestFormPlansThroughTheRunner(t *testing.T) {
 	d.keys("ctrl+u")
 	d.typ("2y4")
 	d.keys("enter")
-	_, want := opts.Runner.DryRunComponent(context.Background(), "dist.spmd", []string{"--script", "train.py", "-j", "2y4"}, "local_cwd", nil, "", runner.Components{})
+	_, want := opts.Runner.DryRunComponent(context.Background(), "dist.spmd", []string{"--script", "train.py", "-j", "2y4"}, "local_cwd", nil, "", components.Lookup{})
 	if want == nil {
 		t.Fatal("the Runner planned -j 2y4")
 	}
@@ -678,11 +678,11 @@ func TestAppsVanishBehindTheList(t *testing.T) {
 // boom is a view that panics when asked to do anything.
 type boom struct{ common.Base }
 
-func (*boom) Title() string             { return "boom" }
-func (*boom) Init() tea.Cmd             { return nil }
-func (*boom) Update(tea.Msg) tea.Cmd    { return nil }
-func (*boom) Do(string) (tea.Cmd, bool) { panic("kaboom") }
-func (*boom) View() string              { return "boom view" }
+func (*boom) Title() string                        { return "boom" }
+func (*boom) Init() tea.Cmd                        { return nil }
+func (*boom) Update(tea.Msg) tea.Cmd               { return nil }
+func (*boom) Do(common.ActionName) (tea.Cmd, bool) { panic("kaboom") }
+func (*boom) View() string                         { return "boom view" }
 
 // TestPanicsBecomeMessages: a view's panic is no stack trace but a line in the status
 // bar, and the UI goes on.

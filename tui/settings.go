@@ -79,7 +79,10 @@ func LoadSettings(path string) (Settings, error) {
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", path, err)
 	}
-	actions := newActions().Names()
+	var actions []string
+	for _, n := range newActions().Names() {
+		actions = append(actions, string(n))
+	}
 	for _, e := range entries {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("%s: line %d: %s", path, e.Line, fmt.Sprintf(format, args...))
@@ -269,23 +272,23 @@ func checkBindings(rows []common.Action, user map[string][]string) error {
 			case !isKeyName(k):
 				problems = append(problems, fmt.Sprintf("%s = %q: not a key (one character, or a name such as enter, esc, pgdown, f5, with ctrl+, alt+ or shift+ before it)", name, k))
 				continue
-			case k == "ctrl+c" && name != common.ActQuit:
+			case k == "ctrl+c" && common.ActionName(name) != common.ActQuit:
 				problems = append(problems, fmt.Sprintf("%s = %q: ctrl+c always quits", name, k))
 				continue
 			}
 			for _, a := range rows {
-				if a.Name != name {
+				if string(a.Name) != name {
 					continue
 				}
 				for _, b := range rows {
-					if b.Name == name || !slices.Contains(b.Binding.Keys(), k) {
+					if string(b.Name) == name || !slices.Contains(b.Binding.Keys(), k) {
 						continue
 					}
 					kinds, every, ok := sharedViews(a, b)
 					if !ok {
 						continue
 					}
-					x, y := name, b.Name
+					x, y := name, string(b.Name)
 					if _, mine := user[y]; mine && y < x {
 						x, y = y, x // both are the user's: one message, either way round
 					}

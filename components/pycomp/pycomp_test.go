@@ -422,7 +422,7 @@ func TestRunnerRecordsTheFileForRelaunch(t *testing.T) {
 	b := newBridge(t, dir)
 	r := runner.New(runner.Builtin(), sched.Config{StateDir: t.TempDir(), WorkDir: dir, Self: []string{"/nonexistent/wick"}})
 	argv := []string{"--foo", "2", "--bar", "b"}
-	info, err := r.DryRunComponent(context.Background(), "c.py:my_trainer", argv, "local_cwd", nil, "", runner.Components{
+	info, err := r.DryRunComponent(context.Background(), "c.py:my_trainer", argv, "local_cwd", nil, "", components.Lookup{
 		Find: components.FindOptions{WorkDir: dir, External: b},
 	})
 	if err != nil {
@@ -437,7 +437,7 @@ func TestRunnerRecordsTheFileForRelaunch(t *testing.T) {
 		t.Fatalf("relaunch find: %+v, %v", comp, err)
 	}
 	// A bad argument is a ComponentError (a usage error), with the component for --help.
-	_, err = r.DryRunComponent(context.Background(), "c.py:my_trainer", []string{"--foo", "x"}, "local_cwd", nil, "", runner.Components{
+	_, err = r.DryRunComponent(context.Background(), "c.py:my_trainer", []string{"--foo", "x"}, "local_cwd", nil, "", components.Lookup{
 		Find: components.FindOptions{WorkDir: dir, External: b},
 	})
 	var ce *runner.ComponentError

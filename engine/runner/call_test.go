@@ -34,7 +34,7 @@ hello:
 	}
 	args := []string{"--who", "you"}
 	info, err := r.DryRunComponent(context.Background(), "comps.yaml:hello", args, "local_cwd", nil, "",
-		Components{Find: components.FindOptions{WorkDir: work}})
+		components.Lookup{Find: components.FindOptions{WorkDir: work}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,17 +12,6 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 )
 
-// Components says where components are found and which argument defaults apply
-// (.torchxconfig's [component:NAME] sections).
-type Components struct {
-	Find components.FindOptions
-	// Defaults returns the argument defaults of the named component; nil means none.
-	Defaults func(name string) map[string]string
-	// Warn, when not nil, receives the warnings a component gives while building its
-	// AppDef (e.g. dist.ddp's -j against the host's GPUs).
-	Warn func(msg string)
-}
-
 // ComponentError is what is wrong with a component call: an unknown name, bad
 // arguments, a request for help, or an AppDef that does not validate. It is always the
 // user's input.
@@ -41,7 +30,7 @@ func (e *ComponentError) Unwrap() error { return e.Err }
 //
 // A name wick does not define (a .py file, a TorchX entry point or builtin) goes to
 // c.Find.External, in one call to the user's TorchX, which parses the arguments.
-func (r *Runner) Materialize(ctx context.Context, name string, args []string, c Components) (*components.Component, *spec.AppDef, error) {
+func (r *Runner) Materialize(ctx context.Context, name string, args []string, c components.Lookup) (*components.Component, *spec.AppDef, error) {
 	if components.IsExternal(name, c.Find) {
 		var defaults map[string]string
 		if c.Defaults != nil {
@@ -90,7 +79,7 @@ func (r *Runner) Materialize(ctx context.Context, name string, args []string, c 
 }
 
 // DryRunComponent plans a component call on a scheduler: Materialize then DryRun.
-func (r *Runner) DryRunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c Components) (*sched.DryRunInfo, error) {
+func (r *Runner) DryRunComponent(ctx context.Context, name string, args []string, schedName string, cfg spec.Cfg, workspace string, c components.Lookup) (*sched.DryRunInfo, error) {
 	comp, app, err := r.Materialize(ctx, name, args, c)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -108,7 +109,7 @@ func TestListGoesOnWhenASchedulerIsDown(t *testing.T) {
 func TestComponentCalls(t *testing.T) {
 	r := newRunner(t)
 	ctx := context.Background()
-	defaults := Components{Defaults: func(name string) map[string]string {
+	defaults := components.Lookup{Defaults: func(name string) map[string]string {
 		if name == "utils.echo" {
 			return map[string]string{"msg": "from config"}
 		}
@@ -130,7 +131,7 @@ func TestComponentCalls(t *testing.T) {
 		name string
 		args []string
 	}{{"utils.ecoh", nil}, {"utils.touch", nil}, {"utils.echo", []string{"--num_replicas", "0"}}} {
-		if _, err := r.DryRunComponent(ctx, c.name, c.args, "local_cwd", nil, "", Components{}); !errors.As(err, &ce) {
+		if _, err := r.DryRunComponent(ctx, c.name, c.args, "local_cwd", nil, "", components.Lookup{}); !errors.As(err, &ce) {
 			t.Errorf("%s %v: want a ComponentError, got %v", c.name, c.args, err)
 		}
 	}

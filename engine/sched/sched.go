@@ -1,6 +1,9 @@
 // Package sched defines what a scheduler is to wick: the Scheduler interface, the
 // dry-run and submission types, log lines and log options, and the registry that maps
-// scheduler names to factories. Each scheduler lives in a package of its own.
+// scheduler names to factories. Each scheduler lives in a package of its own. The
+// optional capabilities a scheduler may add (Killer, UsageReader, MultiLogger,
+// RawLogReader, Readier), and what a user loses without each, are listed in
+// capabilities.go.
 package sched
 
 import (

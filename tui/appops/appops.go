@@ -68,7 +68,7 @@ func (d Done) Notice() tea.Cmd {
 
 // Act runs action on the app h, last seen in state st, for the view id. It reports
 // false for actions that are not about one app.
-func Act(ctx *common.Context, id common.ViewID, action string, h spec.Handle, st spec.AppState) (tea.Cmd, bool) {
+func Act(ctx *common.Context, id common.ViewID, action common.ActionName, h spec.Handle, st spec.AppState) (tea.Cmd, bool) {
 	b, parent := ctx.Backend, ctx.Ctx
 	switch action {
 	case ActLogs:
@@ -193,7 +193,7 @@ const bulkParallel = 8
 // user picked are skipped (a cancel skips the apps that ended, a delete the running
 // ones). The returned progress says how far it has got once confirmed (nil when there
 // is nothing to do).
-func Bulk(ctx *common.Context, id common.ViewID, action string, hs []spec.Handle, adj string, skipped int) (tea.Cmd, *BulkProgress) {
+func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []spec.Handle, adj string, skipped int) (tea.Cmd, *BulkProgress) {
 	b, parent := ctx.Backend, ctx.Ctx
 	verb, question, what := VerbDeleted, "Delete", "Their state and logs are removed."
 	skip := "still running"

@@ -310,7 +310,7 @@ func (m *Model) selectedHandle() string {
 
 // Do runs the app list's actions on the selected app. The sort and filter it leaves
 // are saved for the next run of the UI.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	defer m.save()
 	if m.filtering && action == ActDescribe {
 		// Enter ends the filter's typing; the filter stays.
@@ -318,7 +318,7 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 		m.filter.Blur()
 		return nil, true
 	}
-	if m.cur.Do(action, len(m.visible), m.rowsHeight()) {
+	if m.cur.Do(string(action), len(m.visible), m.rowsHeight()) {
 		return nil, true
 	}
 	switch action {
@@ -383,7 +383,7 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 		return common.Push(describe.New(m.Ctx, h)), true
 	case ActMark:
 		m.toggleMark(a.Handle)
-		m.cur.Do(common.ActDown, len(m.visible), m.rowsHeight())
+		m.cur.Do(string(common.ActDown), len(m.visible), m.rowsHeight())
 		return nil, true
 	}
 	return appops.Act(m.Ctx, m.ID(), action, h, a.State)
@@ -424,7 +424,7 @@ func (m *Model) dropGoneMarks() {
 // bulk cancels or deletes every marked app, after one confirmation that says how many
 // (and how many are skipped: a cancel skips the apps that ended, a delete the ones
 // still running).
-func (m *Model) bulk(action string) tea.Cmd {
+func (m *Model) bulk(action common.ActionName) tea.Cmd {
 	var do, skip []spec.AppStatus
 	for i := range m.apps {
 		a := m.apps[i]

@@ -157,7 +157,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	}
 	cfg = cfg.Merge(fileCfg)
 
-	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, runner.Components{
+	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, components.Lookup{
 		Find:     a.findOptions(),
 		Defaults: conf.ComponentDefaults,
 		Warn:     func(s string) { fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(s)) },

@@ -12,34 +12,38 @@ import (
 	"github.com/wick-dev/wick/tui/widget"
 )
 
+// ActionName names an action: a row of the action table, what View.Do runs, and the
+// name [keys] in config.toml rebinds.
+type ActionName string
+
 // The names of the actions more than one view (or the root) knows. A view's own
 // actions are named beside its code, with the rows that bind them.
 const (
 	// The root's: it runs them in every view (new and apps in some).
-	ActQuit    = "quit"
-	ActHelp    = "help"
-	ActPalette = "palette"
-	ActBack    = "back"
-	ActNew     = "new"
-	ActHome    = "apps"
+	ActQuit    ActionName = "quit"
+	ActHelp    ActionName = "help"
+	ActPalette ActionName = "palette"
+	ActBack    ActionName = "back"
+	ActNew     ActionName = "new"
+	ActHome    ActionName = "apps"
 
 	// Moving a cursor or scrolling: the moves of tui/widget's Cursor and Pager.
-	ActUp       = widget.Up
-	ActDown     = widget.Down
-	ActPageUp   = widget.PageUp
-	ActPageDown = widget.PageDown
-	ActTop      = widget.Top
-	ActBottom   = widget.Bottom
+	ActUp       ActionName = widget.Up
+	ActDown     ActionName = widget.Down
+	ActPageUp   ActionName = widget.PageUp
+	ActPageDown ActionName = widget.PageDown
+	ActTop      ActionName = widget.Top
+	ActBottom   ActionName = widget.Bottom
 
 	// Actions several views bind, each to its own rows.
-	ActSecrets = "secrets"
-	ActRefresh = "refresh"
+	ActSecrets ActionName = "secrets"
+	ActRefresh ActionName = "refresh"
 )
 
 // Action is one row of the action table: a name, keys, help, and the kinds of view it
 // works in (none: every view).
 type Action struct {
-	Name    string
+	Name    ActionName
 	Binding key.Binding
 	Views   []Kind
 	// Short puts the action in the one-line help bar of its views.
@@ -58,7 +62,7 @@ func (a Action) Global() bool { return len(a.Views) == 0 }
 // NewAction returns a row of the action table: the action name, its help, its keys
 // (the first two label it in help), whether it shows in the help bar, and the kinds of
 // view it works in (none: every view).
-func NewAction(name, help string, keys []string, short bool, views ...Kind) Action {
+func NewAction(name ActionName, help string, keys []string, short bool, views ...Kind) Action {
 	return Action{
 		Name:    name,
 		Binding: key.NewBinding(key.WithKeys(keys...), key.WithHelp(keyLabel(keys), help)),
@@ -112,7 +116,7 @@ func Moves(kinds ...Kind) []Action {
 }
 
 // IsMove reports whether the action named name moves a cursor or scrolls.
-func IsMove(name string) bool {
+func IsMove(name ActionName) bool {
 	switch name {
 	case ActUp, ActDown, ActPageUp, ActPageDown, ActTop, ActBottom:
 		return true
@@ -139,7 +143,7 @@ func NewRegistry(rows ...[]Action) *Registry {
 
 // Rebind replaces the keys of every row named name (from the [keys] section of
 // config.toml). An unknown name is an error that suggests the closest.
-func (r *Registry) Rebind(name string, keys []string) error {
+func (r *Registry) Rebind(name ActionName, keys []string) error {
 	found := false
 	for i := range r.actions {
 		if r.actions[i].Name == name {
@@ -149,7 +153,11 @@ func (r *Registry) Rebind(name string, keys []string) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("unknown action %q%s", name, spec.DidYouMean(name, r.Names()))
+		names := make([]string, 0, len(r.actions))
+		for _, n := range r.Names() {
+			names = append(names, string(n))
+		}
+		return fmt.Errorf("unknown action %q%s", name, spec.DidYouMean(string(name), names))
 	}
 	if len(keys) == 0 {
 		return fmt.Errorf("action %q: no keys", name)
@@ -162,8 +170,8 @@ func (r *Registry) Rebind(name string, keys []string) error {
 func (r *Registry) Rows() []Action { return slices.Clone(r.actions) }
 
 // Names lists the action names, each once, in table order.
-func (r *Registry) Names() []string {
-	var names []string
+func (r *Registry) Names() []ActionName {
+	var names []ActionName
 	for _, a := range r.actions {
 		if !slices.Contains(names, a.Name) {
 			names = append(names, a.Name)
@@ -198,7 +206,7 @@ func (r *Registry) For(kind Kind) []Action {
 }
 
 // Get returns the action named name that works in kind.
-func (r *Registry) Get(name string, kind Kind) (Action, bool) {
+func (r *Registry) Get(name ActionName, kind Kind) (Action, bool) {
 	for _, a := range r.actions {
 		if a.Name == name && a.In(kind) {
 			return a, true

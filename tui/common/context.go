@@ -6,13 +6,11 @@
 package common
 
 import (
-	"github.com/wick-dev/wick/engine/metrics"
-
 	"context"
 	"time"
 
 	"github.com/wick-dev/wick/components"
-	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
@@ -24,7 +22,7 @@ type Backend interface {
 	StateDir() string
 	SchedulerBackends() []string
 	SchedulerRunOpts(name string) (spec.RunOpts, error)
-	DryRunComponent(ctx context.Context, name string, args []string, scheduler string, cfg spec.Cfg, workspace string, c runner.Components) (*sched.DryRunInfo, error)
+	DryRunComponent(ctx context.Context, name string, args []string, scheduler string, cfg spec.Cfg, workspace string, c components.Lookup) (*sched.DryRunInfo, error)
 	Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) (spec.Handle, error)
 	Run(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string, progress sched.Progress) (spec.Handle, error)
 	Describe(ctx context.Context, h spec.Handle) (*sched.Description, error)

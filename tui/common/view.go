@@ -34,7 +34,7 @@ type View interface {
 	Update(msg tea.Msg) tea.Cmd
 	// Do runs the named action; it reports false when the view has nothing to do for
 	// it (then the root applies its default, e.g. Esc pops the view).
-	Do(action string) (tea.Cmd, bool)
+	Do(action ActionName) (tea.Cmd, bool)
 	// View draws the body: at most Context.Width columns and Context.Height lines.
 	View() string
 	// Typing reports whether a text field has focus: printable and editing keys go to

@@ -154,8 +154,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 }
 
 // Do scrolls, reveals secrets, and runs the actions on the app.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
-	if m.pager.Do(action, m.Ctx.Height) {
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
+	if m.pager.Do(string(action), m.Ctx.Height) {
 		return nil, true
 	}
 	switch action {

@@ -242,7 +242,7 @@ func (m *Model) focusField(i int) tea.Cmd {
 }
 
 // Do moves between fields and plans the app.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	switch action {
 	case ActNextField:
 		return m.focusField(m.focus + 1), true

@@ -124,8 +124,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 }
 
 // Do scrolls; the rest is the root's.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
-	return nil, m.pager.Do(action, m.Ctx.Height)
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
+	return nil, m.pager.Do(string(action), m.Ctx.Height)
 }
 
 // View draws the steps so far and the outcome.

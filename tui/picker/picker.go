@@ -155,8 +155,8 @@ func (m *Model) Selected() *components.Component {
 }
 
 // Do moves in the list, opens the argument form, or clears the filter on Esc.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
-	if m.cur.Do(action, len(m.matches), m.listHeight()) {
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
+	if m.cur.Do(string(action), len(m.matches), m.listHeight()) {
 		return nil, true
 	}
 	switch action {

@@ -12,7 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/themes"
@@ -97,7 +97,7 @@ func (m *Model) Init() tea.Cmd {
 		defer cancel()
 		// The same Runner method as `wick run`: the same errors and warnings.
 		var warnings []string
-		info, err := b.DryRunComponent(ctx, p.Component, p.Args, p.Scheduler, p.Cfg, ws, runner.Components{
+		info, err := b.DryRunComponent(ctx, p.Component, p.Args, p.Scheduler, p.Cfg, ws, components.Lookup{
 			Find: find, Defaults: conf.ComponentDefaults,
 			Warn: func(s string) { warnings = append(warnings, s) },
 		})
@@ -157,8 +157,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 }
 
 // Do scrolls, reveals secrets and launches.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
-	if m.pager.Do(action, m.Ctx.Height) {
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
+	if m.pager.Do(string(action), m.Ctx.Height) {
 		return nil, true
 	}
 	switch action {

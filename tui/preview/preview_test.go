@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/common"
@@ -18,7 +18,7 @@ type slowPlanner struct {
 	ended   chan error
 }
 
-func (b *slowPlanner) DryRunComponent(ctx context.Context, _ string, _ []string, _ string, _ spec.Cfg, _ string, _ runner.Components) (*sched.DryRunInfo, error) {
+func (b *slowPlanner) DryRunComponent(ctx context.Context, _ string, _ []string, _ string, _ spec.Cfg, _ string, _ components.Lookup) (*sched.DryRunInfo, error) {
 	close(b.started)
 	<-ctx.Done()
 	b.ended <- ctx.Err()

@@ -39,7 +39,7 @@ const (
 
 // Actions are the log wall's rows of the action table.
 func Actions() []common.Action {
-	act := func(name, help string, keys []string, short bool) common.Action {
+	act := func(name common.ActionName, help string, keys []string, short bool) common.Action {
 		return common.NewAction(name, help, keys, short, Kind)
 	}
 	return append([]common.Action{

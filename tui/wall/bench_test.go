@@ -115,7 +115,7 @@ func BenchmarkKeypress(b *testing.B) {
 		m.find.hits[i].scanned = 0
 		m.matchNew(i, 0)
 	}
-	acts := []string{ActFollow, common.ActPageUp, common.ActUp, ActNextMatch, ActReplica, ActMerged, common.ActPageUp, ActMerged, ActZoom, common.ActTop, ActZoom, common.ActBottom}
+	acts := []common.ActionName{ActFollow, common.ActPageUp, common.ActUp, ActNextMatch, ActReplica, ActMerged, common.ActPageUp, ActMerged, ActZoom, common.ActTop, ActZoom, common.ActBottom}
 	var times []time.Duration
 	i := 0
 	for b.Loop() {

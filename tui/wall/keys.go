@@ -10,7 +10,7 @@ import (
 )
 
 // Do runs an action of the action table on the wall.
-func (m *Model) Do(action string) (tea.Cmd, bool) {
+func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	cmd, ok := m.do(action)
 	if fill := m.fill(); ok && fill != nil {
 		return tea.Batch(cmd, fill), true
@@ -18,7 +18,7 @@ func (m *Model) Do(action string) (tea.Cmd, bool) {
 	return cmd, ok
 }
 
-func (m *Model) do(action string) (tea.Cmd, bool) {
+func (m *Model) do(action common.ActionName) (tea.Cmd, bool) {
 	if len(m.panes) == 0 {
 		return nil, action != common.ActBack
 	}

@@ -22,7 +22,7 @@ const (
 )
 
 func metricActions() []common.Action {
-	act := func(name, help string, keys []string, short bool) common.Action {
+	act := func(name common.ActionName, help string, keys []string, short bool) common.Action {
 		return common.NewAction(name, help, keys, short, Kind)
 	}
 	return []common.Action{
@@ -131,7 +131,7 @@ func (m *Model) MetricAlarms() (spec.Handle, int) {
 }
 
 // metricAction runs the metric actions; ok is false for the others.
-func (m *Model) metricAction(action string) bool {
+func (m *Model) metricAction(action common.ActionName) bool {
 	s := &m.mx
 	s.mu.Lock()
 	defer s.mu.Unlock()
