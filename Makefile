@@ -75,14 +75,14 @@ fuzz:
 	done
 
 ## lint: gofmt, go vet, staticcheck, and deadcode (functions main never reaches, but
-## internal/testkit's: a package only tests import); the tools' versions are pinned by
-## the tool directives of go.mod (go tool NAME)
+## those of internal/testkit and internal/viewtest: packages only tests import); the
+## tools' versions are pinned by the tool directives of go.mod (go tool NAME)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	@out=$$($(GO) tool deadcode $(PKGS)) || exit 1; \
-	  out=$$(printf '%s\n' "$$out" | grep -v '^internal/testkit/' || true); \
+	  out=$$(printf '%s\n' "$$out" | grep -v '^internal/\(testkit\|viewtest\)/' || true); \
 	  if [ -n "$$out" ]; then echo "deadcode: functions main never reaches (delete them, or call them):"; echo "$$out"; exit 1; fi
 
 clean:
