@@ -255,7 +255,9 @@ func (e *Extractor) Extract(text string, p *Parsed) {
 	p.Reset()
 	text, p.Local = localRank(text)
 	text = p.cleanLine(text)
-	e.scan(text, p)
+	if mayHoldNumber(text) {
+		e.scan(text, p)
+	}
 	e.table(text, p)
 	for i := range e.cfg.Patterns {
 		if len(p.Samples) >= MaxValuesPerLine {
@@ -278,6 +280,18 @@ func (e *Extractor) Extract(text string, p *Parsed) {
 	}
 }
 
+// mayHoldNumber reports whether s has a digit or an n (of nan, inf, infinity): a line
+// without either holds no value, and the scan of its words is skipped (prose, banners,
+// tracebacks). A header of columns has neither, and is still read (see table).
+func mayHoldNumber(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if class[s[i]]&cNumberHint != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Classes of bytes, in one table: the scan asks for each byte of a line.
 const (
 	cDigit     = 1 << iota // 0-9
@@ -285,13 +299,17 @@ const (
 	cNameStart             // a letter or _
 	cNameChar              // a letter, a digit or _ . / - @
 	cNameTrail             // . / -: not the last byte of a name
+	cValueLead             // " ' space = : (: after a name, may lead to its value
+	cNumberHint            // 0-9 n N: a number (nan, inf) may be read where one is
 )
 
 var class = func() (t [256]uint8) {
 	for c := range 256 {
 		switch {
 		case '0' <= c && c <= '9':
-			t[c] = cDigit | cNameChar
+			t[c] = cDigit | cNameChar | cNumberHint
+		case c == 'n', c == 'N':
+			t[c] = cLetter | cNameStart | cNameChar | cNumberHint
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
 			t[c] = cLetter | cNameStart | cNameChar
 		case c == '_':
@@ -300,6 +318,8 @@ var class = func() (t [256]uint8) {
 			t[c] = cNameChar | cNameTrail
 		case c == '@': // timm's Acc@1
 			t[c] = cNameChar
+		case c == '"', c == '\'', c == ' ', c == '=', c == ':', c == '(':
+			t[c] = cValueLead
 		}
 	}
 	return t
@@ -394,20 +414,21 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
 				wend--
 			}
-			if v, ok := valueAfter(s, wend); ok {
-				i = e.pair(s, p, st, span{i, wend}, v)
-				if len(p.Samples) >= MaxValuesPerLine {
-					return
+			// valueAfter and unitThenValue read nothing unless one of these bytes
+			// follows the name: most words are passed over here.
+			if wend < len(s) && class[s[wend]]&cValueLead != 0 {
+				v, ok := valueAfter(s, wend)
+				if !ok {
+					// `time (ms): 12.5`, `memory(GiB): 3.1`: a unit in parentheses.
+					v, ok = unitThenValue(s, wend)
 				}
-				continue
-			}
-			// `time (ms): 12.5`, `memory(GiB): 3.1`: a unit in parentheses.
-			if v, ok := unitThenValue(s, wend); ok {
-				i = e.pair(s, p, st, span{i, wend}, v)
-				if len(p.Samples) >= MaxValuesPerLine {
-					return
+				if ok {
+					i = e.pair(s, p, st, span{i, wend}, v)
+					if len(p.Samples) >= MaxValuesPerLine {
+						return
+					}
+					continue
 				}
-				continue
 			}
 			// A word of the field: the next one may make a name with it, unless it
 			// is a value itself (`dtype=bfloat16 lr=...`).
@@ -581,7 +602,11 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v value) in
 		return v.end
 	}
 	before := len(p.Samples)
-	e.add(p, key, val, v.unit)
+	if q == "" {
+		e.addKnown(p, key, info, val, v.unit) // key is rest, looked up above
+	} else {
+		e.add(p, key, val, v.unit)
+	}
 	if q == "" && len(p.Samples) > before && st.nunctx < len(st.unctx) {
 		st.unctx[st.nunctx] = uint8(before)
 		st.nunctx++
@@ -592,10 +617,15 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v value) in
 // add keeps a metric named by a lowercase name unless it is ignored or not among the
 // chosen.
 func (e *Extractor) add(p *Parsed, name []byte, v float64, unit string) {
+	e.addKnown(p, name, e.words.lookup(name, headOf(name)), v, unit)
+}
+
+// addKnown is add when the name's word w is already looked up.
+func (e *Extractor) addKnown(p *Parsed, name []byte, w wordInfo, v float64, unit string) {
 	if unit != "" && !isTableUnit(unit) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
-	if w := e.words.lookup(name, headOf(name)); w.flags&flagConfigured != 0 {
+	if w.flags&flagConfigured != 0 {
 		if w.kind == kindMetric {
 			p.Samples = append(p.Samples, Sample{Name: w.name, Value: v, Unit: unit})
 		}
@@ -620,20 +650,29 @@ func (e *Extractor) add(p *Parsed, name []byte, v float64, unit string) {
 // appendLower appends s lowercased (ASCII) to b, and returns the head (see headOf) of
 // b when it was empty, else of all of b.
 func appendLower(b []byte, s string) ([]byte, uint64) {
-	var head uint64
 	n := len(b)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
-		if i < 8 {
-			head |= uint64(c) << (8 * i)
-		}
+	b = append(b, s...) // one copy, then lowered in place: no append per byte
+	t := b[n:]
+	for i := range t {
+		t[i] = lower[t[i]]
 	}
-	if n > 0 {
-		head = headOf(b)
+	if n > 0 || len(t) >= 8 {
+		return b, headOf(b)
+	}
+	var head uint64
+	for i := range t {
+		head |= uint64(t[i]) << (8 * i)
 	}
 	return b, head
 }
+
+// lower maps a byte to its ASCII lowercase.
+var lower = func() (t [256]byte) {
+	for c := range 256 {
+		t[c] = byte(c)
+		if 'A' <= c && c <= 'Z' {
+			t[c] = byte(c + 'a' - 'A')
+		}
+	}
+	return t
+}()

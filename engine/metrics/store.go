@@ -85,6 +85,7 @@ type Series struct {
 	lowerIsBetter     bool
 	watched           bool // checked for divergence
 	noPoints          bool // statistics only (see NewAlarmStore)
+	countsNaN         bool // countsNaN(Name), asked once and not for every point
 
 	points []Point
 	stride int   // values averaged into each point after downsampling
@@ -93,7 +94,7 @@ type Series struct {
 }
 
 func newSeries(name string, r Rank) *Series {
-	return &Series{Name: name, Rank: r, Min: math.NaN(), Max: math.NaN(), stride: 1, Best: Point{Value: math.NaN()}, lowerIsBetter: LowerIsBetter(name)}
+	return &Series{Name: name, Rank: r, Min: math.NaN(), Max: math.NaN(), stride: 1, Best: Point{Value: math.NaN()}, lowerIsBetter: LowerIsBetter(name), countsNaN: countsNaN(name)}
 }
 
 // LowerIsBetter reports whether a metric improves downwards: losses, errors,
@@ -440,7 +441,7 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 		s.seq++
 		ser.add(pt, s.seq)
 		switch {
-		case math.IsNaN(smp.Value), smp.Value > 0 && countsNaN(smp.Name):
+		case math.IsNaN(smp.Value), smp.Value > 0 && ser.countsNaN:
 			s.raise(Alarm{Kind: AlarmNaN, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
 		case math.IsInf(smp.Value, 0):
 			s.raise(Alarm{Kind: AlarmInf, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})

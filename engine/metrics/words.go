@@ -1,5 +1,7 @@
 package metrics
 
+import "encoding/binary"
+
 // wordTable says what a word written before a value is, in one lookup: a configured
 // word (a step key, an ignored name or a metric with its interned name), a stop word,
 // a qualifier, or nothing known. The extractor looks a word up for every value it
@@ -87,8 +89,11 @@ func newWordTable(configured map[string]wordInfo) wordTable {
 
 // headOf returns the first eight bytes of w (zeros past its end) as a number.
 func headOf(w []byte) uint64 {
+	if len(w) >= 8 {
+		return binary.LittleEndian.Uint64(w) // one load: most names are this long
+	}
 	var h uint64
-	for i := range min(len(w), 8) {
+	for i := range len(w) {
 		h |= uint64(w[i]) << (8 * i)
 	}
 	return h
