@@ -38,10 +38,15 @@ func (p *Parsed) cleanLine(text string) string {
 // kept.
 func stripEscapes(b []byte, s string, max int) []byte {
 	for i := 0; i < len(s) && len(b) <= max; {
-		c := s[i]
-		if c != 0x1b {
-			b = append(b, c)
-			i++
+		if s[i] != 0x1b {
+			// The run of text up to the next escape, in one copy.
+			k := strings.IndexByte(s[i:], 0x1b)
+			if k < 0 {
+				k = len(s) - i
+			}
+			k = min(k, max+1-len(b))
+			b = append(b, s[i:i+k]...)
+			i += k
 			continue
 		}
 		i++

@@ -294,13 +294,13 @@ func mayHoldNumber(s string) bool {
 
 // Classes of bytes, in one table: the scan asks for each byte of a line.
 const (
-	cDigit     = 1 << iota // 0-9
-	cLetter                // a-z A-Z
-	cNameStart             // a letter or _
-	cNameChar              // a letter, a digit or _ . / - @
-	cNameTrail             // . / -: not the last byte of a name
-	cValueLead             // " ' space = : (: after a name, may lead to its value
-	cNumberHint            // 0-9 n N: a number (nan, inf) may be read where one is
+	cDigit      = 1 << iota // 0-9
+	cLetter                 // a-z A-Z
+	cNameStart              // a letter or _
+	cNameChar               // a letter, a digit or _ . / - @
+	cNameTrail              // . / -: not the last byte of a name
+	cValueLead              // " ' space = : (: after a name, may lead to its value
+	cNumberHint             // 0-9 n N: a number (nan, inf) may be read where one is
 )
 
 var class = func() (t [256]uint8) {
@@ -498,6 +498,9 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 
 // endField closes the current field: its words named no value.
 func (st *lineState) endField(s string) {
+	if st.nwords == 0 {
+		return // the common case, asked after most bytes that are not a name's
+	}
 	st.closeWords(s, st.words[:st.nwords])
 	st.nwords = 0
 }
