@@ -2,6 +2,8 @@ package local
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -56,6 +60,34 @@ func (sv *supervisor) stoppedBySignal(r *replica, ws unix.WaitStatus, code int) 
 // exit (in a DDP job the others then fail too, in gloo). The replica that holds it is
 // FAILED, even if it was being stopped when it exited.
 func (sv *supervisor) rootCause() {
+	reports := sv.torchrunReports()
+	// A rendezvous port another program held comes first: the error files that follow
+	// (the agent's RendezvousConnectionError) are its consequences.
+	for _, rep := range reports {
+		if c, ok := ranks.RootCause(rep.nodes); ok && rep.port(c) {
+			sv.setCause(rep, c)
+			return
+		}
+	}
+	if sv.errorFileCause() {
+		return
+	}
+	// No error file (a script without @record): the workers' tracebacks and
+	// torchrun's summaries say which rank failed first.
+	var best *torchrunReport
+	var cause ranks.Cause
+	for _, rep := range reports {
+		if c, ok := ranks.RootCause(rep.nodes); ok && (best == nil || c.Time.Before(cause.Time)) {
+			best, cause = rep, c
+		}
+	}
+	if best != nil {
+		sv.setCause(best, cause)
+	}
+}
+
+// errorFileCause picks the root cause from error files; it reports whether one did.
+func (sv *supervisor) errorFileCause() bool {
 	// Files older than the current attempts of their role are an earlier run's: a
 	// role retried alone (ROLE, REPLICA) that recovered leaves the files of its failed
 	// attempt, older than the other roles' current ones. File times come from the
@@ -119,12 +151,12 @@ func (sv *supervisor) rootCause() {
 		}
 	}
 	if best == nil {
-		return
+		return false
 	}
 	text := readErrorFile(best.path)
 	msg := firstLine(spec.ErrorMessage(text))
 	if text == "" || msg == "" {
-		return
+		return false
 	}
 	r, who := best.r, ""
 	if r == nil {
@@ -147,6 +179,7 @@ func (sv *supervisor) rootCause() {
 	sv.st.Msg = who + " failed: " + msg
 	sv.st.StructuredError = text
 	sv.dirty = true
+	return true
 }
 
 // workerNode finds the replica (a torchrun node) of role whose worker wrote msg: the
@@ -222,4 +255,119 @@ func tailContains(path, s string) bool {
 	off := max(st.Size()-stderrTail, 0)
 	b, _ := io.ReadAll(io.NewSectionReader(f, off, st.Size()-off))
 	return bytes.Contains(b, []byte(s))
+}
+
+// causeTailLines bounds the lines of a node's stderr read for its failure: its
+// summary and its workers' tracebacks are at the end.
+const causeTailLines = 4000
+
+// torchrunReport is what the nodes of one torchrun role reported.
+type torchrunReport struct {
+	role  string
+	nodes []ranks.NodeReport
+	reps  map[int]*replica // by replica index
+}
+
+// port reports whether c is a rendezvous port in use.
+func (rep *torchrunReport) port(c ranks.Cause) bool {
+	return c.Rank < 0 && len(c.Traceback) == 0 && strings.HasPrefix(c.What, "rendezvous port ")
+}
+
+// torchrunReports reads the failures of the app's torchrun roles from the end of each
+// node's stderr (the lines of its last attempt) and from its workers' watch.
+func (sv *supervisor) torchrunReports() []*torchrunReport {
+	var out []*torchrunReport
+	byRole := map[string]*torchrunReport{}
+	for _, r := range sv.all {
+		if !runsTorchrun(r.req.Argv) {
+			continue
+		}
+		rep := byRole[r.role.req.Name]
+		if rep == nil {
+			rep = &torchrunReport{role: r.role.req.Name, reps: map[int]*replica{}}
+			byRole[rep.role] = rep
+			out = append(out, rep)
+		}
+		n := ranks.NodeReport{Replica: r.req.ID, NProc: ranks.NProcPerNode(r.req.Argv), GroupRank: -1, Failures: sv.nodeFailures(r)}
+		if r.workers != nil {
+			n.GroupRank = r.workers.GroupRank()
+			n.Exits = r.workers.Exits()
+		}
+		rep.nodes = append(rep.nodes, n)
+		rep.reps[r.req.ID] = r
+	}
+	return out
+}
+
+// nodeFailures reads the stderr lines of r's last attempt.
+func (sv *supervisor) nodeFailures(r *replica) *ranks.Failures {
+	f := &ranks.Failures{}
+	it, err := logs.Open(logs.Source{Dir: r.req.LogDir, Role: r.role.req.Name, Replica: r.req.ID},
+		sched.LogOptions{Streams: sched.Stderr, Tail: causeTailLines})
+	if err != nil {
+		return f
+	}
+	defer it.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		l, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		if l.Attempt == r.attempt {
+			f.Feed(l.Text, l.Time)
+		}
+	}
+	return f
+}
+
+// setCause makes c, found in rep, the app's error: "rank 3: RuntimeError: ..." as its
+// message, and as its structured error a torchelastic error file's JSON with the
+// traceback, as @record would have written it. The node where it happened is FAILED,
+// even if it was being stopped when it exited.
+func (sv *supervisor) setCause(rep *torchrunReport, c ranks.Cause) {
+	text := causeJSON(c)
+	if r := rep.reps[c.Replica]; r != nil {
+		if r.st.State == spec.Cancelled {
+			r.st.State = spec.Failed
+		}
+		r.st.StructuredError = text
+	}
+	sv.st.Msg = c.String()
+	sv.st.StructuredError = text
+	sv.dirty = true
+}
+
+// causeJSON is c in the form of torchelastic's error file (errors/error_handler.py:
+// {"message": {"message": ..., "extraInfo": {"py_callstack": ..., "timestamp": ...}}}),
+// which spec.ErrorMessage and TorchX read.
+func causeJSON(c ranks.Cause) string {
+	type extra struct {
+		PyCallstack string `json:"py_callstack,omitempty"`
+		Timestamp   string `json:"timestamp"` // seconds, "0" when unknown
+		Rank        *int   `json:"rank,omitempty"`
+	}
+	var doc struct {
+		Message struct {
+			Message   string `json:"message"`
+			ExtraInfo extra  `json:"extraInfo"`
+		} `json:"message"`
+	}
+	doc.Message.Message = c.String()
+	if len(c.Traceback) > 0 {
+		doc.Message.ExtraInfo.PyCallstack = strings.Join(c.Traceback, "\n") + "\n"
+	}
+	doc.Message.ExtraInfo.Timestamp = "0"
+	if !c.Time.IsZero() {
+		doc.Message.ExtraInfo.Timestamp = strconv.FormatInt(c.Time.Unix(), 10)
+	}
+	if c.Rank >= 0 {
+		doc.Message.ExtraInfo.Rank = spec.IntPtr(c.Rank)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return c.String()
+	}
+	return string(b)
 }

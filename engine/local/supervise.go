@@ -155,6 +155,7 @@ type replica struct {
 	groupKilled bool        // its group got SIGKILL while its exited leader was a zombie
 	forkAt      time.Time   // when this attempt was started
 	endMarked   bool
+	workers     *workerWatch // a torchrun node's workers (workers.go), or nil
 }
 
 func (r *replica) name() string { return r.role.req.Name + "/" + strconv.Itoa(r.req.ID) }
@@ -194,10 +195,11 @@ type supervisor struct {
 	timer      *time.Timer
 	null       *os.File
 	env        []string
-	cg         *cgroup  // the app's cgroup, or nil where the machine has none for it
-	reserved   bool     // the space for the final state is reserved (reserve.go)
-	reaper     *os.File // pipe to the reaper process, or nil
-	reaperR    *os.File // its read end until the reaper starts
+	cg         *cgroup       // the app's cgroup, or nil where the machine has none for it
+	reserved   bool          // the space for the final state is reserved (reserve.go)
+	reaper     *os.File      // pipe to the reaper process, or nil
+	learned    chan struct{} // a workerWatch learned a group rank (workers.go)
+	reaperR    *os.File      // its read end until the reaper starts
 	reaperProc int
 	pipeSeq    int              // the last id given to a pipe the reaper holds
 	reaperAt   <-chan time.Time // when to start the reaper
@@ -239,6 +241,7 @@ func newSupervisor(appDir string) (*supervisor, error) {
 		kids:    newChildren(),
 		rec:     logs.NewRecorder(),
 		events:  make(chan event, 4*l.Request.replicas()+8),
+		learned: make(chan struct{}, 1),
 		sigs:    make(chan os.Signal, 4),
 		sigchld: make(chan os.Signal, 1),
 		pending: map[*replica]bool{},
@@ -400,6 +403,8 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 		case <-sv.reaperAt:
 			sv.reaperAt = nil
 			sv.startReaper()
+		case <-sv.learned:
+			sv.learnRanks()
 		}
 		// Take everything already queued before deciding and writing the state, so
 		// that 64 replicas exiting at once cost one write, not 64.
@@ -575,6 +580,7 @@ func (sv *supervisor) handle(ev event) {
 		r.phase, r.pid, r.st.PID = running, ev.pid, ev.pid
 		r.st.State = spec.Running
 		sv.tellReaper('+', ev.pid)
+		sv.watchWorkers(r)
 		if sv.target != 0 || sv.pending[r] {
 			sv.stopReplica(r) // asked to stop while it was being forked
 		}
@@ -1075,6 +1081,7 @@ func (sv *supervisor) finalize() {
 			r.st.State = spec.Cancelled
 		}
 	}
+	sv.stopWatches()
 	if sv.target == spec.Failed {
 		sv.rootCause()
 	}

@@ -118,6 +118,10 @@ type ReplicaStatus struct {
 	// exec error, or a reason such as "supervisor died".
 	StructuredError string `json:"structured_error_msg,omitempty"`
 	LogDir          string `json:"log_dir,omitempty"`
+	// GroupRank is, for a torchrun node, its group rank in the current rendezvous as
+	// its workers' environment says (GROUP_RANK), when the scheduler can read it; nil
+	// otherwise. With c10d's rendezvous it need not be the replica index.
+	GroupRank *int `json:"group_rank,omitempty"`
 	// Attempts are the replica's earlier runs, oldest first: one is added each time
 	// the replica is restarted, so ExitCode, Started, Ended and StructuredError above
 	// are always those of the current (or last) run. At most MaxAttempts are kept.

@@ -1,0 +1,278 @@
+package local
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// A replica that runs torchrun is a node whose workers are its children (or
+// grandchildren, under a shell). Two things about them are in no log line, and the
+// supervisor, which owns the replica's processes, can see both:
+//
+//   - Which ranks the node got. torchrun gives each worker RANK, LOCAL_RANK and
+//     GROUP_RANK in its environment; with c10d's rendezvous the group rank is the order
+//     of the nodes' (host, agent pid), not the replica index, and torchrun says it only
+//     at LOGLEVEL=INFO.
+//   - Which worker ended first. A worker that raises writes its traceback to the node's
+//     stderr (unprefixed unless torchrun tees stderr) and exits; the ranks whose
+//     collectives then fail write theirs after it. torchrun's failure summary gives each
+//     failed rank's pid but, without an error file, one time for all of them (its
+//     monitor's, every 5 s), so the order in which the pids exited is what tells the
+//     first traceback's rank.
+//
+// workerWatch follows one attempt of one replica: it finds the workers among the
+// leader's descendants every discoverEvery, reads their rank variables once, and holds a
+// pidfd of each so that poll(2) wakes it the moment one exits.
+type workerWatch struct {
+	leader int
+	// learned is called (from the watch's goroutine) when a worker's GROUP_RANK is
+	// first read, or changes (a restart of the workers).
+	learned func(group int)
+
+	mu    sync.Mutex
+	exits map[int]time.Time // worker pid -> when it exited
+	group int               // the latest GROUP_RANK read, -1 before
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+// Bounds of the watch: the descendants looked at, how often, how many workers.
+const (
+	discoverEvery = 100 * time.Millisecond
+	maxWatched    = 1024
+	maxEnviron    = 256 << 10
+	maxDescend    = 4096
+	// envTries is how many discoveries may see a new process without torchrun's
+	// variables (forked, not yet exec'd) before it is taken for something else.
+	envTries = 50
+)
+
+// watchWorkers starts watching the workers under leader.
+func watchWorkers(leader int, learned func(group int)) *workerWatch {
+	w := &workerWatch{leader: leader, learned: learned, exits: map[int]time.Time{}, group: -1,
+		quit: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// stop ends the watch and waits for its goroutine.
+func (w *workerWatch) stop() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+}
+
+// Exits returns when each watched worker exited, by pid.
+func (w *workerWatch) Exits() map[int]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int]time.Time, len(w.exits))
+	for k, v := range w.exits {
+		out[k] = v
+	}
+	return out
+}
+
+// GroupRank is the node's group rank as its workers' environment says, or -1.
+func (w *workerWatch) GroupRank() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.group
+}
+
+func (w *workerWatch) run() {
+	defer close(w.done)
+	type watched struct {
+		pid int
+		fd  int
+	}
+	var live []watched
+	defer func() {
+		for _, x := range live {
+			unix.Close(x.fd)
+		}
+	}()
+	seen := map[int]int{} // pid -> discoveries without torchrun's variables; -1: done
+	var next time.Time
+	for {
+		select {
+		case <-w.quit:
+			return
+		default:
+		}
+		if now := time.Now(); !now.Before(next) {
+			next = now.Add(discoverEvery)
+			for _, pid := range descendants(w.leader) {
+				if seen[pid] < 0 || len(live) >= maxWatched {
+					continue
+				}
+				group, ok := workerGroup(pid)
+				if !ok {
+					if seen[pid]++; seen[pid] >= envTries {
+						seen[pid] = -1
+					}
+					continue
+				}
+				seen[pid] = -1
+				fd, err := unix.PidfdOpen(pid, 0)
+				if err != nil {
+					continue // gone already, or no pidfds (Linux < 5.3)
+				}
+				live = append(live, watched{pid, fd})
+				w.mu.Lock()
+				changed := w.group != group
+				w.group = group
+				w.mu.Unlock()
+				if changed && w.learned != nil {
+					w.learned(group)
+				}
+			}
+			if len(seen) > maxDescend {
+				clear(seen) // a replica that forks without end: start over
+			}
+		}
+		fds := make([]unix.PollFd, len(live))
+		for i, x := range live {
+			fds[i] = unix.PollFd{Fd: int32(x.fd), Events: unix.POLLIN}
+		}
+		wait := max(time.Until(next), time.Millisecond)
+		n, err := unix.Poll(fds, int(wait/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			time.Sleep(wait)
+			continue
+		}
+		if n <= 0 {
+			continue
+		}
+		now := time.Now()
+		kept := live[:0]
+		for i, x := range live {
+			if fds[i].Revents == 0 {
+				kept = append(kept, x)
+				continue
+			}
+			unix.Close(x.fd)
+			w.mu.Lock()
+			w.exits[x.pid] = now
+			w.mu.Unlock()
+		}
+		live = kept
+	}
+}
+
+// descendants lists the processes below pid, through /proc/PID/task/TID/children.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 && len(out) < maxDescend {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p) + "/task")
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/task/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// workerGroup reads GROUP_RANK from the environment of a torchrun worker; ok is false
+// for a process without torchrun's rank variables.
+func workerGroup(pid int) (group int, ok bool) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
+	group, hasLocal := -1, false
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		k, v, _ := bytes.Cut(kv, []byte{'='})
+		switch string(k) {
+		case "GROUP_RANK":
+			if g, err := strconv.Atoi(string(v)); err == nil && g >= 0 {
+				group = g
+			}
+		case "LOCAL_RANK":
+			hasLocal = true
+		}
+	}
+	return group, group >= 0 && hasLocal
+}
+
+// runsTorchrun reports whether a replica's command runs torchrun (dist.ddp's does,
+// inside bash -c).
+func runsTorchrun(argv []string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, "torchrun") || strings.Contains(a, "torch.distributed.run") {
+			return true
+		}
+	}
+	return false
+}
+
+// watchWorkers starts following the workers of r's attempt that just started, if it
+// is a torchrun node.
+func (sv *supervisor) watchWorkers(r *replica) {
+	if r.workers != nil {
+		r.workers.stop()
+		r.workers = nil
+	}
+	r.st.GroupRank = nil
+	if !runsTorchrun(r.req.Argv) {
+		return
+	}
+	r.workers = watchWorkers(r.pid, func(int) {
+		select {
+		case sv.learned <- struct{}{}:
+		default: // one wake-up is enough: learnRanks reads every watch
+		}
+	})
+}
+
+// learnRanks records the group ranks the watches learned.
+func (sv *supervisor) learnRanks() {
+	for _, r := range sv.all {
+		if r.workers == nil {
+			continue
+		}
+		if g := r.workers.GroupRank(); g >= 0 && (r.st.GroupRank == nil || *r.st.GroupRank != g) {
+			r.st.GroupRank = spec.IntPtr(g)
+			sv.dirty = true
+		}
+	}
+}
+
+// stopWatches ends every watch (the app has ended), keeping what they saw.
+func (sv *supervisor) stopWatches() {
+	for _, r := range sv.all {
+		if r.workers != nil {
+			r.workers.stop()
+		}
+	}
+	sv.learnRanks()
+}

@@ -1,0 +1,244 @@
+package ranks
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NodeReport is what one torchrun node of a failed job reported, for RootCause.
+type NodeReport struct {
+	// Replica is the node's replica index; NProc its nproc_per_node (0 if unknown).
+	Replica, NProc int
+	// GroupRank is the node's group rank when known otherwise (the workers' own
+	// GROUP_RANK, a rendezvous block), else -1.
+	GroupRank int
+	// Failures is what its lines said.
+	Failures *Failures
+	// Exits are when the node's workers exited, by pid, when the scheduler saw it
+	// (a local supervisor does); nil when unknown.
+	Exits map[int]time.Time
+}
+
+// Cause is the root cause of a failed torchrun job: the first failure of a rank.
+type Cause struct {
+	// Replica is the node where it happened.
+	Replica int
+	// Rank is the global rank that failed first, -1 if it cannot be told; Ranks then
+	// are the ranks it may be (the node's failed ranks).
+	Rank  int
+	Ranks []int
+	// What is what happened: the exception line ("RuntimeError: ..."), "killed by
+	// SIGKILL", or "rendezvous port N is in use".
+	What string
+	// Traceback is the traceback that ends with What, if any.
+	Traceback []string
+	// Time is when it happened, as well as it is known.
+	Time time.Time
+}
+
+// String is the cause as wick shows it: "rank 3: RuntimeError: ...".
+func (c Cause) String() string {
+	switch {
+	case c.Rank >= 0:
+		return "rank " + strconv.Itoa(c.Rank) + ": " + c.What
+	case len(c.Ranks) > 0:
+		s := make([]string, len(c.Ranks))
+		for i, r := range c.Ranks {
+			s[i] = strconv.Itoa(r)
+		}
+		return "rank " + strings.Join(s, " or ") + ": " + c.What
+	}
+	return c.What
+}
+
+// PortInUse is the cause of a rendezvous whose port another program held.
+func PortInUse(port int) string {
+	return "rendezvous port " + strconv.Itoa(port) + " is in use"
+}
+
+// summaryTime is how torchrun prints a failure's time (datetime.isoformat(sep="_")
+// of a whole second, in the node's local time).
+const summaryTime = "2006-01-02_15:04:05"
+
+// RootCause picks the first failure of a failed torchrun job from its nodes' reports:
+//
+//  1. A rendezvous port that no node could bind (every node says so): another
+//     program holds it, and whatever failed next followed from that.
+//  2. Else the earliest traceback that is not a collective failing because a peer
+//     died, across nodes, by the time its exception line was written; a signal that
+//     killed a worker (no traceback: the OOM killer, SIGSEGV) wins when it is known to
+//     come first, or when there is no such traceback.
+//  3. Else the earliest traceback of all.
+//
+// ok is false when the reports say nothing of a worker's failure.
+func RootCause(nodes []NodeReport) (c Cause, ok bool) {
+	if port, ok := commonUnbound(nodes); ok {
+		return Cause{Replica: nodes[0].Replica, Rank: -1, What: PortInUse(port)}, true
+	}
+	type tbAt struct {
+		node *NodeReport
+		tb   Traceback
+	}
+	var primary, any *tbAt
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Failures == nil {
+			continue
+		}
+		for _, tb := range n.Failures.WorkerTracebacks() {
+			if any == nil || tb.Time.Before(any.tb.Time) {
+				any = &tbAt{n, tb}
+			}
+			if !tb.Secondary() && (primary == nil || tb.Time.Before(primary.tb.Time)) {
+				primary = &tbAt{n, tb}
+			}
+		}
+	}
+	sig, sigNode, sigExact := earliestSignal(nodes)
+	switch {
+	case sig != nil && (primary == nil || sigExact && sig.t.Before(primary.tb.Time)):
+		return Cause{Replica: sigNode.Replica, Rank: sig.f.Rank, What: "killed by " + sig.f.Signal(), Time: sig.t}, true
+	case primary != nil:
+		return primary.node.cause(primary.tb), true
+	case any != nil:
+		return any.node.cause(any.tb), true
+	}
+	return Cause{}, false
+}
+
+type signalAt struct {
+	f Failure
+	t time.Time
+}
+
+// earliestSignal finds the first worker killed by a signal, with when (exact when the
+// scheduler saw it exit, else torchrun's second).
+func earliestSignal(nodes []NodeReport) (best *signalAt, node *NodeReport, exact bool) {
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Failures == nil {
+			continue
+		}
+		for _, f := range n.Failures.Summary {
+			if f.Signal() == "" {
+				continue
+			}
+			t, ok := n.Exits[f.PID]
+			if !ok {
+				t, _ = time.ParseInLocation(summaryTime, f.Time, time.Local)
+			}
+			if best == nil || t.Before(best.t) {
+				best, node, exact = &signalAt{f, t}, n, ok
+			}
+		}
+	}
+	return best, node, exact
+}
+
+// commonUnbound returns the rendezvous port every node failed to bind.
+func commonUnbound(nodes []NodeReport) (int, bool) {
+	if len(nodes) == 0 {
+		return 0, false
+	}
+	var ports []int
+	for i, n := range nodes {
+		if n.Failures == nil {
+			return 0, false
+		}
+		if i == 0 {
+			ports = slices.Clone(n.Failures.Unbound)
+			continue
+		}
+		ports = slices.DeleteFunc(ports, func(p int) bool { return !slices.Contains(n.Failures.Unbound, p) })
+	}
+	if len(ports) == 0 {
+		return 0, false
+	}
+	return ports[0], true
+}
+
+// cause names the rank of a traceback of node n.
+func (n *NodeReport) cause(tb Traceback) Cause {
+	c := Cause{Replica: n.Replica, Rank: -1, What: tb.Exception, Traceback: tb.Lines, Time: tb.Time}
+	c.Rank, c.Ranks = n.RankOf(tb)
+	return c
+}
+
+// RankOf says which global rank wrote a traceback of the node: the local rank of its
+// prefix, or for an unprefixed one the node's only failed worker, or the worker that
+// exited in the same order among them as the traceback ended among the node's (the
+// first to raise exits first; the ranks that fail in gloo after it, later). When it
+// cannot be told, rank is -1 and maybe are the node's failed ranks.
+func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
+	f := n.Failures
+	if tb.Local >= 0 {
+		for _, s := range f.Summary {
+			if s.Local == tb.Local {
+				return s.Rank, nil
+			}
+		}
+		if g := n.groupRank(); g >= 0 && n.NProc > 0 {
+			return g*n.NProc + tb.Local, nil
+		}
+		return -1, nil
+	}
+	var failed []Failure
+	for _, s := range f.Summary {
+		if s.ExitCode > 0 {
+			failed = append(failed, s)
+		}
+	}
+	switch {
+	case len(failed) == 1:
+		return failed[0].Rank, nil
+	case len(failed) == 0 && n.NProc == 1 && n.groupRank() >= 0:
+		return n.groupRank(), nil
+	case len(failed) == 0:
+		return -1, nil
+	}
+	var ranks []int
+	for _, s := range failed {
+		ranks = append(ranks, s.Rank)
+	}
+	slices.Sort(ranks)
+	// Which unprefixed worker traceback of the node it is, in the order they ended.
+	idx := -1
+	var ended int
+	for _, o := range f.WorkerTracebacks() {
+		if o.Local >= 0 {
+			continue
+		}
+		if o.Start == tb.Start && o.End == tb.End {
+			idx = ended
+		}
+		ended++
+	}
+	known := 0
+	for _, s := range failed {
+		if _, ok := n.Exits[s.PID]; ok {
+			known++
+		}
+	}
+	if idx < 0 || idx >= len(failed) || known != len(failed) {
+		return -1, ranks
+	}
+	slices.SortStableFunc(failed, func(a, b Failure) int { return n.Exits[a.PID].Compare(n.Exits[b.PID]) })
+	return failed[idx].Rank, nil
+}
+
+// groupRank is the node's group rank: as known, else read off its summary.
+func (n *NodeReport) groupRank() int {
+	if n.GroupRank >= 0 {
+		return n.GroupRank
+	}
+	if n.NProc > 0 && n.Failures != nil {
+		for _, s := range n.Failures.Summary {
+			if s.Rank >= s.Local && s.Local >= 0 {
+				return (s.Rank - s.Local) / n.NProc
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,409 @@
+package ranks
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// What a torchrun node writes when a worker fails, read without torchelastic's error
+// files (a script without @record writes none):
+//
+//   - The worker's Python traceback, on the node's stderr: unprefixed unless torchrun
+//     tees the worker's stderr (--tee 2 or 3), then each line "[<local rank>]:...".
+//   - torchrun's failure summary, the message of the ChildFailedError the agent dies
+//     of (torch/distributed/elastic/multiprocessing/errors/__init__.py, torch 1.13,
+//     _FAILURE_FORMAT_TEMPLATE), one block per failed worker:
+//
+//     Root Cause (first observed failure):
+//     [0]:
+//       time      : 2026-11-25_20:58:48
+//       host      : localhost
+//       rank      : 2 (local_rank: 0)
+//       exitcode  : 1 (pid: 23145)
+//       error_file: <N/A>
+//       traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+//
+//     Without an error file a failure's time is when the agent's monitor (every 5 s)
+//     saw it: the rank that raised and the ranks that failed in gloo after it share
+//     one time, and torchrun's "Root Cause" is then the lowest local rank of them,
+//     not the one that raised. The summary is good for which ranks failed, with which
+//     exit code or signal (exitcode -9: SIGKILL), and pid; the tracebacks and their
+//     times say which failed first.
+//   - c10d's store server, when it cannot bind the rendezvous port:
+//     "[c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address
+//     already in use)." One node of a local job always says it (the nodes share the
+//     host; one of them binds first, the others connect); every node saying it means
+//     another program holds the port.
+
+// Failure is a failed worker as torchrun's summary reports it.
+type Failure struct {
+	Rank, Local int
+	// ExitCode is the worker's exit code; negative: the signal that killed it.
+	ExitCode int
+	PID      int
+	// Time is when torchrun saw the failure, to the second, as it prints it.
+	Time string
+	// Root is set for the failure under "Root Cause (first observed failure)".
+	Root bool
+	// Traceback is the first line of the block's traceback field: the error file's
+	// message, a signal's, or torchrun's pointer to @record.
+	Traceback string
+}
+
+// Signal is the name of the signal that killed the worker ("SIGKILL"), or "".
+func (f Failure) Signal() string {
+	if f.ExitCode >= 0 || f.ExitCode < -64 {
+		return ""
+	}
+	if name := unix.SignalName(unix.Signal(-f.ExitCode)); name != "" {
+		return name
+	}
+	return "signal " + strconv.Itoa(-f.ExitCode)
+}
+
+// Traceback is a Python traceback read from a node's lines.
+type Traceback struct {
+	// Local is the local rank whose prefixed lines held it, -1 when unprefixed.
+	Local int
+	// Start and End are the indices (as fed) of its first line and of its exception
+	// line; Time is when the exception line was written.
+	Start, End int
+	Time       time.Time
+	// Exception is the line that ends it: "RuntimeError: ...".
+	Exception string
+	// Lines are its lines, as fed (prefixes taken off), at most maxTracebackLines.
+	Lines []string
+	// Agent is set for torchrun's own traceback (the agent's, not a worker's).
+	Agent bool
+	// open is set when another traceback of the same stream was open at the same
+	// time: their lines may be interleaved.
+	open bool
+}
+
+// Secondary reports whether the traceback is a worker failing because a peer did: a
+// collective whose connection was closed when the peer died.
+func (tb Traceback) Secondary() bool {
+	for _, s := range secondaryErrors {
+		if strings.Contains(tb.Exception, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Interleaved reports whether another traceback of the same stream was being written
+// at the same time: its frame lines cannot be told from the other's.
+func (tb Traceback) Interleaved() bool { return tb.open }
+
+// secondaryErrors are what a rank raises when a peer of its collective is gone
+// (gloo's tcp transport, NCCL's abort).
+var secondaryErrors = []string{
+	"Connection closed by peer",
+	"Connection reset by peer",
+	"Broken pipe",
+	"gloo/transport/tcp",
+	"NCCL communicator was aborted",
+	"Socket Timeout",
+}
+
+// Bounds on what a Failures keeps, whatever a node writes.
+const (
+	maxTracebackLines = 400
+	maxTracebacks     = 64
+	maxFailures       = 1024
+	maxOpen           = 16
+)
+
+const (
+	tracebackHead = "Traceback (most recent call last):"
+	chainCause    = "The above exception was the direct cause of the following exception:"
+	chainContext  = "During handling of the above exception, another exception occurred:"
+	rootCauseHead = "Root Cause (first observed failure):"
+)
+
+// Failures reads, from a node's lines fed in order, its workers' tracebacks, torchrun's
+// failure summary and the ports its store could not bind. The zero value is ready.
+// Lines may carry torchrun's "[local_rank]:" prefix.
+type Failures struct {
+	// Tracebacks are the completed tracebacks, in the order their exception lines came
+	// (the oldest are dropped past maxTracebacks).
+	Tracebacks []Traceback
+	// Summary is the failure summary torchrun printed last (one per failed attempt).
+	Summary []Failure
+	// Unbound are the ports c10d's store server could not bind, as it said.
+	Unbound []int
+
+	n       int
+	streams map[int]*tbStream // local rank (-1: unprefixed) -> open tracebacks
+	sum     *summaryReader
+}
+
+// tbStream is the state of one stream's tracebacks: those open, oldest first (two
+// ranks raising at once interleave theirs on an unprefixed stream), and the last one
+// closed, which a chained exception continues.
+type tbStream struct {
+	open    []*Traceback
+	last    *Traceback
+	chained bool
+}
+
+// Feed reads the next line of the node.
+func (f *Failures) Feed(text string, t time.Time) {
+	i := f.n
+	f.n++
+	local := -1
+	// Inside a summary, "[0]:" alone heads a failure's block; elsewhere it is a
+	// worker's empty line.
+	if l, rest, ok := Parse(text); ok && (rest != "" || f.sum == nil) {
+		local, text = l, rest
+	}
+	// A \r progress bar's frames that a traceback line was glued to: the last frame.
+	if k := strings.LastIndexByte(text, '\r'); k >= 0 {
+		text = text[k+1:]
+	}
+	if local < 0 {
+		if port, ok := BindFailed(text); ok && len(f.Unbound) < 16 {
+			f.Unbound = append(f.Unbound, port)
+		}
+		f.readSummary(text)
+	}
+	f.readTraceback(local, i, text, t)
+}
+
+func (f *Failures) stream(local int) *tbStream {
+	if f.streams == nil {
+		f.streams = map[int]*tbStream{}
+	}
+	s := f.streams[local]
+	if s == nil {
+		if len(f.streams) >= maxOpen*4 {
+			return nil
+		}
+		s = &tbStream{}
+		f.streams[local] = s
+	}
+	return s
+}
+
+func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
+	s := f.stream(local)
+	if s == nil {
+		return
+	}
+	trim := strings.TrimSpace(text)
+	if k := strings.Index(text, tracebackHead); k >= 0 {
+		if s.chained && s.last != nil {
+			// The next exception of a chain: the traceback goes on.
+			s.chained = false
+			f.drop(s.last)
+			s.open = append(s.open, s.last)
+			s.last.Lines = appendLine(s.last.Lines, text[k:])
+			s.last = nil
+			return
+		}
+		if len(s.open) >= maxOpen {
+			s.open = s.open[1:]
+		}
+		tb := &Traceback{Local: local, Start: i, Lines: []string{text[k:]}, open: len(s.open) > 0}
+		for _, o := range s.open {
+			o.open = true
+		}
+		s.open = append(s.open, tb)
+		return
+	}
+	if trim == chainCause || trim == chainContext {
+		s.chained = s.last != nil
+		return
+	}
+	if len(s.open) == 0 {
+		if trim != "" {
+			s.chained = false
+		}
+		return
+	}
+	if trim == "" || strings.HasPrefix(text, " ") || strings.HasPrefix(text, "\t") {
+		// A frame, its source line or its ^^^ marks: the oldest open traceback's, as
+		// far as one can tell.
+		tb := s.open[0]
+		tb.Lines = appendLine(tb.Lines, text)
+		if strings.HasPrefix(trim, "File ") && (strings.Contains(trim, `torchrun"`) || strings.Contains(trim, "torch/distributed/run.py")) {
+			tb.Agent = true
+		}
+		return
+	}
+	if !exceptionLine(trim) {
+		return // a line of something else, written meanwhile
+	}
+	tb := s.open[0]
+	s.open = s.open[1:]
+	tb.End, tb.Time, tb.Exception = i, t, trim
+	tb.Lines = appendLine(tb.Lines, text)
+	if strings.Contains(trim, "ChildFailedError") {
+		tb.Agent = true
+	}
+	if len(f.Tracebacks) >= maxTracebacks {
+		f.Tracebacks = f.Tracebacks[1:]
+	}
+	f.Tracebacks = append(f.Tracebacks, *tb)
+	s.last = tb
+}
+
+// drop takes the completed traceback of a chain that goes on out of Tracebacks.
+func (f *Failures) drop(tb *Traceback) {
+	for k := len(f.Tracebacks) - 1; k >= 0; k-- {
+		if f.Tracebacks[k].Start == tb.Start && f.Tracebacks[k].Local == tb.Local {
+			f.Tracebacks = append(f.Tracebacks[:k], f.Tracebacks[k+1:]...)
+			return
+		}
+	}
+}
+
+func appendLine(lines []string, s string) []string {
+	if len(lines) >= maxTracebackLines {
+		return lines
+	}
+	return append(lines, s)
+}
+
+// exceptionLine reports whether s ends a traceback: an exception's (dotted) name,
+// alone or followed by ": " and its message.
+func exceptionLine(s string) bool {
+	name, _, hasMsg := strings.Cut(s, ":")
+	if name == "" || !hasMsg && name != s {
+		return false
+	}
+	if hasMsg && len(s) > len(name)+1 && s[len(name)+1] != ' ' {
+		return false // "ERROR:torch.distributed...": a log line
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	// A Python exception class: CamelCase, its last dotted part capitalized.
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	return last != "" && last[0] >= 'A' && last[0] <= 'Z' && strings.ToUpper(last) != last
+}
+
+// BindFailed reads c10d's "The server socket has failed to bind to HOST:PORT (errno:
+// 98 - Address already in use)" and returns the port.
+func BindFailed(text string) (port int, ok bool) {
+	const mark = "The server socket has failed to bind to "
+	i := strings.Index(text, mark)
+	if i < 0 || !strings.Contains(text, "errno: 98") {
+		return 0, false
+	}
+	addr, _, _ := strings.Cut(text[i+len(mark):], " ")
+	k := strings.LastIndexByte(addr, ':')
+	if k < 0 {
+		return 0, false
+	}
+	p, err := strconv.Atoi(strings.TrimRight(addr[k+1:], ".,"))
+	if err != nil || p <= 0 || p > 65535 {
+		return 0, false
+	}
+	return p, true
+}
+
+// summaryReader reads the blocks of torchrun's failure summary.
+type summaryReader struct {
+	blocks []Failure
+	cur    *Failure
+	inRoot bool
+}
+
+func (f *Failures) readSummary(text string) {
+	trim := strings.TrimSpace(text)
+	switch {
+	case strings.HasSuffix(trim, "ChildFailedError:"), strings.HasSuffix(trim, "ChildFailedError"):
+		f.sum = &summaryReader{}
+		return
+	case f.sum == nil:
+		return
+	case trim == "Failures:":
+		f.sum.inRoot = false
+		return
+	case trim == rootCauseHead:
+		f.sum.inRoot = true
+		return
+	case strings.HasPrefix(trim, "====") && f.sum.cur != nil:
+		// The summary's end.
+		f.endSummary()
+		return
+	}
+	s := f.sum
+	if len(trim) > 2 && trim[0] == '[' && trim[len(trim)-1] == ':' && trim[len(trim)-2] == ']' {
+		if len(s.blocks) < maxFailures {
+			s.blocks = append(s.blocks, Failure{Rank: -1, Local: -1, Root: s.inRoot})
+			s.cur = &s.blocks[len(s.blocks)-1]
+		}
+		return
+	}
+	if s.cur == nil {
+		return
+	}
+	k, v, ok := strings.Cut(trim, ":")
+	if !ok {
+		return
+	}
+	v = strings.TrimSpace(v)
+	switch strings.TrimSpace(k) {
+	case "time":
+		s.cur.Time = v
+	case "rank":
+		// "3 (local_rank: 1)"
+		num, rest, _ := strings.Cut(v, " ")
+		s.cur.Rank = atoiOr(num, -1)
+		if _, l, ok := strings.Cut(rest, "local_rank:"); ok {
+			s.cur.Local = atoiOr(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l), ")")), -1)
+		}
+	case "exitcode":
+		// "1 (pid: 23148)"
+		num, rest, _ := strings.Cut(v, " ")
+		s.cur.ExitCode = atoiOr(num, 0)
+		if _, p, ok := strings.Cut(rest, "pid:"); ok {
+			s.cur.PID = atoiOr(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(p), ")")), 0)
+		}
+	case "traceback":
+		if s.cur.Traceback == "" {
+			s.cur.Traceback = v
+		}
+	}
+}
+
+func (f *Failures) endSummary() {
+	var out []Failure
+	for _, b := range f.sum.blocks {
+		if b.Rank >= 0 {
+			out = append(out, b)
+		}
+	}
+	if len(out) > 0 {
+		f.Summary = out
+	}
+	f.sum = nil
+}
+
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// WorkerTracebacks are the node's tracebacks written by workers (not by the agent),
+// in the order they ended.
+func (f *Failures) WorkerTracebacks() []Traceback {
+	var out []Traceback
+	for _, tb := range f.Tracebacks {
+		if !tb.Agent {
+			out = append(out, tb)
+		}
+	}
+	return out
+}
