@@ -155,6 +155,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 			}
 		}
 		rr := RoleRequest{Name: role.Name, MaxRetries: role.MaxRetries, RetryPolicy: role.RetryPolicy}
+		port := rendezvousPort(sub.AppID, role) // rdzvport.go
 		if rr.RetryPolicy == "" {
 			rr.RetryPolicy = spec.RetryApplication
 		}
@@ -192,7 +193,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 			}
 			rr.Replicas = append(rr.Replicas, ReplicaRequest{
 				ID:       k,
-				Argv:     append([]string{entry}, r.Args...),
+				Argv:     argvWithPort(append([]string{entry}, r.Args...), port),
 				Env:      env,
 				Cwd:      imgRoot,
 				LogDir:   dir,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,7 +36,29 @@ func TestGolden(t *testing.T) {
 			if strings.HasSuffix(c.file, ".json") && !json.Valid([]byte(r.stdout)) {
 				t.Fatalf("not JSON:\n%s", r.stdout)
 			}
-			golden(t, c.file, h.normalize(r.stdout))
+			out := h.normalize(r.stdout)
+			if strings.HasPrefix(c.file, "dryrun_ddp") {
+				out = rendezvousPort(t, out)
+			}
+			golden(t, c.file, out)
 		})
 	}
+}
+
+// requestPort is the rendezvous endpoint of a local replica's command line.
+var requestPort = regexp.MustCompile(`(TORCHX_RANK0_HOST:=localhost\}:)(\d+)`)
+
+// rendezvousPort checks that the local scheduler gave the replicas of a dist.ddp app one
+// rendezvous port of their own instead of TorchX's default 29500 (the AppDef keeps
+// 29500), and writes it RDZV_PORT: it is chosen when the app is planned.
+func rendezvousPort(t *testing.T, out string) string {
+	t.Helper()
+	ports := map[string]bool{}
+	for _, m := range requestPort.FindAllStringSubmatch(out, -1) {
+		ports[m[2]] = true
+	}
+	if len(ports) != 1 || ports["29500"] {
+		t.Errorf("the replicas' rendezvous ports are %v, want one port that is not 29500", ports)
+	}
+	return requestPort.ReplaceAllString(out, "${1}RDZV_PORT")
 }

@@ -1,0 +1,92 @@
+package local
+
+import (
+	"hash/fnv"
+	"net"
+	"regexp"
+	"strconv"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Two dist.ddp apps on one machine, each with TorchX's default --rdzv_port 29500, would
+// share one c10d store: the second app's nodes fail to bind the port, connect to the
+// first app's store instead, train under their own rendezvous id until the first app
+// ends, and then die of a store error. A local scheduler owns the machine, so at
+// planning it gives each multi-node torchrun role that kept the default port a free one
+// of its own. The AppDef stays TorchX's; the replicas' command lines in the request
+// (what the dry run prints and the supervisor runs) carry the port.
+//
+// A port the user chose (anything but 29500) is kept: if it is taken, the root cause
+// says so (ranks.PortInUse).
+
+// defaultRdzvPort is dist.ddp's --rdzv_port default in TorchX, which wick keeps.
+const defaultRdzvPort = 29500
+
+// The ports tried instead: torch's customary range above the default, below the
+// kernel's ephemeral ports (which gloo's own connections take). The first one tried
+// depends on the app id, so that apps planned at the same moment (each seeing every
+// port free) start from different ports.
+const (
+	rdzvPortFirst = defaultRdzvPort + 1
+	rdzvPortCount = 2000
+)
+
+// endpointPort matches the port of torchrun's --rdzv_endpoint (either spelling, with a
+// space or "=") when it is the default.
+var endpointPort = regexp.MustCompile(`(--rdzv[_-]endpoint[= ]\S*:)` + strconv.Itoa(defaultRdzvPort) + `\b`)
+
+// rendezvousPort returns the port a role's replicas rendezvous on instead of the
+// default, or 0 to keep their command lines: the role is not a multi-node torchrun
+// role on the default port, or no port is free.
+func rendezvousPort(appID string, role spec.Role) int {
+	if role.NumReplicas < 2 || role.PortMap["c10d"] != defaultRdzvPort {
+		return 0
+	}
+	uses := false
+	for _, a := range append([]string{role.Entrypoint}, role.Args...) {
+		uses = uses || endpointPort.MatchString(a)
+	}
+	if !uses {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(appID))
+	start := int(h.Sum32() % rdzvPortCount)
+	for i := range rdzvPortCount {
+		p := rdzvPortFirst + (start+i)%rdzvPortCount
+		if portFree(p) {
+			return p
+		}
+	}
+	return 0
+}
+
+// portFree reports whether a TCP port can be bound on every address, as c10d's store
+// binds it.
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// withRendezvousPort returns argv with the default rendezvous port of its endpoint
+// replaced by port.
+func withRendezvousPort(argv []string, port int) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = endpointPort.ReplaceAllString(a, "${1}"+strconv.Itoa(port))
+	}
+	return out
+}
+
+// argvWithPort is withRendezvousPort for a port rendezvousPort chose, argv for 0.
+func argvWithPort(argv []string, port int) []string {
+	if port == 0 {
+		return argv
+	}
+	return withRendezvousPort(argv, port)
+}
