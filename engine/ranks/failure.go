@@ -284,10 +284,24 @@ func exceptionLine(s string) bool {
 			return false
 		}
 	}
-	// A Python exception class: CamelCase, its last dotted part capitalized.
+	// A Python exception class: CamelCase, its last dotted part capitalized, named
+	// as exceptions are (a log line "Epoch: 3" is not one).
 	last := name[strings.LastIndexByte(name, '.')+1:]
-	return last != "" && last[0] >= 'A' && last[0] <= 'Z' && strings.ToUpper(last) != last
+	if last == "" || last[0] < 'A' || last[0] > 'Z' || strings.ToUpper(last) == last {
+		return false
+	}
+	for _, suffix := range exceptionSuffixes {
+		if strings.HasSuffix(last, suffix) {
+			return true
+		}
+	}
+	return false
 }
+
+// exceptionSuffixes end the names of Python's exceptions (builtin and, by
+// convention, others'): ValueError, KeyboardInterrupt, SystemExit, StopIteration,
+// OutOfMemoryError, ChildFailedError, a script's InjectedFailure.
+var exceptionSuffixes = []string{"Error", "Exception", "Interrupt", "Exit", "Iteration", "Failure", "Warning", "Fault", "Timeout", "Abort"}
 
 // BindFailed reads c10d's "The server socket has failed to bind to HOST:PORT (errno:
 // 98 - Address already in use)" and returns the port.
