@@ -3,7 +3,6 @@ package local
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -327,7 +326,7 @@ func (sv *supervisor) nodeFailures(r *replica) *ranks.Failures {
 // traceback, as @record would have written it. The node where it happened is FAILED,
 // even if it was being stopped when it exited.
 func (sv *supervisor) setCause(rep *torchrunReport, c ranks.Cause) {
-	text := causeJSON(c)
+	text := c.JSON()
 	if r := rep.reps[c.Replica]; r != nil {
 		if r.st.State == spec.Cancelled {
 			r.st.State = spec.Failed
@@ -337,37 +336,4 @@ func (sv *supervisor) setCause(rep *torchrunReport, c ranks.Cause) {
 	sv.st.Msg = c.String()
 	sv.st.StructuredError = text
 	sv.dirty = true
-}
-
-// causeJSON is c in the form of torchelastic's error file (errors/error_handler.py:
-// {"message": {"message": ..., "extraInfo": {"py_callstack": ..., "timestamp": ...}}}),
-// which spec.ErrorMessage and TorchX read.
-func causeJSON(c ranks.Cause) string {
-	type extra struct {
-		PyCallstack string `json:"py_callstack,omitempty"`
-		Timestamp   string `json:"timestamp"` // seconds, "0" when unknown
-		Rank        *int   `json:"rank,omitempty"`
-	}
-	var doc struct {
-		Message struct {
-			Message   string `json:"message"`
-			ExtraInfo extra  `json:"extraInfo"`
-		} `json:"message"`
-	}
-	doc.Message.Message = c.String()
-	if len(c.Traceback) > 0 {
-		doc.Message.ExtraInfo.PyCallstack = strings.Join(c.Traceback, "\n") + "\n"
-	}
-	doc.Message.ExtraInfo.Timestamp = "0"
-	if !c.Time.IsZero() {
-		doc.Message.ExtraInfo.Timestamp = strconv.FormatInt(c.Time.Unix(), 10)
-	}
-	if c.Rank >= 0 {
-		doc.Message.ExtraInfo.Rank = spec.IntPtr(c.Rank)
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return c.String()
-	}
-	return string(b)
 }

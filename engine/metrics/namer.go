@@ -16,6 +16,7 @@ type Namer struct {
 	nproc map[string]int
 	nodes map[nodeKey]*ranks.Node
 	names map[Rank]string
+	desc  *sched.Description // what the scheduler knows of the nodes, or nil
 }
 
 type nodeKey struct {
@@ -26,7 +27,15 @@ type nodeKey struct {
 // NewNamer returns the Namer of app's ranks (app may be nil: every rank is then
 // named role/replica[:local]).
 func NewNamer(app *spec.AppDef) *Namer {
-	n := &Namer{nproc: map[string]int{}, nodes: map[nodeKey]*ranks.Node{}, names: map[Rank]string{}}
+	return NewNamerOf(&sched.Description{App: app})
+}
+
+// NewNamerOf returns the Namer of the ranks of the app d describes: its AppDef says
+// which roles run torchrun, its status each node's group rank when the scheduler
+// learned it (without LOGLEVEL=INFO, torchrun's lines do not say it).
+func NewNamerOf(d *sched.Description) *Namer {
+	app := d.App
+	n := &Namer{nproc: map[string]int{}, nodes: map[nodeKey]*ranks.Node{}, names: map[Rank]string{}, desc: d}
 	if app != nil {
 		n.roles = len(app.Roles)
 		for _, r := range app.Roles {
@@ -44,7 +53,7 @@ func (n *Namer) Observe(l sched.Line) {
 	key := nodeKey{l.Role, l.Replica}
 	node := n.nodes[key]
 	if node == nil {
-		node = ranks.NewNode(l.Replica, n.nproc[l.Role])
+		node = ranks.NodeOf(n.desc, l.Role, l.Replica, n.nproc[l.Role])
 		n.nodes[key] = node
 	}
 	if node.Observe(l.Text) {
@@ -59,8 +68,8 @@ func (n *Namer) Name(r Rank) string {
 		return s
 	}
 	s := r.String()
-	if node := n.nodes[nodeKey{r.Role, r.Replica}]; node != nil && r.Local >= 0 {
-		if g := node.Global(r.Local); g >= 0 {
+	if node := n.nodes[nodeKey{r.Role, r.Replica}]; node != nil && n.nproc[r.Role] > 0 && n.IsRank(r) {
+		if g := node.Global(max(r.Local, 0)); g >= 0 {
 			s = "rank " + strconv.Itoa(g)
 			if n.roles > 1 {
 				s = r.Role + " " + s
@@ -69,4 +78,25 @@ func (n *Namer) Name(r Rank) string {
 	}
 	n.names[r] = s
 	return s
+}
+
+// IsRank reports whether r is one of torch's global ranks, or a replica of a role that
+// does not run torchrun. A torchrun node's own lines (no "[N]:" prefix: the agent's,
+// and a worker's stderr that torchrun does not tee, such as rank 0's progress bar)
+// are not a rank's, unless the node runs a single worker, whose they then are.
+func (n *Namer) IsRank(r Rank) bool {
+	np := n.nproc[r.Role]
+	return np <= 0 || r.Local >= 0 || np == 1
+}
+
+// Ranks counts the ranks among the series of a metric: distinct global ranks (two
+// attempts' series of one rank are one rank), a torchrun node's own series left out.
+func (n *Namer) Ranks(series []*Series) int {
+	seen := map[string]bool{}
+	for _, s := range series {
+		if n.IsRank(s.Rank) {
+			seen[n.Name(s.Rank)] = true
+		}
+	}
+	return len(seen)
 }

@@ -34,8 +34,11 @@ type Cause struct {
 	What string
 	// Traceback is the traceback that ends with What, if any.
 	Traceback []string
-	// Time is when it happened, as well as it is known.
-	Time time.Time
+	// Time is when it happened, as well as it is known; Began, when its traceback
+	// began.
+	Time, Began time.Time
+	// Local is set when the traceback's lines carried the rank's prefix.
+	Prefixed bool
 }
 
 // String is the cause as wick shows it: "rank 3: RuntimeError: ...".
@@ -161,7 +164,7 @@ func commonUnbound(nodes []NodeReport) (int, bool) {
 
 // cause names the rank of a traceback of node n.
 func (n *NodeReport) cause(tb Traceback) Cause {
-	c := Cause{Replica: n.Replica, Rank: -1, What: tb.Exception, Traceback: tb.Lines, Time: tb.Time}
+	c := Cause{Replica: n.Replica, Rank: -1, What: tb.Exception, Traceback: tb.Lines, Time: tb.Time, Began: tb.Began, Prefixed: tb.Local >= 0}
 	c.Rank, c.Ranks = n.RankOf(tb)
 	return c
 }

@@ -71,7 +71,8 @@ type Traceback struct {
 	// Start and End are the indices (as fed) of its first line and of its exception
 	// line; Time is when the exception line was written.
 	Start, End int
-	Time       time.Time
+	// Began and Time are when its first line and its exception line were written.
+	Began, Time time.Time
 	// Exception is the line that ends it: "RuntimeError: ...".
 	Exception string
 	// Lines are its lines, as fed (prefixes taken off), at most maxTracebackLines.
@@ -207,7 +208,7 @@ func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
 		if len(s.open) >= maxOpen {
 			s.open = s.open[1:]
 		}
-		tb := &Traceback{Local: local, Start: i, Lines: []string{text[k:]}, open: len(s.open) > 0}
+		tb := &Traceback{Local: local, Start: i, Began: t, Lines: []string{text[k:]}, open: len(s.open) > 0}
 		for _, o := range s.open {
 			o.open = true
 		}

@@ -75,6 +75,22 @@ type Node struct {
 	inBlock    bool
 	block      map[string]string
 	blockLines int
+
+	// blame is the traceback that the app's root cause puts on one of the node's
+	// ranks (see Blame).
+	blame *Blame
+}
+
+// SetGroupRank sets the node's group rank, as the scheduler learned it from the
+// node's workers (spec.ReplicaStatus.GroupRank). A rendezvous block read later still
+// wins: it is torchrun's own word on the latest rendezvous. It reports whether the
+// node's ranks changed.
+func (n *Node) SetGroupRank(g int) bool {
+	if g < 0 || n.exact || n.groupRank == g {
+		return false
+	}
+	n.groupRank = g
+	return true
 }
 
 // NewNode returns the tracker of replica's node, which runs nproc workers
@@ -140,6 +156,17 @@ const maxBlockLines = 32
 // another thread) are skipped; a block that is not complete within maxBlockLines
 // lines is dropped.
 func (n *Node) Observe(text string) bool {
+	if !n.exact && n.nproc > 0 && strings.HasPrefix(text, "  rank      : ") {
+		// torchrun's failure summary: "  rank      : 3 (local_rank: 1)".
+		f := Failures{sum: &summaryReader{}}
+		f.sum.blocks = []Failure{{Rank: -1, Local: -1}}
+		f.sum.cur = &f.sum.blocks[0]
+		f.readSummary(text)
+		if g, l := f.sum.cur.Rank, f.sum.cur.Local; g >= l && l >= 0 && l < n.nproc {
+			return n.SetGroupRank((g - l) / n.nproc)
+		}
+		return false
+	}
 	if strings.Contains(text, rendezvousMark) {
 		n.inBlock, n.block, n.blockLines = true, map[string]string{}, 0
 		return false

@@ -241,7 +241,7 @@ func (a *app) runLog(ident string, f logFlags) error {
 	}
 	var prefixed func() bool
 	if len(f.ranks) > 0 {
-		emit, prefixed = rankFilter(d.App, f.ranks, emit)
+		emit, prefixed = rankFilter(d, f.ranks, emit)
 	}
 	if len(refs) == 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize {
 		rc, err := r.RawLog(a.ctx, id.Handle, refs[0].role, refs[0].k, opts.Streams)

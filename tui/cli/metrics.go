@@ -111,7 +111,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
 	defer w.Flush()
 	store := metrics.NewStore(cfg)
-	names := metrics.NewNamer(d.App)
+	names := metrics.NewNamerOf(d)
 	pw := &pointWriter{w: w, csv: f.csv, name: names.Name}
 	if f.csv {
 		w.WriteString("rank,step,time,name,value\n")
@@ -138,7 +138,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 			if drawn > 0 {
 				fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
 			}
-			drawn = a.writeMetricsTable(w, store, names.Name)
+			drawn = a.writeMetricsTable(w, store, names)
 		}
 		return w.Flush()
 	}
@@ -157,7 +157,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 		fmt.Fprintf(a.env.Stderr, "wick: no metrics found in the logs of %s\n", id.Handle)
 		return nil
 	}
-	a.writeMetricsTable(w, store, names.Name)
+	a.writeMetricsTable(w, store, names)
 	return w.Flush()
 }
 
@@ -277,7 +277,7 @@ var metricsHeaders = []string{"NAME", "RANKS", "COUNT", "FIRST", "LAST", "MIN", 
 // writeMetricsTable writes the table of metrics, the settings apart (a value that
 // stayed the same on every line: a batch size, v_num) and the alarms, and returns the
 // number of lines written.
-func (a *app) writeMetricsTable(w io.Writer, s *metrics.Store, name func(metrics.Rank) string) int {
+func (a *app) writeMetricsTable(w io.Writer, s *metrics.Store, names *metrics.Namer) int {
 	var rows, settings [][]string
 	units := false
 	sums := s.Summaries()
@@ -297,7 +297,8 @@ func (a *app) writeMetricsTable(w io.Writer, s *metrics.Store, name func(metrics
 		if units {
 			row = append(row, m.Unit)
 		}
-		rows = append(rows, append(row, strconv.Itoa(m.Ranks), strconv.FormatInt(m.Count, 10),
+		// RANKS counts torch's global ranks (see Namer.Ranks), not the series.
+		rows = append(rows, append(row, strconv.Itoa(names.Ranks(s.Series(m.Name))), strconv.FormatInt(m.Count, 10),
 			fmtValue(m.First.Value), fmtValue(m.Last.Value), fmtValue(m.Min), fmtValue(m.Max)))
 	}
 	st := a.out()
@@ -316,7 +317,7 @@ func (a *app) writeMetricsTable(w io.Writer, s *metrics.Store, name func(metrics
 		io.WriteString(w, table)
 		n += strings.Count(table, "\n")
 	}
-	return n + writeAlarms(w, s.Alarms(), name, st)
+	return n + writeAlarms(w, s.Alarms(), names.Name, st)
 }
 
 // writeAlarms lists metric alarms under a header, as `wick metrics` and `wick
@@ -409,7 +410,7 @@ func appendCSV(b []byte, s string) []byte {
 // metricAlarms reads an app's logs for metric alarms, for describe. A failure is a
 // warning: describe still shows everything else.
 func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm, *metrics.Namer) {
-	namer := metrics.NewNamer(d.App)
+	namer := metrics.NewNamerOf(d)
 	cfg, err := a.metricsConfig()
 	if err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", render.Escape(oneLine(err.Error())))

@@ -171,7 +171,7 @@ func (m *Model) header() string {
 		}
 	}
 	vis := m.visible()
-	parts = append(parts, spec.Count(len(m.panes), "replica"))
+	parts = append(parts, m.paneCount())
 	if hidden := len(m.panes) - len(vis); hidden > 0 {
 		parts = append(parts, fmt.Sprintf("%d hidden (X shows)", hidden))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
 )
 
 // A pane per rank. A replica of a role that runs torchrun is a node of
@@ -43,7 +44,7 @@ func (r *replica) route(l *sched.Line) int {
 	if !l.Pending && r.node.Observe(l.Text) {
 		r.place()
 	}
-	if g, rest, ok := r.node.Attribute(l.Text); ok {
+	if g, rest, ok := r.node.AttributeLine(l); ok {
 		if p, ok := r.ranks[g]; ok {
 			l.Text = rest
 			return p
@@ -127,7 +128,7 @@ func (m *Model) layOutReplicas(d *sched.Description) {
 			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: g, nproc: nproc, world: world, src: first + g/nproc})
 		}
 		for _, k := range rr.ks {
-			m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes), nproc: nproc, node: ranks.NewNode(k, nproc), ranks: byRank})
+			m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes), nproc: nproc, node: ranks.NodeOf(d, rr.role, k, nproc), ranks: byRank})
 			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: -1, node: true, nproc: nproc, world: world, src: len(m.srcs) - 1})
 		}
 	}
@@ -148,10 +149,13 @@ func (p *pane) filter() func(l *sched.Line) bool {
 		return nil
 	}
 	node := ranks.NewNode(p.k, p.nproc)
+	if p.known {
+		node.Learn(p.st)
+	}
 	rank, world := p.rank, p.world
 	return func(l *sched.Line) bool {
 		node.Observe(l.Text)
-		g, rest, ok := node.Attribute(l.Text)
+		g, rest, ok := node.AttributeLine(l)
 		if ok && g >= 0 && g < world {
 			if g == rank {
 				l.Text = rest
@@ -216,4 +220,78 @@ func summaryRanks(r *ring, err string) (raised, root int) {
 		}
 	}
 	return -1, root
+}
+
+// causePane is the pane that shows the app's root cause when it names a rank ("rank 3:
+// RuntimeError: ...", found by the scheduler without an error file): the rank's pane
+// when the exception is in it, else the pane of the node where it happened, whose
+// lines hold the traceback (it went there while the app ran, before the root cause
+// was known) or torchrun's word of a signal.
+func (m *Model) causePane() (int, bool) {
+	msg := render.FirstLine(spec.ErrorMessage(m.status.StructuredError))
+	rank, what, ok := causeRank(msg)
+	if !ok {
+		return 0, false
+	}
+	for ni, node := range m.panes {
+		if !node.node || !node.known || spec.ErrorMessage(node.st.StructuredError) != spec.ErrorMessage(m.status.StructuredError) {
+			continue
+		}
+		for i, p := range m.panes {
+			if p.rank == rank && p.role == node.role && ringHas(p.ring, what) {
+				return i, true
+			}
+		}
+		return ni, true
+	}
+	return 0, false
+}
+
+// causeRank reads "rank N: what" (ranks.Cause.String).
+func causeRank(msg string) (rank int, what string, ok bool) {
+	rest, found := strings.CutPrefix(msg, "rank ")
+	num, what, found2 := strings.Cut(rest, ": ")
+	if !found || !found2 {
+		return 0, "", false
+	}
+	g, err := strconv.Atoi(num)
+	if err != nil || g < 0 {
+		return 0, "", false
+	}
+	return g, what, true
+}
+
+// ringHas reports whether one of the last rootCauseLines lines of r holds s.
+func ringHas(r *ring, s string) bool {
+	for seq := max(r.first, r.n-rootCauseLines); seq < r.n; seq++ {
+		if strings.Contains(plainText(r.at(seq).text), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// paneCount says what the panes are, for the header: "2 nodes · 4 ranks" for a
+// torchrun role (a pane per rank, and one per node for the node's own lines), plus
+// the other roles' replicas; "3 replicas" for an app without torchrun roles.
+func (m *Model) paneCount() string {
+	nodes, ranks, others := 0, 0, 0
+	for _, p := range m.panes {
+		switch {
+		case p.node:
+			nodes++
+		case p.rank >= 0:
+			ranks++
+		default:
+			others++
+		}
+	}
+	if nodes == 0 && ranks == 0 {
+		return spec.Count(others, "replica")
+	}
+	s := spec.Count(nodes, "node") + " · " + spec.Count(ranks, "rank")
+	if others > 0 {
+		s += " · " + spec.Count(others, "replica")
+	}
+	return s
 }

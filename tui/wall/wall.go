@@ -406,6 +406,13 @@ func (m *Model) applyStatus(d *sched.Description) {
 	m.status, m.haveApp = d.Status, true
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
+			for i := range m.srcs {
+				// What the scheduler learned of a torchrun node: its group rank, the
+				// traceback the root cause puts on one of its ranks.
+				if src := &m.srcs[i]; src.node != nil && src.role == role.Role && src.k == r.ID && src.node.Learn(r) {
+					src.place()
+				}
+			}
 			for _, p := range m.panes {
 				if p.role == role.Role && p.k == r.ID {
 					p.st, p.known = r, true
@@ -462,6 +469,9 @@ func (m *Model) appError() string {
 // error is the app's, else the first to fail. For a torchrun node, it is the pane of
 // the rank whose exception the app's error is, as torchrun's failure summary says.
 func (m *Model) failedPane() (int, bool) {
+	if i, ok := m.causePane(); ok {
+		return i, true
+	}
 	// A node whose failure summary holds the app's error names the rank that raised
 	// it, whichever node ended first (the other node's agent often does, stopped by
 	// the failure; its own summary then names one of its victims as root cause).
