@@ -68,7 +68,7 @@ func (n *Namer) Name(r Rank) string {
 		return s
 	}
 	s := r.String()
-	if node := n.nodes[nodeKey{r.Role, r.Replica}]; node != nil && n.nproc[r.Role] > 0 && n.IsRank(r) {
+	if node := n.nodes[nodeKey{r.Role, r.Replica}]; node != nil && (r.Local >= 0 || n.nproc[r.Role] == 1) {
 		if g := node.Global(max(r.Local, 0)); g >= 0 {
 			s = "rank " + strconv.Itoa(g)
 			if n.roles > 1 {
@@ -80,23 +80,26 @@ func (n *Namer) Name(r Rank) string {
 	return s
 }
 
-// IsRank reports whether r is one of torch's global ranks, or a replica of a role that
-// does not run torchrun. A torchrun node's own lines (no "[N]:" prefix: the agent's,
-// and a worker's stderr that torchrun does not tee, such as rank 0's progress bar)
-// are not a rank's, unless the node runs a single worker, whose they then are.
-func (n *Namer) IsRank(r Rank) bool {
-	np := n.nproc[r.Role]
-	return np <= 0 || r.Local >= 0 || np == 1
-}
-
 // Ranks counts the ranks among the series of a metric: distinct global ranks (two
-// attempts' series of one rank are one rank), a torchrun node's own series left out.
+// attempts' series of one rank are one rank). A torchrun node's own lines (no "[N]:"
+// prefix: the agent's, and a worker's stderr that torchrun does not tee, such as rank
+// 0's progress bar) are not a rank's, unless the node runs a single worker, whose
+// they then are. A role is taken to run torchrun when its command does or when some
+// of its lines carry torchrun's prefix; any other role's replicas are its ranks.
 func (n *Namer) Ranks(series []*Series) int {
+	prefixed := map[string]bool{}
+	for _, s := range series {
+		if s.Rank.Local >= 0 || n.nproc[s.Rank.Role] > 0 {
+			prefixed[s.Rank.Role] = true
+		}
+	}
 	seen := map[string]bool{}
 	for _, s := range series {
-		if n.IsRank(s.Rank) {
-			seen[n.Name(s.Rank)] = true
+		r := s.Rank
+		if r.Local < 0 && prefixed[r.Role] && n.nproc[r.Role] != 1 {
+			continue // a node's own line
 		}
+		seen[n.Name(r)] = true
 	}
 	return len(seen)
 }

@@ -393,6 +393,7 @@ func buildStatus(id string, comps []component, rec *record) spec.AppStatus {
 				// which the next attempt removes: they are not this attempt's.
 				if state.Started() {
 					applyExitFile(&rep, r.ExitFile, st.State)
+					applyGroupRank(&rep, r.ExitFile)
 				}
 			}
 		}
@@ -523,6 +524,18 @@ func applyExitFile(rep *spec.ReplicaStatus, path string, app spec.AppState) {
 	}
 }
 
+// applyGroupRank sets a torchrun node's group rank from the .rank file the replica's
+// wrapper writes beside its exit file, if it has one.
+func applyGroupRank(rep *spec.ReplicaStatus, exitFile string) {
+	b, err := readBounded(strings.TrimSuffix(exitFile, ".exit")+".rank", 64)
+	if err != nil {
+		return
+	}
+	if g, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && g >= 0 {
+		rep.GroupRank = spec.IntPtr(g)
+	}
+}
+
 // fromRecord answers from wick's record: the last status wick saw, with the replicas'
 // exit files. Every replica that left an exit status decides the state. When Slurm
 // has forgotten the job (forgotten: it answered, and knows no such job), the job has
@@ -557,6 +570,7 @@ func (s *Scheduler) fromRecord(rec *record, forgotten bool) spec.AppStatus {
 			for _, r := range rec.Replicas {
 				if r.Role == rep.Role && r.Replica == rep.ID {
 					applyExitFile(rep, r.ExitFile, spec.UnknownState)
+					applyGroupRank(rep, r.ExitFile)
 				}
 			}
 			if rep.ExitCode == nil {

@@ -39,8 +39,10 @@ func TestMetricsTableCSVJSONAndDescribe(t *testing.T) {
 	handle := strings.TrimSpace(r.stdout)
 
 	table := h.exec("metrics", handle)
+	// RANKS counts torch's ranks: loss comes from ranks 0 and 1 and from the bar,
+	// which has no torchrun prefix (the node's own line), so it is not a third rank.
 	want := `NAME       RANKS  COUNT  FIRST   LAST    MIN     MAX
-loss       3      6      2.5     2       2       2.6
+loss       2      6      2.5     2       2       2.6
 lr         2      4      0.0001  0.0002  0.0001  0.0002
 it/s       1      1      3       3       3       3
 eval/loss  1      1      2.1     2.1     2.1     2.1
