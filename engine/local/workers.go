@@ -106,6 +106,7 @@ func (w *workerWatch) run() {
 		}
 	}()
 	seen := map[int]int{} // pid -> discoveries without torchrun's variables; -1: done
+	workers := map[int]bool{}
 	var next time.Time
 	for {
 		select {
@@ -115,7 +116,13 @@ func (w *workerWatch) run() {
 		}
 		if now := time.Now(); !now.Before(next) {
 			next = now.Add(discoverEvery)
-			for _, pid := range descendants(w.leader) {
+			for _, pp := range descendants(w.leader) {
+				pid := pp.pid
+				if workers[pp.parent] {
+					// A worker's own children (DataLoader workers) inherit its
+					// variables; torchrun's summary never names them.
+					seen[pid] = -1
+				}
 				if seen[pid] < 0 || len(live) >= maxWatched {
 					continue
 				}
@@ -127,6 +134,7 @@ func (w *workerWatch) run() {
 					continue
 				}
 				seen[pid] = -1
+				workers[pid] = true
 				fd, err := unix.PidfdOpen(pid, 0)
 				if err != nil {
 					continue // gone already, or no pidfds (Linux < 5.3)
@@ -142,6 +150,7 @@ func (w *workerWatch) run() {
 			}
 			if len(seen) > maxDescend {
 				clear(seen) // a replica that forks without end: start over
+				clear(workers)
 			}
 		}
 		fds := make([]unix.PollFd, len(live))
@@ -173,9 +182,13 @@ func (w *workerWatch) run() {
 	}
 }
 
-// descendants lists the processes below pid, through /proc/PID/task/TID/children.
-func descendants(pid int) []int {
-	var out []int
+// proc is a process and its parent.
+type proc struct{ pid, parent int }
+
+// descendants lists the processes below pid, parents first, through
+// /proc/PID/task/TID/children.
+func descendants(pid int) []proc {
+	var out []proc
 	queue := []int{pid}
 	for len(queue) > 0 && len(out) < maxDescend {
 		p := queue[0]
@@ -191,7 +204,7 @@ func descendants(pid int) []int {
 			}
 			for _, f := range strings.Fields(string(b)) {
 				if c, err := strconv.Atoi(f); err == nil {
-					out = append(out, c)
+					out = append(out, proc{c, p})
 					queue = append(queue, c)
 				}
 			}
