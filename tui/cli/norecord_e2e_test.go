@@ -174,7 +174,19 @@ func TestDDPPortInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close() // held, never answered: a program that is not a c10d store
+	defer l.Close()
+	// A program that is not a c10d store: it closes what connects. (One that never
+	// answers leaves torch's store client waiting for ever: the app then hangs, and
+	// wick has no failure to explain.)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	r := execLong(h, multinodeArgs("2x2", []string{"--rdzv_port", port}, "1")...)
 	want := "wick: rendezvous port " + port + " is in use"
