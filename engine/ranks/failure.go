@@ -95,10 +95,6 @@ func (tb Traceback) Secondary() bool {
 	return false
 }
 
-// Interleaved reports whether another traceback of the same stream was being written
-// at the same time: its frame lines cannot be told from the other's.
-func (tb Traceback) Interleaved() bool { return tb.open }
-
 // secondaryErrors are what a rank raises when a peer of its collective is gone
 // (gloo's tcp transport, NCCL's abort).
 var secondaryErrors = []string{

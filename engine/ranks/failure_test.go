@@ -148,7 +148,7 @@ func TestInterleavedTracebacks(t *testing.T) {
 		t.Fatalf("exceptions %q", got)
 	}
 	for _, tb := range f.WorkerTracebacks() {
-		if !tb.Interleaved() {
+		if !tb.open {
 			t.Errorf("%q: not known to be interleaved", tb.Exception)
 		}
 		if slices.Contains(tb.Lines, "ValueError: bad batch on rank 2") && slices.Contains(tb.Lines, "KeyError: 'label'") {
