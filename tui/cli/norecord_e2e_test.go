@@ -18,7 +18,7 @@ import (
 // ddpRuns repeats the DDP tests whose outcome depends on a race (which rank's failure
 // torchrun sees first, two apps starting together), for the README's figures:
 //
-//	go test ./tui/cli -run 'TestDDPNoRecord|TestDDPTwoApps' -ddp.runs 10
+//	go test ./tui/cli -run 'TestDDPNoRecord|TestDDPTwoApps' -v -args -ddp.runs=10
 var ddpRuns = flag.Int("ddp.runs", 1, "runs of the racy DDP tests")
 
 // multinodeHarness copies examples/ddp/multinode.py, a DDP script written as most are
