@@ -417,13 +417,14 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			// valueAfter and unitThenValue read nothing unless one of these bytes
 			// follows the name: most words are passed over here.
 			if wend < len(s) && class[s[wend]]&cValueLead != 0 {
-				v, ok := valueAfter(s, wend)
+				var v value
+				ok := valueAfter(s, wend, &v)
 				if !ok {
 					// `time (ms): 12.5`, `memory(GiB): 3.1`: a unit in parentheses.
-					v, ok = unitThenValue(s, wend)
+					ok = unitThenValue(s, wend, &v)
 				}
 				if ok {
-					i = e.pair(s, p, st, span{i, wend}, v)
+					i = e.pair(s, p, st, span{i, wend}, &v)
 					if len(p.Samples) >= MaxValuesPerLine {
 						return
 					}
@@ -524,7 +525,7 @@ func (st *lineState) closeWords(s string, words []span) {
 
 // pair takes the value v of the name word w, with the words of its field before it,
 // and returns where the scan goes on.
-func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v value) int {
+func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) int {
 	// The name's words: after a separator (`lm loss: 1.06`) every word of the field;
 	// after a space only the last one, and only a qualifier (`val loss 2.0`, but
 	// `final loss 0.7` is the loss).

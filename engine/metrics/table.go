@@ -75,7 +75,8 @@ func (e *Extractor) table(s string, p *Parsed) {
 		if !isDigit(c[0]) && !(c[0] == '.' || c[0] == '-') {
 			continue // a label: all, person
 		}
-		v, ok := readValue(c, 0, value{sep: ':'}, false)
+		v := value{sep: ':'}
+		ok := readValue(c, 0, &v, false)
 		if !ok || v.ratio || v.end != len(c) {
 			continue // 1/100 is the epoch
 		}

@@ -56,7 +56,9 @@ var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "ms", "
 // valueAfter reads the value that follows a name ending at i: optional closing quote,
 // spaces, at most one `=` or `:`, spaces, an optional opening quote or bracket, then a
 // number, a total, a unit and a remark in parentheses, ending at a boundary.
-func valueAfter(s string, i int) (v value, ok bool) {
+// It fills v, which must be zero, and reports whether a value was read: v is
+// not copied through the readers, as they run for most words of a line.
+func valueAfter(s string, i int, v *value) bool {
 	quoted := i < len(s) && (s[i] == '"' || s[i] == '\'')
 	if quoted {
 		i++
@@ -76,52 +78,52 @@ func valueAfter(s string, i int) (v value, ok bool) {
 		}
 	}
 	if v.sep == ' ' && i == sp {
-		return value{}, false // `loss2` is a name, not loss=2
+		return false // `loss2` is a name, not loss=2
 	}
 	if v.sep == ' ' && quoted {
-		return value{}, false
+		return false
 	}
 	return readValue(s, i, v, tight)
 }
 
 // unitThenValue reads `NAME (unit): value` or `NAME(unit)=value` after a name ending
-// at i.
-func unitThenValue(s string, i int) (value, bool) {
+// at i into v.
+func unitThenValue(s string, i int, v *value) bool {
 	j := i
 	if j < len(s) && s[j] == ' ' {
 		j++
 	}
 	if j >= len(s) || s[j] != '(' {
-		return value{}, false
+		return false
 	}
 	k := strings.IndexByte(s[j:min(len(s), j+maxUnitLen+2)], ')')
 	if k < 2 {
-		return value{}, false
+		return false
 	}
 	unit := s[j+1 : j+k]
 	for x := 0; x < len(unit); x++ {
 		if c := unit[x]; !isNameChar(c) && c != '%' {
-			return value{}, false
+			return false
 		}
 	}
 	j += k + 1
 	if j >= len(s) || s[j] != ':' && s[j] != '=' {
-		return value{}, false
+		return false
 	}
-	v := value{sep: s[j]}
+	*v = value{sep: s[j]}
 	j++
 	for j < len(s) && s[j] == ' ' {
 		j++
 	}
-	v, ok := readValue(s, j, v, false)
+	ok := readValue(s, j, v, false)
 	if ok && v.unit == "" {
 		v.unit = unit
 	}
-	return v, ok
+	return ok
 }
 
-// readValue reads the number at s[i] and what follows it (see valueAfter).
-func readValue(s string, i int, v value, tight bool) (value, bool) {
+// readValue reads the number at s[i] and what follows it into v (see valueAfter).
+func readValue(s string, i int, v *value, tight bool) bool {
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		i++
 	}
@@ -158,14 +160,14 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 				v.v = math.Inf(-1)
 			}
 		default:
-			return value{}, false
+			return false
 		}
 		end, word = w, true
 	default:
-		return value{}, false
+		return false
 	}
 	if end-start > maxNumberLen {
-		return value{}, false
+		return false
 	}
 	tok := s[start:end]
 	var grouped [maxNumberLen + 8]byte
@@ -174,7 +176,7 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 		if g, gend, ok := thousands(s, i, end, grouped[:0]); ok {
 			f, err := strconv.ParseFloat(string(g), 64)
 			if err != nil {
-				return value{}, false
+				return false
 			}
 			if neg {
 				f = -f
@@ -187,7 +189,7 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 		integer = tok[k] != '.' && tok[k]|0x20 != 'e'
 	}
 	if tight && integer {
-		return value{}, false // train.py:42, localhost:29500
+		return false // train.py:42, localhost:29500
 	}
 	// `step 20/1000`, `iteration 10/  100000`, `9800/10000`: a count and its total.
 	if end < len(s) && s[end] == '/' {
@@ -223,13 +225,13 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 	if end < len(s) && s[end] == '(' {
 		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
 		if k < 0 {
-			return value{}, false
+			return false
 		}
 		end += k + 1
 	}
 	if list {
 		if end >= len(s) || s[end] != ']' {
-			return value{}, false
+			return false
 		}
 		end++
 	}
@@ -237,16 +239,16 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 		end++
 	}
 	if !boundary(s, end) {
-		return value{}, false
+		return false
 	}
 	if countsThings(s, end) {
-		return value{}, false // `dataset: 1,000,000 samples` is a size
+		return false // `dataset: 1,000,000 samples` is a size
 	}
 	if !word {
 		f, ok := parseNumber(tok, n, neg)
 		if !ok {
 			// Out of range (1e400) or malformed: not a value, and no false Inf alarm.
-			return value{}, false
+			return false
 		}
 		v.v = f
 	}
@@ -254,7 +256,7 @@ func readValue(s string, i int, v value, tight bool) (value, bool) {
 		v.num = v.v
 	}
 	v.end = end
-	return v, true
+	return true
 }
 
 // isTableUnit reports whether u is one of units (a constant string).
