@@ -23,6 +23,8 @@ type Backend interface {
 	SchedulerBackends() []string
 	SchedulerRunOpts(name string) (spec.RunOpts, error)
 	DryRunComponent(ctx context.Context, name string, args []string, scheduler string, cfg spec.Cfg, workspace string, c components.Lookup) (*sched.DryRunInfo, error)
+	// DryRun plans an AppDef on a scheduler (a relaunch plans its source's AppDef).
+	DryRun(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string) (*sched.DryRunInfo, error)
 	Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) (spec.Handle, error)
 	Run(ctx context.Context, app *spec.AppDef, scheduler string, cfg spec.Cfg, workspace string, progress sched.Progress) (spec.Handle, error)
 	Describe(ctx context.Context, h spec.Handle) (*sched.Description, error)

@@ -98,7 +98,16 @@ func relaunch(ctx context.Context, b common.Backend, from spec.Handle, workspace
 		return spec.Handle{}, fmt.Errorf("%s: the scheduler does not know its AppDef, so it cannot be relaunched", from)
 	}
 	progress.Report("relaunching %s on %s", d.App.Name, from.Scheduler)
-	return b.Run(ctx, d.App, from.Scheduler, d.Cfg, workspace, progress)
+	info, err := b.DryRun(ctx, d.App, from.Scheduler, d.Cfg, workspace)
+	if err != nil {
+		return spec.Handle{}, err
+	}
+	// The relaunch keeps its source's component call, so that it too can be relaunched
+	// with edits. A call that cannot be read leaves the relaunch as an AppDef launch.
+	if call, err := b.Call(from); err == nil {
+		info.Call = call
+	}
+	return b.Schedule(ctx, info, progress)
 }
 
 // Update records progress and the result; on success it hands over to the app list.
