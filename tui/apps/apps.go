@@ -94,10 +94,16 @@ type Model struct {
 	alarm alarmState
 	// progress is the last bulk cancel or delete asked for (see appops.Bulk).
 	progress *appops.BulkProgress
+	// seq numbers the listings; gone holds the apps deleted from here, by the seq of
+	// the last listing started before their delete ended: such a listing may still
+	// hold them, and must not bring their rows back.
+	seq  int
+	gone map[string]int
 }
 
 type listedMsg struct {
 	common.ViewID
+	seq  int
 	apps []spec.AppStatus
 	errs []error
 }
@@ -154,13 +160,47 @@ func (m *Model) refresh() tea.Cmd {
 		return nil
 	}
 	m.loading = true
-	id, b, parent := m.ID(), m.Ctx.Backend, m.Ctx.Ctx
+	m.seq++
+	id, b, parent, seq := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.seq
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, listTimeout)
 		defer cancel()
 		apps, errs := b.List(ctx, "")
-		return listedMsg{ViewID: id, apps: apps, errs: errs}
+		return listedMsg{ViewID: id, seq: seq, apps: apps, errs: errs}
 	}
+}
+
+// forget removes the rows of the apps just deleted at once, rather than at the next
+// listing, and keeps a listing already under way from bringing them back.
+func (m *Model) forget(handles ...string) {
+	if m.gone == nil {
+		m.gone = map[string]int{}
+	}
+	for _, h := range handles {
+		m.gone[h] = m.seq
+	}
+	m.apps = m.withoutGone(m.apps, m.seq)
+}
+
+// withoutGone is apps less the deleted ones, for a listing numbered seq; the apps a
+// listing started after their delete does not hold are forgotten for good.
+func (m *Model) withoutGone(apps []spec.AppStatus, seq int) []spec.AppStatus {
+	if len(m.gone) == 0 {
+		return apps
+	}
+	kept := apps[:0:0]
+	for _, a := range apps {
+		if s, ok := m.gone[a.Handle]; ok && seq <= s {
+			continue
+		}
+		kept = append(kept, a)
+	}
+	for h, s := range m.gone {
+		if seq > s {
+			delete(m.gone, h)
+		}
+	}
+	return kept
 }
 
 // Update handles listings, action results, ticks, the mouse and filter typing.
@@ -169,7 +209,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case listedMsg:
 		sel := m.selectedHandle() // before the indices change meaning
 		m.loading, m.loaded = false, true
-		m.apps, m.errs = msg.apps, msg.errs
+		m.apps, m.errs = m.withoutGone(msg.apps, msg.seq), msg.errs
 		m.dropGoneMarks()
 		m.rebuild(sel)
 		m.retainAlarms()
@@ -184,10 +224,19 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case alarmsMsg:
 		return m.tookAlarms(msg)
 	case appops.Done:
+		if msg.Verb == appops.VerbDeleted && msg.Err == nil {
+			sel := m.selectedHandle() // before the indices change meaning
+			m.forget(msg.Handle)
+			m.rebuild(sel)
+		}
 		return tea.Batch(msg.Notice(), m.refresh())
 	case appops.BulkDone:
 		clear(m.marked) // done with them
-		m.rebuild(m.selectedHandle())
+		sel := m.selectedHandle()
+		if msg.Verb == appops.VerbDeleted {
+			m.forget(msg.Handles...)
+		}
+		m.rebuild(sel)
 		return tea.Batch(msg.Notice(), m.refresh())
 	case common.TickMsg:
 		if cmd := m.refresh(); cmd != nil {

@@ -80,8 +80,11 @@ func (m *Model) writeErrs(b *strings.Builder) {
 func (m *Model) summary() string {
 	t := m.Ctx.Theme
 	running := m.Running()
-	s := fmt.Sprintf("%d apps", len(m.apps))
-	if len(m.apps) == 1 {
+	// The count is of the apps the list shows (unfiltered): other homes' apps, hidden,
+	// are counted apart.
+	n := len(m.apps) - m.foreign
+	s := fmt.Sprintf("%d apps", n)
+	if n == 1 {
 		s = "1 app"
 	}
 	if running > 0 {

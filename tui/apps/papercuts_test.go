@@ -1,0 +1,92 @@
+package apps
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/themes"
+	"github.com/wick-dev/wick/tui/appops"
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// listOnly is a view of the app list whose listings the test delivers itself: the
+// commands the view returns (listings, usage) are not run, so a listing can be held
+// "in flight" while a delete ends.
+func listOnly(t *testing.T) *Model {
+	t.Helper()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	ctx := &common.Context{
+		Ctx: context.Background(), Theme: themes.Plain(), Width: 120, Height: 20,
+		Actions: common.NewRegistry(Actions()), Now: func() time.Time { return now },
+	}
+	m := New(ctx)
+	m.Init() // the first listing starts
+	return m
+}
+
+func app(h string, st spec.AppState, foreign bool) spec.AppStatus {
+	created := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC)
+	return spec.AppStatus{Handle: h, Name: h[strings.LastIndex(h, "/")+1:], State: st, Created: created, Foreign: foreign}
+}
+
+func screen(m *Model) string { return ansi.Strip(m.View()) }
+
+// TestDeletedRowsVanishAtOnce: after "deleted 2 apps" their rows are gone at once, and
+// a listing that was under way when the delete ended (it still holds them) does not
+// bring them back.
+func TestDeletedRowsVanishAtOnce(t *testing.T) {
+	m := listOnly(t)
+	a, b, c := "local_cwd://wick/a-1", "local_cwd://wick/b-2", "local_cwd://wick/c-3"
+	all := []spec.AppStatus{app(a, spec.Succeeded, false), app(b, spec.Failed, false), app(c, spec.Running, false)}
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: all})
+	if s := screen(m); !strings.Contains(s, "3 apps") || !strings.Contains(s, a) {
+		t.Fatalf("before the delete:\n%s", s)
+	}
+	m.Update(common.TickMsg{Time: m.Ctx.Now()}) // a listing starts, and is slow
+	inFlight := m.seq
+	m.Update(appops.BulkDone{ViewID: m.ID(), Verb: appops.VerbDeleted, Handles: []string{a, b}})
+	s := screen(m)
+	if !strings.Contains(s, "1 app ") || strings.Contains(s, a) || strings.Contains(s, b) || !strings.Contains(s, c) {
+		t.Fatalf("right after the delete, the list should show c alone:\n%s", s)
+	}
+	m.Update(listedMsg{ViewID: m.ID(), seq: inFlight, apps: all})
+	if s := screen(m); strings.Contains(s, a) || strings.Contains(s, b) || !strings.Contains(s, "1 app ") {
+		t.Fatalf("the listing under way brought the deleted rows back:\n%s", s)
+	}
+
+	// One app deleted with d, the same.
+	m.Update(common.TickMsg{Time: m.Ctx.Now()})
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: all[2:]})
+	m.Update(appops.Done{ViewID: m.ID(), Verb: appops.VerbDeleted, Handle: c})
+	if s := screen(m); strings.Contains(s, c) || !strings.Contains(s, "0 apps") {
+		t.Fatalf("after deleting c:\n%s", s)
+	}
+}
+
+// TestSummaryCountsWhatIsShown: with only other homes' apps, the summary says this
+// home has none, and that the others are hidden.
+func TestSummaryCountsWhatIsShown(t *testing.T) {
+	m := listOnly(t)
+	var others []spec.AppStatus
+	for _, h := range []string{"local_docker://wick/x-1", "local_docker://wick/y-2", "local_docker://wick/z-3"} {
+		others = append(others, app(h, spec.Running, true))
+	}
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: append(others, app("local_cwd://wick/mine-1", spec.Succeeded, false))})
+	s := screen(m)
+	if !strings.Contains(s, "Apps  1 app · 3 of other homes hidden (A)") {
+		t.Fatalf("summary:\n%s", s)
+	}
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: others})
+	if s := screen(m); !strings.Contains(s, "Apps  0 apps · 3 of other homes hidden (A)") {
+		t.Fatalf("summary:\n%s", s)
+	}
+	m.Do(ActScope)
+	if s := screen(m); !strings.Contains(s, "Apps  3 apps · 3 running · every home") {
+		t.Fatalf("summary with every home:\n%s", s)
+	}
+}
