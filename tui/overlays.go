@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/widget"
@@ -70,6 +71,29 @@ func (h *helpOverlay) view(m *Model) string {
 			own = append(own, a)
 		}
 	}
+	// A key the view's own actions take (space marks in the app list) does not also
+	// page down: each key is listed with the one meaning it has here.
+	taken := map[string]bool{}
+	for _, a := range own {
+		for _, k := range a.Binding.Keys() {
+			taken[k] = true
+		}
+	}
+	kept := moving[:0]
+	for _, a := range moving {
+		var keys []string
+		for _, k := range a.Binding.Keys() {
+			if !taken[k] {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		a.Binding.SetKeys(keys...)
+		kept = append(kept, a)
+	}
+	moving = kept
 	all := append(append(append([]common.Action{}, own...), moving...), global...)
 	keyW, helpW := 0, 0
 	for _, a := range all {
@@ -105,6 +129,12 @@ func (h *helpOverlay) view(m *Model) string {
 		}
 	}
 	section("This view ("+m.active().Title()+")", own)
+	if n, ok := m.active().(interface{ HelpNote() string }); ok {
+		lines = append(lines, "")
+		for _, l := range strings.Split(ansi.Wordwrap(n.HelpNote(), inner, ""), "\n") {
+			lines = append(lines, t.Muted.Render(l))
+		}
+	}
 	section("Moving", moving)
 	section("Everywhere", global)
 	h.room = max(3, m.height-4) // the box: two borders, a blank line and the foot

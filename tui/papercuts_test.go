@@ -2,6 +2,7 @@ package tui_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/wick-dev/wick/engine/local"
@@ -40,4 +41,39 @@ func TestRelaunchOfARelaunchKeepsItsCall(t *testing.T) {
 	d.keys("e")
 	d.lacks("not known")
 	d.contains("utils.echo", "│first of its name", "num_replicas")
+}
+
+// TestFirstKeyReplacesAnUntouchedDefault: typing `4` on num_replicas (default 1) gives
+// 4, not 14; a field first moved in with `end` is edited, not replaced; `?` says so.
+func TestFirstKeyReplacesAnUntouchedDefault(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 120, 32)
+	openForm(d, "utils.echo")
+	d.contains("│hello world")
+	d.focus("num_replicas", "tab")
+	d.contains("│1 ")
+	d.typ("4")
+	d.contains("│4 ")
+	d.lacks("│14", "│41")
+	d.typ("2") // touched now: appended
+	d.contains("│42 ")
+	d.focus("msg", "shift+tab")
+	d.keys("end")
+	d.typ(" there")
+	d.contains("│hello world there")
+	d.keys("f1") // ? types into the field
+	d.contains("Typing on a field's untouched value (a default) replaces it")
+}
+
+// TestSpaceHasOneMeaningInTheListsHelp: in the app list space marks; `?` lists it
+// there and not again as page down under Moving.
+func TestSpaceHasOneMeaningInTheListsHelp(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 120, 40)
+	d.keys("?")
+	s := d.screen()
+	if n := strings.Count(s, "space"); n != 1 {
+		t.Fatalf("space is listed %d times:\n%s", n, s)
+	}
+	d.contains("page down")
 }

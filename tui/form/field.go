@@ -44,6 +44,10 @@ type field struct {
 	// initial is the value the form started with (defaults and .torchxconfig).
 	initial string
 	err     string
+	// touched says a key or a paste reached the field: until then, typing replaces its
+	// value (a default, a .torchxconfig value or a relaunch's argument) rather than
+	// appending to it, as in most forms.
+	touched bool
 
 	param   *components.Param // for a parameter
 	varargs bool              // for the trailing arguments

@@ -177,8 +177,14 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyPressMsg:
 		return m.edit(msg)
 	case tea.PasteMsg:
-		if f := m.fields[m.focus]; f.kind == kText && f.input.Update(msg) {
-			f.check()
+		if f := m.fields[m.focus]; f.kind == kText {
+			if !f.touched {
+				f.input.SetValue("")
+			}
+			f.touched = true
+			if f.input.Update(msg) {
+				f.check()
+			}
 		}
 	case tea.MouseWheelMsg:
 		m.offset = max(0, m.offset+widget.WheelDelta(msg))
@@ -202,10 +208,21 @@ func (m *Model) edit(k tea.KeyPressMsg) tea.Cmd {
 	if f.kind != kText {
 		return nil
 	}
+	if !f.touched && k.Text != "" && k.Mod&^tea.ModShift == 0 {
+		// The first character typed on an untouched value replaces it; a moving or
+		// deleting key first (←, end, backspace) edits it instead.
+		f.input.SetValue("")
+	}
+	f.touched = true
 	if f.input.Update(k) {
 		f.check()
 	}
 	return nil
+}
+
+// HelpNote is what `?` says of typing in the form, beside its keys.
+func (m *Model) HelpNote() string {
+	return "Typing on a field's untouched value (a default) replaces it; ←, → or backspace first edit it."
 }
 
 // toggle flips a bool or moves a choice by delta.
