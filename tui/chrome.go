@@ -153,10 +153,30 @@ type helpKey struct {
 	typing bool
 	width  int
 	theme  *themes.Theme
+	off    string // the actions the view has turned off (see offActions)
+}
+
+// offer is what a view implements when some of its actions are off for now (launch,
+// after a dry run failed): the help bar leaves them out.
+type offer interface{ Off(action string) bool }
+
+// offActions names the short-help actions the active view has turned off.
+func (m *Model) offActions() string {
+	v, ok := m.active().(offer)
+	if !ok {
+		return ""
+	}
+	var off []string
+	for _, a := range m.ctx.Actions.For(m.active().Kind()) {
+		if a.Short && v.Off(a.Name) {
+			off = append(off, a.Name)
+		}
+	}
+	return strings.Join(off, " ")
 }
 
 func (m *Model) helpBar() string {
-	k := helpKey{m.active().Kind(), m.active().Typing(), m.width, m.ctx.Theme}
+	k := helpKey{m.active().Kind(), m.active().Typing(), m.width, m.ctx.Theme, m.offActions()}
 	if k == m.helpFor && m.helpText != "" {
 		return m.helpText
 	}
@@ -173,6 +193,14 @@ func (m *Model) drawHelpBar() string {
 	h.Styles.ShortSeparator = t.HelpSep
 	h.Styles.Ellipsis = t.HelpSep
 	bindings := m.ctx.Actions.ShortHelp(m.active().Kind())
+	if off, ok := m.active().(offer); ok {
+		bindings = bindings[:0]
+		for _, a := range m.ctx.Actions.For(m.active().Kind()) {
+			if a.Short && !off.Off(a.Name) {
+				bindings = append(bindings, a.Binding)
+			}
+		}
+	}
 	if m.active().Typing() {
 		var kept []key.Binding
 		for _, b := range bindings {

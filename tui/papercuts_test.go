@@ -77,3 +77,28 @@ func TestSpaceHasOneMeaningInTheListsHelp(t *testing.T) {
 	}
 	d.contains("page down")
 }
+
+// TestFailedDryRunSaysSoAndHidesLaunch: utils.echo on local_dir with its docker image
+// (not a directory) fails to plan: the preview says the dry run failed, offers esc to
+// fix the arguments and no launch; enter says the same instead of "not ready".
+func TestFailedDryRunSaysSoAndHidesLaunch(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 120, 24)
+	openForm(d, "utils.echo")
+	d.focus("scheduler", "tab")
+	for range maxPresses {
+		if strings.Contains(d.screen(), "◂ local_dir ▸") {
+			break
+		}
+		d.keys("right")
+	}
+	d.contains("◂ local_dir ▸")
+	d.keys("enter")
+	d.contains("✗ the dry run failed:", "esc: back to the arguments to fix them")
+	d.lacks("launch", "not ready")
+	d.keys("enter")
+	d.contains("the dry run failed: esc goes back to fix the arguments")
+	d.lacks("not ready")
+	d.keys("esc")
+	d.contains("Arguments", "◂ local_dir ▸")
+}

@@ -170,6 +170,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		}
 		return common.Notify("secrets masked"), true
 	case ActLaunch:
+		if m.err != nil {
+			return common.NotifyErr(fmt.Errorf("the dry run failed: esc goes back to fix the arguments")), true
+		}
 		if m.info == nil {
 			return common.Notify("the dry run is not ready"), true
 		}
@@ -182,12 +185,16 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	return nil, false
 }
 
+// Off says launch is off after a failed dry run: there is nothing to launch, and the
+// help bar does not offer it.
+func (m *Model) Off(action string) bool { return action == ActLaunch && m.err != nil }
+
 // View draws the visible part of the dry run.
 func (m *Model) View() string {
 	t := m.Ctx.Theme
 	switch {
 	case m.err != nil:
-		return t.Fail.Render("dry run failed: "+m.err.Error()) + "\n\n" + t.Muted.Render("esc: back to the arguments")
+		return t.Fail.Render("✗ the dry run failed: "+m.err.Error()) + "\n\n" + t.Muted.Render("esc: back to the arguments to fix them")
 	case m.info == nil:
 		return t.Muted.Render("planning " + m.plan.Component + " on " + m.plan.Scheduler + "…")
 	}
