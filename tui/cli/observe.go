@@ -238,18 +238,20 @@ func (a *app) cancelCmd() *cobra.Command {
 	var noWait, asJSON, now bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:               "cancel HANDLE",
+		Use:               "cancel HANDLE...",
 		ValidArgsFunction: a.completeHandles,
-		Short:             "Stop an app: SIGTERM to every replica, SIGKILL after the grace period",
-		Long: `Stop an app. Every replica gets SIGTERM (its whole process group, or its
-container), then SIGKILL after the scheduler's grace period; the app ends CANCELLED.
-Waits until the app is terminal unless --no-wait. Cancelling a finished app does nothing.
-Cancelling again does not shorten the grace period; --now kills at once (SIGKILL, no
-TERM trap runs) on local_cwd, local_dir and local_docker. Slurm always sends SIGTERM and
-waits its KillWait first: there --now is refused, and nothing is stopped.`,
-		Args: args(cobra.ExactArgs(1)),
+		Short:             "Stop apps: SIGTERM to every replica, SIGKILL after the grace period",
+		Long: `Stop one app or several. Every replica gets SIGTERM (its whole process group, or
+its container), then SIGKILL after the scheduler's grace period; the app ends CANCELLED.
+Waits until every app is terminal unless --no-wait. Cancelling a finished app does
+nothing. Cancelling again does not shorten the grace period; --now kills at once
+(SIGKILL, no TERM trap runs) on local_cwd, local_dir and local_docker. Slurm always
+sends SIGTERM and waits its KillWait first: there --now is refused, and nothing is
+stopped. Every handle is read before any app is touched; one that fails does not stop
+the others, and the exit code is 1 if any failed.`,
+		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			h, err := a.resolveHandle(argv[0])
+			hs, err := a.resolveHandles(argv)
 			if err != nil {
 				return err
 			}
@@ -258,66 +260,94 @@ waits its KillWait first: there --now is refused, and nothing is stopped.`,
 			if now {
 				stop = r.Kill
 			}
-			if err := stop(a.ctx, h); err != nil {
-				return err
-			}
-			if noWait {
-				if asJSON {
-					return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "cancel_requested": true})
-				}
-				return nil
-			}
 			ctx, cancel := contextWithTimeout(a.ctx, timeout)
 			defer cancel()
-			st, err := r.Wait(ctx, h, 20*time.Millisecond)
-			if err != nil {
-				return fmt.Errorf("waiting for %s to stop: %w", h, err)
-			}
-			if asJSON {
-				return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "state": st.State.String()})
-			}
-			fmt.Fprintf(a.env.Stderr, "%s %s\n", h, a.errs().State(st.State, st.State.String()))
-			return nil
+			outs := make([]map[string]any, len(hs))
+			errs := a.eachApp(hs, func(i int, h spec.Handle) error {
+				if err := stop(a.ctx, h); err != nil {
+					return err
+				}
+				if noWait {
+					outs[i] = map[string]any{"handle": h.String(), "cancel_requested": true}
+					return nil
+				}
+				st, err := r.Wait(ctx, h, 20*time.Millisecond)
+				if err != nil {
+					return fmt.Errorf("waiting for %s to stop: %w", h, err)
+				}
+				outs[i] = map[string]any{"handle": h.String(), "state": st.State.String()}
+				if !asJSON {
+					fmt.Fprintf(a.env.Stderr, "%s %s\n", h, a.errs().State(st.State, st.State.String()))
+				}
+				return nil
+			})
+			return a.bulkResult("cancel", hs, outs, errs, asJSON)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the handle and the final state as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the handle and the final state as JSON (a list for several apps)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "return once the stop is requested")
 	cmd.Flags().BoolVar(&now, "now", false, "kill every replica at once (SIGKILL), without the grace period")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the app to stop")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long to wait for the apps to stop")
 	return cmd
 }
 
 func (a *app) deleteCmd() *cobra.Command {
-	var force, asJSON bool
+	var force, asJSON, finished bool
 	cmd := &cobra.Command{
-		Use:               "delete HANDLE",
+		Use:               "delete HANDLE... | --all-finished",
 		ValidArgsFunction: a.completeHandles,
-		Short:             "Remove an app's state, logs and containers (refuses a running app without --force)",
-		Args:              args(cobra.ExactArgs(1)),
+		Short:             "Remove apps' state, logs and containers (refuses a running app without --force)",
+		Long: `Remove the state, logs and containers of one app or several, or with --all-finished
+of every finished app of this WICK_HOME (what the UI's P does). A running app is
+refused unless --force, which cancels it first. Every handle is read before any app is
+touched; one that fails does not stop the others, and the exit code is 1 if any failed.`,
+		Args: args(func(cmd *cobra.Command, argv []string) error {
+			switch {
+			case finished && len(argv) > 0:
+				return errors.New("--all-finished takes no handle")
+			case !finished && len(argv) == 0:
+				return errors.New("delete needs a HANDLE (or several), or --all-finished")
+			}
+			return nil
+		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			h, err := a.resolveHandle(argv[0])
+			hs, err := a.resolveHandles(argv)
+			if finished {
+				hs, err = a.finishedApps()
+			}
 			if err != nil {
 				return err
 			}
-			if err := a.runner().Delete(a.ctx, h, force); err != nil {
-				if errors.Is(err, sched.ErrRunning) {
-					// The scheduler's own hint is for the UI; one is enough.
-					return fmt.Errorf("%w: %s (cancel it first, or use --force)", sched.ErrRunning, h)
+			outs := make([]map[string]any, len(hs))
+			errs := a.eachApp(hs, func(i int, h spec.Handle) error {
+				if err := a.runner().Delete(a.ctx, h, force); err != nil {
+					if errors.Is(err, sched.ErrRunning) {
+						// The scheduler's own hint is for the UI; one is enough.
+						return fmt.Errorf("%w: %s (cancel it first, or use --force)", sched.ErrRunning, h)
+					}
+					return err
 				}
-				return err
+				if err := tui.ForgetApp(a.home, h); err != nil {
+					fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))
+				}
+				outs[i] = map[string]any{"handle": h.String(), "deleted": true}
+				if !asJSON {
+					fmt.Fprintf(a.env.Stderr, "deleted %s\n", h)
+				}
+				return nil
+			})
+			if finished && len(hs) == 0 && !asJSON {
+				fmt.Fprintln(a.env.Stderr, "no finished app to delete")
 			}
-			if err := tui.ForgetApp(a.home, h); err != nil {
-				fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))
+			if finished && len(hs) == 1 && errs[0] == nil && asJSON {
+				return writeJSON(a.env.Stdout, outs) // --all-finished always prints a list
 			}
-			if asJSON {
-				return writeJSON(a.env.Stdout, map[string]any{"handle": h.String(), "deleted": true})
-			}
-			fmt.Fprintf(a.env.Stderr, "deleted %s\n", h)
-			return nil
+			return a.bulkResult("delete", hs, outs, errs, asJSON)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deleted handle as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the deleted handle as JSON (a list for several apps or --all-finished)")
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "cancel a running app first, and wait for it to stop")
+	cmd.Flags().BoolVar(&finished, "all-finished", false, "delete every finished app of this WICK_HOME")
 	return cmd
 }
 

@@ -27,6 +27,7 @@ const (
 // resolveHandle reads a handle argument: a full handle (SCHEDULER://SESSION/APP_ID),
 // or an app id or a unique prefix of one, looked up among the apps wick lists.
 func (a *app) resolveHandle(s string) (spec.Handle, error) {
+	s = trimSlash(s)
 	if strings.Contains(s, "://") {
 		return parseHandle(s)
 	}
@@ -36,6 +37,7 @@ func (a *app) resolveHandle(s string) (spec.Handle, error) {
 // resolveLogID reads a log identifier: HANDLE[/ROLE[/IDS]], where HANDLE may also be an
 // app id or a unique prefix of one (demo-train-q5n/trainer/0).
 func (a *app) resolveLogID(s string) (spec.LogID, error) {
+	s = trimSlash(s)
 	if strings.Contains(s, "://") {
 		return parseLogID(s)
 	}
@@ -49,6 +51,15 @@ func (a *app) resolveLogID(s string) (spec.LogID, error) {
 		full += "/" + rest
 	}
 	return parseLogID(full)
+}
+
+// trimSlash drops the trailing slashes a shell's completion of a path-like handle
+// leaves (local_cwd://wick/echo-abc/): they name nothing more.
+func trimSlash(s string) string {
+	if t := strings.TrimRight(s, "/"); !strings.HasSuffix(t, ":") {
+		return t
+	}
+	return s
 }
 
 // parseLogID reads a log identifier, as a usage error when malformed.
@@ -119,8 +130,8 @@ func (a *app) completeHandles(_ *cobra.Command, args []string, toComplete string
 	var out []string
 	for _, st := range apps {
 		h, err := spec.ParseHandle(st.Handle)
-		if err != nil {
-			continue
+		if err != nil || st.Foreign {
+			continue // other homes' apps: wick list hides them too
 		}
 		desc := st.State.String()
 		for _, c := range []string{h.String(), h.AppID} {

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// bulkParallel is how many apps cancel and delete work on at once: a Docker app's
+// cancel waits for its containers' grace period, so one at a time would add them up.
+const bulkParallel = 8
+
+// resolveHandles reads every handle argument before any app is touched, so that a
+// typo in the third stops nothing; the same app named twice is acted on once.
+func (a *app) resolveHandles(argv []string) ([]spec.Handle, error) {
+	seen := map[string]bool{}
+	var hs []spec.Handle
+	for _, s := range argv {
+		h, err := a.resolveHandle(s)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[h.String()] {
+			seen[h.String()] = true
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
+}
+
+// finishedApps lists the apps of this WICK_HOME that have ended, oldest first.
+func (a *app) finishedApps() ([]spec.Handle, error) {
+	apps, errs := a.runner().List(a.ctx, "")
+	for _, err := range errs {
+		a.warn(err.Error())
+	}
+	sort.SliceStable(apps, func(i, j int) bool { return apps[i].Created.Before(apps[j].Created) })
+	var hs []spec.Handle
+	for _, st := range apps {
+		if st.Foreign || !st.State.Terminal() {
+			continue
+		}
+		h, err := spec.ParseHandle(st.Handle)
+		if err != nil {
+			continue
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+// eachApp runs do on every app, a few at once, and returns one error per app (nil
+// for those it worked for).
+func (a *app) eachApp(hs []spec.Handle, do func(i int, h spec.Handle) error) []error {
+	errs := make([]error, len(hs))
+	sem := make(chan struct{}, bulkParallel)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = do(i, h)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// bulkResult prints what a cancel or delete did: for one app as before (its JSON
+// object, or its error); for several, each failure as a line on stderr and, with
+// --json, a list with an object per app (an "error" for those that failed). Any
+// failure exits 1.
+func (a *app) bulkResult(verb string, hs []spec.Handle, outs []map[string]any, errs []error, asJSON bool) error {
+	if len(hs) == 1 {
+		if errs[0] != nil {
+			return errs[0]
+		}
+		if asJSON {
+			return writeJSON(a.env.Stdout, outs[0])
+		}
+		return nil
+	}
+	failed := 0
+	list := make([]map[string]any, 0, len(hs))
+	for i, err := range errs {
+		if err == nil {
+			list = append(list, outs[i])
+			continue
+		}
+		failed++
+		list = append(list, map[string]any{"handle": hs[i].String(), "error": oneLine(err.Error())})
+		fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(oneLine(err.Error())))
+	}
+	if asJSON {
+		if err := writeJSON(a.env.Stdout, list); err != nil {
+			return err
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	if !asJSON {
+		fmt.Fprintf(a.env.Stderr, "wick: %s: %d of %d apps failed\n", verb, failed, len(hs))
+	}
+	return exitError{code: ExitFailure}
+}

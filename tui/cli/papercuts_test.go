@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// TestCancelAndDeleteTakeSeveralHandles: `wick cancel A B` stops both; `wick delete A
+// B` removes both; a bad handle among them stops nothing; `delete --all-finished`
+// removes every finished app and leaves a running one.
+func TestCancelAndDeleteTakeSeveralHandles(t *testing.T) {
+	h := newHarness(t)
+	var long []string
+	for range 3 {
+		r := h.run("run", "--detach", "utils.sh", "sleep", "600")
+		if r.code != ExitOK {
+			t.Fatalf("run: %d %s", r.code, r.stderr)
+		}
+		long = append(long, strings.TrimSpace(r.stdout))
+	}
+	r := h.run("run", "--detach", "utils.echo", "--msg", "done")
+	if r.code != ExitOK {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	echo := strings.TrimSpace(r.stdout)
+	h.waitState(echo, spec.Succeeded)
+	for _, l := range long {
+		h.waitState(l, spec.Running)
+	}
+
+	// A typo among the handles: usage error, and no app is cancelled.
+	r = h.run("cancel", long[0], "bad id")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "neither a handle") {
+		t.Fatalf("cancel with a bad handle: %d %q", r.code, r.stderr)
+	}
+	if st := h.status(long[0]); st.State != spec.Running {
+		t.Fatalf("%s is %s after a refused cancel", long[0], st.State)
+	}
+
+	id1 := long[1][strings.LastIndex(long[1], "/")+1:]
+	r = h.run("cancel", "--json", long[0], id1)
+	if r.code != ExitOK {
+		t.Fatalf("cancel two: %d %s", r.code, r.stderr)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != 2 {
+		t.Fatalf("cancel --json of two apps: want a list of two, got %v %q", err, r.stdout)
+	}
+	for i, want := range []string{long[0], long[1]} {
+		if got[i]["handle"] != want || got[i]["state"] != "CANCELLED" {
+			t.Errorf("cancel --json [%d]: %v, want %s CANCELLED", i, got[i], want)
+		}
+	}
+
+	// delete of two, one still running: the other is deleted, the exit code says one failed.
+	r = h.run("delete", long[0], long[2])
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "deleted "+long[0]) ||
+		!strings.Contains(r.stderr, "cancel it first, or use --force") || !strings.Contains(r.stderr, "delete: 1 of 2 apps failed") {
+		t.Fatalf("delete of a finished and a running app: %d %q", r.code, r.stderr)
+	}
+	if r := h.run("status", long[0]); r.code != ExitFailure {
+		t.Errorf("%s still there after its delete: %d %s", long[0], r.code, r.stdout)
+	}
+
+	r = h.run("delete", "--all-finished", long[2])
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--all-finished takes no handle") {
+		t.Errorf("--all-finished with a handle: %d %q", r.code, r.stderr)
+	}
+	r = h.run("delete", "--all-finished")
+	if r.code != ExitOK || !strings.Contains(r.stderr, "deleted "+long[1]) || !strings.Contains(r.stderr, "deleted "+echo) {
+		t.Fatalf("delete --all-finished: %d %q", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, long[2]) {
+		t.Errorf("delete --all-finished touched the running app: %q", r.stderr)
+	}
+	r = h.run("list")
+	if strings.Contains(r.stdout, long[1]) || strings.Contains(r.stdout, echo) || !strings.Contains(r.stdout, long[2]) {
+		t.Errorf("list after --all-finished:\n%s", r.stdout)
+	}
+	r = h.run("delete", "--all-finished", "--json")
+	if r.code != ExitOK || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("delete --all-finished --json with nothing finished: %d %q", r.code, r.stdout)
+	}
+	if r := h.run("cancel", long[2]+"/"); r.code != ExitOK {
+		t.Errorf("cancel with a trailing /: %d %q", r.code, r.stderr)
+	}
+}
+
+// TestTrailingSlashOnAHandle: a handle completed as a path (with a trailing /), or an
+// app id with one, names the app.
+func TestTrailingSlashOnAHandle(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--detach", "utils.echo", "--msg", "slash")
+	if r.code != ExitOK {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	hd := strings.TrimSpace(r.stdout)
+	h.waitState(hd, spec.Succeeded)
+	id := hd[strings.LastIndex(hd, "/")+1:]
+	for _, arg := range []string{hd + "/", id + "/", hd + "//"} {
+		if r := h.run("status", arg); r.code != ExitOK || !strings.Contains(r.stdout, id) {
+			t.Errorf("status %s: %d %q", arg, r.code, r.stderr)
+		}
+		if r := h.run("log", arg); r.code != ExitOK || !strings.Contains(r.stdout, "slash") {
+			t.Errorf("log %s: %d %q", arg, r.code, r.stderr)
+		}
+	}
+	if r := h.run("log", hd+"/echo/"); r.code != ExitOK || !strings.Contains(r.stdout, "slash") {
+		t.Errorf("log HANDLE/ROLE/: %d %q", r.code, r.stderr)
+	}
+}
