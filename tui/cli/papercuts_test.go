@@ -112,3 +112,32 @@ func TestTrailingSlashOnAHandle(t *testing.T) {
 		t.Errorf("log HANDLE/ROLE/: %d %q", r.code, r.stderr)
 	}
 }
+
+// TestMistypedAndMisplacedWickFlags: `--dryrn` gets the nearest of wick run's flags;
+// `--json` after the component says that wick's flags go before it. Both are one-line
+// usage errors, and nothing is launched.
+func TestMistypedAndMisplacedWickFlags(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--dryrn", "utils.echo", "--msg", "hi")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "unknown flag: --dryrn (did you mean --dryrun?)") {
+		t.Errorf("--dryrn: %d %q", r.code, r.stderr)
+	}
+	assertOneLineError(t, r.stderr, "did you mean --dryrun?")
+	r = h.run("list", "--jsn")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "(did you mean --json?)") {
+		t.Errorf("list --jsn: %d %q", r.code, r.stderr)
+	}
+	r = h.run("run", "utils.echo", "--msg", "hi", "--json")
+	want := "--json is wick's own flag; wick's flags go before the component (wick run --json utils.echo ...)"
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "unknown flag --json for utils.echo") || !strings.Contains(r.stderr, want) {
+		t.Errorf("--json after the component: %d %q", r.code, r.stderr)
+	}
+	assertOneLineError(t, r.stderr, want)
+	r = h.run("run", "utils.echo", "--msg", "hi", "-d")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "wick run -d utils.echo ...") {
+		t.Errorf("-d after the component: %d %q", r.code, r.stderr)
+	}
+	if r := h.run("list", "--json"); strings.Contains(r.stdout, "utils.echo") || strings.Contains(r.stdout, "echo-") {
+		t.Errorf("something was launched: %s", r.stdout)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/runner"
@@ -320,7 +321,7 @@ Shell completion: wick completion bash|zsh|fish --help.`,
 	}
 	root.Version = spec.Version
 	root.SetVersionTemplate("wick {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(flagError)
 	// With Args and a RunE, an unknown verb reaches unknownCommand; no verb prints help.
 	root.Args = unknownCommand
 	root.SuggestionsMinimumDistance = 2
@@ -336,6 +337,29 @@ Shell completion: wick completion bash|zsh|fish --help.`,
 	root.InitDefaultCompletionCmd()
 	typeUsageErrors(root)
 	return root
+}
+
+// flagError makes a bad flag of a verb a usage error, with the nearest flag of the
+// verb when the name looks mistyped (--dryrn: did you mean --dryrun?).
+func flagError(cmd *cobra.Command, err error) error {
+	var notExist *pflag.NotExistError
+	if !errors.As(err, &notExist) || notExist.GetSpecifiedShortnames() != "" {
+		return usageError{err}
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	name := notExist.GetSpecifiedName()
+	dym := spec.DidYouMean(name, names)
+	if dym == "" {
+		return usageError{err}
+	}
+	_, best, _ := strings.Cut(dym, "\"")
+	best, _, _ = strings.Cut(best, "\"")
+	return usagef("%v (did you mean --%s?)", err, best)
 }
 
 // args wraps a cobra positional-args validator so that its errors exit with ExitUsage.

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/ranks"
@@ -75,7 +77,9 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
   wick run -s local_docker -cfg network=wick,shm_size=2g utils.sh --image myimg -- echo hi`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: a.completeComponents,
-		RunE:              func(cmd *cobra.Command, argv []string) error { return a.runRun(f, argv) },
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return wickFlagAfterComponent(cmd.Flags(), a.runRun(f, argv))
+		},
 	}
 	fl := cmd.Flags()
 	// Component arguments follow the component name: stop parsing wick's flags there.
@@ -92,6 +96,32 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 	fl.StringVar(&f.workspace, "workspace", "", "local_docker: build an image laying this directory over the role's image")
 	fl.BoolVar(&f.reveal, "show-secrets", false, "--dryrun: show env values whose names look secret (see wick describe --help); masked otherwise")
 	return cmd
+}
+
+// unknownCompFlag finds the flag a component did not know in its parse error.
+var unknownCompFlag = regexp.MustCompile(`unknown flag (--?)([^\s=]+) for (\S+)`)
+
+// wickFlagAfterComponent adds to a component's "unknown flag" error, when the flag is
+// one of wick run's own (--json after the component), where wick's flags go.
+func wickFlagAfterComponent(fl *pflag.FlagSet, err error) error {
+	var compErr *runner.ComponentError
+	if err == nil || !errors.As(err, &compErr) {
+		return err
+	}
+	m := unknownCompFlag.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	var f *pflag.Flag
+	if m[1] == "--" {
+		f = fl.Lookup(m[2])
+	} else {
+		f = fl.ShorthandLookup(m[2])
+	}
+	if f == nil || f.Hidden {
+		return err
+	}
+	return usagef("%v: %s%s is wick's own flag; wick's flags go before the component (wick run %s%s %s ...)", err, m[1], m[2], m[1], m[2], m[3])
 }
 
 // FixSingleDashCfg rewrites TorchX's single-dash -cfg flag (which pflag cannot read) to
