@@ -54,17 +54,20 @@ func (a *app) uiCmd() *cobra.Command {
 launch, browse apps, and watch logs. q quits; running apps keep running.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Logs != "" {
+				// An app id or a prefix of one, as every verb takes.
+				h, err := a.resolveHandle(o.Logs)
+				if err != nil {
+					return err
+				}
+				o.Logs = h.String()
+			}
 			stdin, isFile := a.env.Stdin.(*os.File)
 			if !a.env.StdoutTTY || isFile && !isTTY(stdin) {
 				return usagef("wick ui needs a terminal (the verbs work without one: wick --help)")
 			}
 			if o.RingLines < 1 {
 				return usagef("--ring must be at least 1")
-			}
-			if o.Logs != "" {
-				if _, err := parseHandle(o.Logs); err != nil {
-					return err
-				}
 			}
 			conf, err := a.loadConfig()
 			if err != nil {
@@ -101,7 +104,8 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle)")
+	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle, an app id or a unique prefix of one)")
+	_ = cmd.RegisterFlagCompletionFunc("logs", a.completeHandles)
 	cmd.Flags().StringVar(&o.Theme, "theme", "", "theme: dark, light, high-contrast, or a user theme name")
 	cmd.Flags().IntVar(&o.RingLines, "ring", 100_000, "log lines kept in memory per replica (older ones are read back from disk)")
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -139,5 +140,39 @@ func TestMistypedAndMisplacedWickFlags(t *testing.T) {
 	}
 	if r := h.run("list", "--json"); strings.Contains(r.stdout, "utils.echo") || strings.Contains(r.stdout, "echo-") {
 		t.Errorf("something was launched: %s", r.stdout)
+	}
+}
+
+// TestUILogsTakesAnAppIDPrefix: `wick ui --logs PREFIX` opens the UI on that app's
+// logs, as `wick log PREFIX` prints them; an unknown id is the error every verb gives.
+func TestUILogsTakesAnAppIDPrefix(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--detach", "utils.echo", "--msg", "seen on the wall")
+	if r.code != ExitOK {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	hd := strings.TrimSpace(r.stdout)
+	h.waitState(hd, spec.Succeeded)
+	id := hd[strings.LastIndex(hd, "/")+1:]
+
+	r = h.run("ui", "--logs", "nosuchapp-x")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, `no app id starts with "nosuchapp-x"`) {
+		t.Errorf("ui --logs of an unknown id: %d %q", r.code, r.stderr)
+	}
+	lt := startLiveTerm(t, h, "ui --logs "+id[:len(id)-4])
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := lt.screen()
+		if strings.Contains(s, "seen on the wall") && strings.Contains(s, id) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the UI never showed the app's logs:\n%s", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lt.tmux("send-keys", "-t", "w", "q")
+	if st := lt.exitStatus(time.Now().Add(20 * time.Second)); st != "0" {
+		t.Errorf("wick ui exited %q after q:\n%s", st, lt.screen())
 	}
 }
