@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -239,11 +240,15 @@ func (a *app) runLog(ident string, f logFlags) error {
 		emit, idle = lp.emit, lp.idle
 		defer lp.finish()
 	}
+	retried := false
+	if !f.asJSON {
+		emit, retried = attemptDividers(&d.Status, refs, emit)
+	}
 	var prefixed func() bool
 	if len(f.ranks) > 0 {
 		emit, prefixed = rankFilter(d, f.ranks, emit)
 	}
-	if len(refs) == 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize {
+	if len(refs) == 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize && !retried {
 		rc, err := r.RawLog(a.ctx, id.Handle, refs[0].role, refs[0].k, opts.Streams)
 		if err == nil {
 			defer rc.Close()
@@ -268,6 +273,47 @@ func (a *app) runLog(ident string, f logFlags) error {
 		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
 	}
 	return err
+}
+
+// attemptDividers puts a divider line before the first line of each later attempt of
+// a replica that was restarted, as the wall does: "── attempt 2, previous exit 3 ──".
+// It reports whether any selected replica was restarted (the lines must then be read
+// one by one, not copied from the file).
+func attemptDividers(st *spec.AppStatus, refs []replicaRef, emit func(sched.Line) error) (func(sched.Line) error, bool) {
+	reps := map[replicaRef]*spec.ReplicaStatus{}
+	retried := false
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			r := &st.Roles[i].Replicas[j]
+			ref := replicaRef{r.Role, r.ID}
+			if !slices.Contains(refs, ref) {
+				continue
+			}
+			reps[ref] = r
+			retried = retried || r.Restarts > 0 || len(r.Attempts) > 0
+		}
+	}
+	if !retried {
+		return emit, false
+	}
+	last := map[replicaRef]int{}
+	return func(l sched.Line) error {
+		ref := replicaRef{l.Role, l.Replica}
+		if l.Attempt > last[ref] {
+			last[ref] = l.Attempt
+			text := fmt.Sprintf("── attempt %d", l.Attempt+1)
+			if r := reps[ref]; r != nil {
+				if a, ok := r.Attempt(l.Attempt - 1); ok && a.ExitCode != nil {
+					text += fmt.Sprintf(", previous exit %d", *a.ExitCode)
+				}
+			}
+			div := sched.Line{Role: l.Role, Replica: l.Replica, Stream: l.Stream, Time: l.Time, Attempt: l.Attempt, Text: text + " ──"}
+			if err := emit(div); err != nil {
+				return err
+			}
+		}
+		return emit(l)
+	}, true
 }
 
 // window describes --since and --until for a message.

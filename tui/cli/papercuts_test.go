@@ -176,3 +176,32 @@ func TestUILogsTakesAnAppIDPrefix(t *testing.T) {
 		t.Errorf("wick ui exited %q after q:\n%s", st, lt.screen())
 	}
 }
+
+// TestLogSeparatesRetryAttempts: a replica that fails (exit 3) and is retried once
+// prints both runs with a divider between them, as the wall draws it.
+func TestLogSeparatesRetryAttempts(t *testing.T) {
+	h := newHarness(t)
+	script := `if [ -e retried.mark ]; then echo "second run"; else : > retried.mark; echo "first run"; exit 3; fi`
+	r := h.run("run", "--detach", "utils.sh", "--max_retries", "1", "--", "sh", "-c", script)
+	if r.code != ExitOK {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	hd := strings.TrimSpace(r.stdout)
+	h.waitState(hd, spec.Succeeded)
+	for _, args := range [][]string{{"log", hd}, {"log", "--timestamps", hd}} {
+		r = h.run(args...)
+		if r.code != ExitOK {
+			t.Fatalf("%v: %d %s", args, r.code, r.stderr)
+		}
+		first := strings.Index(r.stdout, "first run")
+		div := strings.Index(r.stdout, "sh/0 ── attempt 2, previous exit 3 ──")
+		second := strings.Index(r.stdout, "second run")
+		if first < 0 || div < first || second < div {
+			t.Errorf("%v: want first run, the divider, second run, in that order:\n%s", args, r.stdout)
+		}
+	}
+	r = h.run("log", "--json", hd)
+	if strings.Contains(r.stdout, "── attempt") {
+		t.Errorf("--json has a divider line:\n%s", r.stdout)
+	}
+}
