@@ -129,7 +129,7 @@ type positioner interface{ Position() string }
 func (m *Model) statusLine() string {
 	t := m.ctx.Theme
 	left := ""
-	if m.notice != "" {
+	if m.notice != "" && (m.noticeView == 0 || m.noticeView == m.active().ID()) {
 		if m.noticeErr {
 			left = t.Fail.Render("✗ " + m.notice)
 		} else {
@@ -159,6 +159,11 @@ type helpKey struct {
 // offer is what a view implements when some of its actions are off for now (launch,
 // after a dry run failed): the help bar leaves them out.
 type offer interface{ Off(action string) bool }
+
+// typingHelper is what a view implements whose keys mean something else while a text
+// field has focus (enter applies the app list's filter): the help bar shows its own
+// bindings then.
+type typingHelper interface{ TypingHelp() []key.Binding }
 
 // offActions names the short-help actions the active view has turned off.
 func (m *Model) offActions() string {
@@ -200,6 +205,9 @@ func (m *Model) drawHelpBar() string {
 				bindings = append(bindings, a.Binding)
 			}
 		}
+	}
+	if th, ok := m.active().(typingHelper); ok && m.active().Typing() {
+		return widget.PadRight(h.ShortHelpView(th.TypingHelp()), m.width)
 	}
 	if m.active().Typing() {
 		var kept []key.Binding

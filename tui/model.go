@@ -54,11 +54,14 @@ type Model struct {
 	notice        string
 	noticeErr     bool
 	noticeAt      time.Time
-	autoTheme     bool
-	tick          time.Duration
-	quitNote      string
-	closed        bool
-	fault         error // the last internal error recovered from
+	// noticeView is the view that was active when the notice came: it is shown over
+	// that view only (0: over every view, an internal error).
+	noticeView common.ViewID
+	autoTheme  bool
+	tick       time.Duration
+	quitNote   string
+	closed     bool
+	fault      error // the last internal error recovered from
 	// The help bar, cached: it changes with the view, not with every frame.
 	helpFor  helpKey
 	helpText string
@@ -208,7 +211,7 @@ func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 func (m *Model) recover() {
 	if r := recover(); r != nil {
 		m.fault = fmt.Errorf("internal error: %v (please report it)", r)
-		m.notice, m.noticeErr, m.noticeAt = m.fault.Error(), true, m.ctx.Now()
+		m.notice, m.noticeErr, m.noticeAt, m.noticeView = m.fault.Error(), true, m.ctx.Now(), 0
 	}
 }
 
@@ -262,6 +265,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			m.stack[len(m.stack)-1].Close()
 			m.stack = m.stack[:len(m.stack)-1]
 		}
+		if msg.Notice != "" {
+			m.notice, m.noticeErr, m.noticeAt, m.noticeView = msg.Notice, false, m.ctx.Now(), m.home.ID()
+		}
 		if msg.Handle != "" {
 			return m.home.Select(msg.Handle)
 		}
@@ -280,7 +286,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.over = &confirm{prompt: msg.Prompt, yes: msg.Yes}
 		return nil
 	case common.NoticeMsg:
-		m.notice, m.noticeErr, m.noticeAt = msg.Text, msg.Err, m.ctx.Now()
+		m.notice, m.noticeErr, m.noticeAt, m.noticeView = msg.Text, msg.Err, m.ctx.Now(), m.active().ID()
 		return nil
 	case common.StreamMsg:
 		var cmd tea.Cmd

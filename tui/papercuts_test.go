@@ -102,3 +102,27 @@ func TestFailedDryRunSaysSoAndHidesLaunch(t *testing.T) {
 	d.keys("esc")
 	d.contains("Arguments", "◂ local_dir ▸")
 }
+
+// TestNoticesStayWithTheirView: "sorted by name", said in the app list, is not at the
+// foot of the form opened next; the filter's prompt says what enter does there.
+func TestNoticesStayWithTheirView(t *testing.T) {
+	e := newEnv(t)
+	seed(e)
+	d := newDriver(t, e.opts, 120, 24)
+	d.keys("o")
+	d.contains("sorted by name")
+	openForm(d, "utils.echo")
+	d.lacks("sorted by name")
+	for i := 0; i < 5 && !strings.Contains(d.screen(), "Apps  5 apps"); i++ {
+		d.keys("esc")
+	}
+	d.contains("Apps  5 apps")
+
+	d.keys("/")
+	d.contains("enter apply the filter", "esc stop typing")
+	d.lacks("describe")
+	d.typ("fail")
+	d.keys("enter")
+	d.contains("1 shown", "enter/d describe")
+	d.lacks("apply the filter")
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wick-dev/wick/engine/spec"
@@ -130,6 +131,16 @@ func (m *Model) Activate() tea.Cmd { return m.refresh() }
 
 // Typing reports whether the filter has focus.
 func (m *Model) Typing() bool { return m.filtering }
+
+// TypingHelp is the help bar while the filter is typed: enter applies it (it does not
+// describe an app), esc stops typing and a second esc clears it.
+func (m *Model) TypingHelp() []key.Binding {
+	return []key.Binding{
+		key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "apply the filter")),
+		key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop typing (esc again clears it)")),
+		key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+	}
+}
 
 // Running counts the apps that have not ended, as last listed.
 func (m *Model) Running() int {

@@ -90,3 +90,34 @@ func TestSummaryCountsWhatIsShown(t *testing.T) {
 		t.Fatalf("summary with every home:\n%s", s)
 	}
 }
+
+// TestAgeAndDurationOfARunningAppAgree: an app created 885ms ago and still running is
+// 885ms old and has run 885ms; one that ran 2.5s and ended a minute ago is 1m02s old.
+func TestAgeAndDurationOfARunningAppAgree(t *testing.T) {
+	m := listOnly(t)
+	now := m.Ctx.Now()
+	run := spec.AppStatus{Handle: "local_cwd://wick/run-1", Name: "run", State: spec.Running, Created: now.Add(-885 * time.Millisecond)}
+	done := spec.AppStatus{Handle: "local_cwd://wick/done-2", Name: "done", State: spec.Succeeded,
+		Created: now.Add(-62500 * time.Millisecond), Ended: now.Add(-60 * time.Second)}
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: []spec.AppStatus{run, done}})
+	seen := 0
+	for _, l := range strings.Split(screen(m), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimPrefix(l, "▸"), " "))
+		switch {
+		case strings.Contains(l, "run-1"):
+			seen++
+			// HANDLE NAME STATE RUNNING AGE DURATION EXIT
+			if len(f) < 7 || f[4] != "885ms" || f[5] != "885ms" {
+				t.Errorf("running app: AGE and DURATION should both be 885ms: %q", l)
+			}
+		case strings.Contains(l, "done-2"):
+			seen++
+			if len(f) < 7 || f[4] != "1m02s" || f[5] != "2.5s" {
+				t.Errorf("ended app: AGE 1m02s, DURATION 2.5s: %q", l)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("the list lacks an app:\n%s", screen(m))
+	}
+}

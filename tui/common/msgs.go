@@ -19,8 +19,9 @@ type PopMsg struct{}
 func Pop() tea.Msg { return PopMsg{} }
 
 // HomeMsg asks the root to close every view above the app list and select Handle in
-// it (when not empty).
-type HomeMsg struct{ Handle string }
+// it (when not empty), then to say Notice there (when not empty): a notice belongs to
+// the view it is shown over.
+type HomeMsg struct{ Handle, Notice string }
 
 // OpenLogsMsg asks the root to open the logs of an app.
 type OpenLogsMsg struct{ Handle string }

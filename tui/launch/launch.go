@@ -122,10 +122,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			return common.NotifyErr(fmt.Errorf("launch failed: %w", msg.err))
 		}
 		h := msg.h.String()
-		return tea.Batch(
-			func() tea.Msg { return common.HomeMsg{Handle: h} },
-			common.Notify("launched "+h),
-		)
+		return func() tea.Msg { return common.HomeMsg{Handle: h, Notice: "launched " + h} }
 	case tea.MouseWheelMsg:
 		m.pager.Scroll(widget.WheelDelta(msg), m.Ctx.Height)
 	}

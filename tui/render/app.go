@@ -40,12 +40,14 @@ func Duration(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
-// Age prints how long ago t was, or "-" for the zero time.
+// Age prints how long ago t was, or "-" for the zero time. It is printed as Duration
+// is, to the same precision: a running app's AGE and DURATION (both from its creation)
+// read the same.
 func Age(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return Duration(now.Sub(t).Truncate(time.Second))
+	return Duration(now.Sub(t))
 }
 
 func exitText(code *int) string {
