@@ -47,7 +47,7 @@ func Actions() []common.Action {
 		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
 		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
 		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
-		common.NewAction(ActSort, "sort by next column", []string{"o"}, false, Kind),
+		common.NewAction(ActSort, "sort by next column (age, name, state, handle, duration, cpu, rss)", []string{"o"}, false, Kind),
 		common.NewAction(ActReverse, "reverse the order", []string{"O"}, false, Kind),
 		common.NewAction(common.ActRefresh, "refresh", []string{"ctrl+r"}, false, Kind),
 	)
@@ -292,7 +292,7 @@ func (m *Model) rebuild(selected string) {
 			m.visible = append(m.visible, i)
 		}
 	}
-	order(m.apps, m.visible, m.sort, m.reverse, m.now)
+	order(m.apps, m.visible, m.sort, m.reverse, m.now, m.usageOf)
 	rows := make([][]string, len(m.visible))
 	for r, i := range m.visible {
 		rows[r] = cells(&m.apps[i], m.now)
@@ -308,7 +308,9 @@ func (m *Model) rebuild(selected string) {
 	if m.reverse {
 		arrow = "↑"
 	}
-	m.table.Headers[m.sort.column()] += " " + arrow
+	if c := m.sort.column(); c >= 0 {
+		m.table.Headers[c] += " " + arrow
+	}
 	m.addUsageColumn(rows)
 	m.table.SetRows(rows)
 	m.selectHandle(selected)

@@ -19,15 +19,18 @@ const (
 	byState
 	byHandle
 	byDuration
+	byCPU // what running apps use, the busiest first (the htop habit)
+	byRSS
 	numSortKeys
 )
 
 // String names the sort key in the summary line.
 func (k sortKey) String() string {
-	return [...]string{"age", "name", "state", "handle", "duration"}[k]
+	return [...]string{"age", "name", "state", "handle", "duration", "cpu", "rss"}[k]
 }
 
-// column is the column of render.AppHeaders a sort key sorts.
+// column is the column of render.AppHeaders a sort key sorts; -1 for the usage
+// column, which is not one of them.
 func (k sortKey) column() int {
 	switch k {
 	case byName:
@@ -38,16 +41,33 @@ func (k sortKey) column() int {
 		return render.AppColHandle
 	case byDuration:
 		return render.AppColDuration
+	case byCPU, byRSS:
+		return -1
 	}
 	return render.AppColAge
 }
 
-// order sorts apps by key; reverse flips it. Age sorts newest first.
-func order(apps []spec.AppStatus, idx []int, key sortKey, reverse bool, now time.Time) {
+// order sorts apps by key; reverse flips it. Age sorts newest first, CPU and RSS the
+// largest first, with the apps that use nothing (ended) after those that do. usage is
+// an app's last usage read, or nil.
+func order(apps []spec.AppStatus, idx []int, key sortKey, reverse bool, now time.Time, usage func(*spec.AppStatus) *spec.Usage) {
 	slices.SortStableFunc(idx, func(i, j int) int {
 		a, b := &apps[i], &apps[j]
 		var c int
 		switch key {
+		case byCPU, byRSS:
+			ua, ub := usage(a), usage(b)
+			switch {
+			case ua == nil && ub == nil:
+			case ua == nil:
+				c = 1
+			case ub == nil:
+				c = -1
+			case key == byCPU:
+				c = cmp.Compare(ub.CPU, ua.CPU)
+			default:
+				c = cmp.Compare(ub.RSS, ua.RSS)
+			}
 		case byAge:
 			c = b.Created.Compare(a.Created)
 		case byName:

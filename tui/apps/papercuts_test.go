@@ -121,3 +121,58 @@ func TestAgeAndDurationOfARunningAppAgree(t *testing.T) {
 		t.Fatalf("the list lacks an app:\n%s", screen(m))
 	}
 }
+
+// TestSortByCPUAndRSS: `o` goes on from duration to CPU then RSS, the busiest first,
+// apps that use nothing (ended) last; the column's header carries the arrow.
+func TestSortByCPUAndRSS(t *testing.T) {
+	m := listOnly(t)
+	mk := func(name string, st spec.AppState, ageSec int) spec.AppStatus {
+		a := app("local_cwd://wick/"+name, st, false)
+		a.Created = m.Ctx.Now().Add(-time.Duration(ageSec) * time.Second)
+		return a
+	}
+	// Newest first by age: idle, hog, fat, done.
+	all := []spec.AppStatus{mk("idle-1", spec.Running, 1), mk("hog-2", spec.Running, 2), mk("fat-3", spec.Running, 3), mk("done-4", spec.Succeeded, 4)}
+	m.usage.byApp = map[string]spec.Usage{
+		"local_cwd://wick/idle-1": {CPU: 0.5, RSS: 10 << 20},
+		"local_cwd://wick/hog-2":  {CPU: 390, RSS: 50 << 20},
+		"local_cwd://wick/fat-3":  {CPU: 12, RSS: 3 << 30},
+	}
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: all})
+	rowsOrder := func() []string {
+		var out []string
+		for _, l := range strings.Split(screen(m), "\n") {
+			for _, n := range []string{"idle-1", "hog-2", "fat-3", "done-4"} {
+				if strings.Contains(l, n) {
+					out = append(out, n)
+				}
+			}
+		}
+		return out
+	}
+	if got := strings.Join(rowsOrder(), " "); got != "idle-1 hog-2 fat-3 done-4" {
+		t.Fatalf("by age: %s", got)
+	}
+	for range 5 { // age -> name -> state -> handle -> duration -> cpu
+		m.Do(ActSort)
+	}
+	s := screen(m)
+	if !strings.Contains(s, "sorted by cpu ↓") || !strings.Contains(s, "CPU ↓/RSS") {
+		t.Fatalf("after five presses of o:\n%s", s)
+	}
+	if got := strings.Join(rowsOrder(), " "); got != "hog-2 fat-3 idle-1 done-4" {
+		t.Errorf("by cpu: %s\n%s", got, s)
+	}
+	m.Do(ActSort)
+	s = screen(m)
+	if !strings.Contains(s, "sorted by rss ↓") || !strings.Contains(s, "CPU/RSS ↓") {
+		t.Fatalf("after six presses of o:\n%s", s)
+	}
+	if got := strings.Join(rowsOrder(), " "); got != "fat-3 hog-2 idle-1 done-4" {
+		t.Errorf("by rss: %s\n%s", got, s)
+	}
+	m.Do(ActSort)
+	if s := screen(m); !strings.Contains(s, "sorted by age") {
+		t.Errorf("o after rss goes back to age:\n%s", s)
+	}
+}

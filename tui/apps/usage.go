@@ -127,7 +127,14 @@ func (m *Model) addUsageColumn(rows [][]string) {
 	if !shown {
 		return
 	}
-	m.table.Headers = append(m.table.Headers, usageHeader)
+	head := usageHeader
+	switch arrow := map[bool]string{false: " ↓", true: " ↑"}[m.reverse]; m.sort {
+	case byCPU:
+		head = "CPU" + arrow + "/RSS"
+	case byRSS:
+		head += arrow
+	}
+	m.table.Headers = append(m.table.Headers, head)
 	for r, i := range m.visible {
 		cell := ""
 		if u := m.usageOf(&m.apps[i]); u != nil {

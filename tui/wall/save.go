@@ -23,7 +23,11 @@ type saver struct {
 	open  bool
 }
 
-func newSaver() saver { return saver{input: widget.NewInput("save to: ")} }
+func newSaver() saver {
+	in := widget.NewInput("save to: ")
+	in.CutMiddle = true // a long path keeps its start: it does not read as a relative one
+	return saver{input: in}
+}
 
 // begin opens the prompt with path offered.
 func (s *saver) begin(path string) {

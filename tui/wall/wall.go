@@ -569,11 +569,19 @@ func (m *Model) Position() string {
 		}
 		older += p.ring.first
 	}
-	s := fmt.Sprintf("%s lines held", count(held))
+	s := fmt.Sprintf("%s %s held", count(held), lines(held))
 	if older > 0 {
-		s += fmt.Sprintf(" · %s older lines on disk (g, scrolling and search read them)", count(older))
+		s += fmt.Sprintf(" · %s older %s on disk (g, scrolling and search read them)", count(older), lines(older))
 	}
 	return s
+}
+
+// lines is "line" for one, else "lines".
+func lines(n int64) string {
+	if n == 1 {
+		return "line"
+	}
+	return "lines"
 }
 
 // count prints n briefly: 950, 12.3k, 4.1M.

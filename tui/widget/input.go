@@ -18,11 +18,14 @@ import (
 type Input struct {
 	Prompt      string
 	Placeholder string
-	value       []rune
-	pos         int
-	offset      int // first rune shown
-	width       int // columns for the text; 0: unbounded
-	focused     bool
+	// CutMiddle shows a value too wide for the input with its middle cut (a path),
+	// while the cursor is at its end.
+	CutMiddle bool
+	value     []rune
+	pos       int
+	offset    int // first rune shown
+	width     int // columns for the text; 0: unbounded
+	focused   bool
 }
 
 // NewInput returns an empty input.
@@ -169,6 +172,9 @@ func (in *Input) View(t *themes.Theme) string {
 		}
 		return prompt + t.Muted.Render(ph)
 	}
+	if v := in.middle(); v != "" {
+		return prompt + v + cursor.Render(" ")
+	}
 	// Scroll so that the cursor stays within width.
 	w := in.width
 	if w <= 0 {
@@ -201,6 +207,38 @@ func (in *Input) View(t *themes.Theme) string {
 		used += cw
 	}
 	return b.String()
+}
+
+// middle is the value cut in its middle with an ellipsis, when CutMiddle is set, the
+// cursor is at the end and the value is wider than the input: a path keeps its start
+// (/home/...) and its file name, rather than reading like a relative path cut from the
+// left. "" otherwise.
+func (in *Input) middle() string {
+	w := in.width
+	if !in.CutMiddle || w < 8 || in.pos != len(in.value) || ansi.StringWidth(string(in.value))+1 <= w {
+		return ""
+	}
+	room := w - 2 // the ellipsis and the cursor
+	headW := room / 3
+	var head, tail []rune
+	used := 0
+	for _, r := range in.value {
+		cw := ansi.StringWidth(string(r))
+		if used+cw > headW {
+			break
+		}
+		head = append(head, r)
+		used += cw
+	}
+	for i := len(in.value) - 1; i >= 0; i-- {
+		cw := ansi.StringWidth(string(in.value[i]))
+		if used+cw > room {
+			break
+		}
+		tail = append([]rune{in.value[i]}, tail...)
+		used += cw
+	}
+	return string(head) + "…" + string(tail)
 }
 
 // editKeys are the keys a focused text field keeps for itself besides printable text.
