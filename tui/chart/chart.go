@@ -9,6 +9,7 @@
 package chart
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -228,7 +229,7 @@ func Render(series []Series, o Options) string {
 	}
 	b.WriteString(dim(strings.Repeat(" ", yLabelWidth) + "└" + strings.Repeat("─", plotW)))
 	b.WriteByte('\n')
-	left, right := xValue(xmin, useStep), xValue(xmax, useStep)
+	left, right := xLabels(xmin, xmax, useStep)
 	axis := "step"
 	if !useStep {
 		axis = "time"
@@ -386,6 +387,21 @@ func short(v float64) string {
 		s = strconv.FormatFloat(v, 'e', 2, 64)
 	}
 	return s
+}
+
+// xLabels are the x axis's two ends. On a time axis spanning less than a minute (a
+// fast app), the right end is the time since the left one ("+850ms", "+12.3s"):
+// two clock times to the second would read the same.
+func xLabels(xmin, xmax float64, step bool) (left, right string) {
+	left, right = xValue(xmin, step), xValue(xmax, step)
+	if span := xmax - xmin; !step && span >= 0 && span < 60 {
+		if span < 1 {
+			right = fmt.Sprintf("+%dms", int(span*1000))
+		} else {
+			right = fmt.Sprintf("+%.1fs", span)
+		}
+	}
+	return left, right
 }
 
 func xValue(x float64, step bool) string {
