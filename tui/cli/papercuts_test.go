@@ -205,3 +205,63 @@ func TestLogSeparatesRetryAttempts(t *testing.T) {
 		t.Errorf("--json has a divider line:\n%s", r.stdout)
 	}
 }
+
+// TestCompletionOfComponentFlags: after the component, <TAB> on a dash offers the
+// component's own flags with their help (wick run dist.ddp --rd<TAB>).
+func TestCompletionOfComponentFlags(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("__complete", "run", "dist.ddp", "--rd")
+	for _, w := range []string{"--rdzv_backend\t", "--rdzv_port\t", "--rdzv_conf\t"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("dist.ddp --rd<TAB>: no %q in\n%s", w, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "--script") || strings.Contains(r.stdout, "--dryrun") {
+		t.Errorf("dist.ddp --rd<TAB> offers what does not start with --rd:\n%s", r.stdout)
+	}
+	r = h.run("__complete", "run", "-s", "local_cwd", "utils.echo", "--msg", "x", "--n")
+	if !strings.Contains(r.stdout, "--num_replicas\t") {
+		t.Errorf("utils.echo --n<TAB> after other flags: %s", r.stdout)
+	}
+	r = h.run("__complete", "run", "nosuch.component", "--")
+	if strings.Contains(r.stdout, "--") && strings.Contains(r.stdout, "\t") {
+		t.Errorf("an unknown component completes flags: %s", r.stdout)
+	}
+}
+
+// TestCompletionLeavesOutOtherHomesApps: a local_docker app launched from another
+// WICK_HOME on the same Docker Engine, which `wick list` hides, is not offered.
+func TestCompletionLeavesOutOtherHomesApps(t *testing.T) {
+	img := dockerImage(t)
+	other := newHarness(t)
+	r := other.exec("run", "--detach", "-s", "local_docker", "utils.sh", "--image", img, "--entrypoint", "/helper", "--", "echo", "elsewhere")
+	if r.code != ExitOK {
+		t.Fatalf("run in the other home: %d %s", r.code, r.stderr)
+	}
+	theirs := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { other.exec("delete", "--force", theirs) })
+	other.waitState(theirs, spec.Succeeded)
+
+	h := newHarness(t)
+	r = h.run("run", "--detach", "utils.echo", "--msg", "mine")
+	if r.code != ExitOK {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	mine := strings.TrimSpace(r.stdout)
+	if r := h.run("list"); strings.Contains(r.stdout, theirs) {
+		t.Fatalf("wick list shows the other home's app:\n%s", r.stdout)
+	}
+	if r := h.run("list", "--all"); !strings.Contains(r.stdout, theirs) {
+		t.Fatalf("wick list --all does not show the other home's app (the test proves nothing):\n%s", r.stdout)
+	}
+	theirID := theirs[strings.LastIndex(theirs, "/")+1:]
+	for _, typed := range []string{"", "local_docker://", theirID[:4]} {
+		r = h.run("__complete", "status", typed)
+		if strings.Contains(r.stdout, theirID) {
+			t.Errorf("status %q<TAB> offers the other home's app:\n%s", typed, r.stdout)
+		}
+	}
+	if r := h.run("__complete", "status", ""); !strings.Contains(r.stdout, mine+"\t") {
+		t.Errorf("status <TAB> lacks this home's app %s:\n%s", mine, r.stdout)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -148,6 +149,9 @@ func (a *app) completeHandles(_ *cobra.Command, args []string, toComplete string
 // the search path.
 func (a *app) completeComponents(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
+		if strings.HasPrefix(toComplete, "-") && !slices.Contains(args[1:], "--") {
+			return a.completeParams(args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	all, _ := components.All(a.findOptions())
@@ -158,6 +162,26 @@ func (a *app) completeComponents(_ *cobra.Command, args []string, toComplete str
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeParams completes a flag after the component with the component's own
+// parameters (wick run dist.ddp --rd<TAB>). Only wick's builtins and component files
+// are read: a <TAB> does not start Python to ask TorchX.
+func (a *app) completeParams(name, toComplete string) []string {
+	opts := a.findOptions()
+	opts.External = nil
+	c, err := components.Find(name, opts)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range c.Params {
+		if f := "--" + p.Name; strings.HasPrefix(f, toComplete) {
+			help, _, _ := strings.Cut(p.Help, "\n")
+			out = append(out, f+"\t"+help)
+		}
+	}
+	return out
 }
 
 // completeSchedulers completes -s with the registered schedulers.
