@@ -160,20 +160,10 @@ func TestUILogsTakesAnAppIDPrefix(t *testing.T) {
 		t.Errorf("ui --logs of an unknown id: %d %q", r.code, r.stderr)
 	}
 	lt := startLiveTerm(t, h, "ui --logs "+id[:len(id)-4])
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := lt.screen()
-		if strings.Contains(s, "seen on the wall") && strings.Contains(s, id) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the UI never showed the app's logs:\n%s", s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	lt.tmux("send-keys", "-t", "w", "q")
-	if st := lt.exitStatus(time.Now().Add(20 * time.Second)); st != "0" {
-		t.Errorf("wick ui exited %q after q:\n%s", st, lt.screen())
+	lt.WaitFor(30*time.Second, "seen on the wall", id)
+	lt.Keys("q")
+	if st := lt.WaitExit(20 * time.Second); st != "0" {
+		t.Errorf("wick ui exited %q after q:\n%s", st, lt.Screen())
 	}
 }
 
