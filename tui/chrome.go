@@ -158,7 +158,7 @@ type helpKey struct {
 
 // offer is what a view implements when some of its actions are off for now (launch,
 // after a dry run failed): the help bar leaves them out.
-type offer interface{ Off(action string) bool }
+type offer interface{ Off(action common.ActionName) bool }
 
 // typingHelper is what a view implements whose keys mean something else while a text
 // field has focus (enter applies the app list's filter): the help bar shows its own
@@ -174,7 +174,7 @@ func (m *Model) offActions() string {
 	var off []string
 	for _, a := range m.ctx.Actions.For(m.active().Kind()) {
 		if a.Short && v.Off(a.Name) {
-			off = append(off, a.Name)
+			off = append(off, string(a.Name))
 		}
 	}
 	return strings.Join(off, " ")

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/local"
 )
 
 // TestRelaunchOfARelaunchKeepsItsCall: an app launched from `wick run utils.echo ...`,

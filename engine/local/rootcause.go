@@ -82,7 +82,9 @@ func (sv *supervisor) rootCause() {
 	}
 	if best != nil {
 		sv.setCause(best, cause)
+		return
 	}
+	sv.noTorchRootCause()
 }
 
 // errorFileCause picks the root cause from error files; it reports whether one did.

@@ -187,7 +187,7 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 
 // Off says launch is off after a failed dry run: there is nothing to launch, and the
 // help bar does not offer it.
-func (m *Model) Off(action string) bool { return action == ActLaunch && m.err != nil }
+func (m *Model) Off(action common.ActionName) bool { return action == ActLaunch && m.err != nil }
 
 // View draws the visible part of the dry run.
 func (m *Model) View() string {
