@@ -158,7 +158,9 @@ type helpKey struct {
 
 // offer is what a view implements when some of its actions are off for now (launch,
 // after a dry run failed): the help bar leaves them out.
-type offer interface{ Off(action common.ActionName) bool }
+type offer interface {
+	Off(action common.ActionName) bool
+}
 
 // typingHelper is what a view implements whose keys mean something else while a text
 // field has focus (enter applies the app list's filter): the help bar shows its own
