@@ -18,7 +18,8 @@ import (
 func TestMain(m *testing.M) { viewtest.Main(m) }
 
 // TestLaunchSucceeds: the view says what it launches and where, then "launched
-// HANDLE", and hands over to the app list with the new app selected and a notice.
+// HANDLE", and hands over to the app list with the new app selected and a notice
+// for it.
 func TestLaunchSucceeds(t *testing.T) {
 	r := viewtest.Runner(t)
 	app := &spec.AppDef{Name: "hello", Roles: []spec.Role{{Name: "hello", Image: "/", Entrypoint: "echo", Args: []string{"hi"}, NumReplicas: 1}}}
@@ -31,13 +32,13 @@ func TestLaunchSucceeds(t *testing.T) {
 	d := viewtest.New(t, vc, launch.New(vc, info))
 	want := "local_cwd://wick/" + info.AppID
 	d.WaitFor("Launching hello on local_cwd", "✓ launched "+want)
+	// The notice travels with the hand-over, so it shows over the app list and not
+	// over this view (issue 25: notices belong to the view that raised them).
 	var home, notice bool
 	for _, m := range d.Sent {
-		switch m := m.(type) {
-		case common.HomeMsg:
+		if m, ok := m.(common.HomeMsg); ok {
 			home = m.Handle == want
-		case common.NoticeMsg:
-			notice = m.Text == "launched "+want && !m.Err
+			notice = m.Notice == "launched "+want
 		}
 	}
 	if !home || !notice {
