@@ -67,8 +67,9 @@ const summaryTime = "2006-01-02_15:04:05"
 
 // RootCause picks the first failure of a failed torchrun job from its nodes' reports:
 //
-//  1. A rendezvous port that no node could bind (every node says so): another
-//     program holds it, and whatever failed next followed from that.
+//  1. A rendezvous port that no node could bind (every node says so, or some node
+//     does and no worker failed): another program holds it, and whatever failed
+//     next followed from that.
 //  2. Else the earliest traceback that is not a collective failing because a peer
 //     died, across nodes, by the time its exception line was written; a signal that
 //     killed a worker (no traceback: the OOM killer, SIGSEGV) wins when it is known to
@@ -142,21 +143,27 @@ func earliestSignal(nodes []NodeReport) (best *signalAt, node *NodeReport, exact
 
 // commonUnbound returns the rendezvous port every node failed to bind.
 func commonUnbound(nodes []NodeReport) (int, bool) {
-	if len(nodes) == 0 {
-		return 0, false
-	}
 	var ports []int
-	for i, n := range nodes {
-		if n.Failures == nil {
-			return 0, false
-		}
-		if i == 0 {
-			ports = slices.Clone(n.Failures.Unbound)
+	said, every, workers := 0, true, false
+	for _, n := range nodes {
+		if n.Failures == nil || len(n.Failures.Unbound) == 0 {
+			every = false
+			workers = workers || n.Failures != nil && (len(n.Failures.WorkerTracebacks()) > 0 || len(n.Failures.Summary) > 0)
 			continue
 		}
-		ports = slices.DeleteFunc(ports, func(p int) bool { return !slices.Contains(n.Failures.Unbound, p) })
+		workers = workers || len(n.Failures.WorkerTracebacks()) > 0 || len(n.Failures.Summary) > 0
+		if said == 0 {
+			ports = slices.Clone(n.Failures.Unbound)
+		} else {
+			ports = slices.DeleteFunc(ports, func(p int) bool { return !slices.Contains(n.Failures.Unbound, p) })
+		}
+		said++
 	}
-	if len(ports) == 0 {
+	// Nodes on one machine all try to host the store, so a node that could not bind
+	// is normal when another did. The port is the cause when every node says so, or
+	// when some node says so and no worker failed: the job never left its
+	// rendezvous, and a node that said nothing was stopped before it could.
+	if said == 0 || len(ports) == 0 || !every && workers {
 		return 0, false
 	}
 	return ports[0], true

@@ -278,6 +278,33 @@ func TestPortInUse(t *testing.T) {
 	if !ok || c.String() != "rendezvous port 29512 is in use" {
 		t.Errorf("cause %q", c.String())
 	}
+	// Node 0 could not bind and its agent failed in the rendezvous (as torch 1.13
+	// printed it, CI run of 2026-11-25); node 1 was stopped before it said anything.
+	// No worker ever ran: the port is the cause.
+	agent := bind + strings.Join([]string{
+		"Traceback (most recent call last):",
+		`  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 113, in _call_store`,
+		"    return getattr(self._store, store_op)(*args, **kwargs)",
+		"RuntimeError: Broken pipe",
+		"",
+		"The above exception was the direct cause of the following exception:",
+		"",
+		"Traceback (most recent call last):",
+		`  File "/usr/bin/torchrun", line 33, in <module>`,
+		"    sys.exit(load_entry_point('torch==1.13.0a0+gitunknown', 'console_scripts', 'torchrun')())",
+		`  File "/usr/lib/python3/dist-packages/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py", line 115, in _call_store`,
+		"    raise RendezvousConnectionError(",
+		"torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.",
+	}, "\n")
+	for _, other := range []*Failures{nil, feedText("", t0)} {
+		c, ok = RootCause([]NodeReport{
+			{Replica: 0, GroupRank: -1, Failures: feedText(agent, t0)},
+			{Replica: 1, GroupRank: -1, Failures: other},
+		})
+		if !ok || c.String() != "rendezvous port 29512 is in use" {
+			t.Errorf("one node could not bind, no worker ran: cause %q", c.String())
+		}
+	}
 	// One node failing to bind is how a local job starts: the other node hosts it.
 	c, _ = RootCause([]NodeReport{
 		{Replica: 0, GroupRank: -1, Failures: feedText(bind+gloo, t0)},
