@@ -39,7 +39,6 @@ func (m *Model) View() string {
 		b.WriteByte('\n')
 	}
 	if !m.loaded {
-		b.WriteString(t.Muted.Render("  listing apps…"))
 		return b.String()
 	}
 	if len(m.apps) == 0 {
@@ -79,6 +78,11 @@ func (m *Model) writeErrs(b *strings.Builder) {
 
 func (m *Model) summary() string {
 	t := m.Ctx.Theme
+	if !m.loaded {
+		// No count before the first listing: "0 apps" would be a claim, and a count that
+		// then changes by one digit is all a terminal redraws of it.
+		return t.Muted.Render("listing apps…")
+	}
 	running := m.Running()
 	// The count is of the apps the list shows (unfiltered): other homes' apps, hidden,
 	// are counted apart.
