@@ -68,7 +68,7 @@ func (sv *supervisor) rootCause() {
 			return
 		}
 	}
-	if sv.errorFileCause() {
+	if sv.errorFileCause(reports) {
 		return
 	}
 	// No error file (a script without @record): the workers' tracebacks and
@@ -87,8 +87,11 @@ func (sv *supervisor) rootCause() {
 	sv.noTorchRootCause()
 }
 
-// errorFileCause picks the root cause from error files; it reports whether one did.
-func (sv *supervisor) errorFileCause() bool {
+// errorFileCause picks the root cause from error files; it reports whether one did. A
+// worker's file (@record) of a torchrun role is worded as a cause found without one
+// ("rank 3: RuntimeError: ..."), with the global rank torchrun's summary or the node's
+// group rank gives it.
+func (sv *supervisor) errorFileCause(reports []*torchrunReport) bool {
 	// Files older than the current attempts of their role are an earlier run's: a
 	// role retried alone (ROLE, REPLICA) that recovered leaves the files of its failed
 	// attempt, older than the other roles' current ones. File times come from the
@@ -159,6 +162,9 @@ func (sv *supervisor) errorFileCause() bool {
 	if text == "" || msg == "" {
 		return false
 	}
+	if best.r == nil && sv.workerCause(reports, best, text, msg) {
+		return true
+	}
 	r, who := best.r, ""
 	if r == nil {
 		r = sv.workerNode(best.role, filepath.Dir(filepath.Dir(filepath.Dir(best.path))), msg)
@@ -180,6 +186,44 @@ func (sv *supervisor) errorFileCause() bool {
 	sv.st.Msg = who + " failed: " + msg
 	sv.st.StructuredError = text
 	sv.dirty = true
+	return true
+}
+
+// workerCause makes a worker's error file, of a torchrun role, the app's cause, named
+// with its global rank; it reports whether the rank could be told.
+func (sv *supervisor) workerCause(reports []*torchrunReport, best *errorCandidate, text, msg string) bool {
+	var rep *torchrunReport
+	for _, x := range reports {
+		if x.role == best.role {
+			rep = x
+		}
+	}
+	if rep == nil {
+		return false
+	}
+	// The node whose summary names the file, else the one workerNode finds.
+	var node *ranks.NodeReport
+	for i := range rep.nodes {
+		if rep.nodes[i].WroteErrorFile(best.path) {
+			node = &rep.nodes[i]
+		}
+	}
+	if node == nil {
+		r := sv.workerNode(best.role, filepath.Dir(filepath.Dir(filepath.Dir(best.path))), msg)
+		for i := range rep.nodes {
+			if r != nil && rep.nodes[i].Replica == r.req.ID {
+				node = &rep.nodes[i]
+			}
+		}
+	}
+	if node == nil {
+		return false
+	}
+	rank := node.RankOfErrorFile(best.path, best.local)
+	if rank < 0 {
+		return false
+	}
+	sv.setCause(rep, node.ErrorFileCause(rank, msg, ranks.Callstack(text), best.mtime))
 	return true
 }
 

@@ -132,3 +132,12 @@ func (n *Node) Learn(st spec.ReplicaStatus) bool {
 	}
 	return changed
 }
+
+// Callstack is the py_callstack of a torchelastic error file's JSON, "" if none.
+func Callstack(errorFile string) string {
+	var doc errorDoc
+	if json.Unmarshal([]byte(errorFile), &doc) != nil {
+		return ""
+	}
+	return doc.Message.ExtraInfo.PyCallstack
+}

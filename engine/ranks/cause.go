@@ -252,3 +252,68 @@ func (n *NodeReport) groupRank() int {
 	}
 	return -1
 }
+
+// RankOfErrorFile says which global rank wrote the error file at path, a worker's
+// (@record) of local rank local on the node: as torchrun's summary names its file, else
+// from the node's group rank. -1 when it cannot be told.
+func (n *NodeReport) RankOfErrorFile(path string, local int) int {
+	if n.Failures != nil {
+		for _, s := range n.Failures.Summary {
+			if s.ErrorFile == path {
+				return s.Rank
+			}
+		}
+		for _, s := range n.Failures.Summary {
+			if local >= 0 && s.Local == local {
+				return s.Rank
+			}
+		}
+	}
+	if g := n.groupRank(); g >= 0 && n.NProc > 0 && local >= 0 && local < n.NProc {
+		return g*n.NProc + local
+	}
+	return -1
+}
+
+// WroteErrorFile reports whether torchrun's summary of the node names the error file
+// at path.
+func (n *NodeReport) WroteErrorFile(path string) bool {
+	if n.Failures == nil {
+		return false
+	}
+	for _, s := range n.Failures.Summary {
+		if s.ErrorFile == path {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorFileCause is the cause of a failure that a worker's error file (@record)
+// recorded: rank's message msg ("RuntimeError: ..."), as RootCause words it. The
+// traceback is the one the node's lines hold for it (so that its lines are shown as
+// the rank's), else callstack, the error file's.
+func (n *NodeReport) ErrorFileCause(rank int, msg, callstack string, t time.Time) Cause {
+	c := Cause{Replica: n.Replica, Rank: rank, What: msg, Time: t}
+	if n.Failures != nil {
+		tbs := n.Failures.WorkerTracebacks()
+		for i := len(tbs) - 1; i >= 0; i-- {
+			tb := tbs[i]
+			if !strings.HasSuffix(tb.Exception, msg) {
+				continue
+			}
+			if r, _ := n.RankOf(tb); r >= 0 && r != rank {
+				continue
+			}
+			c.Traceback, c.Began, c.Prefixed = tb.Lines, tb.Began, tb.Local >= 0
+			if !tb.Time.IsZero() {
+				c.Time = tb.Time
+			}
+			return c
+		}
+	}
+	if callstack = strings.TrimRight(callstack, "\n"); callstack != "" {
+		c.Traceback = strings.Split(callstack, "\n")
+	}
+	return c
+}

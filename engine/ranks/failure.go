@@ -51,6 +51,8 @@ type Failure struct {
 	// Traceback is the first line of the block's traceback field: the error file's
 	// message, a signal's, or torchrun's pointer to @record.
 	Traceback string
+	// ErrorFile is the worker's error file (@record wrote it), "" when it had none.
+	ErrorFile string
 }
 
 // Signal is the name of the signal that killed the worker ("SIGKILL"), or "".
@@ -378,6 +380,10 @@ func (f *Failures) readSummary(text string) {
 		s.cur.ExitCode = atoiOr(num, 0)
 		if _, p, ok := strings.Cut(rest, "pid:"); ok {
 			s.cur.PID = atoiOr(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(p), ")")), 0)
+		}
+	case "error_file":
+		if v != "<N/A>" {
+			s.cur.ErrorFile = v
 		}
 	case "traceback":
 		if s.cur.Traceback == "" {

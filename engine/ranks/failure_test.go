@@ -327,3 +327,40 @@ func TestBindFailed(t *testing.T) {
 		}
 	}
 }
+
+// Node 1 of a real 2x2 run of examples/ddp/train.py (@record, --tee 1, PET_REDIRECTS=1)
+// where rank 3 raised: torchrun's summary names each rank's error file and blames rank 2
+// (the gloo failure of local rank 0); the error file of rank 3 is named with its rank
+// and the traceback its node's stderr holds for it.
+func TestRecordErrorFileRank(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 1, 0, 0, time.UTC)
+	n := NodeReport{Replica: 1, NProc: 2, GroupRank: -1, Failures: feedFile(t, "record_node1.stderr", t0)}
+	const dir = "/home/u/.local/state/wick/logs/wick/train-x5kgtwq21s6g/torchelastic/train/train-x5kgtwq21s6g_8dgfj_mk/attempt_0/"
+	if !n.WroteErrorFile(dir+"1/error.json") || n.WroteErrorFile(dir+"2/error.json") {
+		t.Error("the summary's error files are not read")
+	}
+	if r := n.RankOfErrorFile(dir+"1/error.json", 1); r != 3 {
+		t.Errorf("local rank 1's error file is rank %d's, want 3", r)
+	}
+	// Without a summary, the group rank says it.
+	bare := NodeReport{Replica: 1, NProc: 2, GroupRank: 1, Failures: &Failures{}}
+	if r := bare.RankOfErrorFile("/elsewhere/1/error.json", 1); r != 3 {
+		t.Errorf("without a summary: rank %d, want 3", r)
+	}
+	const msg = "InjectedFailure: rank 3 fails on purpose at step 3"
+	c := n.ErrorFileCause(3, msg, "from the file\n", t0)
+	if c.String() != "rank 3: "+msg {
+		t.Errorf("cause %q", c.String())
+	}
+	if len(c.Traceback) != 9 || c.Traceback[0] != "Traceback (most recent call last):" || c.Traceback[8] != msg || c.Prefixed || c.Began.IsZero() {
+		t.Errorf("the cause's traceback is not its node's lines: %q", c.Traceback)
+	}
+	b, ok := BlameOf(c.JSON())
+	if !ok || b.Rank != 3 || !b.From.Equal(c.Began) || !b.To.Equal(c.Time) {
+		t.Errorf("blame %+v %v", b, ok)
+	}
+	// An error file whose traceback the node's lines lack keeps the file's.
+	if c := bare.ErrorFileCause(3, msg, "Traceback (most recent call last):\n"+msg+"\n", t0); len(c.Traceback) != 2 || c.Began.IsZero() != true {
+		t.Errorf("from the file: %q", c.Traceback)
+	}
+}

@@ -145,19 +145,36 @@ func TestDDPTrains(t *testing.T) {
 	}
 }
 
+// TestDDPFailingRankIsTheAppError: rank 3 of a 2x2 job raises in a script with @record
+// (its error file holds the exception). The app's error names the global rank as a
+// failure found without an error file does, wherever wick shows it, and rank 3's view
+// holds its traceback.
 func TestDDPFailingRankIsTheAppError(t *testing.T) {
 	h := ddpHarness(t)
 	r := execLong(h, ddpArgs(t, "2x2", "--epochs", "50", "--samples", "512", "--fail_rank", "3", "--fail_step", "3")...)
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 	}
-	st := h.status(handleOf(t, r))
-	msg := spec.ErrorMessage(st.StructuredError)
-	if st.State != spec.Failed || !strings.Contains(msg, "InjectedFailure") || !strings.Contains(msg, "rank 3 fails on purpose") {
-		t.Fatalf("app %s, error %q, msg %q; want rank 3's InjectedFailure", st.State, msg, st.Msg)
+	const want = "rank 3: InjectedFailure: rank 3 fails on purpose at step 3"
+	handle := handleOf(t, r)
+	st := h.status(handle)
+	if msg := spec.ErrorMessage(st.StructuredError); st.State != spec.Failed || msg != want || st.Msg != want {
+		t.Errorf("app %s, error %q, msg %q; want %q", st.State, msg, st.Msg, want)
 	}
-	if !strings.Contains(r.stderr, "rank 3 fails on purpose") {
-		t.Errorf("attached run did not name the exception:\n%s", r.stderr)
+	if got := lastLine(r.stderr); got != "wick: "+want {
+		t.Errorf("the attached run ends with %q, want %q", got, "wick: "+want)
+	}
+	if s := h.exec("status", handle); !strings.Contains(s.stdout, "error:    "+want+"\n") {
+		t.Errorf("wick status:\n%s", s.stdout)
+	}
+	if d := h.exec("describe", handle); !strings.Contains(d.stdout, want) {
+		t.Errorf("wick describe:\n%s", d.stdout)
+	}
+	l3 := h.exec("log", handle+"/train", "--rank", "3")
+	for _, s := range []string{"rank 3/4", "Traceback (most recent call last):", "raise InjectedFailure(", want[len("rank 3: "):]} {
+		if !strings.Contains(l3.stdout, s) {
+			t.Errorf("wick log --rank 3 lacks %q:\n%s", s, l3.stdout)
+		}
 	}
 }
 
