@@ -115,9 +115,6 @@ func (m *Model) View() string {
 		}
 		return t.Muted.Render("reading the app…")
 	}
-	if m.panes[m.focus].hidden {
-		m.moveFocus(1)
-	}
 	W, H := m.area()
 	var body []string
 	m.rects = m.rects[:0]

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -130,15 +132,21 @@ func (m *Model) MetricAlarms() (spec.Handle, int) {
 	return m.h, len(m.mx.store.Alarms())
 }
 
-// metricAction runs the metric actions; ok is false for the others.
-func (m *Model) metricAction(action common.ActionName) bool {
+// metricAction answers the metric actions, and esc while the chart is shown; ok is
+// false for the others.
+func (m *Model) metricAction(action common.ActionName) (cmd tea.Cmd, ok bool) {
 	s := &m.mx
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.store == nil {
-		return false
+		return nil, false
 	}
 	switch action {
+	case common.ActBack:
+		if !s.chart {
+			return nil, false
+		}
+		s.chart = false
 	case ActChart:
 		s.chart = !s.chart
 	case ActMetric:
@@ -150,9 +158,9 @@ func (m *Model) metricAction(action common.ActionName) bool {
 	case ActChartRange:
 		s.panel.CycleZoom()
 	default:
-		return false
+		return nil, false
 	}
-	return true
+	return nil, true
 }
 
 // drawChart draws the chart of the chosen metric in W x H, a rank in its pane's color.

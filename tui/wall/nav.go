@@ -1,8 +1,79 @@
 package wall
 
-import tea "charm.land/bubbletea/v2"
+import (
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/tui/common"
+)
 
 // Moving about the wall: focus, pages, scrolling and following.
+
+// layoutAction answers the actions on which panes are shown and how: focus, pages,
+// zoom, the merged view and hidden panes; esc leaves the zoomed or merged view.
+func (m *Model) layoutAction(action common.ActionName) (tea.Cmd, bool) {
+	switch action {
+	case common.ActBack:
+		switch {
+		case m.zoom:
+			m.zoom = false
+		case m.merged:
+			m.merged = false
+		default:
+			return nil, false
+		}
+	case ActReplica:
+		m.moveFocus(1)
+	case ActPrevReplica:
+		m.moveFocus(-1)
+	case ActZoom:
+		m.zoom, m.merged = !m.zoom, false
+	case ActMerged:
+		m.merged, m.zoom = !m.merged, false
+	case ActHide:
+		if len(m.visible()) == 1 {
+			return common.Notify("the last pane stays"), true
+		}
+		m.panes[m.focus].hidden = true
+		m.moveFocus(1)
+	case ActShowAll:
+		for _, p := range m.panes {
+			p.hidden = false
+		}
+	case ActNextPage, ActPrevPage:
+		m.turnPage(action == ActNextPage)
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// navAction answers the actions that move in the current view: scrolling, and
+// following (G follows every pane, as F does).
+func (m *Model) navAction(action common.ActionName) (tea.Cmd, bool) {
+	s, _ := m.current()
+	switch action {
+	case ActFollow:
+		m.setFollow(s, !s.follow)
+	case ActFollowAll:
+		m.followAll()
+	case common.ActUp:
+		return m.scroll(-1), true
+	case common.ActDown:
+		return m.scroll(1), true
+	case common.ActPageUp:
+		return m.scroll(-m.pageLines()), true
+	case common.ActPageDown:
+		return m.scroll(m.pageLines()), true
+	case common.ActBottom:
+		if s.selecting {
+			return m.scroll(1 << 30), true
+		}
+		m.followAll()
+	default:
+		return nil, false
+	}
+	return nil, true
+}
 
 // setFollow turns following on or off; following again forgets the lines read back.
 func (m *Model) setFollow(s *scroller, on bool) {
@@ -20,6 +91,13 @@ func (m *Model) followAll() {
 		m.setFollow(p.view, true)
 	}
 	m.setFollow(m.mview, true)
+}
+
+// pageLines is how far a page up or down moves: the current view's height, less the
+// line kept for context.
+func (m *Model) pageLines() int {
+	h, _ := m.geometry()
+	return max(1, h-1)
 }
 
 // paused lists the visible panes that do not follow.

@@ -116,35 +116,6 @@ func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string,
 // scanned is the entry of what scanLogs hands fn: line l, or the divider before it.
 func scanned(l *sched.Line, div bool) entry { return cook(rawEntry(l, div)) }
 
-// rawEntry is scanned but for the text, not sanitized yet (cook does it): for the
-// lines a scan may drop, the most costly part of an entry is left until it is kept.
-func rawEntry(l *sched.Line, div bool) entry {
-	if div {
-		return entry{time: l.Time.UnixNano(), attempt: int32(l.Attempt), flags: flagDivider}
-	}
-	e := entry{text: l.Text, time: l.Time.UnixNano(), attempt: int32(l.Attempt)}
-	if l.Stream == sched.Stderr {
-		e.flags |= flagStderr
-	}
-	if l.Partial {
-		e.flags |= flagPartial
-	}
-	if len(l.Text) > maxLineBytes || l.Cut && !l.Pending {
-		e.flags |= flagLong
-		// A committed line too long for its iterator comes cut, with its length.
-		e.setSize(max(l.Size, int64(len(l.Text))))
-	}
-	return e
-}
-
-// cook sanitizes the text of a raw entry.
-func cook(e entry) entry {
-	if !e.divider() {
-		e.text = Sanitize(e.text)
-	}
-	return e
-}
-
 // load reads the lines [from, to) of pane pi back from its logs; then says what the
 // pane's view shows once they are in place.
 func (m *Model) load(pi int, from, to int64, th then, at int64) tea.Cmd {
@@ -381,6 +352,20 @@ func (m *Model) readOnIfBottom(s *scroller) tea.Cmd {
 		return nil
 	}
 	return m.load(m.focus, p.far.n, min(p.ring.first, p.far.n+readBack*4), thenStay, 0)
+}
+
+// readAction answers g: the top of the current view, its first lines read back from
+// the logs when they are no longer held (a selection's cursor goes to the first line
+// held).
+func (m *Model) readAction(action common.ActionName) (tea.Cmd, bool) {
+	if action != common.ActTop {
+		return nil, false
+	}
+	s, _ := m.current()
+	if s.selecting {
+		return m.scroll(-1 << 30), true
+	}
+	return m.toTop(s), true
 }
 
 // toTop shows the first line of the logs in view s: at once when it is held, else

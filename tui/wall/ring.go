@@ -59,6 +59,36 @@ func (e *entry) when() time.Time { return time.Unix(0, e.time) }
 // makeEntry is the entry of line l.
 func makeEntry(l sched.Line) entry { return cook(rawEntry(&l, false)) }
 
+// rawEntry is the entry of line l, or of the divider before it when div, with its
+// text not sanitized yet (cook does it): for the lines a scan of the logs may drop,
+// the most costly part of an entry is left until it is kept.
+func rawEntry(l *sched.Line, div bool) entry {
+	if div {
+		return entry{time: l.Time.UnixNano(), attempt: int32(l.Attempt), flags: flagDivider}
+	}
+	e := entry{text: l.Text, time: l.Time.UnixNano(), attempt: int32(l.Attempt)}
+	if l.Stream == sched.Stderr {
+		e.flags |= flagStderr
+	}
+	if l.Partial {
+		e.flags |= flagPartial
+	}
+	if len(l.Text) > maxLineBytes || l.Cut && !l.Pending {
+		e.flags |= flagLong
+		// A committed line too long for its iterator comes cut, with its length.
+		e.setSize(max(l.Size, int64(len(l.Text))))
+	}
+	return e
+}
+
+// cook sanitizes the text of a raw entry.
+func cook(e entry) entry {
+	if !e.divider() {
+		e.text = Sanitize(e.text)
+	}
+	return e
+}
+
 type chunk [chunkLines]entry
 
 // ring holds the last lines of one replica, addressed by sequence number: the n-th

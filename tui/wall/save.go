@@ -42,6 +42,50 @@ func (s *saver) close() {
 	s.input.Blur()
 }
 
+// saveAction answers the save action, and esc while the prompt is open.
+func (m *Model) saveAction(action common.ActionName) (tea.Cmd, bool) {
+	switch {
+	case action == ActSave:
+		m.saving.begin(m.defaultSavePath())
+	case action == common.ActBack && m.saving.open:
+		m.saving.close()
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// selectAction answers the actions on a selection of lines: v starts one at the
+// bottom line shown (or ends it), y copies it, esc ends it.
+func (m *Model) selectAction(action common.ActionName) (tea.Cmd, bool) {
+	s, _ := m.current()
+	switch {
+	case action == ActCopy:
+		return m.copySelection(s), true
+	case action == ActMark && !s.selecting:
+		m.startSelection(s)
+	case action == ActMark, action == common.ActBack && s.selecting:
+		s.selecting = false
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// startSelection marks the bottom line shown in s, if any, as both ends of a
+// selection; the view stops following so that the lines stay put.
+func (m *Model) startSelection(s *scroller) {
+	k := m.walkerOf(s)
+	h, tw := m.geometry()
+	lines, _, _ := k.window(h, tw)
+	if len(lines) == 0 {
+		return
+	}
+	s.follow = false
+	s.selecting = true
+	s.mark, s.cursor = lines[len(lines)-1], lines[len(lines)-1]
+}
+
 // saveTyped handles a key of the save prompt: enter saves.
 func (m *Model) saveTyped(msg tea.Msg) tea.Cmd {
 	if k, ok := msg.(tea.KeyPressMsg); ok && k.Keystroke() == "enter" {

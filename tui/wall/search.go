@@ -187,6 +187,39 @@ func (m *Model) searchTyped(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
+// searchAction answers the search actions; while the field is typed in, esc
+// cancels the search and up recalls the last query.
+func (m *Model) searchAction(action common.ActionName) (tea.Cmd, bool) {
+	s := &m.find
+	switch {
+	case s.typing && action == common.ActBack:
+		s.cancel()
+		return m.research(), true
+	case s.typing && action == common.ActUp:
+		return m.recall(), true
+	case action == ActSearch:
+		s.begin()
+	case action == ActNextMatch, action == ActPrevMatch:
+		return m.nextMatch(action == ActNextMatch), true
+	case action == ActRegex:
+		s.regex = !s.regex
+		return m.research(), true
+	case action == ActCase:
+		s.caseSens = !s.caseSens
+		return m.research(), true
+	case action == ActOnlyMatches:
+		s.only = !s.only
+		if s.only && s.match == nil {
+			return common.Notify("search first (/): only matching lines are shown then"), true
+		}
+	case action == ActContext:
+		s.ctxStep = (s.ctxStep + 1) % len(contextSteps)
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
 // recall puts the previous query back in the search field (up, while typing).
 func (m *Model) recall() tea.Cmd {
 	s := &m.find

@@ -206,4 +206,9 @@ func (m *Model) restore(s *state) {
 			p.hidden = false
 		}
 	}
+	if m.panes[m.focus].hidden {
+		// The saved focus may name no pane of this layout, which leaves it on a
+		// hidden one: the focus is always on a pane shown, so no frame moves it.
+		m.moveFocus(1)
+	}
 }

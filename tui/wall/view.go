@@ -1,9 +1,11 @@
 package wall
 
 import (
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/tui/common"
 )
 
 // scroller is one scrollable sequence of lines over one or more panes: a pane's own,
@@ -19,6 +21,51 @@ type scroller struct {
 	// Line-wise selection: mark and cursor, both lines of this scroller.
 	selecting    bool
 	mark, cursor ref
+}
+
+// showAction answers the actions on how lines are shown: wrapping, timestamps (every
+// view's, or the current one's), the streams shown, and the end-of-app summary.
+func (m *Model) showAction(action common.ActionName) (tea.Cmd, bool) {
+	s, _ := m.current()
+	switch action {
+	case ActWrap:
+		s.wrap = !s.wrap
+	case ActTimestamps:
+		m.toggleStamps()
+	case ActPaneStamps:
+		s.stamps = !s.stamps
+	case ActStreams:
+		s.streams = nextStreams(s.streams)
+	case ActSummary:
+		m.summary = !m.summary
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// toggleStamps turns timestamps on or off in every pane and the merged view: off
+// when any shows them, so that one key brings every view to the same.
+func (m *Model) toggleStamps() {
+	on := !m.mview.stamps
+	for _, p := range m.panes {
+		on = on && !p.view.stamps
+	}
+	m.mview.stamps = on
+	for _, p := range m.panes {
+		p.view.stamps = on
+	}
+}
+
+// nextStreams is the stream filter after s: both, then stdout, then stderr.
+func nextStreams(s sched.Stream) sched.Stream {
+	switch s {
+	case sched.Stdout:
+		return sched.Stderr
+	case sched.Stderr:
+		return sched.Combined
+	}
+	return sched.Stdout
 }
 
 // ref names one line: a pane index and a seq.

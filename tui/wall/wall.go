@@ -19,6 +19,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/appops"
@@ -235,6 +236,27 @@ func (m *Model) open() tea.Cmd {
 		// Pending: each stream's unfinished line (a progress bar) comes live.
 		return sched.LogOptions{Follow: true, Pending: true}
 	}, m.ID(), m.gen)
+}
+
+// reset forgets every line, every value read from them and every read under way,
+// and reads every replica again from its first line (ctrl+r).
+func (m *Model) reset() tea.Cmd {
+	for i, p := range m.panes {
+		p.ring, p.far = newRing(m.opts.RingLines), nil
+		p.attempt = 0
+		p.ended, p.err = false, nil
+		m.back.busy[i] = false
+	}
+	m.back.epoch++
+	m.mb = newMergedBack(len(m.panes))
+	for i := range m.srcs {
+		if r := &m.srcs[i]; r.node != nil {
+			r.node = ranks.NewNode(r.k, r.nproc)
+		}
+	}
+	m.ended = false
+	m.mx.reset()
+	return tea.Batch(m.open(), m.research())
 }
 
 // Update takes descriptions, batches of lines, search results, ticks, the mouse and
