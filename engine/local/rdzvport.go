@@ -1,11 +1,14 @@
 package local
 
 import (
+	"errors"
 	"hash/fnv"
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -89,4 +92,32 @@ func argvWithPort(argv []string, port int) []string {
 		return argv
 	}
 	return withRendezvousPort(argv, port)
+}
+
+// checkRendezvousPorts says why an app must not start: one of whose multi-node c10d torchrun
+// roles rendezvous on a port another program holds (the user chose it, or took it
+// after planning). Every node would fail to bind it and connect to that program as to
+// their store: one that closes the connection ends the job with store errors, one
+// that accepts and never answers leaves it waiting for ever, with nothing in any log
+// to say why. The nodes all run here, so a port held before they start is not theirs.
+func (sv *supervisor) checkRendezvousPorts() error {
+	nodes := map[string]int{}
+	for _, r := range sv.all {
+		nodes[r.role.req.Name]++
+	}
+	for _, r := range sv.all {
+		argv := r.req.Argv
+		if r.req.ID != 0 || nodes[r.role.req.Name] < 2 || !runsTorchrun(argv) || ranks.Flag(argv, "rdzv_backend") != "c10d" {
+			continue
+		}
+		ep := ranks.Flag(argv, "rdzv_endpoint")
+		p, err := strconv.Atoi(ep[strings.LastIndexByte(ep, ':')+1:])
+		if err != nil || p <= 0 || p > 65535 {
+			continue
+		}
+		if !portFree(p) {
+			return errors.New(ranks.PortInUse(p))
+		}
+	}
+	return nil
 }

@@ -381,6 +381,14 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 		reportReady(ready, errDeleted)
 		return errDeleted
 	}
+	if err := sv.checkRendezvousPorts(); err != nil {
+		// The app fails before anything starts, and says why (rdzvport.go).
+		sv.target = spec.Failed
+		sv.st.Msg, sv.st.StructuredError = err.Error(), err.Error()
+		sv.finalize()
+		reportReady(ready, nil)
+		return nil
+	}
 	sv.readyPending = len(sv.all)
 	for _, r := range sv.all {
 		sv.start(r)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -237,16 +238,8 @@ func workerGroup(pid int) (group int, ok bool) {
 	return group, group >= 0 && hasLocal
 }
 
-// runsTorchrun reports whether a replica's command runs torchrun (dist.ddp's does,
-// inside bash -c).
-func runsTorchrun(argv []string) bool {
-	for _, a := range argv {
-		if strings.Contains(a, "torchrun") || strings.Contains(a, "torch.distributed.run") {
-			return true
-		}
-	}
-	return false
-}
+// runsTorchrun reports whether a replica's command runs torchrun.
+func runsTorchrun(argv []string) bool { return ranks.RunsTorchrun(argv) }
 
 // watchWorkers starts following the workers of r's attempt that just started, if it
 // is a torchrun node.

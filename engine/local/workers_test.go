@@ -2,7 +2,9 @@ package local
 
 import (
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -91,5 +93,29 @@ func TestRendezvousPort(t *testing.T) {
 	argv := withRendezvousPort([]string{"bash", "-c", "torchrun --rdzv_endpoint ${TORCHX_RANK0_HOST:=localhost}:29500 --rdzv_id x t.py --port 29500"}, 31000)
 	if want := "torchrun --rdzv_endpoint ${TORCHX_RANK0_HOST:=localhost}:31000 --rdzv_id x t.py --port 29500"; argv[2] != want {
 		t.Errorf("argv %q, want %q", argv[2], want)
+	}
+}
+
+// A multi-node c10d torchrun role whose rendezvous port another program holds (one
+// that accepts and never answers: torch's store client would wait on it for ever)
+// fails before any replica starts, and says why.
+func TestRendezvousPortHeldFailsTheApp(t *testing.T) {
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	s := testScheduler(t, false)
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := role("trainer", "bash", "-c", "touch "+marker+"; torchrun --rdzv_backend c10d --rdzv_endpoint localhost:"+port+" --nnodes 2 --nproc_per_node 1 train.py")
+	r.NumReplicas = 2
+	st := waitApp(t, s, start(t, s, appOf("ddp", r), nil))
+	want := "rendezvous port " + port + " is in use"
+	if st.State != spec.Failed || st.Msg != want || spec.ErrorMessage(st.StructuredError) != want {
+		t.Errorf("app %s %q %q, want FAILED: %s", st.State, st.Msg, st.StructuredError, want)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a replica ran")
 	}
 }

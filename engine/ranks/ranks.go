@@ -240,27 +240,44 @@ func parseList(s string) ([]int, bool) {
 // entrypoint and arguments, also inside a "bash -c" command line as dist.ddp builds
 // it. It returns 0 when there is none or it is not a number ("gpu", "auto").
 func NProcPerNode(argv []string) int {
+	if n, err := strconv.Atoi(Flag(argv, "nproc_per_node")); err == nil && n > 0 && n <= 1<<20 {
+		return n
+	}
+	return 0
+}
+
+// Flag reads the value of torchrun's option --name (spelled with _ or -, "--name V"
+// or "--name=V") from a role's entrypoint and arguments, also inside a "bash -c"
+// command line; "" when there is none.
+func Flag(argv []string, name string) string {
 	var words []string
 	for _, a := range argv {
 		words = append(words, strings.Fields(a)...)
 	}
+	dashed := strings.ReplaceAll(name, "_", "-")
 	for i, w := range words {
 		w = strings.Trim(w, `'"`)
-		val := ""
 		switch {
-		case w == "--nproc_per_node" || w == "--nproc-per-node":
+		case w == "--"+name || w == "--"+dashed:
 			if i+1 < len(words) {
-				val = strings.Trim(words[i+1], `'"`)
+				return strings.Trim(words[i+1], `'"`)
 			}
-		case strings.HasPrefix(w, "--nproc_per_node="), strings.HasPrefix(w, "--nproc-per-node="):
-			_, val, _ = strings.Cut(w, "=")
-		default:
-			continue
+			return ""
+		case strings.HasPrefix(w, "--"+name+"="), strings.HasPrefix(w, "--"+dashed+"="):
+			_, val, _ := strings.Cut(w, "=")
+			return val
 		}
-		if n, err := strconv.Atoi(val); err == nil && n > 0 && n <= 1<<20 {
-			return n
-		}
-		return 0
 	}
-	return 0
+	return ""
+}
+
+// RunsTorchrun reports whether a replica's command runs torchrun (dist.ddp's does,
+// inside bash -c).
+func RunsTorchrun(argv []string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, "torchrun") || strings.Contains(a, "torch.distributed.run") {
+			return true
+		}
+	}
+	return false
 }

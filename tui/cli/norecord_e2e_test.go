@@ -167,31 +167,53 @@ func TestDDPTwoAppsAtOnce(t *testing.T) {
 }
 
 // TestDDPPortInUse: a rendezvous port the user chose that another program holds is
-// the app's error, not the store errors that follow from it.
+// the app's error, not the store errors that follow from it, nor a rendezvous that
+// waits for ever: the holder closes what connects, or accepts and never answers (torch's
+// store client then waits without end, with nothing in any log to say why).
 func TestDDPPortInUse(t *testing.T) {
 	h := multinodeHarness(t)
-	l, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	// A program that is not a c10d store: it closes what connects. (One that never
-	// answers leaves torch's store client waiting for ever: the app then hangs, and
-	// wick has no failure to explain.)
-	go func() {
-		for {
-			c, err := l.Accept()
+	for _, c := range []struct {
+		name   string
+		answer func(net.Conn)
+	}{
+		{"closes", func(c net.Conn) { c.Close() }},
+		{"never answers", func(net.Conn) {}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", ":0")
 			if err != nil {
-				return
+				t.Fatal(err)
 			}
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	r := execLong(h, multinodeArgs("2x2", []string{"--rdzv_port", port}, "1")...)
-	want := "wick: rendezvous port " + port + " is in use"
-	if r.code == 0 || lastLine(r.stderr) != want {
-		t.Errorf("exit %d, last line %q, want %q\n%s", r.code, lastLine(r.stderr), want, r.stderr)
+			var held []net.Conn
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					conn, err := l.Accept()
+					if err != nil {
+						return
+					}
+					held = append(held, conn)
+					c.answer(conn)
+				}
+			}()
+			defer func() {
+				l.Close()
+				<-done
+				for _, conn := range held {
+					conn.Close()
+				}
+			}()
+			port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+			r := execLong(h, multinodeArgs("2x2", []string{"--rdzv_port", port}, "1")...)
+			want := "rendezvous port " + port + " is in use"
+			if r.code == 0 || lastLine(r.stderr) != "wick: "+want {
+				t.Errorf("exit %d, last line %q, want %q\n%s", r.code, lastLine(r.stderr), "wick: "+want, r.stderr)
+			}
+			if st := h.status(handleOf(t, r)); st.State != spec.Failed || spec.ErrorMessage(st.StructuredError) != want {
+				t.Errorf("status %s %q", st.State, st.StructuredError)
+			}
+		})
 	}
 }
 
