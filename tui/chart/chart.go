@@ -57,184 +57,236 @@ const yLabelWidth = 9 // "-1.23e-05" fits
 // one and the time otherwise, with a legend giving each series' last value. The
 // result has exactly o.Height lines of o.Width cells.
 func Render(series []Series, o Options) string {
-	style, dim := o.Style, o.Dim
-	if style == nil {
-		style = func(_ int, s string) string { return s }
+	if o.Style == nil {
+		o.Style = func(_ int, s string) string { return s }
 	}
-	if dim == nil {
-		dim = func(s string) string { return s }
+	if o.Dim == nil {
+		o.Dim = func(s string) string { return s }
 	}
 	if o.Width < MinWidth || o.Height < MinHeight {
 		return fit("(chart needs "+strconv.Itoa(MinWidth)+"x"+strconv.Itoa(MinHeight)+")", o.Width, o.Height)
 	}
-	useStep := true
-	for _, s := range series {
-		for _, p := range s.Points {
-			if p.Step < 0 {
-				useStep = false
-				break
-			}
-		}
-	}
-	xOf := func(p metrics.Point) float64 {
-		if useStep {
-			return float64(p.Step)
-		}
-		return float64(p.Time) / 1e9
-	}
-	xmin, xmax := math.Inf(1), math.Inf(-1)
-	for _, s := range series {
-		if n := len(s.Points); n > 0 {
-			xmax = max(xmax, xOf(s.Points[n-1]))
-		}
-	}
-	lo := math.Inf(-1)
-	if o.LastN > 0 && !math.IsInf(xmax, 0) {
-		lo = xmax - float64(o.LastN)
-	}
-	// each calls fn with the points of a series as drawn: finite, smoothed, in the
-	// window, on the y scale. Two passes (ranges, then dots) copy nothing.
-	each := func(s Series, fn func(x, y float64)) {
-		ema, started := 0.0, false
-		smooth := o.Smooth > 0 && o.Smooth < 1
-		for _, p := range s.Points {
-			v := p.Value
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
-			}
-			if smooth {
-				if !started {
-					ema, started = v, true
-				} else {
-					ema = o.Smooth*ema + (1-o.Smooth)*v
-				}
-				v = ema
-			}
-			x := xOf(p)
-			if x < lo {
-				continue
-			}
-			if o.Log {
-				if v <= 0 {
-					continue
-				}
-				v = math.Log10(v)
-			}
-			fn(x, v)
-		}
-	}
-	ymin, ymax := math.Inf(1), math.Inf(-1)
-	for _, s := range series {
-		each(s, func(x, y float64) {
-			xmin, xmax = min(xmin, x), max(xmax, x)
-			ymin, ymax = min(ymin, y), max(ymax, y)
-		})
+	sc := newScale(series, o)
+	if math.IsInf(sc.ymin, 0) {
+		return fit("no values to draw", o.Width, o.Height)
 	}
 	legendLines := legendHeight(series, o.Width)
 	plotH := o.Height - 2 - legendLines // x axis and its labels
-	plotW := o.Width - yLabelWidth - 1
 	if plotH < 2 {
 		legendLines = 0
 		plotH = o.Height - 2
 	}
-	if math.IsInf(ymin, 0) {
-		return fit("no values to draw", o.Width, o.Height)
-	}
-	if ymax == ymin {
-		ymin, ymax = ymin-0.5, ymax+0.5
-		if o.Log {
-			ymin, ymax = ymin+0.4, ymax-0.4
-		}
-	}
-	if xmax == xmin {
-		xmax = xmin + 1
-	}
-	dotsW, dotsH := plotW*2, plotH*4
-	cells := make([]uint8, plotW*plotH) // braille bits
-	owner := make([]int8, plotW*plotH)  // the series drawn last in a cell, +1
-	set := func(dx, dy, i int) {
-		if dx < 0 || dx >= dotsW || dy < 0 || dy >= dotsH {
-			return
-		}
-		dy = dotsH - 1 - dy // dot rows count down from the top
-		c := dy/4*plotW + dx/2
-		cells[c] |= brailleBit[dx%2][dy%4]
-		owner[c] = int8(i%127 + 1)
-	}
-	// Spans as halves: ymax-ymin overflows to Inf for values near the float64 range.
-	yspan := ymax/2 - ymin/2
-	colY := func(y float64) int {
-		return int(math.Round(min(1, max(0, (y/2-ymin/2)/yspan)) * float64(dotsH-1)))
-	}
-	xscale := float64(dotsW-1) / (xmax - xmin)
+	c := newCanvas(o.Width-yLabelWidth-1, plotH)
 	for i, s := range series {
-		// Bucket into dot columns, keeping each column's first, min, max and last
-		// value; a column draws the span from its min to its max, and a line joins it
-		// to the previous column's last value.
-		col := -1
-		var cfirst, cmin, cmax, clast float64
-		prevCol, prevY := -1, 0
-		flush := func() {
-			if col < 0 {
-				return
-			}
-			if prevCol >= 0 {
-				line(prevCol, prevY, col, colY(cfirst), func(x, y int) { set(x, y, i) })
-			}
-			for y := colY(cmin); y <= colY(cmax); y++ {
-				set(col, y, i)
-			}
-			prevCol, prevY = col, colY(clast)
-		}
-		each(s, func(x, y float64) {
-			if c := int((x - xmin) * xscale); c != col {
-				flush()
-				col, cfirst, cmin, cmax = c, y, y, y
-			}
-			cmin, cmax, clast = min(cmin, y), max(cmax, y), y
-		})
-		flush()
+		c.plot(&sc, i, s)
 	}
 	var b strings.Builder
-	yLabel := func(row int) string {
-		switch row {
-		case 0:
-			return axisValue(ymax, o.Log)
-		case plotH - 1:
-			return axisValue(ymin, o.Log)
-		case (plotH - 1) / 2:
-			if plotH >= 5 {
-				f := float64(plotH-1-row) / float64(plotH-1)
-				return axisValue(ymin*(1-f)+ymax*f, o.Log)
-			}
-		}
-		return ""
+	c.write(&b, &sc)
+	b.WriteString(o.Dim(strings.Repeat(" ", yLabelWidth) + "└" + strings.Repeat("─", c.w)))
+	b.WriteByte('\n')
+	b.WriteString(o.Dim(xAxisLabels(sc.xmin, sc.xmax, sc.useStep, c.w)))
+	if legendLines > 0 {
+		b.WriteByte('\n')
+		b.WriteString(legend(series, o.Width, legendLines, o.Style))
 	}
-	for row := range plotH {
-		lbl := yLabel(row)
+	return fit(b.String(), o.Width, o.Height)
+}
+
+// scale places the points of a chart: which points are drawn and where, on the x
+// axis (step or time) and the y axis (linear or log), over the ranges of the points
+// drawn.
+type scale struct {
+	o       Options
+	useStep bool    // x is the step (every point has one), else the time in seconds
+	lo      float64 // the first x shown (LastN), -Inf for all
+	// The ranges of the points drawn, widened when they are a single value. ymin is
+	// +Inf when there is none.
+	xmin, xmax, ymin, ymax float64
+}
+
+func newScale(series []Series, o Options) scale {
+	sc := scale{o: o, useStep: true, lo: math.Inf(-1)}
+	for _, s := range series {
+		for _, p := range s.Points {
+			sc.useStep = sc.useStep && p.Step >= 0
+		}
+	}
+	sc.xmin, sc.xmax = math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		if n := len(s.Points); n > 0 {
+			sc.xmax = max(sc.xmax, sc.x(s.Points[n-1]))
+		}
+	}
+	if o.LastN > 0 && !math.IsInf(sc.xmax, 0) {
+		sc.lo = sc.xmax - float64(o.LastN)
+	}
+	sc.ymin, sc.ymax = math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		sc.each(s, func(x, y float64) {
+			sc.xmin, sc.xmax = min(sc.xmin, x), max(sc.xmax, x)
+			sc.ymin, sc.ymax = min(sc.ymin, y), max(sc.ymax, y)
+		})
+	}
+	if sc.ymax == sc.ymin {
+		sc.ymin, sc.ymax = sc.ymin-0.5, sc.ymax+0.5
+		if o.Log {
+			sc.ymin, sc.ymax = sc.ymin+0.4, sc.ymax-0.4
+		}
+	}
+	if sc.xmax == sc.xmin {
+		sc.xmax = sc.xmin + 1
+	}
+	return sc
+}
+
+// x is the x of point p: its step, or its time in seconds.
+func (sc *scale) x(p metrics.Point) float64 {
+	if sc.useStep {
+		return float64(p.Step)
+	}
+	return float64(p.Time) / 1e9
+}
+
+// each calls fn with the points of a series as drawn: finite, smoothed, in the
+// window, on the y scale. Two passes (ranges, then dots) copy nothing.
+func (sc *scale) each(s Series, fn func(x, y float64)) {
+	ema, started := 0.0, false
+	smooth := sc.o.Smooth > 0 && sc.o.Smooth < 1
+	for _, p := range s.Points {
+		v := p.Value
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		if smooth {
+			if !started {
+				ema, started = v, true
+			} else {
+				ema = sc.o.Smooth*ema + (1-sc.o.Smooth)*v
+			}
+			v = ema
+		}
+		x := sc.x(p)
+		if x < sc.lo {
+			continue
+		}
+		if sc.o.Log {
+			if v <= 0 {
+				continue
+			}
+			v = math.Log10(v)
+		}
+		fn(x, v)
+	}
+}
+
+// canvas is the plot area: w x h braille cells, two dots wide and four high each.
+type canvas struct {
+	w, h  int
+	cells []uint8 // braille bits
+	owner []int8  // the series drawn last in a cell, +1
+}
+
+func newCanvas(w, h int) *canvas {
+	return &canvas{w: w, h: h, cells: make([]uint8, w*h), owner: make([]int8, w*h)}
+}
+
+// set sets the dot at (dx, dy), counted from the bottom left, for series i.
+func (c *canvas) set(dx, dy, i int) {
+	dotsW, dotsH := c.w*2, c.h*4
+	if dx < 0 || dx >= dotsW || dy < 0 || dy >= dotsH {
+		return
+	}
+	dy = dotsH - 1 - dy // dot rows count down from the top
+	k := dy/4*c.w + dx/2
+	c.cells[k] |= brailleBit[dx%2][dy%4]
+	c.owner[k] = int8(i%127 + 1)
+}
+
+// plot draws series i. Its points are bucketed into dot columns, keeping each
+// column's first, min, max and last value; a column draws the span from its min to
+// its max, and a line joins it to the previous column's last value.
+func (c *canvas) plot(sc *scale, i int, s Series) {
+	dotsW, dotsH := c.w*2, c.h*4
+	// Spans as halves: ymax-ymin overflows to Inf for values near the float64 range.
+	yspan := sc.ymax/2 - sc.ymin/2
+	colY := func(y float64) int {
+		return int(math.Round(min(1, max(0, (y/2-sc.ymin/2)/yspan)) * float64(dotsH-1)))
+	}
+	xscale := float64(dotsW-1) / (sc.xmax - sc.xmin)
+	col := -1
+	var cfirst, cmin, cmax, clast float64
+	prevCol, prevY := -1, 0
+	flush := func() {
+		if col < 0 {
+			return
+		}
+		if prevCol >= 0 {
+			line(prevCol, prevY, col, colY(cfirst), func(x, y int) { c.set(x, y, i) })
+		}
+		for y := colY(cmin); y <= colY(cmax); y++ {
+			c.set(col, y, i)
+		}
+		prevCol, prevY = col, colY(clast)
+	}
+	sc.each(s, func(x, y float64) {
+		if k := int((x - sc.xmin) * xscale); k != col {
+			flush()
+			col, cfirst, cmin, cmax = k, y, y, y
+		}
+		cmin, cmax, clast = min(cmin, y), max(cmax, y), y
+	})
+	flush()
+}
+
+// write writes the plot's rows, each after its y label and tick: the top row is
+// labeled with the highest value, the bottom one with the lowest, and the middle
+// one (when there are 5 rows or more) with the value half-way.
+func (c *canvas) write(b *strings.Builder, sc *scale) {
+	o := &sc.o
+	for row := range c.h {
+		lbl := c.yLabel(row, sc)
 		tick := "│"
 		if lbl != "" {
 			tick = "┤"
 		}
-		b.WriteString(dim(padLeft(lbl, yLabelWidth) + tick))
-		for c := range plotW {
-			k := row*plotW + c
-			if cells[k] == 0 {
+		b.WriteString(o.Dim(padLeft(lbl, yLabelWidth) + tick))
+		for col := range c.w {
+			k := row*c.w + col
+			if c.cells[k] == 0 {
 				b.WriteByte(' ')
 				continue
 			}
-			b.WriteString(style(int(owner[k]-1), string(rune(0x2800+int(cells[k])))))
+			b.WriteString(o.Style(int(c.owner[k]-1), string(rune(0x2800+int(c.cells[k])))))
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString(dim(strings.Repeat(" ", yLabelWidth) + "└" + strings.Repeat("─", plotW)))
-	b.WriteByte('\n')
+}
+
+// yLabel is the label of plot row row, "" for a row without one.
+func (c *canvas) yLabel(row int, sc *scale) string {
+	switch row {
+	case 0:
+		return axisValue(sc.ymax, sc.o.Log)
+	case c.h - 1:
+		return axisValue(sc.ymin, sc.o.Log)
+	case (c.h - 1) / 2:
+		if c.h >= 5 {
+			f := float64(c.h-1-row) / float64(c.h-1)
+			return axisValue(sc.ymin*(1-f)+sc.ymax*f, sc.o.Log)
+		}
+	}
+	return ""
+}
+
+// xAxisLabels is the line under the x axis of a plot w cells wide: its two ends
+// under its ends and the axis's name ("step" or "time") between them, when it fits.
+func xAxisLabels(xmin, xmax float64, useStep bool, w int) string {
 	left, right := xLabels(xmin, xmax, useStep)
 	axis := "step"
 	if !useStep {
 		axis = "time"
 	}
-	gap := plotW - len(left) - len(right)
+	gap := w - len(left) - len(right)
 	xl := strings.Repeat(" ", yLabelWidth+1) + left
 	if gap >= len(axis)+2 {
 		pad := (gap - len(axis)) / 2
@@ -242,12 +294,7 @@ func Render(series []Series, o Options) string {
 	} else if gap >= 1 {
 		xl += strings.Repeat(" ", gap) + right
 	}
-	b.WriteString(dim(xl))
-	if legendLines > 0 {
-		b.WriteByte('\n')
-		b.WriteString(legend(series, o.Width, legendLines, style))
-	}
-	return fit(b.String(), o.Width, o.Height)
+	return xl
 }
 
 // line calls set for the dots of the segment from (x0, y0) to (x1, y1) (Bresenham).
