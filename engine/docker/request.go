@@ -233,165 +233,234 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 			return nil, fmt.Errorf("role %q has no image: local_docker runs every role in a container of its image; run it on local_cwd or local_dir", r.Name)
 		}
 	}
-	cfg := sub.Cfg
-	network := cfg.String(OptNetwork)
-	if network == "" {
-		network = DefaultNetwork
+	opts, err := runOptions(sub.Cfg)
+	if err != nil {
+		return nil, err
 	}
-	var shm int64
-	if v := strings.TrimSpace(cfg.String(OptShmSize)); v != "" {
-		n, err := units.RAMInBytes(v)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%w %s=%q: want a size such as 2g or 512m", spec.ErrInvalidRunOpt, OptShmSize, v)
-		}
-		shm = n
-	}
-	stopTimeout := DefaultStopTimeout
-	if v, ok := cfg[OptStopTimeout].(int); ok {
-		if v < 0 || v > spec.MaxStopTimeout {
-			return nil, fmt.Errorf("%w %s=%d: must be between 0 and %d seconds", spec.ErrInvalidRunOpt, OptStopTimeout, v, spec.MaxStopTimeout)
-		}
-		stopTimeout = v
-	}
-
-	publish := cfg.Bool(OptPublishPorts)
-	logs := logSpec(cfg.Map(OptLogOpts))
-
-	req := &Request{AppID: sub.AppID, Session: session, Network: network}
+	req := &Request{AppID: sub.AppID, Session: session, Network: opts.network}
 	req.Warnings = append(req.Warnings, gpuWarnings(ctx, app)...)
-
 	if sub.Workspace != "" {
-		b, err := planBuild(ctx, sub.Workspace, app.Roles[0], cfg)
+		b, err := planBuild(ctx, sub.Workspace, app.Roles[0], sub.Cfg)
 		if err != nil {
 			return nil, err
 		}
 		req.Build = b
 	}
-
-	base := copyEnv(cfg.List(OptCopyEnv), os.Environ())
-	for k, v := range cfg.Map(OptEnv) {
-		base[k] = v
-	}
-	rank0 := containerName(sub.AppID, app.Roles[0].Name, 0)
-	ver := version()
-
+	p := planner{req: req, opts: opts, app: app, session: session, ver: version(),
+		base: copyEnv(sub.Cfg.List(OptCopyEnv), os.Environ()), rank0: containerName(sub.AppID, app.Roles[0].Name, 0)}
+	maps.Copy(p.base, sub.Cfg.Map(OptEnv))
 	for i, role := range app.Roles {
 		image := role.Image
 		if i == 0 && req.Build != nil {
 			image = req.Build.Tag
 		}
-		if image == "" {
-			return nil, fmt.Errorf("role %q: no image (local_docker runs every role in a container)", role.Name)
-		}
-		mounts, devices, err := planMounts(role)
-		if err != nil {
+		if err := p.role(role, image); err != nil {
 			return nil, err
-		}
-		for _, name := range spec.SortedKeys(role.Resource.Devices) {
-			paths, ok := expandDevice(name, role.Resource.Devices[name])
-			if !ok {
-				req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: device %q is not known to local_docker and is ignored", role.Name, name))
-				continue
-			}
-			for _, p := range paths {
-				devices = append(devices, DeviceSpec{Host: p, Container: p, Permissions: "rwm"})
-			}
-		}
-		res := Resources{ShmBytes: shm}
-		if role.Resource.CPU > 0 {
-			res.NanoCPUs = int64(role.Resource.CPU) * 1e9
-		}
-		if role.Resource.MemMB > 0 {
-			res.MemoryBytes = int64(role.Resource.MemMB) << 20
-			if shm == 0 {
-				res.ShmBytes = res.MemoryBytes
-			}
-		}
-		if role.Resource.GPU > 0 {
-			res.GPUs = role.Resource.GPU
-		}
-		restart := RestartSpec{Policy: "no"}
-		if role.MaxRetries > 0 {
-			restart = RestartSpec{Policy: "on-failure", MaxRetries: role.MaxRetries}
-			if p, _ := spec.ParseRetryPolicy(string(role.RetryPolicy)); p != spec.RetryReplica && (role.NumReplicas > 1 || len(app.Roles) > 1) {
-				req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: retry_policy %s is applied per replica on local_docker (only the failed container restarts)", role.Name, p))
-			}
-		}
-		for k := range role.NumReplicas {
-			name := containerName(sub.AppID, role.Name, k)
-			r := spec.Macros{AppID: sub.AppID, ReplicaID: strconv.Itoa(k), ImgRoot: "", Rank0Env: spec.Rank0Env}.Apply(role)
-			env := make(map[string]string, len(base)+len(r.Env)+7)
-			env[envUnbuffered] = "1"
-			env[envErrorFile] = errorFile
-			env[envPetLogDir] = petLogDir
-			maps.Copy(env, base)
-			maps.Copy(env, r.Env) // the role's own env wins over the run options'.
-			cmounts := mounts
-			if env[envErrorFile] != errorFile && env[envPetLogDir] == petLogDir {
-				delete(env, envPetLogDir) // no volume for it
-			}
-			if env[envErrorFile] == errorFile {
-				cmounts = append(slices.Clip(mounts), MountSpec{Type: spec.MountVolume, Target: errorDir})
-			}
-			env[spec.Rank0Env] = rank0
-			env["TORCHX_IMAGE"] = image
-			env["WICK_APP_ID"] = sub.AppID
-			env["WICK_ROLE"] = role.Name
-			env["WICK_REPLICA_ID"] = strconv.Itoa(k)
-			var ports []PortSpec
-			for _, pname := range spec.SortedKeys(role.PortMap) {
-				p := role.PortMap[pname]
-				if p < 1 || p > 65535 {
-					return nil, fmt.Errorf("role %q: port_map %s=%d is not a port number", role.Name, pname, p)
-				}
-				if !publish {
-					continue
-				}
-				host := p
-				if k > 0 {
-					host = 0
-				}
-				ports = append(ports, PortSpec{Name: pname, ContainerPort: p, HostPort: host})
-			}
-			req.Containers = append(req.Containers, Container{
-				Name:     name,
-				Hostname: name,
-				Role:     role.Name,
-				Replica:  k,
-				Image:    image,
-				Command:  append([]string{r.Entrypoint}, r.Args...),
-				Env:      env,
-				Labels: map[string]string{
-					LabelAppID:           sub.AppID,
-					LabelRole:            role.Name,
-					LabelReplicaID:       strconv.Itoa(k),
-					LabelSession:         session,
-					LabelVersion:         ver,
-					LabelTorchXVersion:   "wick-" + ver,
-					LabelTorchXAppID:     sub.AppID,
-					LabelTorchXRoleName:  role.Name,
-					LabelTorchXReplicaID: strconv.Itoa(k),
-				},
-				Mounts:      cmounts,
-				Devices:     devices,
-				Resources:   res,
-				Ports:       ports,
-				Network:     network,
-				Restart:     restart,
-				Init:        true,
-				Privileged:  cfg.Bool(OptPrivileged),
-				StopTimeout: stopTimeout,
-				Log:         logs,
-			})
 		}
 	}
 	// The record carries the plan's warnings, for describe.
-	record, err := json.Marshal(appRecord{App: app, Cfg: formatCfg(cfg), Workspace: sub.Workspace, Warnings: req.Warnings})
+	record, err := json.Marshal(appRecord{App: app, Cfg: formatCfg(sub.Cfg), Workspace: sub.Workspace, Warnings: req.Warnings})
 	if err != nil {
 		return nil, fmt.Errorf("local_docker: encoding the app: %w", err)
 	}
 	req.record = string(record)
 	return req, nil
+}
+
+// runOpts are the run options that shape every container, checked.
+type runOpts struct {
+	network     string
+	shm         int64 // 0: the container's memory, else Docker's default
+	stopTimeout int
+	publish     bool
+	privileged  bool
+	logs        LogSpec
+}
+
+// runOptions reads and checks the run options of cfg.
+func runOptions(cfg spec.Cfg) (runOpts, error) {
+	o := runOpts{network: cfg.String(OptNetwork), stopTimeout: DefaultStopTimeout,
+		publish: cfg.Bool(OptPublishPorts), privileged: cfg.Bool(OptPrivileged), logs: logSpec(cfg.Map(OptLogOpts))}
+	if o.network == "" {
+		o.network = DefaultNetwork
+	}
+	if v := strings.TrimSpace(cfg.String(OptShmSize)); v != "" {
+		n, err := units.RAMInBytes(v)
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("%w %s=%q: want a size such as 2g or 512m", spec.ErrInvalidRunOpt, OptShmSize, v)
+		}
+		o.shm = n
+	}
+	if v, ok := cfg[OptStopTimeout].(int); ok {
+		if v < 0 || v > spec.MaxStopTimeout {
+			return o, fmt.Errorf("%w %s=%d: must be between 0 and %d seconds", spec.ErrInvalidRunOpt, OptStopTimeout, v, spec.MaxStopTimeout)
+		}
+		o.stopTimeout = v
+	}
+	return o, nil
+}
+
+// planner adds the containers of an app's roles to a request.
+type planner struct {
+	req     *Request
+	opts    runOpts
+	app     *spec.AppDef
+	session string
+	ver     string
+	base    map[string]string // the environment of every container: copy_env, env
+	rank0   string            // the host name of roles[0]'s replica 0
+}
+
+// role adds the containers of role, each from image.
+func (p *planner) role(role spec.Role, image string) error {
+	if image == "" {
+		return fmt.Errorf("role %q: no image (local_docker runs every role in a container)", role.Name)
+	}
+	mounts, devices, err := planMounts(role)
+	if err != nil {
+		return err
+	}
+	devices = append(devices, p.devices(role)...)
+	restart := p.restart(role)
+	for k := range role.NumReplicas {
+		name := containerName(p.req.AppID, role.Name, k)
+		r := spec.Macros{AppID: p.req.AppID, ReplicaID: strconv.Itoa(k), ImgRoot: "", Rank0Env: spec.Rank0Env}.Apply(role)
+		env, cmounts := p.env(r, image, k, mounts)
+		ports, err := p.ports(role, k)
+		if err != nil {
+			return err
+		}
+		p.req.Containers = append(p.req.Containers, Container{
+			Name:        name,
+			Hostname:    name,
+			Role:        role.Name,
+			Replica:     k,
+			Image:       image,
+			Command:     append([]string{r.Entrypoint}, r.Args...),
+			Env:         env,
+			Labels:      p.labels(role.Name, k),
+			Mounts:      cmounts,
+			Devices:     devices,
+			Resources:   resources(role.Resource, p.opts.shm),
+			Ports:       ports,
+			Network:     p.opts.network,
+			Restart:     restart,
+			Init:        true,
+			Privileged:  p.opts.privileged,
+			StopTimeout: p.opts.stopTimeout,
+			Log:         p.opts.logs,
+		})
+	}
+	return nil
+}
+
+// devices are the device paths of role's named resource devices; a name local_docker
+// does not know is warned about and left out.
+func (p *planner) devices(role spec.Role) []DeviceSpec {
+	var out []DeviceSpec
+	for _, name := range spec.SortedKeys(role.Resource.Devices) {
+		paths, ok := expandDevice(name, role.Resource.Devices[name])
+		if !ok {
+			p.req.Warnings = append(p.req.Warnings, fmt.Sprintf("role %q: device %q is not known to local_docker and is ignored", role.Name, name))
+			continue
+		}
+		for _, path := range paths {
+			out = append(out, DeviceSpec{Host: path, Container: path, Permissions: "rwm"})
+		}
+	}
+	return out
+}
+
+// resources are a container's limits from its role's resource; the shared memory is
+// shm when set, else the memory limit.
+func resources(rr spec.Resource, shm int64) Resources {
+	res := Resources{ShmBytes: shm}
+	if rr.CPU > 0 {
+		res.NanoCPUs = int64(rr.CPU) * 1e9
+	}
+	if rr.MemMB > 0 {
+		res.MemoryBytes = int64(rr.MemMB) << 20
+		if shm == 0 {
+			res.ShmBytes = res.MemoryBytes
+		}
+	}
+	if rr.GPU > 0 {
+		res.GPUs = rr.GPU
+	}
+	return res
+}
+
+// restart is the restart policy of role's containers: Docker restarts the failed
+// container only, which a retry policy other than REPLICA is warned about.
+func (p *planner) restart(role spec.Role) RestartSpec {
+	if role.MaxRetries <= 0 {
+		return RestartSpec{Policy: "no"}
+	}
+	if rp, _ := spec.ParseRetryPolicy(string(role.RetryPolicy)); rp != spec.RetryReplica && (role.NumReplicas > 1 || len(p.app.Roles) > 1) {
+		p.req.Warnings = append(p.req.Warnings, fmt.Sprintf("role %q: retry_policy %s is applied per replica on local_docker (only the failed container restarts)", role.Name, rp))
+	}
+	return RestartSpec{Policy: "on-failure", MaxRetries: role.MaxRetries}
+}
+
+// env is the environment of replica k of role r (its macros applied) and its mounts:
+// wick's variables, the run options', the role's own (which win), then the names
+// TorchX sets. The error file's volume is mounted when the error file is wick's.
+func (p *planner) env(r spec.Role, image string, k int, mounts []MountSpec) (map[string]string, []MountSpec) {
+	env := make(map[string]string, len(p.base)+len(r.Env)+7)
+	env[envUnbuffered] = "1"
+	env[envErrorFile] = errorFile
+	env[envPetLogDir] = petLogDir
+	maps.Copy(env, p.base)
+	maps.Copy(env, r.Env) // the role's own env wins over the run options'.
+	if env[envErrorFile] != errorFile && env[envPetLogDir] == petLogDir {
+		delete(env, envPetLogDir) // no volume for it
+	}
+	if env[envErrorFile] == errorFile {
+		mounts = append(slices.Clip(mounts), MountSpec{Type: spec.MountVolume, Target: errorDir})
+	}
+	env[spec.Rank0Env] = p.rank0
+	env["TORCHX_IMAGE"] = image
+	env["WICK_APP_ID"] = p.req.AppID
+	env["WICK_ROLE"] = r.Name
+	env["WICK_REPLICA_ID"] = strconv.Itoa(k)
+	return env, mounts
+}
+
+// ports are the ports replica k of role publishes: none unless publish_ports is on;
+// replica 0 on the same host port, the others on ports the Engine chooses. Every
+// port is checked either way.
+func (p *planner) ports(role spec.Role, k int) ([]PortSpec, error) {
+	var ports []PortSpec
+	for _, pname := range spec.SortedKeys(role.PortMap) {
+		port := role.PortMap[pname]
+		if port < 1 || port > 65535 {
+			return nil, fmt.Errorf("role %q: port_map %s=%d is not a port number", role.Name, pname, port)
+		}
+		if !p.opts.publish {
+			continue
+		}
+		host := port
+		if k > 0 {
+			host = 0
+		}
+		ports = append(ports, PortSpec{Name: pname, ContainerPort: port, HostPort: host})
+	}
+	return ports, nil
+}
+
+// labels are the labels of replica k of role: wick's and TorchX's.
+func (p *planner) labels(role string, k int) map[string]string {
+	return map[string]string{
+		LabelAppID:           p.req.AppID,
+		LabelRole:            role,
+		LabelReplicaID:       strconv.Itoa(k),
+		LabelSession:         p.session,
+		LabelVersion:         p.ver,
+		LabelTorchXVersion:   "wick-" + p.ver,
+		LabelTorchXAppID:     p.req.AppID,
+		LabelTorchXRoleName:  role,
+		LabelTorchXReplicaID: strconv.Itoa(k),
+	}
 }
 
 // containerName is TorchX's container name and hostname: the last 30 characters of the
