@@ -368,19 +368,37 @@ func (r *logReader) run(ctx context.Context) {
 }
 
 func (r *logReader) read(ctx context.Context) error {
+	req, clientTail, follow := r.request()
+	if clientTail {
+		if err := r.tailBacklog(ctx, &req, follow); err != nil || !follow {
+			return err
+		}
+	}
+	if !follow {
+		if err := r.stream(ctx, req); err != nil {
+			return err
+		}
+		return r.flush(ctx)
+	}
+	return r.follow(ctx, req)
+}
+
+// request is the Engine's log request for the reader's options; clientTail is set
+// when the tail must be kept here (the Engine tails both streams as one, before any
+// filter or time bound), follow when the log is followed.
+func (r *logReader) request() (req client.ContainerLogsOptions, clientTail, follow bool) {
 	o := r.opts
 	streams := o.Streams
 	if streams == "" {
 		streams = sched.Combined
 	}
 	engineTail := o.Tail > 0 && o.Regex == nil && streams == sched.Combined && o.Since.IsZero() && o.Until.IsZero()
-	clientTail := o.Tail > 0 && !engineTail
+	clientTail = o.Tail > 0 && !engineTail
 	// A container that has ended for good has its whole log stored: following it is
 	// reading it once.
-	follow := o.Follow && !r.ended && (o.Until.IsZero() || o.Until.After(time.Now()))
+	follow = o.Follow && !r.ended && (o.Until.IsZero() || o.Until.After(time.Now()))
 	r.live = follow && o.Pending
-
-	req := client.ContainerLogsOptions{
+	req = client.ContainerLogsOptions{
 		ShowStdout: streams != sched.Stderr,
 		ShowStderr: streams != sched.Stdout,
 		Timestamps: true,
@@ -390,106 +408,112 @@ func (r *logReader) read(ctx context.Context) error {
 	if engineTail {
 		req.Tail = strconv.Itoa(o.Tail)
 	}
-	if clientTail {
-		// First the backlog, up to now, of which only the last Tail lines are kept.
-		// The cursor then says where the rest begins.
-		t0 := time.Now()
-		if !o.Until.IsZero() && o.Until.Before(t0) {
-			t0 = o.Until
-		}
-		back := req
-		back.Until = engineTime(t0)
-		r.ring = newTailRing(o.Tail)
-		if err := r.stream(ctx, back); err != nil {
-			return err
-		}
-		if !follow {
-			if err := r.flush(ctx); err != nil {
-				return err
-			}
-		}
-		ring := r.ring
-		r.ring = nil
-		for _, l := range ring.all() {
-			if err := r.q.put(ctx, l); err != nil {
-				return err
-			}
-		}
-		if !follow {
-			return nil
-		}
-		r.resume(&req)
+	return req, clientTail, follow
+}
+
+// tailBacklog reads the backlog, up to now, of which only the last Tail lines are
+// kept, and queues them. When following, req then reads on from the cursor.
+func (r *logReader) tailBacklog(ctx context.Context, req *client.ContainerLogsOptions, follow bool) error {
+	t0 := time.Now()
+	if u := r.opts.Until; !u.IsZero() && u.Before(t0) {
+		t0 = u
+	}
+	back := *req
+	back.Until = engineTime(t0)
+	r.ring = newTailRing(r.opts.Tail)
+	if err := r.stream(ctx, back); err != nil {
+		return err
 	}
 	if !follow {
-		if err := r.stream(ctx, req); err != nil {
+		if err := r.flush(ctx); err != nil {
 			return err
 		}
-		return r.flush(ctx)
 	}
+	ring := r.ring
+	r.ring = nil
+	for _, l := range ring.all() {
+		if err := r.q.put(ctx, l); err != nil {
+			return err
+		}
+	}
+	if follow {
+		r.resume(req)
+	}
+	return nil
+}
+
+// follow follows the log until the container has ended for good (through Docker's
+// restarts of it) or Until has passed.
+func (r *logReader) follow(ctx context.Context, req client.ContainerLogsOptions) error {
 	req.Follow = true
-	if !o.Until.IsZero() {
+	if !r.opts.Until.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, o.Until.Add(untilSlack))
+		ctx, cancel = context.WithDeadline(ctx, r.opts.Until.Add(untilSlack))
 		defer cancel()
 	}
 	for {
 		start := time.Now()
-		err := r.stream(ctx, req)
-		if err != nil {
-			if ctx.Err() == context.DeadlineExceeded {
-				return nil // Until has passed
-			}
+		if err := r.stream(ctx, req); err != nil {
+			return untilPassed(ctx, err)
+		}
+		if done, err := r.streamEnded(ctx, &req); done || err != nil {
 			return err
-		}
-		// The stream ends when the container stops, and Engine 20.10 may end it
-		// before it has sent every stored line. Docker may be restarting it.
-		info, err := r.cli.ContainerInspect(ctx, r.id, client.ContainerInspectOptions{})
-		if cerrdefs.IsNotFound(err) {
-			return r.flush(ctx)
-		}
-		if err != nil {
-			if ctx.Err() == context.DeadlineExceeded {
-				return nil
-			}
-			return err
-		}
-		c := &info.Container
-		r.refresh(c)
-		if c.RestartCount > r.restarts && c.State != nil {
-			r.restarts = c.RestartCount
-			if len(r.runs) < spec.MaxAttempts {
-				r.runs = append(r.runs, runStart{after: parseTime(c.State.FinishedAt), attempt: c.RestartCount})
-			}
-		}
-		r.resume(&req)
-		if !liveState(c.State) {
-			// Ended for good. The Engine closes a container's log before it reports
-			// the container stopped, so the stored log is complete: read the rest of
-			// it from the cursor, once, unless its last messages are the cursor's.
-			if r.complete(ctx, req) {
-				return r.flush(ctx)
-			}
-			drain := req
-			drain.Follow = false
-			if err := r.stream(ctx, drain); err != nil {
-				if ctx.Err() == context.DeadlineExceeded {
-					return nil
-				}
-				return err
-			}
-			return r.flush(ctx)
 		}
 		if wait := restartPoll - time.Since(start); wait > 0 {
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
-				if ctx.Err() == context.DeadlineExceeded {
-					return nil
-				}
-				return ctx.Err()
+				return untilPassed(ctx, ctx.Err())
 			}
 		}
 	}
+}
+
+// streamEnded looks at the container when its followed stream has ended: the stream
+// ends when the container stops, and Engine 20.10 may end it before it has sent
+// every stored line. Docker may be restarting it (the next run's lines follow: done
+// is false), or it has ended for good (the rest of its log is read: done is true).
+func (r *logReader) streamEnded(ctx context.Context, req *client.ContainerLogsOptions) (done bool, err error) {
+	info, err := r.cli.ContainerInspect(ctx, r.id, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return true, r.flush(ctx)
+	}
+	if err != nil {
+		return true, untilPassed(ctx, err)
+	}
+	c := &info.Container
+	r.refresh(c)
+	if c.RestartCount > r.restarts && c.State != nil {
+		r.restarts = c.RestartCount
+		if len(r.runs) < spec.MaxAttempts {
+			r.runs = append(r.runs, runStart{after: parseTime(c.State.FinishedAt), attempt: c.RestartCount})
+		}
+	}
+	r.resume(req)
+	if liveState(c.State) {
+		return false, nil
+	}
+	// Ended for good. The Engine closes a container's log before it reports the
+	// container stopped, so the stored log is complete: read the rest of it from the
+	// cursor, once, unless its last messages are the cursor's.
+	if r.complete(ctx, *req) {
+		return true, r.flush(ctx)
+	}
+	drain := *req
+	drain.Follow = false
+	if err := r.stream(ctx, drain); err != nil {
+		return true, untilPassed(ctx, err)
+	}
+	return true, r.flush(ctx)
+}
+
+// untilPassed is err, or nil when it came of Until having passed (the deadline of a
+// followed read): the lines up to Until have all been read.
+func untilPassed(ctx context.Context, err error) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil
+	}
+	return err
 }
 
 // resume makes req read on after the cursor. With nothing read yet, asking again for
