@@ -308,17 +308,20 @@ func writeMixed(path string, n int) error {
 // and says so beside the alarms.
 func TestBookSlowPattern(t *testing.T) {
 	home := t.TempDir()
-	pad := strings.Repeat("a", 4000)
-	r, h := launch(t, home, shRole("tr", 1, `i=0; while [ $i -lt 40 ]; do echo "step $i loss 2.5 `+pad+`"; i=$((i+1)); done; echo "step 40 loss nan"`))
+	// 300 lines of 1 KiB: past patternMeanAfter (256) lines, a pattern that takes
+	// milliseconds a line is far over its mean budget (50 µs), however loaded the
+	// machine; it may be given up sooner for one line over its line budget.
+	pad := strings.Repeat("a", 1000)
+	r, h := launch(t, home, shRole("tr", 1, `i=0; while [ $i -lt 300 ]; do echo "step $i loss 2.5 `+pad+`"; i=$((i+1)); done; echo "step 300 loss nan"`))
 	if st, err := r.Wait(context.Background(), h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
 		t.Fatalf("app: %v %v", st, err)
 	}
-	cfg, err := metrics.ParseConfig(map[string]string{"pattern.slow": `(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)Z`})
+	cfg, err := metrics.ParseConfig(map[string]string{"pattern.slow": strings.Repeat("(.*)", 60) + "Z"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, err := metrics.NewBook(r, cfg, "").Scan(context.Background(), h, describe(t, r, h))
-	if err != nil || f.N != 1 || f.Lines[0] != "loss on tr/0 is NaN at step 40" {
+	if err != nil || f.N != 1 || f.Lines[0] != "loss on tr/0 is NaN at step 300" {
 		t.Fatalf("found %+v %v", f, err)
 	}
 	if len(f.Notes) != 1 || !strings.HasPrefix(f.Notes[0], "pattern.slow is too slow") {

@@ -120,6 +120,8 @@ type Parsed struct {
 	patLines [maxPatterns]int64
 	patSkip  uint32
 	notices  []string
+	// pairs remembers what the names written before values mean (see pairOf).
+	pairs *pairCache
 }
 
 // Notices says what the extraction gave up on (a user pattern too slow), once each.
@@ -536,107 +538,264 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 			first--
 		}
 	}
-	var buf [MaxNameLen + 16]byte
-	name, ok := joinWords(buf[:0], s, st.words[first:st.nwords], w)
 	own := first < st.nwords // words of the field before the name's last
-	if ok && v.sep == ' ' && !own {
+	start := w.start
+	if own {
+		start = st.words[first].start
+	}
+	// What the name's words mean is the same on every line that writes them: it is
+	// worked out once (resolve) and remembered by their text.
+	r := p.pairOf(e, s[start:w.end])
+	if r.ok && v.sep == ' ' && !own && r.stop {
 		// A stop word is prose ("create 8 workers"), and may be a word of a longer
 		// name: `number of nan iterations: 1` is not of=nan.
-		if info := e.words.lookup(name, headOf(name)); info.flags&flagStop != 0 {
-			if st.nwords < maxNameWords && w.end < len(s) && s[w.end] == ' ' {
-				st.words[st.nwords] = w
-				st.nwords++
-				return w.end
-			}
-			st.endField(s)
-			return v.end
+		if st.nwords < maxNameWords && w.end < len(s) && s[w.end] == ' ' {
+			st.words[st.nwords] = w
+			st.nwords++
+			return w.end
 		}
+		st.endField(s)
+		return v.end
 	}
 	st.closeWords(s, st.words[:first])
 	st.nwords = 0
-	if !ok {
+	if !r.ok {
 		return v.end
 	}
 	st.pairs++
 	if v.sep != ' ' {
 		st.spacedOnly = false
 	}
-	q, rest := splitQualifier(name)
-	if canonQualifier(rest) != "" {
+	if r.only != "" {
 		// `Train: 0`, `Test: 3`: a context, not a metric.
-		if q = canonQualifier(rest); q != "train" && st.ctx == "" {
-			st.ctx = q
+		if r.only != "train" && st.ctx == "" {
+			st.ctx = r.only
 		}
 		return v.end
 	}
-	rest = trimModifiers(rest)
-	info := e.words.lookup(rest, headOf(rest))
-	configured := info.flags&flagConfigured != 0
-	if configured && info.kind == kindStep {
+	q := r.q
+	configured := r.info.flags&flagConfigured != 0
+	if configured && (r.info.kind == kindStep || r.info.kind == kindIgnore) {
 		if own && q != "" && q != "train" && st.ctx == "" {
 			st.ctx = q // `validate step: 10` names the line
 		}
-		if !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
+		if r.info.kind == kindStep && !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
 			p.Step, p.HasStep = int64(v.v), true
 		}
 		return v.end
 	}
-	if configured && info.kind == kindIgnore {
-		if own && q != "" && q != "train" && st.ctx == "" {
-			st.ctx = q
-		}
-		return v.end
-	}
-	if v.sep == ' ' && (own || knownMetrics[string(rest)]) {
+	if v.sep == ' ' && (own || r.known) {
 		st.spacedKnown = true
 	}
 	val := v.v
-	if v.ratio && !counterWords[string(rest)] {
+	if v.ratio && !r.counter {
 		val = v.num / v.den // accuracy: 9800/10000
 	}
+	k := 0 // the series' name: its own qualifier's, else the line's context's
 	if q == "" && st.ctx != "" {
-		q = st.ctx
+		k = ctxIndex(st.ctx)
 	}
-	var kb [MaxNameLen + 16]byte
-	key := rest
-	if q != "" {
-		key = append(append(append(kb[:0], q...), '/'), rest...)
+	if r.verdict[k] == 0 {
+		r.names[k], r.verdict[k] = e.resolve(p, r, k)
 	}
-	if len(key) > MaxNameLen {
+	if r.verdict[k] != 1 {
 		return v.end
 	}
-	before := len(p.Samples)
-	if q == "" {
-		e.addKnown(p, key, info, val, v.unit) // key is rest, looked up above
-	} else {
-		e.add(p, key, val, v.unit)
-	}
-	if q == "" && len(p.Samples) > before && st.nunctx < len(st.unctx) {
-		st.unctx[st.nunctx] = uint8(before)
-		st.nunctx++
-	}
-	return v.end
-}
-
-// add keeps a metric named by a lowercase name unless it is ignored or not among the
-// chosen.
-func (e *Extractor) add(p *Parsed, name []byte, v float64, unit string) {
-	e.addKnown(p, name, e.words.lookup(name, headOf(name)), v, unit)
-}
-
-// addKnown is add when the name's word w is already looked up.
-func (e *Extractor) addKnown(p *Parsed, name []byte, w wordInfo, v float64, unit string) {
+	unit := v.unit
 	if unit != "" && !isTableUnit(unit) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
-	if w.flags&flagConfigured != 0 {
-		if w.kind == kindMetric {
-			p.Samples = append(p.Samples, Sample{Name: w.name, Value: v, Unit: unit})
+	if q == "" && k == 0 && st.nunctx < len(st.unctx) {
+		st.unctx[st.nunctx] = uint8(len(p.Samples))
+		st.nunctx++
+	}
+	p.Samples = append(p.Samples, Sample{Name: r.names[k], Value: val, Unit: unit})
+	return v.end
+}
+
+// contexts are the contexts a line may name, at their index in a pairInfo's names
+// (0: none).
+var contexts = [...]string{"", "val", "test", "eval"}
+
+func ctxIndex(ctx string) int {
+	for k, c := range contexts {
+		if c == ctx {
+			return k
 		}
+	}
+	return 0
+}
+
+// pairInfo is what the words of a name written before a value mean, whatever the
+// value and the rest of the line: its lowercase words joined (rest, after its
+// qualifier q and modifiers), what the extractor's table says of them, and the name
+// of its series in each context of a line (see resolve).
+type pairInfo struct {
+	text string // the name's words as written (the key)
+	ok   bool   // a name at all (not too long)
+	stop bool   // the name is a stop word
+	// only is the context when the name is only a qualifier (`Test: 3`).
+	only    string
+	q       string
+	rest    []byte
+	info    wordInfo // of rest
+	known   bool     // rest is a knownMetric
+	counter bool     // rest counts what is done of a total
+	// names are the series' names in each of contexts when q is "" (else names[0]),
+	// verdict whether each is worked out yet (0), a metric's (1) or none (2).
+	names   [len(contexts)]string
+	verdict [len(contexts)]uint8
+}
+
+// pairCache remembers the pairInfo of the names read, for one extractor: an
+// open-addressing table keyed by a cheap hash of the text (its first and last eight
+// bytes and its length, as the wordTable's), as a Go map's lookup costs as much as
+// what it saves on the short names of logs.
+type pairCache struct {
+	e     *Extractor
+	slots []pairSlot // a power of two, at most half full
+	shift uint       // 64 - log2(len(slots))
+	n     int
+}
+
+type pairSlot struct {
+	h uint64
+	r *pairInfo
+}
+
+// maxPairCache bounds the names remembered: logs write a few dozen; past this many
+// (lines of ever new names), the cache starts over.
+const maxPairCache = 4096
+
+// pairOf returns the pairInfo of the words text (as written), worked out on first use.
+func (p *Parsed) pairOf(e *Extractor, text string) *pairInfo {
+	c := p.pairs
+	if c == nil || c.e != e { // a Parsed may be used with another extractor
+		c = &pairCache{e: e, slots: make([]pairSlot, 64), shift: 64 - 6}
+		p.pairs = c
+	}
+	var h uint64
+	if n := len(text); n >= 8 {
+		h = load64(text, 0) ^ load64(text, n-8)*31
+	} else {
+		for i := range n {
+			h |= uint64(text[i]) << (8 * i)
+		}
+	}
+	h = hashWord(h, len(text))
+	mask := uint64(len(c.slots) - 1)
+	i := h >> c.shift // the top bits: the multiply mixes them best
+	for ; c.slots[i].r != nil; i = (i + 1) & mask {
+		if s := &c.slots[i]; s.h == h && s.r.text == text {
+			return s.r
+		}
+	}
+	r := e.pairInfoOf(p, text)
+	if 2*(c.n+1) > len(c.slots) {
+		c.grow()
+		return p.pairOf(e, text) // placed in the new table, found on the second probe
+	}
+	c.slots[i] = pairSlot{h, &r}
+	c.n++
+	return &r
+}
+
+// grow doubles the table, or empties it at maxPairCache names.
+func (c *pairCache) grow() {
+	if c.n >= maxPairCache {
+		clear(c.slots)
+		c.n = 0
 		return
 	}
+	old := c.slots
+	c.slots = make([]pairSlot, 2*len(old))
+	c.shift--
+	mask := uint64(len(c.slots) - 1)
+	for _, s := range old {
+		if s.r == nil {
+			continue
+		}
+		i := s.h >> c.shift
+		for c.slots[i].r != nil {
+			i = (i + 1) & mask
+		}
+		c.slots[i] = s
+	}
+}
+
+// load64 returns the eight bytes of s at i as a little-endian number.
+func load64(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// pairInfoOf works out what the words text mean (see pairInfo).
+func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
+	r := pairInfo{text: strings.Clone(text)} // text may be the bytes of p.clean
+	var buf [MaxNameLen + 16]byte
+	name, ok := joinWords(buf[:0], text)
+	if !ok {
+		return r
+	}
+	r.ok = true
+	r.stop = e.words.lookup(name, headOf(name)).flags&flagStop != 0
+	q, rest := splitQualifier(name)
+	if c := canonQualifier(rest); c != "" {
+		r.only = c
+		return r
+	}
+	rest = trimModifiers(rest)
+	r.q = q
+	r.rest = append([]byte(nil), rest...)
+	r.info = e.words.lookup(rest, headOf(rest))
+	r.known = knownMetrics[string(rest)]
+	r.counter = counterWords[string(rest)]
+	return r
+}
+
+// resolve returns the name of the series of r in context k (an index of contexts; 0
+// when r has a qualifier of its own) and its verdict: 1 a metric's, 2 none (an ignored
+// name, a setting, a name too long, one the configuration does not list).
+func (e *Extractor) resolve(p *Parsed, r *pairInfo, k int) (string, uint8) {
+	q := r.q
+	if q == "" {
+		q = contexts[k]
+	}
+	var kb [MaxNameLen + 16]byte
+	key := r.rest
+	info := r.info
+	if q != "" {
+		key = append(append(append(kb[:0], q...), '/'), r.rest...)
+		if len(key) > MaxNameLen {
+			return "", 2
+		}
+		info = e.words.lookup(key, headOf(key))
+	}
+	if name, ok := e.nameOf(p, key, info); ok {
+		return name, 1
+	}
+	return "", 2
+}
+// add keeps a metric named by a lowercase name unless it is ignored or not among the
+// chosen.
+func (e *Extractor) add(p *Parsed, name []byte, v float64, unit string) {
+	if unit != "" && !isTableUnit(unit) {
+		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
+	}
+	if n, ok := e.nameOf(p, name, e.words.lookup(name, headOf(name))); ok {
+		p.Samples = append(p.Samples, Sample{Name: n, Value: v, Unit: unit})
+	}
+}
+
+// nameOf returns the series name of a lowercase name whose word w is already looked
+// up, and whether it is a metric's.
+func (e *Extractor) nameOf(p *Parsed, name []byte, w wordInfo) (string, bool) {
+	if w.flags&flagConfigured != 0 {
+		return w.name, w.kind == kindMetric
+	}
 	if len(name) > MaxNameLen || e.listed {
-		return
+		return "", false
 	}
 	sl := p.internSlot(name)
 	if sl.verdict == 0 {
@@ -645,10 +804,7 @@ func (e *Extractor) addKnown(p *Parsed, name []byte, w wordInfo, v float64, unit
 			sl.verdict = 2
 		}
 	}
-	if sl.verdict == 2 {
-		return
-	}
-	p.Samples = append(p.Samples, Sample{Name: sl.name, Value: v, Unit: unit})
+	return sl.name, sl.verdict == 1
 }
 
 // appendLower appends s lowercased (ASCII) to b, and returns the head (see headOf) of

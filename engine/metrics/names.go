@@ -210,21 +210,19 @@ func trimModifiers(name []byte) []byte {
 	return name
 }
 
-// joinWords appends the lowercase words and w, joined by _, to b; ok is false when the
-// name is too long or a word is not one.
-func joinWords(b []byte, s string, words []span, w span) ([]byte, bool) {
-	for k := 0; k <= len(words); k++ {
-		x := w
-		if k < len(words) {
-			x = words[k]
-		}
+// joinWords appends the lowercase words of text (one space apart), joined by _, to b;
+// ok is false when the name is too long or empty.
+func joinWords(b []byte, text string) ([]byte, bool) {
+	for text != "" {
+		w, rest, _ := strings.Cut(text, " ")
 		if len(b) > 0 {
 			b = append(b, '_')
 		}
-		if len(b)+x.end-x.start > MaxNameLen {
+		if len(b)+len(w) > MaxNameLen {
 			return nil, false
 		}
-		b, _ = appendLower(b, s[x.start:x.end])
+		b, _ = appendLower(b, w)
+		text = rest
 	}
 	return b, len(b) > 0
 }
