@@ -777,6 +777,7 @@ func (e *Extractor) resolve(p *Parsed, r *pairInfo, k int) (string, uint8) {
 	}
 	return "", 2
 }
+
 // add keeps a metric named by a lowercase name unless it is ignored or not among the
 // chosen.
 func (e *Extractor) add(p *Parsed, name []byte, v float64, unit string) {
