@@ -28,7 +28,7 @@ func Read(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, s
 	pos := &Position{}
 	if !since.IsZero() {
 		for _, ref := range replicasOf(d) {
-			pos.set(ref, mark{t: since})
+			pos.markOf(ref).t = since
 		}
 	}
 	_, err := pos.Read(ctx, src, h, d, store, namer)
@@ -48,19 +48,12 @@ func Read(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, s
 // line before it in its own replica's log: a reading from a single time would miss it.
 // The zero Position reads from the start.
 type Position struct {
-	at map[sched.ReplicaRef]mark
+	at map[sched.ReplicaRef]*refMark
 }
 
 type mark struct {
 	t time.Time
 	n int // lines read at t
-}
-
-func (p *Position) set(ref sched.ReplicaRef, m mark) {
-	if p.at == nil {
-		p.at = map[sched.ReplicaRef]mark{}
-	}
-	p.at[ref] = m
 }
 
 // Read adds to store, in time order, the committed lines of every replica of d written
@@ -74,7 +67,10 @@ func (p *Position) Read(ctx context.Context, src Lines, h spec.Handle, d *sched.
 		}
 	}()
 	for _, ref := range replicasOf(d) {
-		m := p.at[ref]
+		var m mark
+		if at := p.at[ref]; at != nil {
+			m = at.mark
+		}
 		it, err := src.LogLines(ctx, h, ref.Role, ref.Replica, sched.LogOptions{Streams: sched.Combined, Since: m.t})
 		if err != nil {
 			return 0, fmt.Errorf("logs of %s/%d: %w", ref.Role, ref.Replica, err)
@@ -91,6 +87,7 @@ func (p *Position) Read(ctx context.Context, src Lines, h spec.Handle, d *sched.
 	its = nil // the merge closes them
 	defer merged.Close()
 	n := 0
+	var cur *refMark // the replica of the last line read
 	for {
 		l, err := merged.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -107,13 +104,35 @@ func (p *Position) Read(ctx context.Context, src Lines, h spec.Handle, d *sched.
 			namer.Observe(l)
 		}
 		store.Add(l)
-		ref := sched.ReplicaRef{Role: l.Role, Replica: l.Replica}
-		if m := p.at[ref]; l.Time.Equal(m.t) {
-			p.set(ref, mark{m.t, m.n + 1})
+		if cur == nil || cur.ref.Role != l.Role || cur.ref.Replica != l.Replica {
+			// Lines come in runs of one replica: its mark is looked up once a run.
+			cur = p.markOf(sched.ReplicaRef{Role: l.Role, Replica: l.Replica})
+		}
+		if l.Time.Equal(cur.t) {
+			cur.n++
 		} else {
-			p.set(ref, mark{l.Time, 1})
+			cur.mark = mark{l.Time, 1}
 		}
 	}
+}
+
+// refMark is a replica's mark, kept by pointer while its lines are read.
+type refMark struct {
+	ref sched.ReplicaRef
+	mark
+}
+
+// markOf returns the mark of ref, to be updated in place.
+func (p *Position) markOf(ref sched.ReplicaRef) *refMark {
+	if p.at == nil {
+		p.at = map[sched.ReplicaRef]*refMark{}
+	}
+	m := p.at[ref]
+	if m == nil {
+		m = &refMark{ref: ref}
+		p.at[ref] = m
+	}
+	return m
 }
 
 // skipRead drops the first n committed lines at time t: read by the reading before.

@@ -9,6 +9,8 @@ type number struct {
 	mant   uint64
 	exp    int
 	simple bool
+	// point is whether the token has a fraction or an exponent: it is not an integer.
+	point bool
 }
 
 // readNumber reads the digits, dots and exponent starting at i. The token ends where
@@ -34,6 +36,7 @@ func readNumber(s string, i int) number {
 		}
 		dots++
 	}
+	point := dots > 0
 	if j < len(s) && s[j]|0x20 == 'e' {
 		k := j + 1
 		neg := k < len(s) && s[k] == '-'
@@ -51,9 +54,10 @@ func readNumber(s string, i int) number {
 				e = -e
 			}
 			exp += e
+			point = true
 		}
 	}
-	return number{end: j, mant: mant, exp: exp, simple: digits > 0 && digits <= 19 && dots <= 1}
+	return number{end: j, mant: mant, exp: exp, simple: digits > 0 && digits <= 19 && dots <= 1, point: point}
 }
 
 // pow10 are the powers of ten a float64 holds exactly.

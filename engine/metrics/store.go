@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/wick-dev/wick/engine/sched"
 )
@@ -83,9 +84,9 @@ type Series struct {
 	firstSeq, lastSeq int64 // the store's order of arrival, to order values read at one time
 	finite            int64 // values that were finite
 	lowerIsBetter     bool
-	watched           bool // checked for divergence
-	noPoints          bool // statistics only (see NewAlarmStore)
-	countsNaN         bool // countsNaN(Name), asked once and not for every point
+	div               *divergence // checked for divergence: the metric's, else nil
+	noPoints          bool        // statistics only (see NewAlarmStore)
+	countsNaN         bool        // countsNaN(Name), asked once and not for every point
 
 	points []Point
 	stride int   // values averaged into each point after downsampling
@@ -325,21 +326,24 @@ func AppendJSONString(b []byte, s string) []byte {
 type Store struct {
 	ext     *Extractor
 	parsed  Parsed
-	ranks   map[Rank]map[string]*Series // series by rank, then name
+	ranks   map[Rank]*rankSeries // series by rank, then name
 	nseries int
 	// The rank of the last line and its series: lines come in runs of one rank.
 	lastRank   Rank
-	lastSeries map[string]*Series
+	lastSeries *rankSeries
 	byName     map[string][]*Series
 	names      []string // in order of first appearance
-	lastStep   map[Rank]int64
-	alarms     []Alarm
-	raised     map[alarmKey]bool
-	div        map[string]*divergence
-	dropped    int64
-	seq        int64     // values added
-	noPoints   bool      // see NewAlarmStore
-	scratch    []float64 // for compare
+	lastStep   map[Rank]*int64
+	// The rank of the last line that asked StepOf, and its last step (nil: none yet).
+	stepRank Rank
+	stepOf   *int64
+	alarms   []Alarm
+	raised   map[alarmKey]bool
+	div      map[string]*divergence
+	dropped  int64
+	seq      int64     // values added
+	noPoints bool      // see NewAlarmStore
+	scratch  []float64 // for compare
 }
 
 type alarmKey struct {
@@ -352,9 +356,9 @@ type alarmKey struct {
 func NewStore(cfg Config) *Store {
 	return &Store{
 		ext:      NewExtractor(cfg),
-		ranks:    map[Rank]map[string]*Series{},
+		ranks:    map[Rank]*rankSeries{},
 		byName:   map[string][]*Series{},
-		lastStep: map[Rank]int64{},
+		lastStep: map[Rank]*int64{},
 		raised:   map[alarmKey]bool{},
 		div:      map[string]*divergence{},
 	}
@@ -393,15 +397,23 @@ func (s *Store) Add(l sched.Line) *Parsed {
 // else the last step the rank named, else -1. It also records a named step.
 // A line with NoStep prints a counter of its own: it takes no other line's step.
 func (s *Store) StepOf(r Rank, p *Parsed) int64 {
+	if s.stepOf == nil || s.stepRank != r {
+		// Lines come in runs of one rank: its step is looked up once a run.
+		s.stepRank, s.stepOf = r, s.lastStep[r]
+	}
 	if p.HasStep {
 		if p.Step < 0 {
 			return -1
 		}
-		s.lastStep[r] = p.Step
+		if s.stepOf == nil {
+			s.stepOf = new(int64)
+			s.lastStep[r] = s.stepOf
+		}
+		*s.stepOf = p.Step
 		return p.Step
 	}
-	if st, ok := s.lastStep[r]; ok {
-		return st
+	if s.stepOf != nil {
+		return *s.stepOf
 	}
 	return -1
 }
@@ -414,28 +426,17 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 		if s.lastSeries == nil || s.lastRank != r {
 			s.lastRank, s.lastSeries = r, s.ranks[r]
 			if s.lastSeries == nil {
-				s.lastSeries = map[string]*Series{}
+				s.lastSeries = &rankSeries{m: map[string]*Series{}}
 				s.ranks[r] = s.lastSeries
 			}
 		}
-		ser := s.lastSeries[smp.Name]
+		ser := s.lastSeries.get(smp.Name)
 		if ser == nil {
 			if s.nseries >= MaxSeries {
 				s.dropped++
 				continue
 			}
-			ser = newSeries(smp.Name, r)
-			ser.Unit = smp.Unit
-			ser.watched = s.ext.cfg.Watched(smp.Name)
-			ser.noPoints = s.noPoints
-			s.lastSeries[smp.Name] = ser
-			s.nseries++
-			if len(s.byName[smp.Name]) == 0 {
-				s.names = append(s.names, smp.Name)
-			}
-			list := append(s.byName[smp.Name], ser)
-			slices.SortFunc(list, func(a, b *Series) int { return compareRanks(a.Rank, b.Rank) })
-			s.byName[smp.Name] = list
+			ser = s.newSeries(smp, r)
 		}
 		pt := Point{Step: step, Time: ns, Value: smp.Value}
 		s.seq++
@@ -446,11 +447,64 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 		case math.IsInf(smp.Value, 0):
 			s.raise(Alarm{Kind: AlarmInf, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
 		default:
-			if ser.watched {
-				s.watch(smp.Name, r, pt, t)
+			if ser.div != nil {
+				s.watch(ser.div, smp.Name, r, pt, t)
 			}
 		}
 	}
+}
+
+// newSeries adds the series of smp's name on rank r.
+func (s *Store) newSeries(smp Sample, r Rank) *Series {
+	ser := newSeries(smp.Name, r)
+	ser.Unit = smp.Unit
+	ser.noPoints = s.noPoints
+	s.lastSeries.m[smp.Name] = ser
+	s.nseries++
+	if len(s.byName[smp.Name]) == 0 {
+		s.names = append(s.names, smp.Name)
+	}
+	list := append(s.byName[smp.Name], ser)
+	slices.SortFunc(list, func(a, b *Series) int { return compareRanks(a.Rank, b.Rank) })
+	s.byName[smp.Name] = list
+	if s.ext.cfg.Watched(smp.Name) {
+		d := s.div[smp.Name]
+		if d == nil {
+			d = &divergence{}
+			s.div[smp.Name] = d
+		}
+		d.ranks = len(list)
+		ser.div = d
+	}
+	return ser
+}
+
+// rankSeries are the series of one rank by name, with the last few found by the
+// address of their name: the names of Samples are interned, so a name read again is
+// the same string, found without hashing it.
+type rankSeries struct {
+	m   map[string]*Series
+	hot [hotSeries]struct {
+		name string
+		s    *Series
+	}
+}
+
+// hotSeries is how many series of a rank are found by their name's address: more
+// than the metrics of most lines.
+const hotSeries = 256
+
+func (rs *rankSeries) get(name string) *Series {
+	a := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
+	h := &rs.hot[(a*0x9e3779b97f4a7c15)>>(64-8)]
+	if unsafe.StringData(h.name) == unsafe.StringData(name) && len(h.name) == len(name) && h.s != nil {
+		return h.s
+	}
+	ser := rs.m[name]
+	if ser != nil {
+		h.name, h.s = name, ser
+	}
+	return ser
 }
 
 // countsNaN reports whether a metric counts NaN values (Megatron prints `number of nan
@@ -617,7 +671,8 @@ func (s *Store) Summaries() []Summary {
 // divergence holds a watched metric's recent values by step, until every rank has
 // reported the step (or the step is old), then compares the ranks.
 type divergence struct {
-	rows []divRow
+	rows  []divRow
+	ranks int // the series of the metric: a step is compared once they all have it
 }
 
 type divRow struct {
@@ -631,13 +686,10 @@ type rankVal struct {
 	v    float64
 }
 
-func (s *Store) watch(name string, r Rank, p Point, t time.Time) {
-	d := s.div[name]
-	if d == nil {
-		d = &divergence{}
-		s.div[name] = d
-	}
-	ranks := len(s.byName[name])
+// watch compares p, the value of a watched series of rank r, with the other ranks'
+// at its step, once they have all reported it.
+func (s *Store) watch(d *divergence, name string, r Rank, p Point, t time.Time) {
+	ranks := d.ranks
 	if ranks < 2 {
 		return
 	}

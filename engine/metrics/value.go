@@ -184,10 +184,7 @@ func readValue(s string, i int, v *value, tight bool) bool {
 			v.v, end, word = f, gend, true
 		}
 	}
-	integer := !word
-	for k := 0; k < len(tok) && integer; k++ {
-		integer = tok[k] != '.' && tok[k]|0x20 != 'e'
-	}
+	integer := !word && !n.point
 	if tight && integer {
 		return false // train.py:42, localhost:29500
 	}
@@ -214,7 +211,7 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	// A unit against the number: 30.12ms, 25.1GiB, 98%.
 	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
 		for _, u := range units {
-			if strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
 				v.unit = u
 				end += len(u)
 				break
