@@ -24,6 +24,11 @@ func (r *Runner) Kill(ctx context.Context, h spec.Handle) error {
 	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {
 		return err
 	}
+	if _, err := s.Describe(ctx, h.AppID); isNotFound(err) {
+		if handled, err := r.cancelQueued(ctx, h, false); handled || err != nil {
+			return err // out of its sweep's queue
+		}
+	}
 	if err := k.Kill(ctx, h.AppID); err != nil {
 		return notFound(h, err)
 	}

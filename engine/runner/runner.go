@@ -16,6 +16,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 )
 
 // Env vars the runner injects into every role, as TorchX does.
@@ -34,6 +35,9 @@ type Runner struct {
 
 	mu     sync.Mutex
 	scheds map[string]sched.Scheduler
+	// sweeps holds the sweeps of StateDir: their queued apps are listed, described,
+	// waited for and cancelled here as every other app is.
+	sweeps *sweep.Store
 }
 
 // New returns a runner over the schedulers of reg. cfg.Session defaults to
@@ -46,7 +50,11 @@ func New(reg *sched.Registry, cfg sched.Config) *Runner {
 	if id == "" {
 		id = uuid4()
 	}
-	return &Runner{reg: reg, cfg: cfg, sessionID: id, scheds: map[string]sched.Scheduler{}}
+	r := &Runner{reg: reg, cfg: cfg, sessionID: id, scheds: map[string]sched.Scheduler{}}
+	if cfg.StateDir != "" {
+		r.sweeps = sweep.NewStore(cfg.StateDir)
+	}
+	return r
 }
 
 // Session is the session name put in new handles.
@@ -177,8 +185,12 @@ func (r *Runner) Describe(ctx context.Context, h spec.Handle) (*sched.Descriptio
 	}
 	d, err := s.Describe(ctx, h.AppID)
 	if err != nil {
+		if sd, ok := r.sweepDescription(h); ok && isNotFound(err) {
+			return sd, nil // queued in its sweep
+		}
 		return nil, notFound(h, err)
 	}
+	d.Status.Sweep = sweep.RefOf(d.App)
 	if err := sameSession(h, &d.Status); err != nil {
 		return nil, err
 	}
@@ -271,6 +283,13 @@ func (r *Runner) Wait(ctx context.Context, h spec.Handle, interval time.Duration
 	if s, err := r.schedulerOf(h); err == nil {
 		if w, ok := s.(waiter); ok {
 			st, err := w.Wait(ctx, h.AppID)
+			if isNotFound(err) {
+				// Queued in a sweep: wait for it to leave the queue.
+				if qst, qerr := r.waitQueued(ctx, h, interval); qerr != nil || qst != nil {
+					return qst, qerr
+				}
+				st, err = w.Wait(ctx, h.AppID)
+			}
 			if err != nil {
 				return st, notFound(h, err)
 			}
@@ -305,6 +324,11 @@ func (r *Runner) Cancel(ctx context.Context, h spec.Handle) error {
 	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {
 		return err
 	}
+	if _, err := s.Describe(ctx, h.AppID); isNotFound(err) {
+		if handled, err := r.cancelQueued(ctx, h, false); handled || err != nil {
+			return err // out of its sweep's queue
+		}
+	}
 	if err := s.Cancel(ctx, h.AppID); err != nil {
 		return notFound(h, err)
 	}
@@ -320,6 +344,11 @@ func (r *Runner) Delete(ctx context.Context, h spec.Handle, force bool) error {
 	}
 	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {
 		return err
+	}
+	if _, err := s.Describe(ctx, h.AppID); isNotFound(err) {
+		if handled, err := r.deleteQueued(ctx, h, force); handled || err != nil {
+			return err
+		}
 	}
 	if err := s.Delete(ctx, h.AppID, force); err != nil {
 		return notFound(h, err)
@@ -389,6 +418,7 @@ func (r *Runner) List(ctx context.Context, schedName string) ([]spec.AppStatus, 
 			errs = append(errs, res.err)
 		}
 	}
+	all = r.withSweeps(all, schedName)
 	sortNewestFirst(all)
 	return all, errs
 }

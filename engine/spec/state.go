@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,9 +21,12 @@ const (
 	Failed
 	Cancelled
 	UnknownState
+	// Queued is wick's own: an app of a sweep waiting in the sweep's local queue for
+	// a free slot (or free GPUs); no scheduler has seen it yet.
+	Queued
 )
 
-var stateNames = [...]string{"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN"}
+var stateNames = [...]string{"UNSUBMITTED", "SUBMITTED", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN", "QUEUED"}
 
 // String returns the state's name, e.g. "FAILED".
 func (s AppState) String() string {
@@ -93,6 +97,29 @@ type AppStatus struct {
 	// Engine, or one of an older wick without the home label): lists show it only
 	// when asked for all apps.
 	Foreign bool `json:"foreign,omitempty"`
+	// Sweep names the sweep the app belongs to and its swept values, when it was
+	// launched by `wick run --sweep`; nil otherwise.
+	Sweep *SweepRef `json:"sweep,omitempty"`
+}
+
+// SweepRef ties an app to its sweep: the sweep's id and the values of the swept
+// names for this app (Names keeps the order they were given in).
+type SweepRef struct {
+	ID     string            `json:"id"`
+	Names  []string          `json:"names"`
+	Values map[string]string `json:"values"`
+}
+
+// Label is the app's swept values as "name=value" pairs, in the sweep's order.
+func (r *SweepRef) Label() string {
+	if r == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(r.Names))
+	for _, n := range r.Names {
+		parts = append(parts, n+"="+r.Values[n])
+	}
+	return strings.Join(parts, " ")
 }
 
 // RoleStatus is the status of every replica of one role.

@@ -14,6 +14,7 @@ import (
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/render"
 )
@@ -149,6 +150,7 @@ func (a *app) listCmd() *cobra.Command {
 	var states []string
 	var limit int
 	var all bool
+	var sweepID string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List every app wick knows, of every scheduler and session, newest first",
@@ -190,8 +192,17 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 				}
 			}
 			apps = kept
+			var sw *sweep.Sweep
+			if sweepID != "" {
+				if apps, sw, err = a.filterSweep(apps, sweepID); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				return writeJSON(a.env.Stdout, apps)
+			}
+			if sw != nil {
+				return sweepList(a.env.Stdout, sw, apps, time.Now(), a.out())
 			}
 			return render.AppList(a.env.Stdout, apps, time.Now(), a.out())
 		},
@@ -201,6 +212,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 	cmd.Flags().StringSliceVar(&states, "state", nil, "list only apps in these states (comma-separated; active, done, or a state name)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many apps, newest first (0: all)")
 	cmd.Flags().BoolVar(&all, "all", false, "list the local_docker apps of other WICK_HOMEs too")
+	cmd.Flags().StringVar(&sweepID, "sweep", "", "list only the apps of this sweep, in queue order, with a column per swept name")
 	_ = cmd.RegisterFlagCompletionFunc("scheduler", a.completeSchedulers)
 	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"active", "done", "pending", "running", "succeeded", "failed", "cancelled", "unknown"}, cobra.ShellCompDirectiveNoFileComp
@@ -251,6 +263,10 @@ stopped. Every handle is read before any app is touched; one that fails does not
 the others, and the exit code is 1 if any failed.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			argv, _, err := a.sweepArgs(argv, true)
+			if err != nil {
+				return err
+			}
 			hs, err := a.resolveHandles(argv)
 			if err != nil {
 				return err
@@ -311,6 +327,10 @@ touched; one that fails does not stop the others, and the exit code is 1 if any 
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			argv, sweepIDs, err := a.sweepArgs(argv, force)
+			if err != nil {
+				return err
+			}
 			hs, err := a.resolveHandles(argv)
 			if finished {
 				hs, err = a.finishedApps()
@@ -339,6 +359,7 @@ touched; one that fails does not stop the others, and the exit code is 1 if any 
 			if finished && len(hs) == 0 && !asJSON {
 				fmt.Fprintln(a.env.Stderr, "no finished app to delete")
 			}
+			a.forgetSweeps(sweepIDs, errs)
 			if finished && len(hs) == 1 && errs[0] == nil && asJSON {
 				return writeJSON(a.env.Stdout, outs) // --all-finished always prints a list
 			}

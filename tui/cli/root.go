@@ -331,7 +331,8 @@ Shell completion: wick completion bash|zsh|fish --help.`,
 		a.statusCmd(), a.describeCmd(), a.listCmd(), a.logCmd(),
 		a.cancelCmd(), a.deleteCmd(), a.uiCmd(),
 	)
-	root.AddCommand(a.metricsCmd())
+	root.AddCommand(a.metricsCmd(), a.sweepCmd())
+	a.addSweepHidden(root)
 	a.addHidden(root)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

@@ -36,6 +36,7 @@ type runFlags struct {
 	detach    bool
 	workspace string
 	reveal    bool
+	sweep     sweepFlags
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -78,6 +79,9 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: a.completeComponents,
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if len(f.sweep.specs) > 0 || cmd.Flags().Changed("max-parallel") {
+				return wickFlagAfterComponent(cmd.Flags(), a.runSweep(f, f.sweep, argv))
+			}
 			return wickFlagAfterComponent(cmd.Flags(), a.runRun(f, argv))
 		},
 	}
@@ -94,6 +98,7 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 	fl.BoolVar(&f.asJSON, "json", false, "print the dry run, the handle or the final status as JSON")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "print the handle and return; the app keeps running")
 	fl.StringVar(&f.workspace, "workspace", "", "local_docker: build an image laying this directory over the role's image")
+	addSweepFlags(fl, &f.sweep)
 	fl.BoolVar(&f.reveal, "show-secrets", false, "--dryrun: show env values whose names look secret (see wick describe --help); masked otherwise")
 	return cmd
 }

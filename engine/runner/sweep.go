@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
+)
+
+// Sweeps is the store of the sweeps of this runner's WICK_HOME, or nil without one.
+func (r *Runner) Sweeps() *sweep.Store { return r.sweeps }
+
+// sweepDescription describes an app of a sweep that no scheduler has: queued, or
+// never launched. ok is false when no sweep holds h.
+func (r *Runner) sweepDescription(h spec.Handle) (*sched.Description, bool) {
+	if r.sweeps == nil {
+		return nil, false
+	}
+	s, ok := r.sweeps.Find(h.String())
+	if !ok {
+		return nil, false
+	}
+	e := s.Entry(h.String())
+	if e.State == sweep.Launched || e.State == sweep.Deleted {
+		return nil, false // its scheduler forgot it, or it was deleted
+	}
+	d := &sched.Description{Status: s.Status(e)}
+	if plans, err := r.sweeps.Plans(s.ID); err == nil && e.Index < len(plans) {
+		d.App = plans[e.Index].App
+	}
+	return d, true
+}
+
+// withSweeps ties listed apps to their sweeps and adds the apps of sweeps that no
+// scheduler has yet (QUEUED).
+func (r *Runner) withSweeps(apps []spec.AppStatus, schedName string) []spec.AppStatus {
+	if r.sweeps == nil {
+		return apps
+	}
+	all, err := r.sweeps.All()
+	if err != nil || len(all) == 0 {
+		return apps
+	}
+	return sweep.Annotate(apps, all, schedName)
+}
+
+// cancelQueued cancels an app of a sweep that its queue has not launched: it leaves
+// the queue. handled is false when the app is not (or no longer) waiting in a queue.
+func (r *Runner) cancelQueued(ctx context.Context, h spec.Handle, del bool) (handled bool, err error) {
+	if r.sweeps == nil {
+		return false, nil
+	}
+	found, launching, err := r.sweeps.CancelEntry(h.String(), del)
+	if err != nil || !found {
+		return found, err
+	}
+	if launching {
+		// Being launched: the queue cancels it once launched; its scheduler may
+		// have it already.
+		if s, err := r.schedulerOf(h); err == nil {
+			_ = s.Cancel(ctx, h.AppID)
+		}
+	}
+	return true, nil
+}
+
+// waitQueued waits while the app of a sweep is queued: it returns its final status
+// when it leaves the queue without running (cancelled, its launch failed), or nil
+// once it is launched (its scheduler then has it).
+func (r *Runner) waitQueued(ctx context.Context, h spec.Handle, interval time.Duration) (*spec.AppStatus, error) {
+	t := time.NewTicker(max(interval, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		d, ok := r.sweepDescription(h)
+		if !ok {
+			return nil, nil
+		}
+		if d.Status.State.Terminal() {
+			return &d.Status, nil
+		}
+		select {
+		case <-ctx.Done():
+			return &d.Status, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// errQueuedApp says that an app of a sweep cannot be deleted while it is queued.
+func errQueuedApp(h spec.Handle) error {
+	return fmt.Errorf("%w: %s is queued in its sweep (cancel it first, or use --force)", sched.ErrRunning, h)
+}
+
+// isNotFound says whether err is a scheduler's "no such app".
+func isNotFound(err error) bool { return errors.Is(err, sched.ErrNotFound) }
+
+// deleteQueued deletes an app of a sweep that no scheduler has: it leaves the sweep
+// (a queued one only with force). handled is false when no sweep holds it unlaunched.
+func (r *Runner) deleteQueued(ctx context.Context, h spec.Handle, force bool) (handled bool, err error) {
+	d, ok := r.sweepDescription(h)
+	if !ok {
+		return false, nil
+	}
+	if d.Status.State == spec.Queued && !force {
+		return true, errQueuedApp(h)
+	}
+	return r.cancelQueued(ctx, h, true)
+}

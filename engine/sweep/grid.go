@@ -1,0 +1,162 @@
+// Package sweep is wick's grid of runs on one machine: a sweep is a group of apps, one
+// per point of the cartesian product of the values given to `wick run --sweep`, with a
+// local queue that runs at most K of them at once (and gives each its own GPUs when
+// the machine has some).
+//
+// A sweep lives on disk, under $WICK_HOME/sweeps/<id>/:
+//
+//	sweep.json   the sweep: its names, its apps (values, handle, state in the queue)
+//	plans.json   what each app is launched from (AppDef, run options), read by the queue
+//	lock         flock'ed around every change of sweep.json (the queue, cancel, delete)
+//	queue.log    the queue process's own messages
+//
+// The queue is a detached process (wick re-executed as `wick __sweep DIR`, in its own
+// session, as the per-app supervisor is), so a sweep goes on after its launcher is
+// gone (kill -9 included). It launches each app through the Runner, like `wick run
+// --detach` would, and waits for apps to end to start the next. Apps it has launched
+// are ordinary apps of their scheduler; the sweep only remembers their handles. Apps
+// not launched yet are listed by the Runner from sweep.json, as QUEUED.
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxApps bounds a grid: beyond it a typo (a value list pasted twice) is likelier than
+// a plan, and every app is a process and a directory.
+const MaxApps = 10_000
+
+// Param is one swept name and its values, as `--sweep NAME=V1,V2` gives them.
+type Param struct {
+	Name   string
+	Values []string
+}
+
+// ErrBadSweep is wrapped by every error about --sweep's input.
+var ErrBadSweep = errors.New("bad --sweep")
+
+// nameRE is a swept name: a component parameter or a script flag (--lr, --batch-size).
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// ParseParam reads one --sweep value: NAME=V1,V2,... (a leading "--" on NAME is
+// dropped, so --sweep --lr=... reads as lr).
+func ParseParam(s string) (Param, error) {
+	name, vals, ok := strings.Cut(s, "=")
+	name = strings.TrimLeft(strings.TrimSpace(name), "-")
+	if !ok || name == "" {
+		return Param{}, fmt.Errorf("%w %q: want NAME=V1,V2,... (e.g. --sweep lr=0.1,0.01)", ErrBadSweep, cut(s))
+	}
+	if !nameRE.MatchString(name) {
+		return Param{}, fmt.Errorf("%w %q: %q is not a parameter name", ErrBadSweep, cut(s), cut(name))
+	}
+	p := Param{Name: name}
+	seen := map[string]bool{}
+	for _, v := range strings.Split(vals, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return Param{}, fmt.Errorf("%w %s: empty value in %q (want NAME=V1,V2,...)", ErrBadSweep, name, cut(vals))
+		}
+		if seen[v] {
+			return Param{}, fmt.Errorf("%w %s: value %q is given twice", ErrBadSweep, name, cut(v))
+		}
+		seen[v] = true
+		p.Values = append(p.Values, v)
+	}
+	return p, nil
+}
+
+// ParseParams reads every --sweep value and checks the grid: no name twice, at most
+// MaxApps points.
+func ParseParams(specs []string) ([]Param, error) {
+	var ps []Param
+	seen := map[string]bool{}
+	n := 1
+	for _, s := range specs {
+		p, err := ParseParam(s)
+		if err != nil {
+			return nil, err
+		}
+		if seen[p.Name] {
+			return nil, fmt.Errorf("%w: %s is swept twice (give all its values in one --sweep %s=V1,V2,...)", ErrBadSweep, p.Name, p.Name)
+		}
+		seen[p.Name] = true
+		n *= len(p.Values)
+		if n > MaxApps {
+			return nil, fmt.Errorf("%w: the grid has more than %d apps (%s)", ErrBadSweep, MaxApps, sizes(append(ps, p)))
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+func sizes(ps []Param) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s: %d", p.Name, len(p.Values))
+	}
+	return strings.Join(parts, " x ")
+}
+
+// Grid returns every point of the cartesian product of ps, the last name varying
+// fastest: each point holds one value per param, in ps's order.
+func Grid(ps []Param) [][]string {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := 1
+	for _, p := range ps {
+		n *= len(p.Values)
+	}
+	out := make([][]string, n)
+	for i := range out {
+		pt := make([]string, len(ps))
+		k := i
+		for j := len(ps) - 1; j >= 0; j-- {
+			vs := ps[j].Values
+			pt[j] = vs[k%len(vs)]
+			k /= len(vs)
+		}
+		out[i] = pt
+	}
+	return out
+}
+
+// AppName is the name of the app of one point: the component's app name followed by
+// each name and value (demo-train-rate10-steps50), made safe for an app name.
+func AppName(base string, ps []Param, point []string) string {
+	var b strings.Builder
+	b.WriteString(base)
+	for i, p := range ps {
+		b.WriteByte('-')
+		b.WriteString(safe(p.Name))
+		b.WriteString(safe(point[i]))
+	}
+	s := b.String()
+	if len(s) > maxAppName {
+		s = s[:maxAppName]
+	}
+	return s
+}
+
+// maxAppName keeps a sweep app's name under spec's 128-byte limit.
+const maxAppName = 100
+
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func cut(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}

@@ -1,0 +1,210 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// QueueRunning says whether the sweep's queue process is alive.
+func (s *Sweep) QueueRunning() bool { return s.Queue.Alive() }
+
+// Status is the status of an entry no scheduler has (not launched): QUEUED while it
+// waits, FAILED when its launch failed (Msg says why), CANCELLED when it was cancelled
+// while queued.
+func (s *Sweep) Status(e *Entry) spec.AppStatus {
+	h, _ := spec.ParseHandle(e.Handle)
+	st := spec.AppStatus{Handle: e.Handle, AppID: h.AppID, Scheduler: h.Scheduler, Name: e.Name,
+		Created: s.Created, Roles: []spec.RoleStatus{}, Sweep: s.Ref(e)}
+	switch e.State {
+	case Queued, Launching:
+		st.State = spec.Queued
+		st.Msg = fmt.Sprintf("queued, %s (sweep %s)", s.position(e), s.ID)
+		if !s.QueueRunning() {
+			st.Msg = fmt.Sprintf("queued, but the queue is not running: wick sweep resume %s (sweep %s)", s.ID, s.ID)
+		}
+	case NotLaunched:
+		st.State = spec.Failed
+		st.Msg = "launch failed: " + e.Error
+		st.StructuredError = st.Msg
+		st.Ended = e.Ended
+	default: // Removed, Deleted
+		st.State = spec.Cancelled
+		st.Msg = "cancelled before it was launched"
+		st.Ended = e.Ended
+	}
+	return st
+}
+
+// position says where e is in the queue: "3 ahead of it".
+func (s *Sweep) position(e *Entry) string {
+	ahead := 0
+	for i := range s.Entries {
+		if &s.Entries[i] == e {
+			break
+		}
+		if s.Entries[i].State == Queued {
+			ahead++
+		}
+	}
+	if e.State == Launching {
+		return "being launched"
+	}
+	return fmt.Sprintf("%d ahead of it", ahead)
+}
+
+// Annotate ties the listed apps of a sweep to it (their Sweep) and adds a row for
+// each app of a sweep that no scheduler has: queued, or never launched. sched, when
+// not "", keeps the sweeps of that scheduler only.
+func Annotate(apps []spec.AppStatus, sweeps []*Sweep, sched string) []spec.AppStatus {
+	if len(sweeps) == 0 {
+		return apps
+	}
+	type where struct {
+		s *Sweep
+		e *Entry
+	}
+	byHandle := map[string]where{}
+	for _, s := range sweeps {
+		for i := range s.Entries {
+			byHandle[s.Entries[i].Handle] = where{s, &s.Entries[i]}
+		}
+	}
+	listed := make(map[string]bool, len(apps))
+	for i := range apps {
+		if w, ok := byHandle[apps[i].Handle]; ok {
+			apps[i].Sweep = w.s.Ref(w.e)
+			listed[apps[i].Handle] = true
+		}
+	}
+	for _, s := range sweeps {
+		if sched != "" && s.Scheduler != sched {
+			continue
+		}
+		for i := range s.Entries {
+			e := &s.Entries[i]
+			if e.State == Launched || e.State == Deleted || listed[e.Handle] {
+				continue
+			}
+			apps = append(apps, s.Status(e))
+		}
+	}
+	return apps
+}
+
+// RefOf reads the sweep an app belongs to from its AppDef's metadata, or nil.
+func RefOf(app *spec.AppDef) *spec.SweepRef {
+	if app == nil || app.Metadata[MetaSweep] == "" {
+		return nil
+	}
+	var r spec.SweepRef
+	if err := json.Unmarshal([]byte(app.Metadata[MetaValues]), &r); err != nil {
+		return nil
+	}
+	r.ID = app.Metadata[MetaSweep]
+	return &r
+}
+
+// SetRef records the sweep of an app in its AppDef's metadata.
+func SetRef(app *spec.AppDef, r *spec.SweepRef) {
+	if app.Metadata == nil {
+		app.Metadata = map[string]string{}
+	}
+	b, _ := json.Marshal(spec.SweepRef{Names: r.Names, Values: r.Values})
+	app.Metadata[MetaSweep] = r.ID
+	app.Metadata[MetaValues] = string(b)
+}
+
+// CancelEntry takes the app of handle h out of its sweep's queue. It returns
+// launching when the queue is launching it right now: the queue cancels it once it
+// is launched, and the caller should cancel it through its scheduler too. found is
+// false when no sweep holds h.
+func (st *Store) CancelEntry(h string, del bool) (found, launching bool, err error) {
+	s, ok := st.Find(h)
+	if !ok {
+		return false, false, nil
+	}
+	_, err = st.Update(s.ID, func(s *Sweep) error {
+		e := s.Entry(h)
+		if e == nil {
+			return nil
+		}
+		found = true
+		switch e.State {
+		case Queued:
+			e.State, e.Ended = Removed, time.Now()
+		case Launching:
+			e.CancelRequested = true
+			launching = true
+		}
+		if del && e.State != Launching && e.State != Launched {
+			e.State = Deleted
+		}
+		return nil
+	})
+	return found, launching, err
+}
+
+// CancelQueued takes every queued app of sweep id out of the queue, so that cancelling
+// the sweep's running apps starts none of them. It returns the handles of the apps
+// that are (or are being) launched.
+func (st *Store) CancelQueued(id string) ([]string, error) {
+	var launched []string
+	_, err := st.Update(id, func(s *Sweep) error {
+		now := time.Now()
+		for i := range s.Entries {
+			e := &s.Entries[i]
+			switch e.State {
+			case Queued:
+				e.State, e.Ended = Removed, now
+			case Launching:
+				e.CancelRequested = true
+				launched = append(launched, e.Handle)
+			case Launched:
+				launched = append(launched, e.Handle)
+			}
+		}
+		return nil
+	})
+	return launched, err
+}
+
+// Move puts the queued app of handle h at place `to` (1-based) among the sweep's
+// queued apps.
+func (s *Sweep) Move(h string, to int) error {
+	from := -1
+	var queued []int
+	for i := range s.Entries {
+		if s.Entries[i].State == Queued {
+			queued = append(queued, i)
+		}
+		if s.Entries[i].Handle == h {
+			from = i
+		}
+	}
+	if from < 0 {
+		return fmt.Errorf("%s is not an app of sweep %s", h, s.ID)
+	}
+	if s.Entries[from].State != Queued {
+		return fmt.Errorf("%s is not queued (it is %s)", h, s.Entries[from].State)
+	}
+	to = min(to, len(queued))
+	e := s.Entries[from]
+	s.Entries = append(s.Entries[:from], s.Entries[from+1:]...)
+	// The place of the to-th queued entry, once e is out.
+	rest := 0
+	at := len(s.Entries)
+	for i := range s.Entries {
+		if s.Entries[i].State == Queued {
+			rest++
+			if rest == to {
+				at = i
+				break
+			}
+		}
+	}
+	s.Entries = append(s.Entries[:at], append([]Entry{e}, s.Entries[at:]...)...)
+	return nil
+}

@@ -1,0 +1,781 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/gpus"
+	"github.com/wick-dev/wick/engine/runner"
+	"github.com/wick-dev/wick/engine/safefs"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// sweepFlags are wick run's flags for sweeps.
+type sweepFlags struct {
+	specs       []string
+	maxParallel int
+}
+
+// addSweepFlags adds --sweep and --max-parallel to wick run.
+func addSweepFlags(fl *pflag.FlagSet, f *sweepFlags) {
+	fl.StringArrayVar(&f.specs, "sweep", nil, "launch a grid: NAME=V1,V2,... (repeatable: the cartesian product); NAME is a component argument, else a flag of the script after --")
+	fl.IntVar(&f.maxParallel, "max-parallel", 0, "with --sweep: run at most this many apps at once, the others queued (default: one per GPU, else one per CPU core; slurm: all, Slurm queues them)")
+}
+
+// sweepTarget is where a swept name goes: a component argument, or a flag of the
+// script after "--".
+type sweepTarget struct {
+	name   string
+	script bool
+}
+
+// ready is the variable that tells the queue process which fd reports its start.
+const envSweepReady = "WICK_SWEEP_READY_FD"
+
+// queueStartWait bounds how long wick run waits for a sweep's queue to start.
+const queueStartWait = 30 * time.Second
+
+// runSweep plans every app of the grid, prints them (--dryrun) or hands them to a new
+// queue process, and then returns (--detach) or follows the sweep to its end.
+func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
+	params, err := sweep.ParseParams(sf.specs)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(params) == 0 {
+		return usagef("--max-parallel needs --sweep NAME=V1,V2,...")
+	}
+	if sf.maxParallel < 0 {
+		return usagef("--max-parallel %d: want 1 or more", sf.maxParallel)
+	}
+	conf, err := a.loadConfig()
+	if err != nil {
+		return usageError{err}
+	}
+	cliRun := conf.CLIRun()
+	if f.scheduler == "" {
+		f.scheduler = cliRun["scheduler"]
+	}
+	if f.scheduler == "" {
+		f.scheduler = DefaultScheduler
+	}
+	if f.workspace == "" {
+		f.workspace = cliRun["workspace"]
+	}
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	name := ""
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		name, argv = argv[0], argv[1:]
+	} else if name = cliRun["component"]; name == "" {
+		return usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
+	}
+	slurm := f.scheduler == "slurm"
+	if slurm && sf.maxParallel > 0 {
+		return usagef("--max-parallel: on slurm every app of the sweep is a job and Slurm queues them; leave it out")
+	}
+	r := a.runner()
+	s, err := r.Scheduler(f.scheduler)
+	if err != nil {
+		return usageError{err}
+	}
+	cfg, err := s.RunOpts().ParseCfg(f.cfg)
+	if err != nil {
+		return usagef("-cfg: %v", err)
+	}
+	fileCfg, err := conf.RunOpts(f.scheduler, s.RunOpts())
+	if err != nil {
+		return usageError{err}
+	}
+	cfg = cfg.Merge(fileCfg)
+	lookup := components.Lookup{
+		Find:     a.findOptions(),
+		Defaults: conf.ComponentDefaults,
+		Warn:     func(s string) { fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(s)) },
+	}
+	comp, _, err := r.Materialize(a.ctx, name, argv, lookup)
+	var compErr *runner.ComponentError
+	switch {
+	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr):
+		_, err := fmt.Fprint(a.env.Stdout, render.EscapeText(compErr.Component.Usage()))
+		return err
+	case errors.As(err, &compErr) || isBadInput(err):
+		return usageError{err}
+	case err != nil:
+		return err
+	}
+	targets, err := sweepTargets(comp, params, argv)
+	if err != nil {
+		return usageError{err}
+	}
+
+	var devices []string
+	if !slurm {
+		for i := range gpus.Count(a.ctx) {
+			devices = append(devices, strconv.Itoa(i))
+		}
+	}
+	maxPar := sf.maxParallel
+	if maxPar == 0 && !slurm {
+		maxPar = runtime.NumCPU()
+		if len(devices) > 0 {
+			maxPar = len(devices)
+		}
+	}
+	sw := &sweep.Sweep{ID: sweep.NewID(), Created: time.Now(), Component: comp.Name, Scheduler: f.scheduler,
+		Session: r.Session(), MaxParallel: maxPar, Devices: devices}
+	for _, p := range params {
+		sw.Names = append(sw.Names, p.Name)
+	}
+	grid := sweep.Grid(params)
+	plans := make([]sweep.Plan, 0, len(grid))
+	infos := make([]*sched.DryRunInfo, 0, len(grid))
+	for i, point := range grid {
+		args := applyPoint(argv, targets, point)
+		e := sweep.Entry{Index: i, Values: point, State: sweep.Queued}
+		label := sw.Ref(&e).Label()
+		c, app, err := r.Materialize(a.ctx, name, args, lookup)
+		if err != nil {
+			if errors.As(err, &compErr) || isBadInput(err) {
+				return usagef("--sweep: the app of %s: %v", label, err)
+			}
+			return fmt.Errorf("the app of %s: %w", label, err)
+		}
+		app.Name = sweep.AppName(app.Name, params, point)
+		sweep.SetRef(app, &spec.SweepRef{ID: sw.ID, Names: sw.Names, Values: sw.Ref(&e).Values})
+		info, err := r.DryRun(a.ctx, app, f.scheduler, cfg, f.workspace)
+		if err != nil {
+			if isBadInput(err) {
+				return usagef("--sweep: the app of %s: %v", label, err)
+			}
+			return fmt.Errorf("the app of %s: %w", label, err)
+		}
+		info.Call = &sched.Call{Component: componentRef(c, a.env.WorkDir), Args: args}
+		e.Name, e.Handle = app.Name, info.Handle().String()
+		if len(devices) > 0 {
+			e.GPUs = sweep.GPUsOf(app)
+		}
+		sw.Entries = append(sw.Entries, e)
+		plans = append(plans, sweep.PlanOf(info))
+		infos = append(infos, info)
+	}
+	if f.dryrun {
+		return a.printSweepPlan(sw, infos, f)
+	}
+	store := r.Sweeps()
+	if store == nil {
+		return errors.New("sweeps need a state directory (set WICK_HOME)")
+	}
+	dir, err := store.Create(sw, plans)
+	if err != nil {
+		return err
+	}
+	if err := a.startQueue(dir); err != nil {
+		return err
+	}
+	if f.detach {
+		if f.asJSON {
+			return writeJSON(a.env.Stdout, sweepJSON(sw))
+		}
+		_, err := fmt.Fprintln(a.env.Stdout, sw.ID)
+		return err
+	}
+	if !f.asJSON {
+		fmt.Fprintln(a.env.Stdout, sw.ID)
+	}
+	return a.followSweep(sw.ID, f.asJSON)
+}
+
+// componentRef names a component as a relaunch finds it again: FILE:NAME with an
+// absolute FILE for a user file, else its name.
+func componentRef(c *components.Component, workDir string) string {
+	if c.Source == "" {
+		return c.Name
+	}
+	src := c.Source
+	if !filepath.IsAbs(src) && workDir != "" {
+		src = filepath.Join(workDir, src)
+	}
+	if abs, err := filepath.Abs(src); err == nil {
+		src = abs
+	}
+	return src + ":" + c.Name
+}
+
+// sweepTargets decides where each swept name goes: a parameter of the component
+// wins; else, for a component that takes trailing arguments, a flag of the script
+// (--NAME V after "--"). A name also given as a component flag is refused: which one
+// would win is not obvious.
+func sweepTargets(c *components.Component, ps []sweep.Param, argv []string) ([]sweepTarget, error) {
+	norm := func(s string) string { return strings.ReplaceAll(s, "-", "_") }
+	flagPart := argv
+	if i := slices.Index(argv, "--"); i >= 0 {
+		flagPart = argv[:i]
+	}
+	var names []string
+	for _, p := range c.Params {
+		names = append(names, p.Name)
+	}
+	out := make([]sweepTarget, len(ps))
+	for i, p := range ps {
+		var param *components.Param
+		for j := range c.Params {
+			if norm(c.Params[j].Name) == norm(p.Name) {
+				param = &c.Params[j]
+			}
+		}
+		if param == nil {
+			if c.Varargs == "" {
+				return nil, fmt.Errorf("%w: unknown NAME %q: not an argument of %s%s (it takes no script arguments after --)",
+					sweep.ErrBadSweep, p.Name, c.Name, spec.DidYouMean(p.Name, names))
+			}
+			out[i] = sweepTarget{name: p.Name, script: true}
+			continue
+		}
+		for _, a := range flagPart {
+			flag, _, _ := strings.Cut(a, "=")
+			if norm(flag) == "__"+norm(param.Name) || (param.Short != "" && flag == "-"+param.Short) {
+				return nil, fmt.Errorf("%w: %s is swept and also given as %s; give it once", sweep.ErrBadSweep, p.Name, flag)
+			}
+		}
+		out[i] = sweepTarget{name: param.Name}
+	}
+	return out, nil
+}
+
+// applyPoint makes the arguments of one app: the component's own swept arguments
+// first (--NAME=V), then argv, with the script's swept flags set after "--" (an
+// existing --NAME V or --NAME=V there gets the value; otherwise --NAME V is added).
+func applyPoint(argv []string, ts []sweepTarget, point []string) []string {
+	var front []string
+	head, tail, hasTail := argv, []string(nil), false
+	if i := slices.Index(argv, "--"); i >= 0 {
+		head, tail, hasTail = argv[:i], slices.Clone(argv[i+1:]), true
+	}
+	for i, t := range ts {
+		v := point[i]
+		if !t.script {
+			front = append(front, "--"+t.name+"="+v)
+			continue
+		}
+		hasTail = true
+		flag, set := "--"+t.name, false
+		for j := 0; j < len(tail); j++ {
+			switch {
+			case tail[j] == flag && j+1 < len(tail):
+				tail[j+1], set = v, true
+			case strings.HasPrefix(tail[j], flag+"="):
+				tail[j], set = flag+"="+v, true
+			}
+		}
+		if !set {
+			tail = append(tail, flag, v)
+		}
+	}
+	out := append(front, head...)
+	if hasTail {
+		out = append(append(out, "--"), tail...)
+	}
+	return out
+}
+
+// sweepJSON is a sweep as --json prints it.
+func sweepJSON(sw *sweep.Sweep) map[string]any {
+	apps := make([]map[string]any, len(sw.Entries))
+	for i := range sw.Entries {
+		e := &sw.Entries[i]
+		apps[i] = map[string]any{"handle": e.Handle, "name": e.Name, "values": sw.Ref(e).Values}
+	}
+	return map[string]any{"sweep": sw.ID, "scheduler": sw.Scheduler, "max_parallel": sw.MaxParallel, "apps": apps}
+}
+
+// printSweepPlan prints the dry run of a sweep: every app of the grid with its
+// values, then the plan of the first app (the others differ only by their values).
+func (a *app) printSweepPlan(sw *sweep.Sweep, infos []*sched.DryRunInfo, f runFlags) error {
+	if f.asJSON {
+		v := sweepJSON(sw)
+		plans := make([]any, len(infos))
+		for i, info := range infos {
+			var p any = info
+			if !f.reveal {
+				var err error
+				if p, err = render.MaskJSON(info); err != nil {
+					return err
+				}
+			}
+			plans[i] = p
+		}
+		v["dryruns"] = plans
+		return writeJSON(a.env.Stdout, v)
+	}
+	st := a.out()
+	par := "all at once"
+	if sw.MaxParallel > 0 {
+		par = fmt.Sprintf("at most %d at once", sw.MaxParallel)
+	}
+	fmt.Fprintf(a.env.Stdout, "%s\n", st.Header(fmt.Sprintf("=== SWEEP %s: %s of %s on %s, %s ===", sw.ID, spec.Count(len(sw.Entries), "app"), sw.Component, sw.Scheduler, par)))
+	rows := make([][]string, len(sw.Entries))
+	for i := range sw.Entries {
+		e := &sw.Entries[i]
+		row := []string{strconv.Itoa(i + 1), render.Escape(e.Handle)}
+		for _, v := range e.Values {
+			row = append(row, render.Escape(v))
+		}
+		rows[i] = row
+	}
+	heads := append([]string{"#", "HANDLE"}, upperAll(sw.Names)...)
+	if _, err := io.WriteString(a.env.Stdout, render.Table(heads, rows, st)); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.env.Stdout, "\n%s\n", st.Header("=== APP 1 OF "+strconv.Itoa(len(infos))+" (the others differ only by their values) ==="))
+	return render.DryRun(a.env.Stdout, infos[0], st, render.TreeOptions{MaskSecrets: !f.reveal})
+}
+
+func upperAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToUpper(render.Escape(s))
+	}
+	return out
+}
+
+// startQueue starts the sweep's queue process (`wick __sweep DIR`) in its own session,
+// as the per-app supervisor is started, and returns once it owns the sweep.
+func (a *app) startQueue(dir string) error {
+	self := a.env.Self
+	if self == "" {
+		return errors.New("cannot start the sweep's queue: the command that runs wick is unknown")
+	}
+	if p, err := exec.LookPath(self); err == nil {
+		self, _ = filepath.Abs(p)
+	}
+	logf, err := safefs.OpenAppend(filepath.Join(dir, sweep.QueueLog))
+	if err != nil {
+		return fmt.Errorf("sweep queue log: %w", err)
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("start the sweep's queue: %w", err)
+	}
+	defer pr.Close()
+	cmd := exec.Command(self, sweep.QueueVerb, dir)
+	cmd.Dir = a.env.WorkDir
+	cmd.Env = append(os.Environ(), "WICK_HOME="+a.home, envSweepReady+"=3")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	// Its own session: no terminal, no Ctrl-C of the launcher, no death with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return fmt.Errorf("start the sweep's queue: %w", err)
+	}
+	go func() { _ = cmd.Wait() }() // reaped whenever it ends (a long-lived UI)
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		got <- b
+	}()
+	t := time.NewTimer(queueStartWait)
+	defer t.Stop()
+	select {
+	case b := <-got:
+		if msg := string(bytes.TrimSpace(b)); msg != "ok" {
+			if msg == "" {
+				msg = "it exited at once; see " + filepath.Join(dir, sweep.QueueLog)
+			}
+			return fmt.Errorf("the sweep's queue did not start: %s", msg)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the sweep's queue did not start within %s; see %s", queueStartWait, filepath.Join(dir, sweep.QueueLog))
+	}
+}
+
+// runQueue is the hidden verb `wick __sweep DIR`: the sweep's queue process.
+func (a *app) runQueue(dir string) error {
+	ctx, stop := signal.NotifyContext(a.ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	signal.Ignore(syscall.SIGHUP)
+	var ready *os.File
+	if fd, err := strconv.Atoi(a.env.Getenv(envSweepReady)); err == nil && fd > 2 {
+		ready = os.NewFile(uintptr(fd), "ready")
+	}
+	report := func(msg string) {
+		if ready != nil {
+			fmt.Fprintln(ready, msg)
+			ready.Close()
+			ready = nil
+		}
+	}
+	store := a.runner().Sweeps()
+	if store == nil {
+		report("error: no state directory")
+		return errors.New("no state directory")
+	}
+	q := &sweep.Queue{
+		Store: store, ID: filepath.Base(dir), Launcher: a.runner(),
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(a.env.Stderr, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+		},
+		Ready: func() { report("ok") },
+	}
+	err := q.Run(ctx)
+	if err != nil {
+		report("error: " + oneLine(err.Error()))
+	}
+	return err
+}
+
+// sweepVerbs are the hidden verb of the queue.
+func (a *app) addSweepHidden(root *cobra.Command) {
+	root.AddCommand(&cobra.Command{
+		Use:    sweep.QueueVerb + " SWEEP_DIR",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return a.runQueue(argv[0])
+		},
+	})
+}
+
+// followSweep prints each app's changes of state until every app of the sweep has
+// ended, and exits 0 only if all SUCCEEDED. The first Ctrl-C cancels the sweep (its
+// queue and its running apps); a second one detaches.
+func (a *app) followSweep(id string, asJSON bool) error {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	r := a.runner()
+	store := r.Sweeps()
+	seen := map[string]spec.AppState{}
+	final := map[string]*spec.AppStatus{}
+	cancelled := false
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		sw, err := store.Load(id)
+		if err != nil {
+			return err
+		}
+		done := 0
+		for i := range sw.Entries {
+			e := &sw.Entries[i]
+			if st, ok := final[e.Handle]; ok {
+				_ = st
+				done++
+				continue
+			}
+			st := a.sweepAppStatus(sw, e)
+			if st.State != seen[e.Handle] {
+				seen[e.Handle] = st.State
+				if !asJSON {
+					line := fmt.Sprintf("%s  %s  %s", render.Escape(sw.Ref(e).Label()), e.Handle, a.errs().State(st.State, st.State.String()))
+					if st.State == spec.Failed && st.Msg != "" {
+						line += "  " + render.Escape(render.FirstLine(st.Msg))
+					}
+					fmt.Fprintln(a.env.Stderr, line)
+				}
+			}
+			if st.State.Terminal() {
+				final[e.Handle] = st
+				done++
+			}
+		}
+		if done == len(sw.Entries) {
+			return a.sweepSummary(sw, final, asJSON)
+		}
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				return nil // nobody to report to: the sweep goes on
+			}
+			if cancelled {
+				fmt.Fprintf(a.env.Stderr, "wick: detached; the sweep is stopping: wick list --sweep %s\n", id)
+				return exitError{code: ExitFailure}
+			}
+			cancelled = true
+			fmt.Fprintf(a.env.Stderr, "wick: cancelling sweep %s (again to detach)\n", id)
+			if err := a.cancelSweep(id); err != nil {
+				fmt.Fprintf(a.env.Stderr, "wick: cancel: %s\n", render.Escape(oneLine(err.Error())))
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// sweepAppStatus is the status of one app of a sweep: its scheduler's once launched,
+// else the queue's.
+func (a *app) sweepAppStatus(sw *sweep.Sweep, e *sweep.Entry) *spec.AppStatus {
+	if e.State == sweep.Launched {
+		if h, err := spec.ParseHandle(e.Handle); err == nil {
+			if st, err := a.runner().Status(a.ctx, h); err == nil {
+				return st
+			}
+		}
+		return &spec.AppStatus{Handle: e.Handle, State: spec.UnknownState}
+	}
+	st := sw.Status(e)
+	return &st
+}
+
+// sweepSummary prints how the sweep's apps ended and exits 1 unless all SUCCEEDED.
+func (a *app) sweepSummary(sw *sweep.Sweep, final map[string]*spec.AppStatus, asJSON bool) error {
+	counts := map[spec.AppState]int{}
+	for _, st := range final {
+		counts[st.State]++
+	}
+	if asJSON {
+		v := sweepJSON(sw)
+		for i, app := range v["apps"].([]map[string]any) {
+			app["state"] = final[sw.Entries[i].Handle].State.String()
+		}
+		if err := writeJSON(a.env.Stdout, v); err != nil {
+			return err
+		}
+	} else {
+		var parts []string
+		for _, s := range []spec.AppState{spec.Succeeded, spec.Failed, spec.Cancelled, spec.UnknownState} {
+			if counts[s] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[s], a.errs().State(s, s.String())))
+			}
+		}
+		fmt.Fprintf(a.env.Stderr, "wick: sweep %s: %s\n", sw.ID, strings.Join(parts, ", "))
+	}
+	if counts[spec.Succeeded] != len(sw.Entries) {
+		return exitError{code: ExitFailure}
+	}
+	return nil
+}
+
+// cancelSweep takes every queued app of the sweep out of its queue, then cancels its
+// running apps (in that order: a running app's end must not start a queued one).
+func (a *app) cancelSweep(id string) error {
+	r := a.runner()
+	launched, err := r.Sweeps().CancelQueued(id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range launched {
+		h, err := spec.ParseHandle(s)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+		if err := r.Cancel(ctx, h); err != nil && !errors.Is(err, sched.ErrNotFound) {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// sweepArgs reads the sweep ids among handle arguments: each is replaced by the
+// handles of its apps (those still known); the ids are returned apart. With
+// stopQueue, the queue of each is emptied first, so that cancelling its running apps
+// starts no queued one.
+func (a *app) sweepArgs(argv []string, stopQueue bool) (rest []string, ids []string, err error) {
+	store := a.runner().Sweeps()
+	for _, s := range argv {
+		s = trimSlash(s)
+		if store == nil || !sweep.IsID(s) {
+			rest = append(rest, s)
+			continue
+		}
+		sw, err := store.Load(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if stopQueue {
+			if _, err := store.CancelQueued(s); err != nil {
+				return nil, nil, err
+			}
+		}
+		ids = append(ids, s)
+		for _, e := range sw.Entries {
+			if e.State == sweep.Deleted {
+				continue
+			}
+			if e.State == sweep.Launched {
+				if h, err := spec.ParseHandle(e.Handle); err != nil {
+					continue
+				} else if _, err := a.runner().Status(a.ctx, h); errors.Is(err, sched.ErrNotFound) {
+					continue // deleted already
+				}
+			}
+			rest = append(rest, e.Handle)
+		}
+	}
+	return rest, ids, nil
+}
+
+// filterSweep keeps the apps of sweep id, in queue order.
+func (a *app) filterSweep(apps []spec.AppStatus, id string) ([]spec.AppStatus, *sweep.Sweep, error) {
+	store := a.runner().Sweeps()
+	if store == nil {
+		return nil, nil, fmt.Errorf("%w: %s", sweep.ErrNoSweep, id)
+	}
+	sw, err := store.Load(id)
+	if err != nil {
+		if errors.Is(err, sweep.ErrNoSweep) {
+			return nil, nil, usageError{err}
+		}
+		return nil, nil, err
+	}
+	order := map[string]int{}
+	for i, e := range sw.Entries {
+		order[e.Handle] = i
+	}
+	var out []spec.AppStatus
+	for _, st := range apps {
+		if st.Sweep != nil && st.Sweep.ID == id {
+			out = append(out, st)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y spec.AppStatus) int { return order[x.Handle] - order[y.Handle] })
+	return out, sw, nil
+}
+
+// sweepList writes the apps of a sweep: one column per swept name, then state,
+// running replicas, age, duration, exit and, for an app that never ran, why.
+func sweepList(w io.Writer, sw *sweep.Sweep, apps []spec.AppStatus, now time.Time, st render.Styler) error {
+	heads := append([]string{"HANDLE"}, upperAll(sw.Names)...)
+	heads = append(heads, "STATE", "RUNNING", "AGE", "DURATION", "EXIT", "NOTE")
+	rows := make([][]string, len(apps))
+	for i := range apps {
+		a := &apps[i]
+		cells := render.AppRow(a, now, st)
+		row := []string{cells[render.AppColHandle]}
+		for _, n := range sw.Names {
+			row = append(row, render.Escape(a.Sweep.Values[n]))
+		}
+		note := ""
+		switch {
+		case a.State == spec.Queued, a.State == spec.Failed && len(a.Roles) == 0:
+			note, _, _ = strings.Cut(render.FirstLine(a.Msg), " (sweep ")
+			note = render.Escape(note)
+		}
+		row = append(row, cells[render.AppColState], cells[render.AppColRunning], cells[render.AppColAge],
+			cells[render.AppColDuration], cells[render.AppColExit], note)
+		rows[i] = row
+	}
+	par := "all at once"
+	if sw.MaxParallel > 0 {
+		par = fmt.Sprintf("at most %d at once", sw.MaxParallel)
+	}
+	queue := "queue done"
+	if sw.Waiting() > 0 {
+		queue = fmt.Sprintf("%d queued", sw.Waiting())
+		if !sw.QueueRunning() {
+			queue += fmt.Sprintf(", queue not running (wick sweep resume %s)", sw.ID)
+		}
+	}
+	fmt.Fprintf(w, "sweep %s · %s of %s on %s · %s · %s\n", sw.ID, spec.Count(len(sw.Entries), "app"), render.Escape(sw.Component), sw.Scheduler, par, queue)
+	_, err := io.WriteString(w, render.Table(heads, rows, st))
+	return err
+}
+
+// forgetSweeps removes the sweeps named on delete's command line once none of their
+// apps is left.
+func (a *app) forgetSweeps(ids []string, _ []error) {
+	for _, id := range ids {
+		rest, _, err := a.sweepArgs([]string{id}, false)
+		if err == nil && len(rest) == 0 {
+			if err := a.runner().Sweeps().Remove(id); err != nil {
+				a.warn(fmt.Sprintf("sweep %s: %v", id, err))
+			}
+		}
+	}
+}
+
+// sweepCmd is `wick sweep`: what concerns a sweep as a whole (its queue).
+func (a *app) sweepCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Manage sweeps: resume a sweep's queue, move a queued app",
+		Long: `A sweep is the grid of apps wick run --sweep launches. wick list --sweep ID lists its
+apps; wick cancel ID and wick delete ID act on all of them; wick metrics --sweep ID
+compares them. These verbs act on its queue.`,
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "resume SWEEP_ID",
+		Short: "Start the queue of a sweep again (after its process was killed)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			store := a.runner().Sweeps()
+			sw, err := store.Load(argv[0])
+			if err != nil {
+				return usageError{err}
+			}
+			if sw.QueueRunning() {
+				fmt.Fprintf(a.env.Stderr, "sweep %s: its queue is running (pid %d)\n", sw.ID, sw.Queue.PID)
+				return nil
+			}
+			if sw.Waiting() == 0 {
+				fmt.Fprintf(a.env.Stderr, "sweep %s: nothing queued\n", sw.ID)
+				return nil
+			}
+			dir, err := store.Dir(sw.ID)
+			if err != nil {
+				return err
+			}
+			if err := a.startQueue(dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.env.Stderr, "sweep %s: queue resumed, %d queued\n", sw.ID, sw.Waiting())
+			return nil
+		},
+	})
+	var to int
+	move := &cobra.Command{
+		Use:   "move HANDLE --to N",
+		Short: "Move a queued app to place N of its sweep's queue (1: next to start)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if to < 1 {
+				return usagef("--to %d: want 1 or more", to)
+			}
+			h, err := a.resolveHandle(argv[0])
+			if err != nil {
+				return err
+			}
+			store := a.runner().Sweeps()
+			sw, ok := store.Find(h.String())
+			if !ok {
+				return usagef("%s is not an app of a sweep", h)
+			}
+			_, err = store.Update(sw.ID, func(s *sweep.Sweep) error { return s.Move(h.String(), to) })
+			if err != nil {
+				return usageError{err}
+			}
+			fmt.Fprintf(a.env.Stderr, "%s: place %d of the queue of sweep %s\n", h, to, sw.ID)
+			return nil
+		},
+	}
+	move.Flags().IntVar(&to, "to", 1, "the place in the queue, 1 being the next app to start")
+	cmd.AddCommand(move)
+	return cmd
+}

@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// TestSweepBadInput: each mistake is one line, exit 2, and nothing is launched.
+func TestSweepBadInput(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep", "nope=1,2", "demo.train"}, `unknown NAME "nope": not an argument of demo.train`},
+		{[]string{"--sweep", "rate=", "demo.train"}, "empty value"},
+		{[]string{"--sweep", "rate=1,2", "--sweep", "rate=3", "demo.train"}, "rate is swept twice"},
+		{[]string{"--sweep", "rate=" + seq(101), "--sweep", "steps=" + seq(100), "demo.train"}, "more than 10000 apps"},
+		{[]string{"--sweep", "rate=1,2", "demo.train", "--rate", "3"}, "rate is swept and also given as --rate"},
+		{[]string{"--sweep", "replicas=1,0", "demo.train"}, "the app of replicas=0"},
+		{[]string{"--max-parallel", "2", "demo.train"}, "--max-parallel needs --sweep"},
+		{[]string{"--sweep", "rate=1", "--max-parallel", "-1", "demo.train"}, "--max-parallel -1"},
+	} {
+		r := h.run(append([]string{"run"}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != ExitUsage || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("wick run %q: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	for _, dir := range []string{"sweeps", "local/apps"} {
+		if ents, _ := os.ReadDir(filepath.Join(h.home, dir)); len(ents) > 0 {
+			t.Errorf("%s holds %d entries after bad input", dir, len(ents))
+		}
+	}
+}
+
+func seq(n int) string {
+	vs := make([]string, n)
+	for i := range vs {
+		vs[i] = strconv.Itoa(i + 1)
+	}
+	return strings.Join(vs, ",")
+}
+
+// TestSweepDryRunListsTheGrid: every app of the product, with its values; a name the
+// component does not have goes to the script, after --.
+func TestSweepDryRunListsTheGrid(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--dryrun", "--sweep", "rate=10,20", "--sweep", "steps=5,6,7", "demo.train")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "6 apps of demo.train on local_cwd") {
+		t.Errorf("no header:\n%s", r.stdout)
+	}
+	for _, name := range []string{"rate10-steps5", "rate10-steps7", "rate20-steps6"} {
+		if !strings.Contains(r.stdout, "local_cwd://wick/demo-train-"+name+"-") {
+			t.Errorf("no app %s:\n%s", name, r.stdout)
+		}
+	}
+	r = h.run("run", "--dryrun", "--json", "--sweep", "lr=0.1,0.01", "utils.sh", "--", "train.sh", "--lr", "1", "--epochs", "3")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var got struct {
+		Apps []struct {
+			Values map[string]string `json:"values"`
+		} `json:"apps"`
+		DryRuns []struct {
+			App spec.AppDef `json:"app"`
+		} `json:"dryruns"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.DryRuns) != 2 || got.Apps[1].Values["lr"] != "0.01" {
+		t.Fatalf("dry runs: %s", r.stdout)
+	}
+	args := got.DryRuns[1].App.Roles[0].Args
+	if !strings.Contains(strings.Join(args, " "), "train.sh --lr 0.01 --epochs 3") {
+		t.Errorf("the script's --lr was not set: %q", args)
+	}
+}
+
+// sweepRows lists the apps of a sweep as `wick list --sweep --json` prints them.
+func sweepRows(t *testing.T, h *harness, id string) []spec.AppStatus {
+	t.Helper()
+	r := h.exec("list", "--sweep", id, "--json")
+	if r.code != 0 {
+		t.Fatalf("wick list --sweep: %d %s", r.code, r.stderr)
+	}
+	var apps []spec.AppStatus
+	if err := json.Unmarshal([]byte(r.stdout), &apps); err != nil {
+		t.Fatal(err)
+	}
+	return apps
+}
+
+func states(apps []spec.AppStatus) string {
+	var s []string
+	for _, a := range apps {
+		s = append(s, a.State.String())
+	}
+	return strings.Join(s, " ")
+}
+
+// TestSweepQueueSurvivesKill9OfLauncher: the attached launcher is SIGKILLed while
+// apps are queued; the queue goes on, never runs more than --max-parallel apps at
+// once, and every app succeeds.
+func TestSweepQueueSurvivesKill9OfLauncher(t *testing.T) {
+	h := newHarness(t)
+	cmd := h.wickCmd(context.Background(), "run", "--sweep", "steps=10,11,12,13,14", "--max-parallel", "2",
+		"demo.train", "--replicas", "1", "--rate", "20", "--progress=false")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the sweep id: %v", err)
+	}
+	id := strings.TrimSpace(line)
+	testkit.Wait(t, 20*time.Second, "an app running, others queued", func() (bool, string) {
+		apps := sweepRows(t, h, id)
+		s := states(apps)
+		return strings.Contains(s, "RUNNING") && strings.Contains(s, "QUEUED"), s
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	var apps []spec.AppStatus
+	testkit.Wait(t, 60*time.Second, "every app SUCCEEDED", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == strings.TrimSpace(strings.Repeat("SUCCEEDED ", 5)), states(apps)
+	})
+	// At no moment were more than 2 apps between their creation and their end.
+	type ev struct {
+		at    time.Time
+		delta int
+	}
+	var evs []ev
+	for _, a := range apps {
+		evs = append(evs, ev{a.Created, 1}, ev{a.Ended, -1})
+		if a.Sweep == nil || a.Sweep.ID != id || a.Sweep.Values["steps"] == "" {
+			t.Errorf("%s: sweep %+v", a.Handle, a.Sweep)
+		}
+	}
+	slices.SortStableFunc(evs, func(x, y ev) int {
+		if c := x.at.Compare(y.at); c != 0 {
+			return c
+		}
+		return x.delta - y.delta // an end before a start at the same instant
+	})
+	n := 0
+	for _, e := range evs {
+		if n += e.delta; n > 2 {
+			t.Fatalf("%d apps ran at once with --max-parallel 2", n)
+		}
+	}
+}
+
+// TestSweepCancelAndDelete: a queued app is cancelled alone (it leaves the queue);
+// cancel of the sweep id stops the rest; delete of the sweep id removes it all.
+func TestSweepCancelAndDelete(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "rate=1,2,3", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	var apps []spec.AppStatus
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "RUNNING QUEUED QUEUED", states(apps)
+	})
+	if r := h.exec("list", "--sweep", id); !strings.Contains(r.stdout, "RATE") || !strings.Contains(r.stdout, "QUEUED") {
+		t.Errorf("list --sweep:\n%s", r.stdout)
+	}
+	if r := h.exec("status", apps[2].Handle); r.code != 0 || !strings.Contains(r.stdout, "QUEUED") {
+		t.Errorf("status of a queued app: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.exec("cancel", apps[2].Handle); r.code != 0 || !strings.Contains(r.stderr, "CANCELLED") {
+		t.Fatalf("cancel of a queued app: %d %s", r.code, r.stderr)
+	}
+	if s := states(sweepRows(t, h, id)); s != "RUNNING QUEUED CANCELLED" {
+		t.Errorf("after cancelling the third: %s", s)
+	}
+	if r := h.exec("cancel", id); r.code != 0 {
+		t.Fatalf("cancel of the sweep: %d %s", r.code, r.stderr)
+	}
+	if s := states(sweepRows(t, h, id)); s != "CANCELLED CANCELLED CANCELLED" {
+		t.Errorf("after cancelling the sweep: %s", s)
+	}
+	if r := h.exec("delete", id); r.code != 0 {
+		t.Fatalf("delete of the sweep: %d %s", r.code, r.stderr)
+	}
+	if r := h.exec("list", "--sweep", id); r.code != ExitUsage || !strings.Contains(r.stderr, "no such sweep") {
+		t.Errorf("list of a deleted sweep: %d %s", r.code, r.stderr)
+	}
+	if r := h.exec("list", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("apps left after deleting the sweep: %s", r.stdout)
+	}
+}
+
+// TestSweepFailedLaunchDoesNotStopTheQueue: an app whose launch fails (its state
+// directory is taken) is FAILED on its row with why, and the next apps run.
+func TestSweepFailedLaunchDoesNotStopTheQueue(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--json", "--sweep", "steps=5,6,7", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "2s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var sw struct {
+		Sweep string `json:"sweep"`
+		Apps  []struct {
+			Handle string `json:"handle"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sw); err != nil {
+		t.Fatal(err)
+	}
+	// The second app's directory exists before the queue gets to it.
+	hd, err := spec.ParseHandle(sw.Apps[1].Handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.home, "local", "apps", hd.AppID), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var apps []spec.AppStatus
+	testkit.Wait(t, 60*time.Second, "the queue done", func() (bool, string) {
+		apps = sweepRows(t, h, sw.Sweep)
+		return states(apps) == "SUCCEEDED FAILED SUCCEEDED", states(apps)
+	})
+	if !strings.Contains(apps[1].Msg, "launch failed") || !strings.Contains(apps[1].Msg, "already exists") {
+		t.Errorf("the failed launch's row says %q", apps[1].Msg)
+	}
+	if r := h.exec("list", "--sweep", sw.Sweep); !strings.Contains(r.stdout, "launch failed") {
+		t.Errorf("list --sweep does not say why:\n%s", r.stdout)
+	}
+}
