@@ -30,6 +30,8 @@
 //     `validate step:`): validation values are the series val/NAME (test/NAME,
 //     eval/NAME), never merged into the training ones. A name qualified by train in its
 //     own words is train/NAME (nanoGPT's estimate `train loss` beside its `loss`).
+//     A summary line (` * Acc@1 76.130`) takes the context of the last line with
+//     values of its rank's stream (Parsed.Summary, given by the Store).
 //  4. Step: the value of a step name (step, global_step, iter, it, iteration,
 //     num_updates), else a counter in brackets before the values (`[ 50/1251]` is step
 //     50), else torchtune's `1|50|`. A line with a counter of its own that is not a
@@ -103,6 +105,13 @@ type Parsed struct {
 	HasStep bool
 	// Local is the local rank of torchrun's prefix, or -1.
 	Local int
+	// Summary is whether the line sums up the lines before it and names no context of
+	// its own (imagenet's ` *   Acc@1 76.130 Acc@5 92.862` after validation): its
+	// values are in the context of the last line with values of its rank's stream,
+	// which the Store gives them (inContext).
+	Summary bool
+	// ctx is the context the line names for all its values ("" for none or train).
+	ctx string
 
 	// names remembers recent names that are not words of the extractor's table
 	// (eval_runtime, tokens_per_sec), so that a name read line after line is
@@ -167,6 +176,7 @@ type nameSlot struct {
 func (p *Parsed) Reset() {
 	p.Samples = p.Samples[:0]
 	p.Step, p.HasStep, p.Local = 0, false, -1
+	p.Summary, p.ctx = false, ""
 }
 
 // Extractor reads values from lines as a Config says. It keeps no state between lines
@@ -374,6 +384,8 @@ func (e *Extractor) scan(s string, p *Parsed) {
 		p.HasStep = false
 		return
 	}
+	p.ctx = st.ctx
+	p.Summary = st.ctx == "" && st.nunctx == len(p.Samples) && len(p.Samples) > 0 && isSummary(s)
 	if st.ctx != "" {
 		// A context named after values (`loss 2.1 (valid)`) still names them.
 		for _, k := range st.unctx[:st.nunctx] {
@@ -390,6 +402,32 @@ func (e *Extractor) scan(s string, p *Parsed) {
 			p.Step, p.HasStep = NoStep, true
 		}
 	}
+}
+
+// isSummary reports whether a line is marked as a summary: ` * ` before its values, as
+// pytorch/examples' ProgressMeter.display_summary prints them.
+func isSummary(s string) bool {
+	s = strings.TrimLeft(s, " ")
+	return len(s) >= 2 && s[0] == '*' && s[1] == ' '
+}
+
+// inContext names the values of p (which named no context) as the line would if it
+// named ctx: ctx/NAME, dropped when that is no metric's name.
+func (e *Extractor) inContext(p *Parsed, ctx string) {
+	out := p.Samples[:0]
+	for _, smp := range p.Samples {
+		var b [MaxNameLen + 16]byte
+		key := append(append(append(b[:0], ctx...), '/'), smp.Name...)
+		if len(key) > MaxNameLen {
+			continue
+		}
+		if name, ok := e.nameOf(p, key, e.words.lookup(key, headOf(key))); ok {
+			smp.Name = name
+			out = append(out, smp)
+		}
+	}
+	p.Samples = out
+	p.ctx = ctx
 }
 
 // prefixed returns ctx/name, interned.

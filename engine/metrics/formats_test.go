@@ -155,9 +155,11 @@ func sameValue(a, b float64) bool {
 	return a == b || math.IsNaN(a) && math.IsNaN(b)
 }
 
-// caseResult says what went wrong with one line, "" when nothing.
-func checkCase(t testing.TB, e *Extractor, p *Parsed, c formatCase) (valueErr, stepErr string) {
-	e.Extract(c.line, p)
+// checkCase says what went wrong with the i-th line of a file, "" when nothing: the
+// line is read by st, the Store fed the file's lines before it (a summary line's
+// values are in the context of the lines before it).
+func checkCase(t testing.TB, st *Store, i int, c formatCase) (valueErr, stepErr string) {
+	p := st.Add(sched.Line{Time: t0.Add(time.Duration(i) * time.Second), Role: "trainer", Replica: c.rank, Text: c.line})
 	step, want := parseWant(t, c.at, c.want)
 	switch {
 	case step == "" && p.HasStep && p.Step != NoStep:
@@ -213,12 +215,11 @@ func xsOf(st *Store, name string, rank int) []string {
 // what a Store fed the whole file shows: the metrics (no setting among them), the
 // chart's metric, the x of the points, and the alarms.
 func TestFormats(t *testing.T) {
-	e := NewExtractor(DefaultConfig())
-	var p Parsed
 	for _, ff := range readFormats(t) {
 		t.Run(ff.name, func(t *testing.T) {
-			for _, c := range ff.cases {
-				v, s := checkCase(t, e, &p, c)
+			cs := NewStore(DefaultConfig())
+			for i, c := range ff.cases {
+				v, s := checkCase(t, cs, i, c)
 				switch {
 				case c.known != "" && v == "" && s == "":
 					t.Errorf("%s: %q is read right now: remove its known mark (%s)", c.at, c.line, c.known)
@@ -257,8 +258,6 @@ func TestFormats(t *testing.T) {
 // TestFormatsReport prints the accuracy table of the corpus, per framework: the README's
 // metrics section shows it (make metrics-report).
 func TestFormatsReport(t *testing.T) {
-	e := NewExtractor(DefaultConfig())
-	var p Parsed
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-18s %6s %7s %6s %9s %6s %6s\n", "FRAMEWORK", "LINES", "VALUES", "STEPS", "SETTINGS", "FALSE", "NAN")
 	fmt.Fprintf(&b, "%-18s %6s %7s %6s %9s %6s %6s\n", "", "", "right", "right", "as metric", "alarm", "alarmed")
@@ -266,9 +265,10 @@ func TestFormatsReport(t *testing.T) {
 	for _, ff := range readFormats(t) {
 		lines, valsOK, stepsOK := 0, 0, 0
 		nanWant := 0
-		for _, c := range ff.cases {
+		cs := NewStore(DefaultConfig())
+		for i, c := range ff.cases {
 			lines++
-			v, s := checkCase(t, e, &p, c)
+			v, s := checkCase(t, cs, i, c)
 			if v == "" {
 				valsOK++
 			}

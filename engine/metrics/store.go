@@ -333,10 +333,10 @@ type Store struct {
 	lastSeries *rankSeries
 	byName     map[string][]*Series
 	names      []string // in order of first appearance
-	lastStep   map[Rank]*int64
-	// The rank of the last line that asked StepOf, and its last step (nil: none yet).
-	stepRank Rank
-	stepOf   *int64
+	streams    map[Rank]*stream
+	// The rank of the last line that asked StepOf, and its stream.
+	streamRank Rank
+	lastStream *stream
 	alarms   []Alarm
 	raised   map[alarmKey]bool
 	div      map[string]*divergence
@@ -358,7 +358,7 @@ func NewStore(cfg Config) *Store {
 		ext:      NewExtractor(cfg),
 		ranks:    map[Rank]*rankSeries{},
 		byName:   map[string][]*Series{},
-		lastStep: map[Rank]*int64{},
+		streams:  map[Rank]*stream{},
 		raised:   map[alarmKey]bool{},
 		div:      map[string]*divergence{},
 	}
@@ -397,30 +397,54 @@ func (s *Store) Add(l sched.Line) *Parsed {
 // else the last step the rank named, else -1. It also records a named step.
 // A line with NoStep prints a counter of its own: it takes no other line's step.
 func (s *Store) StepOf(r Rank, p *Parsed) int64 {
-	if s.stepOf == nil || s.stepRank != r {
-		// Lines come in runs of one rank: its step is looked up once a run.
-		s.stepRank, s.stepOf = r, s.lastStep[r]
-	}
+	st := s.stream(r)
 	if p.HasStep {
 		if p.Step < 0 {
 			return -1
 		}
-		if s.stepOf == nil {
-			s.stepOf = new(int64)
-			s.lastStep[r] = s.stepOf
-		}
-		*s.stepOf = p.Step
+		st.step, st.stepped = p.Step, true
 		return p.Step
 	}
-	if s.stepOf != nil {
-		return *s.stepOf
+	if st.stepped {
+		return st.step
 	}
 	return -1
+}
+
+// stream is what a rank's lines said that the lines after them use.
+type stream struct {
+	step    int64 // the last step named, when stepped
+	stepped bool
+	// ctx is the context of the last line with values (see Parsed.Summary).
+	ctx string
+}
+
+// stream returns rank r's stream.
+func (s *Store) stream(r Rank) *stream {
+	if s.lastStream == nil || s.streamRank != r {
+		// Lines come in runs of one rank: its stream is looked up once a run.
+		st := s.streams[r]
+		if st == nil {
+			st = &stream{}
+			s.streams[r] = st
+		}
+		s.streamRank, s.lastStream = r, st
+	}
+	return s.lastStream
 }
 
 // AddParsed adds values already extracted from a line of rank r read at t.
 func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 	step := s.StepOf(r, p)
+	if st := s.stream(r); p.Summary {
+		// imagenet's ` * Acc@1 76.130` after its `Test: [..]` lines: the summary of
+		// what the stream printed last, in its context.
+		if st.ctx != "" {
+			s.ext.inContext(p, st.ctx)
+		}
+	} else if len(p.Samples) > 0 {
+		st.ctx = p.ctx
+	}
 	ns := t.UnixNano()
 	for _, smp := range p.Samples {
 		if s.lastSeries == nil || s.lastRank != r {

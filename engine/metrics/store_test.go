@@ -313,3 +313,32 @@ func TestStoreSlowPatternSkipped(t *testing.T) {
 	}
 	t.Logf("50 lines with the pattern given up: %v (%s)", time.Since(start), n[0])
 }
+
+// A summary line (` * Acc@1 ...`) names no context: its values are in the context of
+// the last line with values of its own rank's stream, not of another rank's, and a
+// summary after training lines is training.
+func TestStoreSummaryContext(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	s.Add(line(0, 0, "Epoch: [0][   1/5005]\tLoss 6.9078e+00 (6.9078e+00)\tAcc@1   0.00 (  0.00)"))
+	s.Add(line(0, 1, "Test: [  1/196]\tLoss 6.8125e+00 (6.8125e+00)\tAcc@1   0.39 (  0.39)"))
+	s.Add(line(1, 2, "Epoch: [0][   1/5005]\tLoss 6.9 (6.9)\tAcc@1   0.10 (  0.10)"))
+	s.Add(line(1, 3, " *   Acc@1 1.000 Acc@5 2.000")) // rank 1 trained last
+	s.Add(line(0, 4, " *   Acc@1 76.130 Acc@5 92.862"))
+	for _, c := range []struct {
+		name string
+		rank int
+		last float64
+	}{{"test/acc@1", 0, 76.13}, {"test/acc@5", 0, 92.862}, {"acc@1", 1, 1}, {"acc@5", 1, 2}, {"acc@1", 0, 0}} {
+		var got []string
+		found := false
+		for _, ser := range s.Series(c.name) {
+			got = append(got, fmt.Sprintf("%s=%g", ser.Rank, ser.Last.Value))
+			if ser.Rank.Replica == c.rank && ser.Last.Value == c.last {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s on %d: %v, want last %g", c.name, c.rank, got, c.last)
+		}
+	}
+}
