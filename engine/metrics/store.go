@@ -337,13 +337,13 @@ type Store struct {
 	// The rank of the last line that asked StepOf, and its stream.
 	streamRank Rank
 	lastStream *stream
-	alarms   []Alarm
-	raised   map[alarmKey]bool
-	div      map[string]*divergence
-	dropped  int64
-	seq      int64     // values added
-	noPoints bool      // see NewAlarmStore
-	scratch  []float64 // for compare
+	alarms     []Alarm
+	raised     map[alarmKey]bool
+	div        map[string]*divergence
+	dropped    int64
+	seq        int64     // values added
+	noPoints   bool      // see NewAlarmStore
+	scratch    []float64 // for compare
 }
 
 type alarmKey struct {
@@ -355,12 +355,12 @@ type alarmKey struct {
 // NewStore returns an empty store extracting with cfg.
 func NewStore(cfg Config) *Store {
 	return &Store{
-		ext:      NewExtractor(cfg),
-		ranks:    map[Rank]*rankSeries{},
-		byName:   map[string][]*Series{},
-		streams:  map[Rank]*stream{},
-		raised:   map[alarmKey]bool{},
-		div:      map[string]*divergence{},
+		ext:     NewExtractor(cfg),
+		ranks:   map[Rank]*rankSeries{},
+		byName:  map[string][]*Series{},
+		streams: map[Rank]*stream{},
+		raised:  map[alarmKey]bool{},
+		div:     map[string]*divergence{},
 	}
 }
 
