@@ -346,6 +346,39 @@ func appFromComponents(comps []component) *spec.AppDef {
 func buildStatus(id string, comps []component, rec *record) spec.AppStatus {
 	sort.Slice(comps, func(i, j int) bool { return comps[i].Offset < comps[j].Offset })
 	lead := comps[0]
+	st := jobStatus(id, lead, rec)
+	roles := roleSet{byName: map[string]*spec.RoleStatus{}}
+	for _, c := range comps {
+		_, app, role, k, ok := parseJobName(c.Name)
+		if !ok {
+			role, k = c.Name, c.Offset
+		}
+		if st.Name == "" {
+			st.Name = app
+		}
+		rs := roles.get(role)
+		rs.Replicas = append(rs.Replicas, replicaStatus(c, role, k, rec, st.State))
+	}
+	if st.State.Terminal() && st.State != spec.Succeeded {
+		roles.jobExitCode(lead)
+	}
+	for _, role := range roles.order {
+		rs := roles.byName[role]
+		sort.Slice(rs.Replicas, func(i, j int) bool { return rs.Replicas[i].ID < rs.Replicas[j].ID })
+		st.Roles = append(st.Roles, *rs)
+	}
+	if st.State.Terminal() {
+		lastEnd(&st)
+	}
+	if st.State == spec.Failed {
+		failFast(&st)
+	}
+	return st
+}
+
+// jobStatus is the app's status as its lead component (the job) says: its state,
+// times and why it waits or ended; the record's name and submission time.
+func jobStatus(id string, lead component, rec *record) spec.AppStatus {
 	st := spec.AppStatus{AppID: id, State: StateOf(lead.State), NumRestarts: lead.Restarts, Created: lead.Submit}
 	if st.State.Terminal() {
 		st.Ended = lead.End
@@ -362,81 +395,82 @@ func buildStatus(id string, comps []component, rec *record) spec.AppStatus {
 	case st.State.Terminal() || st.State == spec.UnknownState:
 		st.Msg = strings.TrimSpace(lead.State + " " + reasonText(lead.Reason))
 	}
-	roles := map[string]*spec.RoleStatus{}
-	var order []string
-	for _, c := range comps {
-		_, app, role, k, ok := parseJobName(c.Name)
-		if !ok {
-			role, k = c.Name, c.Offset
-		}
-		if st.Name == "" {
-			st.Name = app
-		}
-		rs, seen := roles[role]
-		if !seen {
-			rs = &spec.RoleStatus{Role: role}
-			roles[role] = rs
-			order = append(order, role)
-		}
-		state := StateOf(c.State)
-		rep := spec.ReplicaStatus{ID: k, Role: role, State: state, Hostname: c.Nodes, Started: c.Start, Restarts: c.Restarts}
-		if state.Terminal() {
-			rep.Ended = c.End
-		}
-		if rec != nil {
-			for _, r := range rec.Replicas {
-				if r.Role != role || r.Replica != k {
-					continue
-				}
-				rep.LogDir = rec.JobDir
-				// A requeued job waits PENDING with the last attempt's exit files,
-				// which the next attempt removes: they are not this attempt's.
-				if state.Started() {
-					applyExitFile(&rep, r.ExitFile, st.State)
-					applyGroupRank(&rep, r.ExitFile)
-				}
-			}
-		}
-		if rep.State == spec.Pending && c.Reason != "" && c.Reason != "None" {
-			rep.StructuredError = "pending: " + c.Reason
-		}
-		rs.Replicas = append(rs.Replicas, rep)
-	}
-	if st.State.Terminal() && st.State != spec.Succeeded {
-		// No replica left an exit status (killed, or never started): Slurm's exit
-		// code, the batch script's, stands for the job, on the first replica.
-		any := false
-		for _, rs := range roles {
-			for _, rep := range rs.Replicas {
-				any = any || rep.ExitCode != nil
-			}
-		}
-		if code, ok := ParseExitCode(lead.ExitCode); ok && !any && len(order) > 0 && len(roles[order[0]].Replicas) > 0 {
-			roles[order[0]].Replicas[0].ExitCode = spec.IntPtr(code)
-		}
-	}
-	for _, role := range order {
-		rs := roles[role]
-		sort.Slice(rs.Replicas, func(i, j int) bool { return rs.Replicas[i].ID < rs.Replicas[j].ID })
-		st.Roles = append(st.Roles, *rs)
-	}
-	if st.State.Terminal() {
-		// Slurm's times are whole seconds; the exit files' are finer.
-		for _, r := range st.Roles {
-			for _, rep := range r.Replicas {
-				if rep.Ended.After(st.Ended) {
-					st.Ended = rep.Ended
-				}
-			}
-		}
-		if st.Ended.Before(st.Created) {
-			st.Ended = st.Created
-		}
-	}
-	if st.State == spec.Failed {
-		failFast(&st)
-	}
 	return st
+}
+
+// replicaStatus is the status of replica k of role, from its component c and, once
+// it has started, its exit file; app is the app's state.
+func replicaStatus(c component, role string, k int, rec *record, app spec.AppState) spec.ReplicaStatus {
+	state := StateOf(c.State)
+	rep := spec.ReplicaStatus{ID: k, Role: role, State: state, Hostname: c.Nodes, Started: c.Start, Restarts: c.Restarts}
+	if state.Terminal() {
+		rep.Ended = c.End
+	}
+	if rec != nil {
+		for _, r := range rec.Replicas {
+			if r.Role != role || r.Replica != k {
+				continue
+			}
+			rep.LogDir = rec.JobDir
+			// A requeued job waits PENDING with the last attempt's exit files,
+			// which the next attempt removes: they are not this attempt's.
+			if state.Started() {
+				applyExitFile(&rep, r.ExitFile, app)
+				applyGroupRank(&rep, r.ExitFile)
+			}
+		}
+	}
+	if rep.State == spec.Pending && c.Reason != "" && c.Reason != "None" {
+		rep.StructuredError = "pending: " + c.Reason
+	}
+	return rep
+}
+
+// roleSet gathers the replicas' statuses by role, the roles in the order first seen.
+type roleSet struct {
+	byName map[string]*spec.RoleStatus
+	order  []string
+}
+
+func (s *roleSet) get(role string) *spec.RoleStatus {
+	rs, ok := s.byName[role]
+	if !ok {
+		rs = &spec.RoleStatus{Role: role}
+		s.byName[role] = rs
+		s.order = append(s.order, role)
+	}
+	return rs
+}
+
+// jobExitCode puts Slurm's exit code of the job (the batch script's) on the first
+// replica when no replica left an exit status (killed, or never started): it stands
+// for the job.
+func (s *roleSet) jobExitCode(lead component) {
+	for _, rs := range s.byName {
+		for _, rep := range rs.Replicas {
+			if rep.ExitCode != nil {
+				return
+			}
+		}
+	}
+	if code, ok := ParseExitCode(lead.ExitCode); ok && len(s.order) > 0 && len(s.byName[s.order[0]].Replicas) > 0 {
+		s.byName[s.order[0]].Replicas[0].ExitCode = spec.IntPtr(code)
+	}
+}
+
+// lastEnd makes the end of an ended app that of its last replica: Slurm's times are
+// whole seconds, the exit files' finer. It is never before the app's creation.
+func lastEnd(st *spec.AppStatus) {
+	for _, r := range st.Roles {
+		for _, rep := range r.Replicas {
+			if rep.Ended.After(st.Ended) {
+				st.Ended = rep.Ended
+			}
+		}
+	}
+	if st.Ended.Before(st.Created) {
+		st.Ended = st.Created
+	}
 }
 
 // failFast names the replica that failed first as the app's error, and marks the
