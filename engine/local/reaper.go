@@ -275,20 +275,33 @@ const reaperDrainWait = 2 * time.Second
 func reap(appDir string) error {
 	// Signals meant for the app's processes are not for the reaper.
 	signal.Ignore(unix.SIGHUP, unix.SIGINT, unix.SIGTERM)
-	groups := map[int]bool{}
-	pipes := map[int]heldPipe{}
-	cgroupDir := ""
+	rs := reaperState{groups: map[int]bool{}, pipes: map[int]heldPipe{}}
 	buf := make([]byte, maxReaperMsg)
 	oob := make([]byte, unix.CmsgSpace(4*4))
+	for {
+		line, fds, ok := receive(buf, oob)
+		if !ok {
+			break // the supervisor is gone
+		}
+		if line == "q" {
+			return nil
+		}
+		rs.take(line, fds)
+	}
+	return rs.finish(appDir)
+}
+
+// receive reads one message from the supervisor (on stdin, a socket) and the file
+// descriptors it carries; ok is false once the supervisor is gone.
+func receive(buf, oob []byte) (line string, fds []int, ok bool) {
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(0, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil || n <= 0 && oobn <= 0 {
-			break // the supervisor is gone
+			return "", nil, false
 		}
-		var fds []int
 		if oobn > 0 {
 			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
 				for _, m := range msgs {
@@ -298,62 +311,78 @@ func reap(appDir string) error {
 				}
 			}
 		}
-		line := string(buf[:n])
-		if line == "q" {
-			return nil
-		}
-		if line != "" && line[0] == 'o' && len(fds) == 1 {
-			// "oID STREAM LOGDIR" with the pipe.
-			idStr, rest, _ := strings.Cut(line[1:], " ")
-			stream, logDir, _ := strings.Cut(rest, " ")
-			id, err := strconv.Atoi(idStr)
-			if err == nil && (stream == string(sched.Stdout) || stream == string(sched.Stderr)) && filepath.IsAbs(logDir) {
-				pipes[id] = heldPipe{f: os.NewFile(uintptr(fds[0]), "pipe"), stream: stream, logDir: logDir}
-				continue
-			}
-		}
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		if len(line) < 2 {
-			continue
-		}
-		switch line[0] {
-		case 'c':
-			cgroupDir = line[1:]
-			continue
-		case 'x':
-			if id, err := strconv.Atoi(line[1:]); err == nil {
-				if p, ok := pipes[id]; ok {
-					p.f.Close()
-					delete(pipes, id)
-				}
-			}
-			continue
-		}
-		pgid, err := strconv.Atoi(line[1:])
-		if err != nil || pgid <= 0 {
-			continue
-		}
-		switch line[0] {
-		case '+':
-			groups[pgid] = true
-		case '-':
-			delete(groups, pgid)
+		return string(buf[:n]), fds, true
+	}
+}
+
+// reaperState is what the reaper holds for the app: its process groups, the read
+// ends of its replicas' pipes, and its cgroup.
+type reaperState struct {
+	groups    map[int]bool
+	pipes     map[int]heldPipe
+	cgroupDir string
+}
+
+// take applies one message of the supervisor: "oID STREAM LOGDIR" with a pipe to
+// hold, "xID" to let it go, "cDIR" for the cgroup, "+PGID" and "-PGID" for a process
+// group started and ended. Descriptors a message does not keep are closed.
+func (rs *reaperState) take(line string, fds []int) {
+	if line != "" && line[0] == 'o' && len(fds) == 1 {
+		idStr, rest, _ := strings.Cut(line[1:], " ")
+		stream, logDir, _ := strings.Cut(rest, " ")
+		id, err := strconv.Atoi(idStr)
+		if err == nil && (stream == string(sched.Stdout) || stream == string(sched.Stderr)) && filepath.IsAbs(logDir) {
+			rs.pipes[id] = heldPipe{f: os.NewFile(uintptr(fds[0]), "pipe"), stream: stream, logDir: logDir}
+			return
 		}
 	}
-	for pgid := range groups {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	if len(line) < 2 {
+		return
+	}
+	switch line[0] {
+	case 'c':
+		rs.cgroupDir = line[1:]
+		return
+	case 'x':
+		if id, err := strconv.Atoi(line[1:]); err == nil {
+			if p, ok := rs.pipes[id]; ok {
+				p.f.Close()
+				delete(rs.pipes, id)
+			}
+		}
+		return
+	}
+	pgid, err := strconv.Atoi(line[1:])
+	if err != nil || pgid <= 0 {
+		return
+	}
+	switch line[0] {
+	case '+':
+		rs.groups[pgid] = true
+	case '-':
+		delete(rs.groups, pgid)
+	}
+}
+
+// finish does what the supervisor, gone, cannot: it kills what is left of the app,
+// puts what the pipes still hold in the logs and marks their end, and records the app
+// as ended unless it had.
+func (rs *reaperState) finish(appDir string) error {
+	for pgid := range rs.groups {
 		killGroup(pgid, unix.SIGKILL)
 	}
-	if cgroupDir != "" {
+	if rs.cgroupDir != "" {
 		// What left the groups is still in the app's cgroup.
-		if err := killCgroupDir(cgroupDir); err != nil {
+		if err := killCgroupDir(rs.cgroupDir); err != nil {
 			fmt.Fprintf(os.Stderr, "wick reaper: %v\n", err)
 		}
 	}
 	// What the replicas wrote that the supervisor had not taken out of the pipes goes
 	// to the stream files; MarkEnd below indexes it.
-	drainPipes(pipes)
+	drainPipes(rs.pipes)
 	l, err := readLaunch(appDir)
 	if err != nil {
 		return fmt.Errorf("reaper: %w", err)
@@ -373,6 +402,6 @@ func reap(appDir string) error {
 		return nil
 	}
 	markGone(appDir, st)
-	fmt.Fprintf(os.Stderr, "%s wick reaper %s: the supervisor died; killed %d process groups\n", time.Now().Format(time.RFC3339), l.AppID, len(groups))
+	fmt.Fprintf(os.Stderr, "%s wick reaper %s: the supervisor died; killed %d process groups\n", time.Now().Format(time.RFC3339), l.AppID, len(rs.groups))
 	return st.save(appDir)
 }
