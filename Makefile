@@ -22,7 +22,6 @@ CYCLO_PENDING = \
 	(*supervisor).errorFileCause@engine/local/rootcause.go \
 	appState@engine/docker/status.go \
 	(*Model).drawLines@tui/wall/draw.go \
-	(*expander).role@components/template.go \
 	(*Model).update@tui/model.go \
 	run@testdata/docker/helper/main.go
 

@@ -391,78 +391,103 @@ func (e *expander) role(n *yaml.Node) (spec.Role, error) {
 	}
 	r.Name = name
 	what := "role " + name
-	if r.Image, _, err = e.str(fs["image"], what+": image"); err != nil {
+	if err := e.roleCommand(n, fs, what, &r); err != nil {
 		return r, err
+	}
+	if err := e.roleReplicas(fs, what, &r); err != nil {
+		return r, err
+	}
+	if err := e.roleHost(fs, what, &r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// roleCommand reads what role n runs: its image, entrypoint, args and env.
+func (e *expander) roleCommand(n *yaml.Node, fs map[string]*yaml.Node, what string, r *spec.Role) error {
+	var err error
+	if r.Image, _, err = e.str(fs["image"], what+": image"); err != nil {
+		return err
 	}
 	ep, hasRef, err := e.str(fs["entrypoint"], what+": entrypoint")
 	if err != nil {
-		return r, err
+		return err
 	}
 	if ep == "" && !(hasRef && e.checking()) {
 		at := n
 		if fs["entrypoint"] != nil {
 			at = fs["entrypoint"]
 		}
-		return r, e.f.errAt(at, "%s: %v", what, spec.ErrEmptyEntrypoint)
+		return e.f.errAt(at, "%s: %v", what, spec.ErrEmptyEntrypoint)
 	}
 	r.Entrypoint = ep
 	if r.Args, _, err = e.list(fs["args"], what+": args"); err != nil {
-		return r, err
+		return err
 	}
 	if r.Args == nil {
 		r.Args = []string{}
 	}
-	if r.Env, err = e.strMap(fs["env"], what+": env"); err != nil {
-		return r, err
-	}
+	r.Env, err = e.strMap(fs["env"], what+": env")
+	return err
+}
+
+// roleReplicas reads how many replicas a role runs and how they are retried.
+func (e *expander) roleReplicas(fs map[string]*yaml.Node, what string, r *spec.Role) error {
 	if v, set, err := e.integer(fs["num_replicas"], what+": num_replicas"); err != nil {
-		return r, err
+		return err
 	} else if set {
 		if v < 1 {
-			return r, e.f.errAt(fs["num_replicas"], "%s: %v (got %d)", what, spec.ErrBadReplicas, v)
+			return e.f.errAt(fs["num_replicas"], "%s: %v (got %d)", what, spec.ErrBadReplicas, v)
 		}
 		r.NumReplicas = v
 	}
 	if v, set, err := e.integer(fs["min_replicas"], what+": min_replicas"); err != nil {
-		return r, err
+		return err
 	} else if set {
 		r.MinReplicas = v
 	}
 	if v, set, err := e.integer(fs["max_retries"], what+": max_retries"); err != nil {
-		return r, err
+		return err
 	} else if set {
 		r.MaxRetries = v
 	}
 	if rp, hasRef, err := e.str(fs["retry_policy"], what+": retry_policy"); err != nil {
-		return r, err
+		return err
 	} else if !(hasRef && e.checking()) {
 		p, err := spec.ParseRetryPolicy(rp)
 		if err != nil {
-			return r, e.f.errAt(fs["retry_policy"], "%s: %v", what, err)
+			return e.f.errAt(fs["retry_policy"], "%s: %v", what, err)
 		}
 		r.RetryPolicy = p
 	}
+	return nil
+}
+
+// roleHost reads what a role takes of its host: its resource, ports, mounts, and
+// the metadata schedulers read.
+func (e *expander) roleHost(fs map[string]*yaml.Node, what string, r *spec.Role) error {
+	var err error
 	if r.Resource, err = e.resource(fs["resource"], what+": resource"); err != nil {
-		return r, err
+		return err
 	}
 	if pm, err := e.intMap(fs["port_map"], what+": port_map"); err != nil {
-		return r, err
+		return err
 	} else if len(pm) > 0 {
 		r.PortMap = pm
 	}
 	if mounts, hasRef, err := e.list(fs["mounts"], what+": mounts"); err != nil {
-		return r, err
+		return err
 	} else if len(mounts) > 0 && !(hasRef && e.checking()) {
 		if r.Mounts, err = spec.ParseMounts(strings.Join(mounts, ",")); err != nil {
-			return r, e.f.errAt(fs["mounts"], "%s: %v", what+": mounts", err)
+			return e.f.errAt(fs["mounts"], "%s: %v", what+": mounts", err)
 		}
 	}
 	if md, err := e.strMap(fs["metadata"], what+": metadata"); err != nil {
-		return r, err
+		return err
 	} else if len(md) > 0 {
 		r.Metadata = md
 	}
-	return r, nil
+	return nil
 }
 
 func (e *expander) resource(n *yaml.Node, what string) (spec.Resource, error) {
