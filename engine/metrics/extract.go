@@ -34,7 +34,9 @@
 //     values of its rank's stream (Parsed.Summary, given by the Store).
 //  4. Step: the value of a step name (step, global_step, iter, it, iteration,
 //     num_updates), else a counter in brackets before the values (`[ 50/1251]` is step
-//     50), else torchtune's `1|50|`. A line with a counter of its own that is not a
+//     50), else torchtune's `1|50|`. A counter in brackets with the epoch on its line
+//     (`Train: 1 [ 100/1251]`) is a step within that epoch (Parsed.EpochSteps): the
+//     Store counts it over epochs. A line with a counter of its own that is not a
 //     step (`[ 1,  2000] loss: 2.2`) has NoStep: it takes no step from other lines.
 //
 // The stages live in clean.go, value.go (a number and what follows it), names.go
@@ -112,6 +114,11 @@ type Parsed struct {
 	Summary bool
 	// ctx is the context the line names for all its values ("" for none or train).
 	ctx string
+	// EpochSteps is, when Step is counted within an epoch (a counter in brackets with
+	// its total: timm's `Train: 1 [ 100/1251]`, mmengine's `[1][ 50/500]`), that total
+	// (else 0); Epoch is the epoch the line names, -1 when none (imagenet's `Test: [
+	// 1/196]`: the Store takes its stream's last).
+	Epoch, EpochSteps int64
 
 	// names remembers recent names that are not words of the extractor's table
 	// (eval_runtime, tokens_per_sec), so that a name read line after line is
@@ -177,6 +184,7 @@ func (p *Parsed) Reset() {
 	p.Samples = p.Samples[:0]
 	p.Step, p.HasStep, p.Local = 0, false, -1
 	p.Summary, p.ctx = false, ""
+	p.Epoch, p.EpochSteps = -1, 0
 }
 
 // Extractor reads values from lines as a Config says. It keeps no state between lines
@@ -363,6 +371,13 @@ type lineState struct {
 	bracketStep int64
 	// spacedKnown is whether the line's one spaced pair names a known metric.
 	spacedKnown bool
+	// bracketTotal is the total of bracketStep (`[ 50/1251]`: 1251); epoch the epoch the
+	// line names (`epoch 3`, timm's `Train: 3`, mmengine's `[3]` before the step's
+	// bracket), -1 when none; single a bracket of one number (`[3]`), where it ends.
+	bracketTotal int64
+	epoch        int64
+	single       int64
+	singleEnd    int
 	// unctx are the values of the line without a qualifier of their own: they take
 	// ctx, even when it is named after them, as a context names the whole line.
 	unctx  [MaxValuesPerLine]uint8
@@ -371,7 +386,7 @@ type lineState struct {
 
 // scan reads the pairs of s into p.
 func (e *Extractor) scan(s string, p *Parsed) {
-	st := lineState{spacedOnly: true, bracketStep: -1}
+	st := lineState{spacedOnly: true, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1}
 	if n, ok := torchtuneStep(s); ok {
 		p.Step, p.HasStep = n, true
 	}
@@ -398,6 +413,11 @@ func (e *Extractor) scan(s string, p *Parsed) {
 		switch {
 		case st.bracketStep >= 0:
 			p.Step, p.HasStep = st.bracketStep, true
+			// A step counted within an epoch (`Train: 1 [ 100/1251]`): the Store
+			// counts it over epochs, so that the x of a series never goes back.
+			if st.bracketTotal > 0 && st.bracketTotal < maxEpochCount && st.epoch < maxEpochCount {
+				p.Epoch, p.EpochSteps = st.epoch, st.bracketTotal
+			}
 		case st.counter && len(p.Samples) > 0:
 			p.Step, p.HasStep = NoStep, true
 		}
@@ -515,12 +535,18 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		case c == '[':
 			st.endField(s)
 			if len(p.Samples) == 0 {
-				if end, step, counter := bracketCounter(s, i); end > i {
-					if step >= 0 && st.bracketStep < 0 {
-						st.bracketStep = step
+				if b := bracketCounter(s, i); b.end > i {
+					switch {
+					case b.step >= 0 && st.bracketStep < 0:
+						st.bracketStep, st.bracketTotal = b.step, b.total
+						if st.singleEnd == i {
+							st.epoch = st.single // mmengine's `[1][ 50/500]`
+						}
+					case b.step < 0:
+						st.counter = true
+						st.single, st.singleEnd = b.single, b.end
 					}
-					st.counter = st.counter || counter
-					i = end
+					i = b.end
 					continue
 				}
 			}
@@ -605,10 +631,12 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		st.spacedOnly = false
 	}
 	if r.only != "" {
-		// `Train: 0`, `Test: 3`: a context, not a metric.
+		// `Train: 0`, `Test: 3`: a context, not a metric; timm's number after it is
+		// the epoch, when a step in brackets follows.
 		if r.only != "train" && st.ctx == "" {
 			st.ctx = r.only
 		}
+		st.takeEpoch(v)
 		return v.end
 	}
 	q := r.q
@@ -619,6 +647,9 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		}
 		if r.info.kind == kindStep && !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
 			p.Step, p.HasStep = int64(v.v), true
+		}
+		if r.epoch {
+			st.takeEpoch(v) // `Epoch: [0][ 1/5005]`, `Train Epoch: 1 [640/60000]`
 		}
 		return v.end
 	}
@@ -651,6 +682,17 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	return v.end
 }
 
+// maxEpochCount bounds an epoch and the steps of an epoch counted together: their
+// product stays far from overflowing.
+const maxEpochCount = 1 << 31
+
+// takeEpoch takes the value v as the line's epoch, when it is a count.
+func (st *lineState) takeEpoch(v *value) {
+	if st.epoch < 0 && v.v >= 0 && v.v < maxEpochCount && v.v == math.Trunc(v.v) {
+		st.epoch = int64(v.v)
+	}
+}
+
 // contexts are the contexts a line may name, at their index in a pairInfo's names
 // (0: none).
 var contexts = [...]string{"", "val", "test", "eval"}
@@ -678,6 +720,7 @@ type pairInfo struct {
 	rest    []byte
 	info    wordInfo // of rest
 	known   bool     // rest is a knownMetric
+	epoch   bool     // rest is epoch
 	counter bool     // rest counts what is done of a total
 	// names are the series' names in each of contexts when q is "" (else names[0]),
 	// verdict whether each is worked out yet (0), a metric's (1) or none (2).
@@ -789,6 +832,7 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 	r.info = e.words.lookup(rest, headOf(rest))
 	r.known = knownMetrics[string(rest)]
 	r.counter = counterWords[string(rest)]
+	r.epoch = string(rest) == "epoch"
 	return r
 }
 

@@ -30,10 +30,20 @@ func torchtuneStep(s string) (int64, bool) {
 	return n, err == nil
 }
 
+// bracket is a counter in brackets: `[ 50/1251]` is step 50 of total 1251, `[1]` the
+// single number 1, `[ 1,  2000]` a counter of neither kind.
+type bracket struct {
+	end    int
+	step   int64 // -1 when none
+	total  int64
+	single int64 // -1 when none
+}
+
 // bracketCounter reads a counter in brackets at s[i] == '[': `[ 50/1251]`, `[  50/1251 (
-// 4%)]` (step 50), `[ 1,  2000]` or `[1]` (a counter, no step). end is i when there is
-// none.
-func bracketCounter(s string, i int) (end int, step int64, counter bool) {
+// 4%)]` (step 50 of 1251), `[ 1,  2000]` or `[1]` (a counter, no step). end is i when
+// there is none.
+func bracketCounter(s string, i int) bracket {
+	none := bracket{end: i, step: -1, single: -1}
 	j := i + 1
 	num := func() (int64, bool) {
 		for j < len(s) && s[j] == ' ' {
@@ -51,19 +61,20 @@ func bracketCounter(s string, i int) (end int, step int64, counter bool) {
 	}
 	a, ok := num()
 	if !ok {
-		return i, -1, false
+		return none
 	}
 	for j < len(s) && s[j] == ' ' {
 		j++
 	}
-	step = -1
+	b := bracket{step: -1, single: a}
 	switch {
 	case j < len(s) && s[j] == '/':
 		j++
-		if _, ok := num(); !ok {
-			return i, -1, false
+		total, ok := num()
+		if !ok {
+			return none
 		}
-		step = a
+		b.step, b.total, b.single = a, total, -1
 		// timm's and mnist's `(  4%)`: progress, not a value.
 		for j < len(s) && s[j] == ' ' {
 			j++
@@ -71,15 +82,16 @@ func bracketCounter(s string, i int) (end int, step int64, counter bool) {
 		if j < len(s) && s[j] == '(' {
 			k := strings.IndexByte(s[j:min(len(s), j+12)], ')')
 			if k < 0 {
-				return i, -1, false
+				return none
 			}
 			j += k + 1
 		}
 	case j < len(s) && s[j] == ',':
+		b.single = -1
 		for j < len(s) && s[j] == ',' {
 			j++
 			if _, ok := num(); !ok {
-				return i, -1, false
+				return none
 			}
 		}
 	}
@@ -87,7 +99,8 @@ func bracketCounter(s string, i int) (end int, step int64, counter bool) {
 		j++
 	}
 	if j >= len(s) || s[j] != ']' {
-		return i, -1, false
+		return none
 	}
-	return j + 1, step, step < 0
+	b.end = j + 1
+	return b
 }

@@ -402,8 +402,8 @@ func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 		if p.Step < 0 {
 			return -1
 		}
-		st.step, st.stepped = p.Step, true
-		return p.Step
+		st.step, st.stepped = st.overEpochs(p), true
+		return st.step
 	}
 	if st.stepped {
 		return st.step
@@ -417,6 +417,36 @@ type stream struct {
 	stepped bool
 	// ctx is the context of the last line with values (see Parsed.Summary).
 	ctx string
+	// epoch is the last epoch a line named (-1: none yet), base the first one: epochs
+	// are counted from 0, or from 1 when the first the stream names is 1 (mmengine,
+	// mnist).
+	epoch, base int64
+}
+
+// overEpochs returns the step of p counted over epochs when p counts it within one
+// (Parsed.EpochSteps): (epoch - base) × steps per epoch + step, so that a series' x
+// never goes back at a new epoch. A line that names no epoch (imagenet's `Test: [
+// 1/196]`, between training epochs) is in the stream's last.
+func (st *stream) overEpochs(p *Parsed) int64 {
+	if p.EpochSteps <= 0 {
+		return p.Step
+	}
+	e := p.Epoch
+	switch {
+	case e >= 0 && st.epoch < 0:
+		st.epoch, st.base = e, 0
+		if e == 1 {
+			st.base = 1
+		}
+	case e >= 0:
+		st.epoch = e
+	default:
+		e = st.epoch
+	}
+	if e-st.base <= 0 {
+		return p.Step
+	}
+	return (e-st.base)*p.EpochSteps + p.Step
 }
 
 // stream returns rank r's stream.
@@ -425,7 +455,7 @@ func (s *Store) stream(r Rank) *stream {
 		// Lines come in runs of one rank: its stream is looked up once a run.
 		st := s.streams[r]
 		if st == nil {
-			st = &stream{}
+			st = &stream{epoch: -1}
 			s.streams[r] = st
 		}
 		s.streamRank, s.lastStream = r, st

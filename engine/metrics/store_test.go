@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -339,6 +340,32 @@ func TestStoreSummaryContext(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s on %d: %v, want last %g", c.name, c.rank, got, c.last)
+		}
+	}
+}
+
+// A step within an epoch (`[ 50/1251]`) is counted over epochs, per rank, from the first
+// epoch (0, or 1 when a stream numbers them from 1); a count too large to multiply is
+// left as the line's step.
+func TestStoreStepOverEpochs(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for _, l := range []sched.Line{
+		line(0, 0, "Train: 0 [  50/1000 (  5%)]  Loss: 6.91 (6.93)"),
+		line(1, 1, "Epoch(train)  [1][ 50/500]  loss: 2.3"),
+		line(0, 2, "Train: 2 [  50/1000 (  5%)]  Loss: 6.01 (6.03)"),
+		line(1, 3, "Epoch(train)  [3][ 50/500]  loss: 2.1"),
+		line(2, 4, "Train: 3000000000 [  50/1000]  Loss: 1.5"),
+	} {
+		s.Add(l)
+	}
+	want := map[int][]int64{0: {50, 2050}, 1: {50, 1050}, 2: {50}}
+	for _, ser := range s.Series("loss") {
+		var got []int64
+		for _, p := range ser.Points() {
+			got = append(got, p.Step)
+		}
+		if !slices.Equal(got, want[ser.Rank.Replica]) {
+			t.Errorf("rank %d: x %v, want %v", ser.Rank.Replica, got, want[ser.Rank.Replica])
 		}
 	}
 }
