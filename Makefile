@@ -22,7 +22,6 @@ CYCLO_PENDING = \
 	(*supervisor).errorFileCause@engine/local/rootcause.go \
 	appState@engine/docker/status.go \
 	(*Model).drawLines@tui/wall/draw.go \
-	(*Model).update@tui/model.go \
 	run@testdata/docker/helper/main.go
 
 .PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report

@@ -219,21 +219,9 @@ func (m *Model) recover() {
 func (m *Model) Fault() error { return m.fault }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
-	if d, ok := msg.(appops.Done); ok && d.Verb == appops.VerbDeleted && d.Err == nil {
-		// The app is gone: so is the wall's layout of it. The message goes on to the
-		// view that asked.
-		if h, err := spec.ParseHandle(d.Handle); err == nil {
-			_ = wall.Forget(m.wall.StateDir, h)
-			m.ctx.Alarms.Forget(h)
-		}
-	}
-	if d, ok := msg.(appops.BulkDone); ok && d.Verb == appops.VerbDeleted {
-		for _, s := range d.Handles {
-			if h, err := spec.ParseHandle(s); err == nil {
-				_ = wall.Forget(m.wall.StateDir, h)
-				m.ctx.Alarms.Forget(h)
-			}
-		}
+	m.forgetDeleted(msg)
+	if cmd, ok := m.navigate(msg); ok {
+		return cmd
 	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -254,34 +242,6 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return m.key(msg)
 	case tea.MouseMsg:
 		return m.mouse(msg)
-	case common.PushMsg:
-		m.stack = append(m.stack, msg.View)
-		return msg.View.Init()
-	case common.PopMsg:
-		return m.pop()
-	case common.HomeMsg:
-		for len(m.stack) > 1 {
-			m.noteAlarms(m.stack[len(m.stack)-1])
-			m.stack[len(m.stack)-1].Close()
-			m.stack = m.stack[:len(m.stack)-1]
-		}
-		if msg.Notice != "" {
-			m.notice, m.noticeErr, m.noticeAt, m.noticeView = msg.Notice, false, m.ctx.Now(), m.home.ID()
-		}
-		if msg.Handle != "" {
-			return m.home.Select(msg.Handle)
-		}
-		return m.home.Activate()
-	case common.OpenLogsMsg:
-		h, err := spec.ParseHandle(msg.Handle)
-		if err != nil {
-			return common.NotifyErr(err)
-		}
-		v := m.logsView(h)
-		m.stack = append(m.stack, v)
-		return v.Init()
-	case appops.EditMsg:
-		return m.openEdit(msg)
 	case common.ConfirmMsg:
 		m.over = &confirm{prompt: msg.Prompt, yes: msg.Yes}
 		return nil
@@ -301,6 +261,70 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	}
 	return m.active().Update(msg)
+}
+
+// forgetDeleted forgets what the UI keeps of apps a message says were deleted: the
+// wall's layout of each, its alarms. The message goes on to the view that asked.
+func (m *Model) forgetDeleted(msg tea.Msg) {
+	var handles []string
+	switch d := msg.(type) {
+	case appops.Done:
+		if d.Verb == appops.VerbDeleted && d.Err == nil {
+			handles = []string{d.Handle}
+		}
+	case appops.BulkDone:
+		if d.Verb == appops.VerbDeleted {
+			handles = d.Handles
+		}
+	}
+	for _, s := range handles {
+		if h, err := spec.ParseHandle(s); err == nil {
+			_ = wall.Forget(m.wall.StateDir, h)
+			m.ctx.Alarms.Forget(h)
+		}
+	}
+}
+
+// navigate answers the messages that open and close views; ok is false for the
+// others.
+func (m *Model) navigate(msg tea.Msg) (cmd tea.Cmd, ok bool) {
+	switch msg := msg.(type) {
+	case common.PushMsg:
+		m.stack = append(m.stack, msg.View)
+		return msg.View.Init(), true
+	case common.PopMsg:
+		return m.pop(), true
+	case common.HomeMsg:
+		return m.goHome(msg), true
+	case common.OpenLogsMsg:
+		h, err := spec.ParseHandle(msg.Handle)
+		if err != nil {
+			return common.NotifyErr(err), true
+		}
+		v := m.logsView(h)
+		m.stack = append(m.stack, v)
+		return v.Init(), true
+	case appops.EditMsg:
+		return m.openEdit(msg), true
+	}
+	return nil, false
+}
+
+// goHome closes every view above the app list, then shows the notice and selects the
+// app the message names, if any.
+func (m *Model) goHome(msg common.HomeMsg) tea.Cmd {
+	for len(m.stack) > 1 {
+		m.noteAlarms(m.stack[len(m.stack)-1])
+		m.stack[len(m.stack)-1].Close()
+		m.stack = m.stack[:len(m.stack)-1]
+	}
+	if msg.Notice != "" {
+		m.notice, m.noticeErr, m.noticeAt, m.noticeView = msg.Notice, false, m.ctx.Now(), m.home.ID()
+	}
+	if msg.Handle != "" {
+		return m.home.Select(msg.Handle)
+	}
+	return m.home.Activate()
 }
 
 // openEdit opens the form of the component an app was launched from, filled with its
