@@ -25,6 +25,8 @@ type metricsFlags struct {
 	csv, json bool
 	follow    bool
 	only      []string
+	// sweep and sort are for comparing apps (compare.go).
+	sweep, sort string
 }
 
 // metricsRedraw is how often a followed table is redrawn on a terminal: often enough
@@ -34,7 +36,7 @@ const metricsRedraw = time.Second
 func (a *app) metricsCmd() *cobra.Command {
 	var f metricsFlags
 	cmd := &cobra.Command{
-		Use:               "metrics IDENTIFIER",
+		Use:               "metrics IDENTIFIER | --sweep ID | HANDLE HANDLE...",
 		ValidArgsFunction: a.completeHandles,
 		Short:             "Print the training metrics found in an app's logs (loss, lr, ...), or export every point",
 		Long: `Read the numbers training scripts print (loss 2.84, lr=6e-05, {"loss": 2.84},
@@ -49,15 +51,38 @@ stops and prints the table).
 
 IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], as for wick log. Which names
 are metrics, the x axis and the alarms are set in a [wick:metrics] section of
-.torchxconfig (metrics, ignore, watch, divergence, step, pattern.NAME).`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error { return a.runMetrics(argv[0], f) },
+.torchxconfig (metrics, ignore, watch, divergence, step, pattern.NAME).
+
+With --sweep ID, or several handles, it compares apps instead: one row per app, with
+its swept values, its state, then each metric's last value, its best (the lowest for
+a loss, the highest otherwise, over every rank) and the step of the best; sorted by the
+best of --sort METRIC (default: the loss). An app whose metric went NaN or Inf, or
+whose value at the furthest step every app has reached is more than the divergence
+factor (default 3) times the sweep's median there, is marked in the ALARM column.
+--csv and --json write the same rows, with an app column.`,
+		Args: args(func(cmd *cobra.Command, argv []string) error {
+			if isCompare(argv, f.sweep) {
+				return nil
+			}
+			if f.sort != "" {
+				return fmt.Errorf("--sort compares apps: give --sweep ID or several handles")
+			}
+			return cobra.ExactArgs(1)(cmd, argv)
+		}),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if isCompare(argv, f.sweep) {
+				return a.runCompare(argv, f.sweep, f.sort, f)
+			}
+			return a.runMetrics(argv[0], f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&f.csv, "csv", false, "write every point as CSV: rank,step,time,name,value")
 	fl.BoolVar(&f.json, "json", false, "write every point as one JSON object per line")
 	fl.BoolVarP(&f.follow, "tail", "t", false, "follow the logs until the app ends")
 	fl.StringSliceVarP(&f.only, "metric", "m", nil, "only these metrics (comma-separated)")
+	fl.StringVar(&f.sweep, "sweep", "", "compare the apps of this sweep, one row per app")
+	fl.StringVar(&f.sort, "sort", "", "comparing apps: sort by the best value of this metric (default: the loss)")
 	return cmd
 }
 

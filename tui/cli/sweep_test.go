@@ -255,3 +255,53 @@ func TestSweepFailedLaunchDoesNotStopTheQueue(t *testing.T) {
 		t.Errorf("list --sweep does not say why:\n%s", r.stdout)
 	}
 }
+
+// TestMetricsComparesASweep: one row per app, best loss first; the run whose loss is
+// NaN and the one far above the sweep's median are marked; --csv has an app column.
+func TestMetricsComparesASweep(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--sweep", "v=1.2,9,1,nan,1.1", "utils.sh", "--",
+		"sh", "-c", `for s in 1 2 3; do echo "step $s loss $1"; done`)
+	if r.code != 0 {
+		t.Fatalf("the sweep: %d %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	r = h.exec("metrics", "--sweep", id)
+	if r.code != 0 {
+		t.Fatalf("metrics --sweep: %d %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("want a title, a header and 5 rows:\n%s", r.stdout)
+	}
+	var order []string
+	for _, l := range lines[2:] {
+		order = append(order, strings.Fields(l)[1])
+	}
+	if strings.Join(order, " ") != "1 1.1 1.2 9 nan" {
+		t.Errorf("rows in order %v, want the best loss first:\n%s", order, r.stdout)
+	}
+	if !strings.Contains(lines[5], "! loss 9 at step 3: 7.8x the sweep's median 1.15") {
+		t.Errorf("the outlier is not marked: %q", lines[5])
+	}
+	if !strings.Contains(lines[6], "! loss NaN at step 1") {
+		t.Errorf("the NaN run is not marked: %q", lines[6])
+	}
+	if strings.Contains(strings.Join(lines[2:5], "\n"), "!") {
+		t.Errorf("a healthy run is marked:\n%s", r.stdout)
+	}
+	r = h.exec("metrics", "--sweep", id, "--csv", "--sort", "loss")
+	if !strings.HasPrefix(r.stdout, "app,handle,v,state,loss_last,loss_best,loss_best_step,alarm\n") {
+		t.Errorf("csv header:\n%s", r.stdout)
+	}
+	// Two handles compare too.
+	apps := sweepRows(t, h, id)
+	r = h.exec("metrics", "--json", apps[0].Handle, apps[1].Handle)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 2 || rows[0]["app"] == nil {
+		t.Errorf("metrics H1 H2 --json: %v %s %s", err, r.stdout, r.stderr)
+	}
+	if r := h.exec("metrics", "--sweep", id, "--sort", "acc"); r.code != ExitUsage || !strings.Contains(r.stderr, "--sort acc: no app has that metric (metrics: loss)") {
+		t.Errorf("--sort of an unknown metric: %d %s", r.code, r.stderr)
+	}
+}

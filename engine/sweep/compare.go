@@ -1,0 +1,187 @@
+package sweep
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/wick-dev/wick/engine/metrics"
+)
+
+// Stat is one metric of one run, over every rank: its last value, and its best (the
+// lowest for a loss, the highest otherwise; see metrics.LowerIsBetter) with the step
+// of the best.
+type Stat struct {
+	Count int64
+	Last  metrics.Point
+	Best  metrics.Point // Value NaN when no value was finite
+	// NonFinite is the first NaN or Inf value seen, when there was one.
+	NonFinite *metrics.Alarm
+}
+
+// Run is one app of a comparison: its metrics, and what is alarming about them.
+type Run struct {
+	Handle string
+	Stats  map[string]*Stat
+	// Curve is the first rank's points of each metric, for comparisons at a step.
+	Curve map[string][]metrics.Point
+	// Alarm says why the run stands out in the sweep (NaN, far above the median), or "".
+	Alarm string
+}
+
+// RunOf summarizes the metrics a store read of one app.
+func RunOf(handle string, s *metrics.Store) *Run {
+	r := &Run{Handle: handle, Stats: map[string]*Stat{}, Curve: map[string][]metrics.Point{}}
+	for _, sum := range s.Summaries() {
+		if sum.Setting {
+			continue
+		}
+		st := &Stat{Count: sum.Count, Last: sum.Last, Best: metrics.Point{Value: math.NaN()}}
+		lower := metrics.LowerIsBetter(sum.Name)
+		for _, ser := range s.Series(sum.Name) {
+			b := ser.Best
+			if math.IsNaN(b.Value) {
+				continue
+			}
+			if math.IsNaN(st.Best.Value) || lower && b.Value < st.Best.Value || !lower && b.Value > st.Best.Value {
+				st.Best = b
+			}
+		}
+		if ser := s.Series(sum.Name); len(ser) > 0 {
+			r.Curve[sum.Name] = slices.Clone(ser[0].Points())
+		}
+		r.Stats[sum.Name] = st
+	}
+	for _, a := range s.Alarms() {
+		if a.Kind != metrics.AlarmNaN && a.Kind != metrics.AlarmInf {
+			continue
+		}
+		if st := r.Stats[a.Metric]; st != nil && st.NonFinite == nil {
+			st.NonFinite = &a
+		}
+	}
+	return r
+}
+
+// Names lists the metrics of runs, in order of first appearance (run by run).
+func Names(runs []*Run, order func(*Run) []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		for _, n := range order(r) {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// Sort orders runs by the best value of metric, the best first; runs without it go
+// last, in their order.
+func Sort(runs []*Run, metric string) {
+	lower := metrics.LowerIsBetter(metric)
+	best := func(r *Run) (float64, bool) {
+		st := r.Stats[metric]
+		if st == nil || math.IsNaN(st.Best.Value) {
+			return 0, false
+		}
+		return st.Best.Value, true
+	}
+	slices.SortStableFunc(runs, func(a, b *Run) int {
+		va, oka := best(a)
+		vb, okb := best(b)
+		switch {
+		case !oka || !okb:
+			if oka == okb {
+				return 0
+			}
+			if oka {
+				return -1
+			}
+			return 1
+		case lower:
+			return cmp.Compare(va, vb)
+		}
+		return cmp.Compare(vb, va)
+	})
+}
+
+// MarkAlarms sets the Alarm of each run whose metric went NaN or Inf, or whose value
+// at the furthest step every run has reached is more than factor times the sweep's
+// median there (on the bad side: above it for a loss, below for an accuracy). The
+// median needs three runs with a value at that step.
+func MarkAlarms(runs []*Run, metric string, factor float64) {
+	for _, r := range runs {
+		if st := r.Stats[metric]; st != nil && st.NonFinite != nil {
+			a := st.NonFinite
+			r.Alarm = fmt.Sprintf("%s %s", metric, metrics.FormatValue(a.Value))
+			if a.Step >= 0 {
+				r.Alarm += fmt.Sprintf(" at step %d", a.Step)
+			}
+		}
+	}
+	if factor <= 1 {
+		return
+	}
+	// The furthest step every run with a curve has reached.
+	common := int64(math.MaxInt64)
+	n := 0
+	for _, r := range runs {
+		pts := r.Curve[metric]
+		if len(pts) == 0 || pts[len(pts)-1].Step < 0 {
+			continue
+		}
+		n++
+		common = min(common, pts[len(pts)-1].Step)
+	}
+	if n < 3 {
+		return
+	}
+	vals := make([]float64, 0, n)
+	at := make(map[*Run]float64, n)
+	for _, r := range runs {
+		v, ok := valueAt(r.Curve[metric], common)
+		if !ok {
+			continue
+		}
+		at[r] = v
+		vals = append(vals, v)
+	}
+	if len(vals) < 3 {
+		return
+	}
+	slices.Sort(vals)
+	med := vals[len(vals)/2]
+	if len(vals)%2 == 0 {
+		med = (vals[len(vals)/2-1] + vals[len(vals)/2]) / 2
+	}
+	if !(med > 0) {
+		return // a ratio means nothing across zero
+	}
+	lower := metrics.LowerIsBetter(metric)
+	for r, v := range at {
+		if r.Alarm != "" {
+			continue
+		}
+		switch {
+		case lower && v > factor*med:
+			r.Alarm = fmt.Sprintf("%s %s at step %d: %.1fx the sweep's median %s", metric, metrics.FormatValue(v), common, v/med, metrics.FormatValue(med))
+		case !lower && v > 0 && v < med/factor:
+			r.Alarm = fmt.Sprintf("%s %s at step %d: 1/%.1f of the sweep's median %s", metric, metrics.FormatValue(v), common, med/v, metrics.FormatValue(med))
+		}
+	}
+}
+
+// valueAt is the finite value of the last point at or before step.
+func valueAt(pts []metrics.Point, step int64) (float64, bool) {
+	for i := len(pts) - 1; i >= 0; i-- {
+		p := pts[i]
+		if p.Step >= 0 && p.Step <= step && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+			return p.Value, true
+		}
+	}
+	return 0, false
+}
