@@ -104,35 +104,31 @@ type ended struct {
 	state  spec.AppState
 }
 
+// run is one run of a queue: what it launched and is waiting for.
+type run struct {
+	q       *Queue
+	self    logs.Proc
+	logf    func(string, ...any)
+	plans   map[int]*Plan
+	devs    *Devices
+	running map[string][]string // handle -> devices
+	ends    chan ended
+	wctx    context.Context
+}
+
 // Run launches the sweep's queued apps, at most MaxParallel at once and each with
 // its own devices, starting the next as soon as one ends, until none is queued. The
 // apps it launched keep running after it returns.
 func (q *Queue) Run(ctx context.Context) error {
-	logf := q.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	r := &run{q: q, logf: q.Logf, running: map[string][]string{}}
+	if r.logf == nil {
+		r.logf = func(string, ...any) {}
 	}
-	self, err := logs.Self()
+	s, err := r.own()
 	if err != nil {
 		return err
 	}
-	s, err := q.Store.Update(q.ID, func(s *Sweep) error {
-		if s.Queue != self && s.Queue.Alive() {
-			return fmt.Errorf("%w (pid %d)", ErrQueueRunning, s.Queue.PID)
-		}
-		s.Queue = self
-		// An app a dead queue was launching when it died: its scheduler may have it
-		// (adopted below) or not (launched again).
-		for i := range s.Entries {
-			if e := &s.Entries[i]; e.State == Launching {
-				e.State = Launched
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+	defer r.disown()
 	if q.Ready != nil {
 		q.Ready()
 	}
@@ -140,31 +136,97 @@ func (q *Queue) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byIndex := make(map[int]*Plan, len(plans))
+	r.plans = make(map[int]*Plan, len(plans))
 	for i := range plans {
-		byIndex[i] = &plans[i]
+		r.plans[i] = &plans[i]
 	}
-	devs := NewDevices(s.Devices)
-	ends := make(chan ended, len(s.Entries))
-	wctx, stopWaits := context.WithCancel(ctx)
+	r.devs = NewDevices(s.Devices)
+	r.ends = make(chan ended, len(s.Entries))
+	var stopWaits context.CancelFunc
+	r.wctx, stopWaits = context.WithCancel(ctx)
 	defer stopWaits()
-	running := map[string][]string{} // handle -> devices
-	watch := func(h spec.Handle) {
-		go func() {
-			st, err := q.Launcher.Wait(wctx, h, waitPoll)
-			if wctx.Err() != nil {
-				return
-			}
-			state := spec.UnknownState
-			if err == nil && st != nil {
-				state = st.State
-			} else if err != nil {
-				logf("wait for %s: %v", h, err)
-			}
-			ends <- ended{h.String(), state}
-		}()
+	if err := r.adopt(ctx, s); err != nil {
+		return err
 	}
-	// Adopt what an earlier queue launched and is still running.
+	tick := time.NewTicker(rereadEvery)
+	defer tick.Stop()
+	for {
+		if err := r.fill(ctx); err != nil {
+			return err
+		}
+		cur, err := q.Store.Load(q.ID)
+		if err != nil {
+			return err
+		}
+		if cur.Waiting() == 0 {
+			r.logf("nothing left to launch")
+			return nil
+		}
+		select {
+		case end := <-r.ends:
+			r.devs.Free(r.running[end.handle])
+			delete(r.running, end.handle)
+			r.logf("%s ended %s", end.handle, end.state)
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// own makes this process the sweep's queue, unless another live one is.
+func (r *run) own() (*Sweep, error) {
+	self, err := logs.Self()
+	if err != nil {
+		return nil, err
+	}
+	r.self = self
+	return r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+		if s.Queue != self && s.Queue.Alive() {
+			return fmt.Errorf("%w (pid %d)", ErrQueueRunning, s.Queue.PID)
+		}
+		s.Queue = self
+		// An app a dead queue was launching when it died: its scheduler may have it
+		// (adopted) or not (launched again).
+		for i := range s.Entries {
+			if e := &s.Entries[i]; e.State == Launching {
+				e.State = Launched
+			}
+		}
+		return nil
+	})
+}
+
+// disown says the queue has stopped.
+func (r *run) disown() {
+	_, _ = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+		if s.Queue == r.self {
+			s.Queue = logs.Proc{}
+		}
+		return nil
+	})
+}
+
+// watch waits for the app's end, and reports it on ends.
+func (r *run) watch(h spec.Handle) {
+	go func() {
+		st, err := r.q.Launcher.Wait(r.wctx, h, waitPoll)
+		if r.wctx.Err() != nil {
+			return
+		}
+		state := spec.UnknownState
+		if err == nil && st != nil {
+			state = st.State
+		} else if err != nil {
+			r.logf("wait for %s: %v", h, err)
+		}
+		r.ends <- ended{h.String(), state}
+	}()
+}
+
+// adopt waits for the apps an earlier queue launched that still run (their devices
+// stay theirs), and queues again those whose launch never reached their scheduler.
+func (r *run) adopt(ctx context.Context, s *Sweep) error {
 	var relaunch []string
 	for _, e := range s.Entries {
 		if e.State != Launched {
@@ -174,104 +236,82 @@ func (q *Queue) Run(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		sch, err := q.Launcher.Scheduler(h.Scheduler)
+		sch, err := r.q.Launcher.Scheduler(h.Scheduler)
 		if err != nil {
 			continue
 		}
 		d, err := sch.Describe(ctx, h.AppID)
 		switch {
 		case errors.Is(err, sched.ErrNotFound) && e.Launched.IsZero():
-			relaunch = append(relaunch, e.Handle) // its launch never got to the scheduler
+			relaunch = append(relaunch, e.Handle)
 		case err == nil && !d.Status.State.Terminal():
-			running[e.Handle] = e.Devices
-			devs.Hold(e.Devices)
-			watch(h)
+			r.running[e.Handle] = e.Devices
+			r.devs.Hold(e.Devices)
+			r.watch(h)
 		}
 	}
-	if len(relaunch) > 0 {
-		if _, err := q.Store.Update(q.ID, func(s *Sweep) error {
-			for _, h := range relaunch {
-				if e := s.Entry(h); e != nil && e.State == Launched {
-					e.State = Queued
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
+	if len(relaunch) == 0 {
+		return nil
 	}
-	tick := time.NewTicker(rereadEvery)
-	defer tick.Stop()
-	defer func() {
-		_, _ = q.Store.Update(q.ID, func(s *Sweep) error {
-			if s.Queue == self {
-				s.Queue = logs.Proc{}
+	_, err := r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+		for _, h := range relaunch {
+			if e := s.Entry(h); e != nil && e.State == Launched {
+				e.State = Queued
 			}
-			return nil
-		})
-	}()
+		}
+		return nil
+	})
+	return err
+}
+
+// fill launches queued apps, in queue order, while there are free slots and devices.
+func (r *run) fill(ctx context.Context) error {
 	for {
-		// Fill the free slots, in queue order.
-		for {
-			e, plan, err := q.next(len(running), devs, byIndex)
-			if err != nil {
-				return err
-			}
-			if e == nil {
-				break // no slot, no devices, or nothing queued
-			}
-			h, lerr := q.launch(ctx, plan, e.Devices)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			var cancelIt bool
-			if _, err := q.Store.Update(q.ID, func(s *Sweep) error {
-				cur := s.Entry(e.Handle)
-				if cur == nil {
-					return nil
-				}
-				if lerr != nil {
-					cur.State, cur.Error, cur.Ended = NotLaunched, oneLine(lerr.Error()), time.Now()
-					return nil
-				}
-				cur.State, cur.Launched = Launched, time.Now()
-				cancelIt = cur.CancelRequested
-				return nil
-			}); err != nil {
-				return err
-			}
-			if lerr != nil {
-				logf("launch %s: %v", e.Handle, lerr)
-				devs.Free(e.Devices)
-				continue
-			}
-			logf("launched %s", h)
-			running[e.Handle] = e.Devices
-			watch(h)
-			if cancelIt {
-				if err := q.Launcher.Cancel(ctx, h); err != nil {
-					logf("cancel %s: %v", h, err)
-				}
-			}
+		e, plan, err := r.q.next(len(r.running), r.devs, r.plans)
+		if err != nil || e == nil {
+			return err // no slot, no devices, or nothing queued
 		}
-		cur, err := q.Store.Load(q.ID)
+		h, lerr := r.q.launch(ctx, plan, e.Devices)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cancelIt, err := r.launched(e, lerr)
 		if err != nil {
 			return err
 		}
-		if cur.Waiting() == 0 {
-			logf("nothing left to launch")
-			return nil
+		if lerr != nil {
+			r.logf("launch %s: %v", e.Handle, lerr)
+			r.devs.Free(e.Devices)
+			continue
 		}
-		select {
-		case end := <-ends:
-			devs.Free(running[end.handle])
-			delete(running, end.handle)
-			logf("%s ended %s", end.handle, end.state)
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
+		r.logf("launched %s", h)
+		r.running[e.Handle] = e.Devices
+		r.watch(h)
+		if cancelIt {
+			if err := r.q.Launcher.Cancel(ctx, h); err != nil {
+				r.logf("cancel %s: %v", h, err)
+			}
 		}
 	}
+}
+
+// launched records how the launch of e went; cancelIt is a cancel that came while
+// it was launched.
+func (r *run) launched(e *Entry, lerr error) (cancelIt bool, err error) {
+	_, err = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+		cur := s.Entry(e.Handle)
+		if cur == nil {
+			return nil
+		}
+		if lerr != nil {
+			cur.State, cur.Error, cur.Ended = NotLaunched, oneLine(lerr.Error()), time.Now()
+			return nil
+		}
+		cur.State, cur.Launched = Launched, time.Now()
+		cancelIt = cur.CancelRequested
+		return nil
+	})
+	return cancelIt, err
 }
 
 // next takes the first queued entry that can start now (a free slot, free devices)

@@ -55,6 +55,63 @@ const envSweepReady = "WICK_SWEEP_READY_FD"
 // queueStartWait bounds how long wick run waits for a sweep's queue to start.
 const queueStartWait = 30 * time.Second
 
+// sweepCall is the component call of a sweep, its flags read as wick run reads them.
+type sweepCall struct {
+	name      string
+	argv      []string
+	scheduler string
+	cfg       spec.Cfg
+	workspace string
+	lookup    components.Lookup
+}
+
+// readSweepCall reads the component, scheduler and run options of wick run --sweep,
+// with .torchxconfig's defaults, as runRun does.
+func (a *app) readSweepCall(f runFlags, argv []string) (*sweepCall, error) {
+	conf, err := a.loadConfig()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cliRun := conf.CLIRun()
+	c := &sweepCall{scheduler: f.scheduler, workspace: f.workspace}
+	if c.scheduler == "" {
+		c.scheduler = cliRun["scheduler"]
+	}
+	if c.scheduler == "" {
+		c.scheduler = DefaultScheduler
+	}
+	if c.workspace == "" {
+		c.workspace = cliRun["workspace"]
+	}
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		c.name, c.argv = argv[0], argv[1:]
+	} else if c.name, c.argv = cliRun["component"], argv; c.name == "" {
+		return nil, usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
+	}
+	s, err := a.runner().Scheduler(c.scheduler)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cfg, err := s.RunOpts().ParseCfg(f.cfg)
+	if err != nil {
+		return nil, usagef("-cfg: %v", err)
+	}
+	fileCfg, err := conf.RunOpts(c.scheduler, s.RunOpts())
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c.cfg = cfg.Merge(fileCfg)
+	c.lookup = components.Lookup{
+		Find:     a.findOptions(),
+		Defaults: conf.ComponentDefaults,
+		Warn:     func(s string) { fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(s)) },
+	}
+	return c, nil
+}
+
 // runSweep plans every app of the grid, prints them (--dryrun) or hands them to a new
 // queue process, and then returns (--detach) or follows the sweep to its end.
 func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
@@ -62,59 +119,21 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if len(params) == 0 {
+	switch {
+	case len(params) == 0:
 		return usagef("--max-parallel needs --sweep NAME=V1,V2,...")
-	}
-	if sf.maxParallel < 0 {
+	case sf.maxParallel < 0:
 		return usagef("--max-parallel %d: want 1 or more", sf.maxParallel)
 	}
-	conf, err := a.loadConfig()
+	c, err := a.readSweepCall(f, argv)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	cliRun := conf.CLIRun()
-	if f.scheduler == "" {
-		f.scheduler = cliRun["scheduler"]
-	}
-	if f.scheduler == "" {
-		f.scheduler = DefaultScheduler
-	}
-	if f.workspace == "" {
-		f.workspace = cliRun["workspace"]
-	}
-	if len(argv) > 0 && argv[0] == "--" {
-		argv = argv[1:]
-	}
-	name := ""
-	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
-		name, argv = argv[0], argv[1:]
-	} else if name = cliRun["component"]; name == "" {
-		return usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
-	}
-	slurm := f.scheduler == "slurm"
+	slurm := c.scheduler == "slurm"
 	if slurm && sf.maxParallel > 0 {
 		return usagef("--max-parallel: on slurm every app of the sweep is a job and Slurm queues them; leave it out")
 	}
-	r := a.runner()
-	s, err := r.Scheduler(f.scheduler)
-	if err != nil {
-		return usageError{err}
-	}
-	cfg, err := s.RunOpts().ParseCfg(f.cfg)
-	if err != nil {
-		return usagef("-cfg: %v", err)
-	}
-	fileCfg, err := conf.RunOpts(f.scheduler, s.RunOpts())
-	if err != nil {
-		return usageError{err}
-	}
-	cfg = cfg.Merge(fileCfg)
-	lookup := components.Lookup{
-		Find:     a.findOptions(),
-		Defaults: conf.ComponentDefaults,
-		Warn:     func(s string) { fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", oneLine(s)) },
-	}
-	comp, _, err := r.Materialize(a.ctx, name, argv, lookup)
+	comp, _, err := a.runner().Materialize(a.ctx, c.name, c.argv, c.lookup)
 	var compErr *runner.ComponentError
 	switch {
 	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr):
@@ -125,65 +144,75 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	case err != nil:
 		return err
 	}
-	targets, err := sweepTargets(comp, params, argv)
+	targets, err := sweepTargets(comp, params, c.argv)
 	if err != nil {
 		return usageError{err}
 	}
-
-	var devices []string
+	sw := &sweep.Sweep{ID: sweep.NewID(), Created: time.Now(), Component: comp.Name, Scheduler: c.scheduler,
+		Session: a.runner().Session(), MaxParallel: sf.maxParallel}
 	if !slurm {
 		for i := range gpus.Count(a.ctx) {
-			devices = append(devices, strconv.Itoa(i))
+			sw.Devices = append(sw.Devices, strconv.Itoa(i))
+		}
+		if sw.MaxParallel == 0 {
+			sw.MaxParallel = runtime.NumCPU()
+			if len(sw.Devices) > 0 {
+				sw.MaxParallel = len(sw.Devices)
+			}
 		}
 	}
-	maxPar := sf.maxParallel
-	if maxPar == 0 && !slurm {
-		maxPar = runtime.NumCPU()
-		if len(devices) > 0 {
-			maxPar = len(devices)
-		}
-	}
-	sw := &sweep.Sweep{ID: sweep.NewID(), Created: time.Now(), Component: comp.Name, Scheduler: f.scheduler,
-		Session: r.Session(), MaxParallel: maxPar, Devices: devices}
 	for _, p := range params {
 		sw.Names = append(sw.Names, p.Name)
 	}
+	plans, infos, err := a.planSweep(c, sw, params, targets)
+	if err != nil {
+		return err
+	}
+	if f.dryrun {
+		return a.printSweepPlan(sw, infos, f)
+	}
+	return a.launchSweep(sw, plans, f)
+}
+
+// planSweep makes the dry run of every app of the grid, and its entry in sw.
+func (a *app) planSweep(c *sweepCall, sw *sweep.Sweep, params []sweep.Param, targets []sweepTarget) ([]sweep.Plan, []*sched.DryRunInfo, error) {
+	r := a.runner()
 	grid := sweep.Grid(params)
 	plans := make([]sweep.Plan, 0, len(grid))
 	infos := make([]*sched.DryRunInfo, 0, len(grid))
+	var compErr *runner.ComponentError
 	for i, point := range grid {
-		args := applyPoint(argv, targets, point)
+		args := applyPoint(c.argv, targets, point)
 		e := sweep.Entry{Index: i, Values: point, State: sweep.Queued}
-		label := sw.Ref(&e).Label()
-		c, app, err := r.Materialize(a.ctx, name, args, lookup)
+		ref := sw.Ref(&e)
+		comp, app, err := r.Materialize(a.ctx, c.name, args, c.lookup)
+		var info *sched.DryRunInfo
+		if err == nil {
+			app.Name = sweep.AppName(app.Name, params, point)
+			sweep.SetRef(app, ref)
+			info, err = r.DryRun(a.ctx, app, c.scheduler, c.cfg, c.workspace)
+		}
 		if err != nil {
 			if errors.As(err, &compErr) || isBadInput(err) {
-				return usagef("--sweep: the app of %s: %v", label, err)
+				return nil, nil, usagef("--sweep: the app of %s: %v", ref.Label(), err)
 			}
-			return fmt.Errorf("the app of %s: %w", label, err)
+			return nil, nil, fmt.Errorf("the app of %s: %w", ref.Label(), err)
 		}
-		app.Name = sweep.AppName(app.Name, params, point)
-		sweep.SetRef(app, &spec.SweepRef{ID: sw.ID, Names: sw.Names, Values: sw.Ref(&e).Values})
-		info, err := r.DryRun(a.ctx, app, f.scheduler, cfg, f.workspace)
-		if err != nil {
-			if isBadInput(err) {
-				return usagef("--sweep: the app of %s: %v", label, err)
-			}
-			return fmt.Errorf("the app of %s: %w", label, err)
-		}
-		info.Call = &sched.Call{Component: componentRef(c, a.env.WorkDir), Args: args}
+		info.Call = &sched.Call{Component: componentRef(comp, a.env.WorkDir), Args: args}
 		e.Name, e.Handle = app.Name, info.Handle().String()
-		if len(devices) > 0 {
+		if len(sw.Devices) > 0 {
 			e.GPUs = sweep.GPUsOf(app)
 		}
 		sw.Entries = append(sw.Entries, e)
 		plans = append(plans, sweep.PlanOf(info))
 		infos = append(infos, info)
 	}
-	if f.dryrun {
-		return a.printSweepPlan(sw, infos, f)
-	}
-	store := r.Sweeps()
+	return plans, infos, nil
+}
+
+// launchSweep writes the sweep, starts its queue, and returns (--detach) or follows it.
+func (a *app) launchSweep(sw *sweep.Sweep, plans []sweep.Plan, f runFlags) error {
+	store := a.runner().Sweeps()
 	if store == nil {
 		return errors.New("sweeps need a state directory (set WICK_HOME)")
 	}
