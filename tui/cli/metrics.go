@@ -432,18 +432,19 @@ func appendCSV(b []byte, s string) []byte {
 	return append(append(b, '"'), strings.ReplaceAll(s, `"`, `""`)+`"`...)
 }
 
-// metricAlarms reads an app's logs for metric alarms, for describe. A failure is a
+// metricAlarms reads an app's logs for metric alarms, for describe, with the notices of
+// what the reading gave up on (a user pattern too slow). A failure is a
 // warning: describe still shows everything else.
-func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm, *metrics.Namer) {
+func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm, []string, *metrics.Namer) {
 	namer := metrics.NewNamerOf(d)
 	cfg, err := a.metricsConfig()
 	if err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: %s\n", render.Escape(oneLine(err.Error())))
-		return nil, namer
+		return nil, nil, namer
 	}
 	store := metrics.NewAlarmStore(cfg)
 	if _, err := metrics.Read(a.ctx, a.runner(), h, d, time.Time{}, store, namer); err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", render.Escape(oneLine(err.Error())))
 	}
-	return store.Alarms(), namer
+	return store.Alarms(), store.Notices(), namer
 }

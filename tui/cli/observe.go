@@ -113,7 +113,7 @@ func (a *app) describeCmd() *cobra.Command {
 				return err
 			}
 			a.attachUsage(h, &d.Status)
-			alarms, namer := a.metricAlarms(h, d)
+			alarms, notes, namer := a.metricAlarms(h, d)
 			if asJSON {
 				var v any = struct {
 					Status spec.AppStatus  `json:"status"`
@@ -128,7 +128,7 @@ func (a *app) describeCmd() *cobra.Command {
 				}
 				return writeJSON(a.env.Stdout, v)
 			}
-			found := &metrics.Found{N: len(alarms)}
+			found := &metrics.Found{N: len(alarms), Notes: notes}
 			for _, al := range alarms {
 				found.Lines = append(found.Lines, al.Describe(namer.Name(al.Rank)))
 			}

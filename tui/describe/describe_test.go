@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/internal/viewtest"
@@ -66,5 +67,40 @@ func TestDescribeOfAMissingApp(t *testing.T) {
 	d.Keys("esc")
 	if len(d.Unhandled) != 1 || d.Unhandled[0] != common.ActBack {
 		t.Errorf("esc: unhandled %v, want back left to the root", d.Unhandled)
+	}
+}
+
+// TestDescribeShowsAlarmNotes: what the metrics reading gave up on (a user pattern too
+// slow for the background scan) is shown under ALARMS beside the alarms, so a user
+// knows the alarms may miss what the pattern would have read.
+func TestDescribeShowsAlarmNotes(t *testing.T) {
+	r := viewtest.Runner(t)
+	// 300 lines of 1 KiB: a pattern of 60 groups takes milliseconds on each, far over
+	// its mean budget of 50 µs a line, however loaded the machine.
+	pad := strings.Repeat("a", 1000)
+	app := &spec.AppDef{Name: "slowpat", Roles: []spec.Role{{
+		Name: "tr", Image: "/", Entrypoint: "sh", NumReplicas: 1,
+		Args: []string{"-c", `i=0; while [ $i -lt 300 ]; do echo "step $i loss 2.5 ` + pad + `"; i=$((i+1)); done; echo "step 300 loss nan"`},
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	h, err := r.Run(ctx, app, "local_cwd", nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := r.Wait(ctx, h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
+		t.Fatalf("the app: %v, %v; want SUCCEEDED", st, err)
+	}
+	cfg, err := metrics.ParseConfig(map[string]string{"pattern.slow": strings.Repeat("(.*)", 60) + "Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc := viewtest.Context(t, 160, 40, time.Now(), describe.Actions())
+	vc.Backend = r
+	vc.Alarms = metrics.NewBook(r, cfg, "")
+	d := viewtest.New(t, vc, describe.New(vc, h))
+	scr := d.WaitFor("ALARMS", "note: pattern.slow is too slow")
+	if !strings.Contains(scr, "loss on tr/0 is NaN at step 300") {
+		t.Errorf("describe lacks the NaN alarm:\n%s", scr)
 	}
 }

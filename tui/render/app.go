@@ -268,13 +268,21 @@ func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts 
 	if err := Status(w, &d.Status, now, st); err != nil {
 		return err
 	}
-	if f := opts.Alarms; f != nil && f.N > 0 {
+	if f := opts.Alarms; f != nil && (f.N > 0 || len(f.Notes) > 0) {
 		fmt.Fprintf(w, "\n%s\n", st.Header("ALARMS"))
 		for _, l := range f.Lines {
 			fmt.Fprintf(w, "  %s %s\n", st.Error("!"), EscapeText(l))
 		}
 		if more := f.N - len(f.Lines); more > 0 {
 			fmt.Fprintf(w, "  %s\n", st.Dim(fmt.Sprintf("and %d more (wick metrics %s)", more, Escape(d.Status.Handle))))
+		}
+		if f.N == 0 {
+			fmt.Fprintf(w, "  %s\n", st.Dim("none found"))
+		}
+		// What the reading gave up on (a user pattern too slow): the alarms may
+		// miss what it would have read.
+		for _, n := range f.Notes {
+			fmt.Fprintf(w, "  %s %s\n", st.Key("note:"), EscapeText(n))
 		}
 	}
 	for _, role := range d.Status.Roles {
