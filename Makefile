@@ -21,8 +21,7 @@ CYCLO_PENDING = \
 	(*app).runRun@tui/cli/run.go \
 	(*supervisor).errorFileCause@engine/local/rootcause.go \
 	appState@engine/docker/status.go \
-	(*Model).drawLines@tui/wall/draw.go \
-	run@testdata/docker/helper/main.go
+	(*Model).drawLines@tui/wall/draw.go
 
 .PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
 

@@ -52,15 +52,28 @@ func arg(args []string, i int) string {
 	return args[i]
 }
 
+// run plays command cmd; the commands are in groups, each of which says whether cmd
+// is one of its own.
 func run(cmd string, args []string) int {
+	for _, group := range []func(string, []string) (int, bool){basics, processes, outputs, failures} {
+		if code, ok := group(cmd, args); ok {
+			return code
+		}
+	}
+	fail(2, "unknown command %q", cmd)
+	return 2
+}
+
+// basics are the commands of a minimal userland: true, false, exit, echo, env, cat,
+// write, exists, and the TCP server and client.
+func basics(cmd string, args []string) (int, bool) {
 	switch cmd {
 	case "true":
-		return 0
 	case "false":
-		return 1
+		return 1, true
 	case "exit":
 		fmt.Fprintln(os.Stderr, "exiting with", arg(args, 0))
-		return atoi(arg(args, 0))
+		return atoi(arg(args, 0)), true
 	case "echo":
 		fmt.Println(strings.Join(args, " "))
 	case "env":
@@ -70,9 +83,38 @@ func run(cmd string, args []string) int {
 			fmt.Println(kv)
 		}
 	case "serve":
-		return serve(arg(args, 0), atoi(arg(args, 1)))
+		return serve(arg(args, 0), atoi(arg(args, 1))), true
 	case "dial":
-		return dial(arg(args, 0))
+		return dial(arg(args, 0)), true
+	case "cat":
+		b, err := os.ReadFile(arg(args, 0))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2, true
+		}
+		os.Stdout.Write(b)
+	case "write":
+		if err := os.WriteFile(arg(args, 0), []byte(arg(args, 1)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1, true
+		}
+	case "exists":
+		for _, p := range args {
+			if _, err := os.Stat(p); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1, true
+			}
+		}
+	default:
+		return 0, false
+	}
+	return 0, true
+}
+
+// processes are the commands that take time or resist being stopped: loop, stubborn,
+// trap, burn, sleep.
+func processes(cmd string, args []string) (int, bool) {
+	switch cmd {
 	case "loop":
 		for {
 			time.Sleep(time.Second)
@@ -90,7 +132,6 @@ func run(cmd string, args []string) int {
 		<-term
 		fmt.Println("TERM trap: checkpointing")
 		time.Sleep(time.Minute)
-		return 0
 	case "burn": // burn MB: hold MB MiB of touched memory and keep a core busy (2 minutes)
 		b := make([]byte, atoi(arg(args, 0))<<20)
 		for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
@@ -104,6 +145,15 @@ func run(cmd string, args []string) int {
 			fail(2, "%v", err)
 		}
 		time.Sleep(d)
+	default:
+		return 0, false
+	}
+	return 0, true
+}
+
+// outputs are the commands that write lines of a shape: lines, flood, long, nonl, bar.
+func outputs(cmd string, args []string) (int, bool) {
+	switch cmd {
 	case "lines":
 		n := atoi(arg(args, 0))
 		var every time.Duration
@@ -127,93 +177,89 @@ func run(cmd string, args []string) int {
 	case "nonl":
 		fmt.Println("first")
 		fmt.Print(arg(args, 0))
+	case "bar":
+		bar(atoi(arg(args, 0)), arg(args, 1))
+	default:
+		return 0, false
+	}
+	return 0, true
+}
+
+// bar draws a progress bar: total bytes of \r redraws with no newline, then, once
+// file exists (the test makes it), the line ends. The bound is generous: on a loaded
+// machine the test may take minutes to see the bar and make the file, and a container
+// that ended by then makes the test's `docker exec` fail (137); the test cancels the
+// app when it ends, so the bound only stops an orphan.
+func bar(total int, file string) {
+	var b strings.Builder
+	for i := 0; b.Len() < total; i++ {
+		fmt.Fprintf(&b, "\rstep %06d", i)
+	}
+	os.Stdout.WriteString(b.String()[:total])
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(file); err == nil {
+			break
+		}
+	}
+	fmt.Println("\rdone")
+}
+
+// failures are the commands that fail on purpose: failtimes and nonlfail (the first
+// N runs), raise (with a torchelastic error file).
+func failures(cmd string, args []string) (int, bool) {
+	switch cmd {
 	case "failtimes":
 		// Fails N times, counting runs in FILE (the container's filesystem survives a
 		// restart), then succeeds.
-		n, file := atoi(arg(args, 0)), arg(args, 1)
-		b, _ := os.ReadFile(file)
-		count, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		count++
-		if err := os.WriteFile(file, []byte(strconv.Itoa(count)), 0o644); err != nil {
-			fail(3, "%v", err)
-		}
+		n, count := atoi(arg(args, 0)), countRun(arg(args, 1))
 		if count <= n {
 			fmt.Fprintf(os.Stderr, "run %d fails\n", count)
-			return 1
+			return 1, true
 		}
 		fmt.Printf("run %d succeeds\n", count)
 	case "nonlfail":
 		// Like failtimes, but each run ends its output without a newline.
-		n, file := atoi(arg(args, 0)), arg(args, 1)
-		b, _ := os.ReadFile(file)
-		count, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		count++
-		if err := os.WriteFile(file, []byte(strconv.Itoa(count)), 0o644); err != nil {
-			fail(3, "%v", err)
-		}
+		n, count := atoi(arg(args, 0)), countRun(arg(args, 1))
 		fmt.Printf("run %d\n", count)
 		fmt.Printf("end %d", count)
 		if count <= n {
-			return 1
+			return 1, true
 		}
-	case "bar":
-		// A progress bar: BYTES of \r redraws with no newline, then, once FILE
-		// exists (the test makes it), the line ends. The bound is generous: on a loaded
-		// machine the test may take minutes to see the bar and make FILE, and a container
-		// that ended by then makes the test's `docker exec` fail (137); the test cancels
-		// the app when it ends, so the bound only stops an orphan.
-		total, file := atoi(arg(args, 0)), arg(args, 1)
-		var b strings.Builder
-		for i := 0; b.Len() < total; i++ {
-			fmt.Fprintf(&b, "\rstep %06d", i)
-		}
-		os.Stdout.WriteString(b.String()[:total])
-		for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(file); err == nil {
-				break
-			}
-		}
-		fmt.Println("\rdone")
 	case "raise":
-		// Writes a torchelastic error file naming MESSAGE after DELAY, then exits 1.
-		d, err := time.ParseDuration(arg(args, 0))
-		if err != nil {
-			fail(2, "%v", err)
-		}
-		time.Sleep(d)
-		msg := arg(args, 1)
-		body := fmt.Sprintf(`{"message": {"message": %q, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "%d"}}}`, msg, time.Now().Unix())
-		if p := os.Getenv("TORCHELASTIC_ERROR_FILE"); p != "" {
-			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 2
-			}
-		}
-		fmt.Fprintln(os.Stderr, msg)
-		return 1
-	case "cat":
-		b, err := os.ReadFile(arg(args, 0))
-		if err != nil {
+		return raise(arg(args, 0), arg(args, 1)), true
+	default:
+		return 0, false
+	}
+	return 0, true
+}
+
+// countRun counts this run in file and returns its number, from 1.
+func countRun(file string) int {
+	b, _ := os.ReadFile(file)
+	count, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	count++
+	if err := os.WriteFile(file, []byte(strconv.Itoa(count)), 0o644); err != nil {
+		fail(3, "%v", err)
+	}
+	return count
+}
+
+// raise writes a torchelastic error file naming msg after delay, then exits 1.
+func raise(delay, msg string) int {
+	d, err := time.ParseDuration(delay)
+	if err != nil {
+		fail(2, "%v", err)
+	}
+	time.Sleep(d)
+	body := fmt.Sprintf(`{"message": {"message": %q, "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "%d"}}}`, msg, time.Now().Unix())
+	if p := os.Getenv("TORCHELASTIC_ERROR_FILE"); p != "" {
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
-		os.Stdout.Write(b)
-	case "write":
-		if err := os.WriteFile(arg(args, 0), []byte(arg(args, 1)), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	case "exists":
-		for _, p := range args {
-			if _, err := os.Stat(p); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-		}
-	default:
-		fail(2, "unknown command %q", cmd)
 	}
-	return 0
+	fmt.Fprintln(os.Stderr, msg)
+	return 1
 }
 
 // serve accepts n connections on port (0: forever) and answers each with its hostname.
