@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
+)
+
+// benchHome is a private WICK_HOME and working directory for a benchmark.
+type benchHome struct {
+	b          *testing.B
+	home, work string
+}
+
+func newBenchHome(b *testing.B) *benchHome {
+	root := b.TempDir()
+	h := &benchHome{b: b, home: filepath.Join(root, "state"), work: filepath.Join(root, "work")}
+	for _, d := range []string{h.home, h.work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return h
+}
+
+func (h *benchHome) wick(args ...string) string {
+	h.b.Helper()
+	cmd := exec.Command(builtWick, args...)
+	cmd.Dir = h.work
+	cmd.Env = append(os.Environ(), "WICK_HOME="+h.home, "NO_COLOR=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		h.b.Fatalf("wick %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// BenchmarkSweepQueueStart runs a 100-app sweep of demo.train (1 replica, 10 to 109
+// steps at 200 steps/s) with --max-parallel 4 and measures, for every app started
+// when a slot freed, the time from the end of the app that freed it (its state's end)
+// to the queue beginning its launch (start_p50/p99), and the launch itself, which is
+// what `wick run --detach` costs (launch_p50/p99): the machine's own floor.
+func BenchmarkSweepQueueStart(b *testing.B) {
+	for range b.N {
+		h := newBenchHome(b)
+		steps := make([]string, 100)
+		for i := range steps {
+			steps[i] = strconv.Itoa(10 + i)
+		}
+		out := h.wick("run", "--sweep", "steps="+strings.Join(steps, ","), "--max-parallel", "4",
+			"demo.train", "--replicas", "1", "--rate", "200", "--progress=false", "--warnings=false")
+		id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+		sw, err := sweep.NewStore(h.home).Load(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var apps []spec.AppStatus
+		if err := json.Unmarshal([]byte(h.wick("list", "--sweep", id, "--json")), &apps); err != nil {
+			b.Fatal(err)
+		}
+		ended := map[string]time.Time{}
+		for _, a := range apps {
+			ended[a.Handle] = a.Ended
+		}
+		var ends []time.Time
+		var begins []time.Time
+		var launches []time.Duration
+		for _, e := range sw.Entries {
+			ends = append(ends, ended[e.Handle])
+			begins = append(begins, e.LaunchStarted)
+			launches = append(launches, e.Launched.Sub(e.LaunchStarted))
+		}
+		slices.SortFunc(ends, time.Time.Compare)
+		slices.SortFunc(begins, time.Time.Compare)
+		// The k-th launch after the first 4 waited for the k-th end.
+		var starts []time.Duration
+		for k := 4; k < len(begins); k++ {
+			starts = append(starts, begins[k].Sub(ends[k-4]))
+		}
+		b.ReportMetric(float64(percentile(starts, 0.5).Microseconds())/1000, "start_p50_ms")
+		b.ReportMetric(float64(percentile(starts, 0.99).Microseconds())/1000, "start_p99_ms")
+		b.ReportMetric(float64(percentile(launches, 0.5).Microseconds())/1000, "launch_p50_ms")
+		b.ReportMetric(float64(percentile(launches, 0.99).Microseconds())/1000, "launch_p99_ms")
+	}
+}
+
+// BenchmarkListSweeps times `wick list` (the process, start to end) over 1,000
+// finished local apps in 100 sweeps of 10, beside the same 1,000 apps without sweeps.
+// The apps are copies of one real finished app's state, each under its own id.
+func BenchmarkListSweeps(b *testing.B) {
+	h := newBenchHome(b)
+	handle := strings.TrimSpace(h.wick("run", "utils.echo", "--msg", "hi"))
+	src, err := spec.ParseHandle(handle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apps := filepath.Join(h.home, "local", "apps")
+	state, err := os.ReadFile(filepath.Join(apps, src.AppID, "state.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	launch, err := os.ReadFile(filepath.Join(apps, src.AppID, "launch.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := sweep.NewStore(h.home)
+	for s := range 100 {
+		sw := &sweep.Sweep{ID: fmt.Sprintf("sweep-b%07d", s), Created: time.Now(), Component: "utils.echo",
+			Scheduler: "local_cwd", Session: "wick", Names: []string{"msg"}, MaxParallel: 4}
+		plans := make([]sweep.Plan, 10)
+		for i := range 10 {
+			id := fmt.Sprintf("echo-msg%d-b%03d%07d", i, s, i)
+			dir := filepath.Join(apps, id)
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				b.Fatal(err)
+			}
+			for name, data := range map[string][]byte{"state.json": state, "launch.json": launch} {
+				data = bytes.ReplaceAll(data, []byte(src.AppID), []byte(id))
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sw.Entries = append(sw.Entries, sweep.Entry{Index: i, Values: []string{strconv.Itoa(i)}, Name: id,
+				Handle: "local_cwd://wick/" + id, State: sweep.Launched, Launched: time.Now()})
+		}
+		if _, err := store.Create(sw, plans); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := strings.Count(h.wick("list"), "\n"); n != 1002 {
+		b.Fatalf("wick list printed %d lines, want 1,001 apps and a header", n)
+	}
+	b.Run("sweeps", func(b *testing.B) {
+		for range b.N {
+			h.wick("list")
+		}
+	})
+	b.Run("one-sweep", func(b *testing.B) {
+		for range b.N {
+			h.wick("list", "--sweep", "sweep-b0000042")
+		}
+	})
+	// The same apps, the sweeps put aside.
+	if err := os.Rename(filepath.Join(h.home, "sweeps"), filepath.Join(h.home, "sweeps.off")); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline-no-sweeps", func(b *testing.B) {
+		for range b.N {
+			h.wick("list")
+		}
+	})
+}
