@@ -20,8 +20,7 @@ CYCLO_PENDING = \
 	(*app).runSweep@tui/cli/sweep.go \
 	(*app).runRun@tui/cli/run.go \
 	(*supervisor).errorFileCause@engine/local/rootcause.go \
-	appState@engine/docker/status.go \
-	(*Model).drawLines@tui/wall/draw.go
+	appState@engine/docker/status.go
 
 .PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
 

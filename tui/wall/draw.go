@@ -415,67 +415,16 @@ func (m *Model) textWidth(s *scroller, w int) int {
 
 // drawLines draws the rows of walker k's window, each exactly w wide.
 func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
-	t := m.Ctx.Theme
 	tw := m.textWidth(k.s, w)
 	pend := m.pending(k, h)
 	lines, skip, _ := k.window(h-len(pend), tw)
 	rows := make([]string, 0, h+8)
-	var selA, selB key
-	if k.s.selecting {
-		selA, selB = k.keyOf(k.s.mark.p, k.s.mark.seq), k.keyOf(k.s.cursor.p, k.s.cursor.seq)
-		if selB.less(selA) {
-			selA, selB = selB, selA
-		}
-	}
+	sel := selectionOf(k)
 	for li, r := range lines {
-		p := m.panes[r.p]
 		e := k.ring(r.p).at(r.seq)
-		var lead string
-		gutter := " "
-		if e.stderr() {
-			gutter = t.Stderr("▌")
-		}
-		selected := false
-		if k.s.selecting {
-			kk := k.keyOf(r.p, r.seq)
-			selected = !kk.less(selA) && !selB.less(kk)
-			if selected {
-				gutter = t.Accent.Render("▶")
-			}
-		}
-		lead = gutter
-		if k.s.stamps {
-			lead += t.Muted.Render(e.when().Local().Format("15:04:05.000")) + " "
-		}
-		if merged {
-			lead += t.Prefix(r.p, fmt.Sprintf("%-*s", m.prefixWidth(), p.name()))
-		}
-		var text string
-		switch {
-		case e.divider():
-			text = t.Muted.Render(m.dividerText(p, e))
-		case selected:
-			text = t.Selected.Render(plainText(e.text))
-		case m.find.match != nil:
-			cur := m.find.haveCur && m.find.cur == r
-			text = highlight(e.text, m.find.match, func(s string) string { return t.Match.Render(s) }, cur,
-				func(s string) string { return t.Selected.Render(s) })
-		case e.stderr() && !strings.Contains(e.text, "\x1b"):
-			text = t.Stderr(e.text)
-		default:
-			text = e.text
-		}
-		var parts []string
-		switch {
-		case k.s.wrap && !e.divider():
-			parts = strings.Split(ansi.Hardwrap(text, tw, true), "\n")
-		case e.long():
-			// One row: the start of the line, and how long it is.
-			note := t.Muted.Render(longNote(e))
-			parts = []string{ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note}
-		default:
-			parts = []string{ansi.Truncate(text, tw, "…")}
-		}
+		selected := sel.has(k.keyOf(r.p, r.seq))
+		lead := m.lineLead(k, r, e, selected, merged)
+		parts := m.lineRows(k.s, m.styledText(r, e, selected), e, tw)
 		if li == 0 && skip > 0 && skip < len(parts) {
 			parts = parts[skip:]
 		}
@@ -493,20 +442,99 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 	for _, r := range pend {
 		rows = append(rows, m.pendingRow(k, r, w, tw, merged))
 	}
-	blank := strings.Repeat(" ", w)
 	if len(rows) == 0 && h > 0 {
-		msg := "no lines yet"
-		if m.find.onlyMatches() {
-			msg = "no matching lines"
-		} else if k.s.streams != sched.Combined {
-			msg = "no " + string(k.s.streams) + " lines"
-		}
-		rows = append(rows, widget.PadRight(" "+t.Muted.Render(msg), w))
+		rows = append(rows, widget.PadRight(" "+m.Ctx.Theme.Muted.Render(m.noLines(k.s)), w))
 	}
+	blank := strings.Repeat(" ", w)
 	for len(rows) < h {
 		rows = append(rows, blank)
 	}
 	return rows
+}
+
+// span is the selection of a scroller, from its first line to its last; on is false
+// when it has none.
+type span struct {
+	on   bool
+	a, b key
+}
+
+func selectionOf(k *walker) span {
+	if !k.s.selecting {
+		return span{}
+	}
+	a, b := k.keyOf(k.s.mark.p, k.s.mark.seq), k.keyOf(k.s.cursor.p, k.s.cursor.seq)
+	if b.less(a) {
+		a, b = b, a
+	}
+	return span{on: true, a: a, b: b}
+}
+
+// has reports whether the line of key kk is selected.
+func (s span) has(kk key) bool { return s.on && !kk.less(s.a) && !s.b.less(kk) }
+
+// lineLead is what comes before a line's text: a gutter marking stderr (or the
+// selection), its time when timestamps are on, and its pane in the merged view.
+func (m *Model) lineLead(k *walker, r ref, e *entry, selected, merged bool) string {
+	t := m.Ctx.Theme
+	lead := " "
+	switch {
+	case selected:
+		lead = t.Accent.Render("▶")
+	case e.stderr():
+		lead = t.Stderr("▌")
+	}
+	if k.s.stamps {
+		lead += t.Muted.Render(e.when().Local().Format("15:04:05.000")) + " "
+	}
+	if merged {
+		lead += t.Prefix(r.p, fmt.Sprintf("%-*s", m.prefixWidth(), m.panes[r.p].name()))
+	}
+	return lead
+}
+
+// styledText is line r's text as drawn: a divider's words, the selection's plain text,
+// the search's matches marked (the current one apart), or stderr's color.
+func (m *Model) styledText(r ref, e *entry, selected bool) string {
+	t := m.Ctx.Theme
+	switch {
+	case e.divider():
+		return t.Muted.Render(m.dividerText(m.panes[r.p], e))
+	case selected:
+		return t.Selected.Render(plainText(e.text))
+	case m.find.match != nil:
+		cur := m.find.haveCur && m.find.cur == r
+		return highlight(e.text, m.find.match, func(s string) string { return t.Match.Render(s) }, cur,
+			func(s string) string { return t.Selected.Render(s) })
+	case e.stderr() && !strings.Contains(e.text, "\x1b"):
+		return t.Stderr(e.text)
+	}
+	return e.text
+}
+
+// lineRows cuts a line's text to rows of tw cells: wrapped when s wraps, else one
+// row, cut with an ellipsis (a long line says how long it is).
+func (m *Model) lineRows(s *scroller, text string, e *entry, tw int) []string {
+	switch {
+	case s.wrap && !e.divider():
+		return strings.Split(ansi.Hardwrap(text, tw, true), "\n")
+	case e.long():
+		// One row: the start of the line, and how long it is.
+		note := m.Ctx.Theme.Muted.Render(longNote(e))
+		return []string{ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note}
+	}
+	return []string{ansi.Truncate(text, tw, "…")}
+}
+
+// noLines says why a view shows no line.
+func (m *Model) noLines(s *scroller) string {
+	switch {
+	case m.find.onlyMatches():
+		return "no matching lines"
+	case s.streams != sched.Combined:
+		return "no " + string(s.streams) + " lines"
+	}
+	return "no lines yet"
 }
 
 // pendingLine is a line still being written, of pane p.
