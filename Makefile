@@ -19,8 +19,7 @@ CYCLO_PENDING = \
 	(*Queue).Run@engine/sweep/queue.go \
 	(*app).runSweep@tui/cli/sweep.go \
 	(*app).runRun@tui/cli/run.go \
-	(*supervisor).errorFileCause@engine/local/rootcause.go \
-	appState@engine/docker/status.go
+	(*supervisor).errorFileCause@engine/local/rootcause.go
 
 .PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
 

@@ -257,57 +257,28 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 // errAt[i], when set, is when reps[i] wrote its error file: the app's error is the
 // oldest error file's, as in TorchX, and its message names that replica.
 func appState(st *spec.AppStatus, reps []spec.ReplicaStatus, errAt []time.Time) {
-	var running, pending, submitted, cancelled, unknown bool
-	var failed []spec.ReplicaStatus
-	first := -1 // the failed replica with the oldest error file
-	for i, at := range errAt {
-		if !at.IsZero() && reps[i].State == spec.Failed && (first < 0 || at.Before(errAt[first])) {
-			first = i
-		}
-	}
+	first := oldestError(reps, errAt)
 	if first >= 0 {
 		st.StructuredError = reps[first].StructuredError
 	}
+	seen := map[spec.AppState]bool{}
+	var failed []spec.ReplicaStatus
 	for _, r := range reps {
 		st.NumRestarts += r.Restarts
 		if st.StructuredError == "" && r.StructuredError != "" {
 			st.StructuredError = r.StructuredError
 		}
-		switch r.State {
-		case spec.Running:
-			running = true
-		case spec.Pending:
-			pending = true
-		case spec.Submitted:
-			submitted = true
-		case spec.Cancelled:
-			cancelled = true
-		case spec.Failed:
+		seen[r.State] = true
+		if r.State == spec.Failed {
 			failed = append(failed, r)
-		case spec.Succeeded:
-		default:
-			unknown = true
 		}
 		if r.State.Terminal() && r.Ended.After(st.Ended) {
 			st.Ended = r.Ended
 		}
 	}
-	switch {
-	case running:
-		st.State = spec.Running
-	case pending:
-		st.State = spec.Pending
-	case submitted:
-		st.State = spec.Submitted
-	case unknown:
-		st.State = spec.UnknownState
-	case cancelled:
-		st.State = spec.Cancelled
+	st.State = combinedState(seen)
+	if st.State == spec.Cancelled {
 		st.Msg = "cancelled"
-	case len(failed) > 0:
-		st.State = spec.Failed
-	default:
-		st.State = spec.Succeeded
 	}
 	if !st.State.Terminal() {
 		st.Ended = time.Time{}
@@ -317,19 +288,63 @@ func appState(st *spec.AppStatus, reps []spec.ReplicaStatus, errAt []time.Time) 
 		if first >= 0 {
 			f = reps[first]
 		}
-		switch {
-		case f.ExitCode != nil:
-			st.Msg = fmt.Sprintf("replica %s/%d exited with code %d", f.Role, f.ID, *f.ExitCode)
-			if msg := spec.ErrorMessage(f.StructuredError); msg != "" {
-				st.Msg += ": " + firstLine(msg)
-			}
-		case f.StructuredError != "":
-			st.Msg = fmt.Sprintf("replica %s/%d: %s", f.Role, f.ID, firstLine(spec.ErrorMessage(f.StructuredError)))
-		}
-		if len(failed) > 1 {
-			st.Msg += fmt.Sprintf(" (and %d more failed)", len(failed)-1)
+		st.Msg = failureMsg(f, len(failed))
+	}
+}
+
+// oldestError is the index of the failed replica with the oldest error file (errAt
+// is when each replica's was written, zero without one), or -1.
+func oldestError(reps []spec.ReplicaStatus, errAt []time.Time) int {
+	first := -1
+	for i, at := range errAt {
+		if !at.IsZero() && reps[i].State == spec.Failed && (first < 0 || at.Before(errAt[first])) {
+			first = i
 		}
 	}
+	return first
+}
+
+// combinedState is the app's state from the states its replicas are in: the first of
+// running, pending, submitted, unknown (a state of none of these), cancelled, failed
+// that one is in; succeeded when all are.
+func combinedState(seen map[spec.AppState]bool) spec.AppState {
+	for _, s := range []spec.AppState{spec.Running, spec.Pending, spec.Submitted} {
+		if seen[s] {
+			return s
+		}
+	}
+	for s := range seen {
+		switch s {
+		case spec.Cancelled, spec.Failed, spec.Succeeded:
+		default:
+			return spec.UnknownState
+		}
+	}
+	for _, s := range []spec.AppState{spec.Cancelled, spec.Failed} {
+		if seen[s] {
+			return s
+		}
+	}
+	return spec.Succeeded
+}
+
+// failureMsg is the app's message when replica f's failure failed it, n replicas
+// having failed: its exit code and its error's first line.
+func failureMsg(f spec.ReplicaStatus, n int) string {
+	var msg string
+	switch {
+	case f.ExitCode != nil:
+		msg = fmt.Sprintf("replica %s/%d exited with code %d", f.Role, f.ID, *f.ExitCode)
+		if e := spec.ErrorMessage(f.StructuredError); e != "" {
+			msg += ": " + firstLine(e)
+		}
+	case f.StructuredError != "":
+		msg = fmt.Sprintf("replica %s/%d: %s", f.Role, f.ID, firstLine(spec.ErrorMessage(f.StructuredError)))
+	}
+	if n > 1 {
+		msg += fmt.Sprintf(" (and %d more failed)", n-1)
+	}
+	return msg
 }
 
 // replicaStatus maps one container's state to a replica status. Docker's states:
