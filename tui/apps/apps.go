@@ -44,6 +44,7 @@ func Actions() []common.Action {
 	rows = append(rows,
 		// Before Moves: space marks here rather than paging down.
 		common.NewAction(ActMark, "mark / unmark (x, D act on all marked; esc unmarks)", []string{"space"}, false, Kind),
+		common.NewAction(ActFold, "fold / unfold a sweep's apps under its row (enter too)", []string{"z"}, false, Kind),
 		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
 		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
 		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
@@ -64,9 +65,14 @@ type Model struct {
 	loading bool
 
 	visible []int // indices into apps, filtered and sorted
-	table   widget.Table
-	now     time.Time // the time the cells were made for
-	cur     widget.Cursor
+	// rows are the table's rows: an index into apps, or -g-1 for the row of sweep
+	// groups[g] (see layout); unfolded are the sweeps whose apps are shown.
+	rows     []int
+	groups   []group
+	unfolded map[string]bool
+	table    widget.Table
+	now      time.Time // the time the cells were made for
+	cur      widget.Cursor
 
 	filter    widget.Input
 	filtering bool
@@ -255,13 +261,13 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 		m.rebuild(m.selectedHandle()) // a listing is slow to come: at least the ages move on
 	case tea.MouseWheelMsg:
-		m.cur.Wheel(widget.WheelDelta(msg), len(m.visible), m.rowsHeight())
+		m.cur.Wheel(widget.WheelDelta(msg), len(m.rows), m.rowsHeight())
 	case tea.MouseClickMsg:
 		if msg.Button != tea.MouseLeft {
 			return nil
 		}
 		before := m.cur.Index
-		if m.cur.Click(msg.Y-headerLines, len(m.visible)) && before == m.cur.Index {
+		if m.cur.Click(msg.Y-headerLines, len(m.rows)) && before == m.cur.Index {
 			cmd, _ := m.Do(ActDescribe)
 			return cmd
 		}
@@ -293,14 +299,22 @@ func (m *Model) rebuild(selected string) {
 		}
 	}
 	order(m.apps, m.visible, m.sort, m.reverse, m.now, m.usageOf)
-	rows := make([][]string, len(m.visible))
-	for r, i := range m.visible {
+	m.layout()
+	rows := make([][]string, len(m.rows))
+	for r, i := range m.rows {
+		if g := m.rowGroup(r); g != nil {
+			rows[r] = m.groupCells(g, m.now)
+			continue
+		}
 		rows[r] = cells(&m.apps[i], m.now)
 		if m.alarmCount(&m.apps[i]) > 0 {
 			rows[r][render.AppColName] = alarmMark + rows[r][render.AppColName]
 		}
 		if m.marked[m.apps[i].Handle] {
 			rows[r][render.AppColName] = markMark + rows[r][render.AppColName]
+		}
+		if m.apps[i].Sweep != nil {
+			rows[r][render.AppColName] = memberMark + rows[r][render.AppColName]
 		}
 	}
 	m.table.Headers = append([]string(nil), render.AppHeaders...)
@@ -330,7 +344,7 @@ func (m *Model) applySelection() {
 	if m.pending != "" && m.selectHandle(m.pending) {
 		m.pending = ""
 	}
-	m.cur.Clamp(len(m.visible), m.rowsHeight())
+	m.cur.Clamp(len(m.rows), m.rowsHeight())
 }
 
 // listed reports whether the last listing holds the app with handle h.
@@ -346,28 +360,41 @@ func (m *Model) listed(h string) bool {
 // selectHandle moves the cursor to the app with handle h; it reports whether it is
 // listed.
 func (m *Model) selectHandle(h string) bool {
-	for r, i := range m.visible {
-		if m.apps[i].Handle == h {
+	for r := range m.rows {
+		if m.rowKey(r) == h {
 			m.cur.Index = r
-			m.cur.Clamp(len(m.visible), m.rowsHeight())
+			m.cur.Clamp(len(m.rows), m.rowsHeight())
 			return true
+		}
+	}
+	// An app folded under its sweep: its sweep's row.
+	for r := range m.rows {
+		if g := m.rowGroup(r); g != nil {
+			for _, i := range g.members {
+				if m.apps[i].Handle == h {
+					m.cur.Index = r
+					m.cur.Clamp(len(m.rows), m.rowsHeight())
+					return true
+				}
+			}
 		}
 	}
 	return false
 }
 
+// selected is the app of the selected row, or nil (none, or a sweep's row).
 func (m *Model) selected() *spec.AppStatus {
-	if m.cur.Index < 0 || m.cur.Index >= len(m.visible) {
+	if m.cur.Index < 0 || m.cur.Index >= len(m.rows) || m.rows[m.cur.Index] < 0 {
 		return nil
 	}
-	return &m.apps[m.visible[m.cur.Index]]
+	return &m.apps[m.rows[m.cur.Index]]
 }
 
 func (m *Model) selectedHandle() string {
-	if a := m.selected(); a != nil {
-		return a.Handle
+	if m.cur.Index < 0 || m.cur.Index >= len(m.rows) {
+		return ""
 	}
-	return ""
+	return m.rowKey(m.cur.Index)
 }
 
 // Do runs the app list's actions on the selected app. The sort and filter it leaves
@@ -380,7 +407,7 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		m.filter.Blur()
 		return nil, true
 	}
-	if m.cur.Do(string(action), len(m.visible), m.rowsHeight()) {
+	if m.cur.Do(string(action), len(m.rows), m.rowsHeight()) {
 		return nil, true
 	}
 	switch action {
@@ -428,6 +455,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	if len(m.marked) > 0 && (action == appops.ActCancel || action == appops.ActDelete) {
 		return m.bulk(action), true
 	}
+	if g := m.rowGroup(m.cur.Index); g != nil {
+		return m.doGroup(g, action)
+	}
 	a := m.selected()
 	if a == nil {
 		switch action {
@@ -445,8 +475,10 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		return common.Push(describe.New(m.Ctx, h)), true
 	case ActMark:
 		m.toggleMark(a.Handle)
-		m.cur.Do(string(common.ActDown), len(m.visible), m.rowsHeight())
+		m.cur.Do(string(common.ActDown), len(m.rows), m.rowsHeight())
 		return nil, true
+	case ActFold:
+		return common.Notify("not an app of a sweep"), true
 	}
 	return appops.Act(m.Ctx, m.ID(), action, h, a.State)
 }

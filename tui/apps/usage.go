@@ -135,8 +135,12 @@ func (m *Model) addUsageColumn(rows [][]string) {
 		head += arrow
 	}
 	m.table.Headers = append(m.table.Headers, head)
-	for r, i := range m.visible {
+	for r, i := range m.rows {
 		cell := ""
+		if i < 0 {
+			rows[r] = append(rows[r], cell) // a sweep's row
+			continue
+		}
 		if u := m.usageOf(&m.apps[i]); u != nil {
 			cpu, rss := render.UsageCells(u)
 			cell = cpu + " " + rss

@@ -49,15 +49,15 @@ func (m *Model) View() string {
 	widths := m.table.Widths(width - len(gutterOff))
 	b.WriteString(gutterOff + m.table.Header(widths, widget.Renderer(t.TableHead)))
 	height := m.rowsHeight()
-	m.cur.Clamp(len(m.visible), height)
-	end := min(len(m.visible), m.cur.Offset+height)
+	m.cur.Clamp(len(m.rows), height)
+	end := min(len(m.rows), m.cur.Offset+height)
 	for r := m.cur.Offset; r < end; r++ {
 		b.WriteByte('\n')
 		if r == m.cur.Index {
 			b.WriteString(t.Selected.Render(widget.PadRight(gutterOn+m.table.Line(r, widths), width)))
 			continue
 		}
-		b.WriteString(gutterOff + m.table.Cells(styled(m.table.Row(r), &m.apps[m.visible[r]], t), widths))
+		b.WriteString(gutterOff + m.table.Cells(m.styledRow(r, t), widths))
 	}
 	switch {
 	case len(m.visible) > 0:

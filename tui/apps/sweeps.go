@@ -1,0 +1,191 @@
+package apps
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/appops"
+	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// ActFold folds or unfolds the sweep of the selected row.
+const ActFold = "fold"
+
+// group is the row of a sweep: it stands for the sweep's apps the list shows, which
+// follow it when it is unfolded.
+type group struct {
+	id      string
+	members []int // indices into apps, in the list's order
+}
+
+// groupKey is what selects a group row (selectHandle): no app handle has "://" missing
+// and a sweep id's prefix.
+func groupKey(id string) string { return "sweep:" + id }
+
+// layout makes the rows from the shown apps (m.visible, in order): an app of a sweep
+// is shown under its sweep's row, which takes the place of the sweep's first app in
+// the order; the apps of a folded sweep are left out. Sweeps are folded until
+// unfolded (z).
+func (m *Model) layout() {
+	m.rows = m.rows[:0]
+	m.groups = m.groups[:0]
+	bySweep := map[string]int{}
+	for _, i := range m.visible {
+		sw := m.apps[i].Sweep
+		if sw == nil {
+			continue
+		}
+		g, ok := bySweep[sw.ID]
+		if !ok {
+			g = len(m.groups)
+			bySweep[sw.ID] = g
+			m.groups = append(m.groups, group{id: sw.ID})
+		}
+		m.groups[g].members = append(m.groups[g].members, i)
+	}
+	emitted := map[int]bool{}
+	for _, i := range m.visible {
+		sw := m.apps[i].Sweep
+		if sw == nil {
+			m.rows = append(m.rows, i)
+			continue
+		}
+		g := bySweep[sw.ID]
+		if emitted[g] {
+			continue
+		}
+		emitted[g] = true
+		m.rows = append(m.rows, -g-1)
+		if m.unfolded[sw.ID] {
+			m.rows = append(m.rows, m.groups[g].members...)
+		}
+	}
+}
+
+// rowGroup is the group of row r, or nil for an app's row.
+func (m *Model) rowGroup(r int) *group {
+	if r < 0 || r >= len(m.rows) || m.rows[r] >= 0 {
+		return nil
+	}
+	return &m.groups[-m.rows[r]-1]
+}
+
+// rowKey is what keeps row r selected across listings: the app's handle, or the
+// sweep's key.
+func (m *Model) rowKey(r int) string {
+	if g := m.rowGroup(r); g != nil {
+		return groupKey(g.id)
+	}
+	return m.apps[m.rows[r]].Handle
+}
+
+// groupCells is the row of a sweep: its id and how many apps, what they do, and the
+// age of its newest app.
+func (m *Model) groupCells(g *group, now time.Time) []string {
+	fold := "▸"
+	if m.unfolded[g.id] {
+		fold = "▾"
+	}
+	counts := map[spec.AppState]int{}
+	running, total := 0, 0
+	var newest time.Time
+	for _, i := range g.members {
+		a := &m.apps[i]
+		counts[a.State]++
+		r, t := a.Replicas()
+		running, total = running+r, total+t
+		if a.Created.After(newest) {
+			newest = a.Created
+		}
+	}
+	var parts []string
+	for _, s := range []spec.AppState{spec.Running, spec.Pending, spec.Submitted, spec.Queued, spec.Succeeded, spec.Failed, spec.Cancelled, spec.UnknownState} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], strings.ToLower(s.String())))
+		}
+	}
+	row := make([]string, len(render.AppHeaders))
+	for i := range row {
+		row[i] = "-"
+	}
+	row[render.AppColHandle] = fmt.Sprintf("%s %s", fold, g.id)
+	row[render.AppColName] = fmt.Sprintf("sweep of %d: %s", len(g.members), strings.Join(parts, ", "))
+	row[render.AppColState] = groupState(counts).String()
+	row[render.AppColRunning] = fmt.Sprintf("%d/%d", running, total)
+	row[render.AppColAge] = render.Age(newest, now)
+	return row
+}
+
+// groupState is the state a sweep's row shows: RUNNING while an app runs, else
+// QUEUED while one waits, else FAILED if one failed, else how they ended.
+func groupState(counts map[spec.AppState]int) spec.AppState {
+	for _, s := range []spec.AppState{spec.Running, spec.Pending, spec.Submitted, spec.Queued, spec.Failed, spec.UnknownState, spec.Cancelled} {
+		if counts[s] > 0 {
+			return s
+		}
+	}
+	return spec.Succeeded
+}
+
+// memberMark starts the name of an app shown under its sweep's row.
+const memberMark = "  "
+
+// toggleFold folds or unfolds the sweep of g.
+func (m *Model) toggleFold(g *group) {
+	if m.unfolded == nil {
+		m.unfolded = map[string]bool{}
+	}
+	m.unfolded[g.id] = !m.unfolded[g.id]
+	m.rebuild(groupKey(g.id))
+}
+
+// groupApps splits the apps of g the list shows into those keep takes and a count of
+// the others.
+func (m *Model) groupApps(g *group, keep func(*spec.AppStatus) bool) (do []spec.AppStatus, skipped int) {
+	for _, i := range g.members {
+		if keep(&m.apps[i]) {
+			do = append(do, m.apps[i])
+		} else {
+			skipped++
+		}
+	}
+	return do, skipped
+}
+
+// styledRow is row r with its state in its color.
+func (m *Model) styledRow(r int, st render.Styler) []string {
+	if g := m.rowGroup(r); g != nil {
+		row := append([]string(nil), m.table.Row(r)...)
+		counts := map[spec.AppState]int{}
+		for _, i := range g.members {
+			counts[m.apps[i].State]++
+		}
+		row[render.AppColState] = st.State(groupState(counts), row[render.AppColState])
+		return row
+	}
+	return styled(m.table.Row(r), &m.apps[m.rows[r]], st)
+}
+
+// doGroup runs an action on a sweep's row: enter and z fold or unfold it, x and D
+// cancel or delete its apps (those the list shows, after a confirmation).
+func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
+	switch action {
+	case ActDescribe, ActFold:
+		m.toggleFold(g)
+		return nil, true
+	case appops.ActCancel, appops.ActDelete:
+		del := action == appops.ActDelete
+		do, skipped := m.groupApps(g, func(a *spec.AppStatus) bool { return a.State.Terminal() == del })
+		cmd, p := appops.Bulk(m.Ctx, m.ID(), action, handles(do), "sweep", skipped)
+		m.progress = p
+		return cmd, true
+	case ActMark, appops.ActLogs, appops.ActRelaunch, appops.ActEdit:
+		return common.Notify("a sweep's row: z unfolds its apps"), true
+	}
+	return nil, false
+}

@@ -1,0 +1,58 @@
+package apps
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/appops"
+	"github.com/wick-dev/wick/tui/common"
+)
+
+// TestSweepRowFolds: the apps of a sweep are one row, folded, that says what they
+// do; z (or enter) unfolds it, its apps under it; x on it offers to cancel the apps
+// of the sweep that have not ended.
+func TestSweepRowFolds(t *testing.T) {
+	m := listOnly(t)
+	ref := func(v string) *spec.SweepRef {
+		return &spec.SweepRef{ID: "sweep-abcd1234", Names: []string{"lr"}, Values: map[string]string{"lr": v}}
+	}
+	a := app("local_cwd://wick/train-lr0.1-1", spec.Running, false)
+	a.Sweep = ref("0.1")
+	b := app("local_cwd://wick/train-lr0.2-2", spec.Queued, false)
+	b.Sweep = ref("0.2")
+	c := app("local_cwd://wick/train-lr0.3-3", spec.Succeeded, false)
+	c.Sweep = ref("0.3")
+	other := app("local_cwd://wick/echo-4", spec.Succeeded, false)
+	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: []spec.AppStatus{a, b, c, other}})
+	s := screen(m)
+	if !strings.Contains(s, "▸ sweep-abcd1234") || !strings.Contains(s, "sweep of 3: 1 running, 1 queued, 1 succeeded") ||
+		strings.Contains(s, "train-lr0.1") || !strings.Contains(s, "echo-4") {
+		t.Fatalf("the folded sweep:\n%s", s)
+	}
+	if !m.selectHandle(groupKey("sweep-abcd1234")) {
+		t.Fatal("no sweep row to select")
+	}
+	m.Do(ActFold)
+	s = screen(m)
+	for _, h := range []string{a.Handle, b.Handle, c.Handle} {
+		if !strings.Contains(s, h) {
+			t.Errorf("unfolded, %s is not shown:\n%s", h, s)
+		}
+	}
+	if !strings.Contains(s, "▾ sweep-abcd1234") || !strings.Contains(s, "  train-lr0.2-2") {
+		t.Errorf("the unfolded sweep:\n%s", s)
+	}
+	cmd, ok := m.Do(appops.ActCancel)
+	if !ok || cmd == nil {
+		t.Fatal("x on the sweep's row did nothing")
+	}
+	confirm, isConfirm := cmd().(common.ConfirmMsg)
+	if !isConfirm || !strings.HasPrefix(confirm.Prompt, "Cancel 2 sweep apps? (1 already ended: skipped)") {
+		t.Errorf("x on the sweep's row: %#v", confirm)
+	}
+	m.Do(ActDescribe) // enter folds it again
+	if s := screen(m); strings.Contains(s, a.Handle) {
+		t.Errorf("enter did not fold the sweep:\n%s", s)
+	}
+}
