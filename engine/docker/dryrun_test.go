@@ -31,7 +31,7 @@ func dryRun(t *testing.T, app *spec.AppDef, cfg spec.Cfg, workspace string) (*Re
 	if err := app.Validate(); err != nil {
 		return nil, err
 	}
-	req, err := s.DryRun(context.Background(), sched.Submission{AppID: "trainer-bcd0123456789", App: app, Cfg: cfg, Workspace: workspace})
+	req, err := s.DryRun(context.Background(), sched.Submission{AppID: "trainer-bcd0123456789", Session: "sess", App: app, Cfg: cfg, Workspace: workspace})
 	if err != nil {
 		return nil, err
 	}

@@ -221,10 +221,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	}
 	// The Runner has validated the app and the names and resolved the run options
 	// (sched.Scheduler.DryRun).
-	session := sub.Session
-	if session == "" {
-		session = s.cfg.Session
-	}
+	session := sub.Session // the Runner's (sched.Submission)
 	app := sub.App.Clone()
 	for _, r := range app.Roles {
 		if r.Image == "" || r.Image == spec.None {
@@ -259,7 +256,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		}
 	}
 	// The record carries the plan's warnings, for describe.
-	record, err := json.Marshal(appRecord{App: app, Cfg: formatCfg(sub.Cfg), Workspace: sub.Workspace, Warnings: req.Warnings})
+	record, err := json.Marshal(appRecord{App: app, Cfg: spec.CfgStrings(sub.Cfg), Workspace: sub.Workspace, Warnings: req.Warnings})
 	if err != nil {
 		return nil, fmt.Errorf("local_docker: encoding the app: %w", err)
 	}
@@ -534,18 +531,6 @@ func planMounts(role spec.Role) ([]MountSpec, []DeviceSpec, error) {
 		}
 	}
 	return mounts, devices, nil
-}
-
-// formatCfg writes run options in their string form, which RunOpts.Cast reads back.
-func formatCfg(cfg spec.Cfg) map[string]string {
-	if len(cfg) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(cfg))
-	for k, v := range cfg {
-		out[k] = spec.FormatValue(v)
-	}
-	return out
 }
 
 // gpuWarnings says what the user should know about the GPUs the app asks for: Docker

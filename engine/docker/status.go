@@ -175,7 +175,7 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 	if app == nil {
 		app = rebuildApp(reps)
 	}
-	d := &sched.Description{App: app, Cfg: s.parseCfg(rec.Cfg)}
+	d := &sched.Description{App: app, Cfg: s.RunOpts().CfgValues(rec.Cfg)}
 	st := &d.Status
 	st.AppID, st.Scheduler, st.Name = appID, Name, app.Name
 	st.Warnings = append(st.Warnings, rec.Warnings...)
@@ -469,20 +469,4 @@ func rebuildApp(reps []*replica) *spec.AppDef {
 		}
 	}
 	return app
-}
-
-// parseCfg reads run options back from their string form, skipping what this version
-// does not know.
-func (s *Scheduler) parseCfg(raw map[string]string) spec.Cfg {
-	if raw == nil {
-		return nil
-	}
-	opts := s.RunOpts()
-	cfg := spec.Cfg{}
-	for k, v := range raw {
-		if val, err := opts.Cast(k, v); err == nil {
-			cfg[k] = val
-		}
-	}
-	return cfg
 }

@@ -44,7 +44,7 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
 	}
 	// The cached launch is shared: the caller gets its own AppDef.
-	return &sched.Description{Status: st.AppStatus, App: l.App.Clone(), Cfg: s.cfgValues(l.Cfg)}, nil
+	return &sched.Description{Status: st.AppStatus, App: l.App.Clone(), Cfg: s.RunOpts().CfgValues(l.Cfg)}, nil
 }
 
 // List returns the status of every app of this scheduler, of every session, newest

@@ -100,10 +100,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	// The Runner has validated the app and the names and resolved the run options
 	// (sched.Scheduler.DryRun).
 	app, cfg := sub.App, sub.Cfg
-	session := sub.Session
-	if session == "" {
-		session = s.cfg.Session
-	}
+	session := sub.Session // the Runner's (sched.Submission)
 	var err error
 	logDir := cfg.String(OptLogDir)
 	if logDir == "" {

@@ -86,7 +86,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		Created:   time.Now(),
 		Self:      self,
 		App:       info.App,
-		Cfg:       cfgStrings(info.Cfg),
+		Cfg:       spec.CfgStrings(info.Cfg),
 		Request:   req,
 	}
 	owner, err := logs.Self()

@@ -395,26 +395,3 @@ func markDead(st *state, reason string) {
 		}
 	}
 }
-
-// cfgStrings turns resolved run options into their string forms for launch.json.
-func cfgStrings(cfg spec.Cfg) map[string]string {
-	out := make(map[string]string, len(cfg))
-	for k, v := range cfg {
-		out[k] = spec.FormatValue(v)
-	}
-	return out
-}
-
-// cfgValues reads back what cfgStrings wrote, typed by the scheduler's options.
-func (s *Scheduler) cfgValues(m map[string]string) spec.Cfg {
-	cfg := spec.Cfg{}
-	opts := s.RunOpts()
-	for k, v := range m {
-		if val, err := opts.Cast(k, v); err == nil {
-			cfg[k] = val
-		} else {
-			cfg[k] = v
-		}
-	}
-	return cfg
-}

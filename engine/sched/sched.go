@@ -24,7 +24,9 @@ var ErrRunning = errors.New("app is still running")
 // Submission is everything a scheduler needs to plan an app. Its JSON keys are
 // snake_case, as in every --json output (docs/json.md).
 type Submission struct {
-	AppID   string `json:"app_id"`
+	AppID string `json:"app_id"`
+	// Session is the session of the app's handle, filled by the Runner (its own, by
+	// default spec.DefaultSession): a scheduler's plan takes it as it is.
 	Session string `json:"session"`
 	// App is the AppDef after the runner's env injection, before macro substitution.
 	App *spec.AppDef `json:"app"`

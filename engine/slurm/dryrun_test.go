@@ -24,7 +24,7 @@ func plan(t *testing.T, app *spec.AppDef, cfg spec.Cfg) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req, err := s.DryRun(context.Background(), sched.Submission{AppID: "trainer-bcd0123456789", App: app, Cfg: cfg})
+	req, err := s.DryRun(context.Background(), sched.Submission{AppID: "trainer-bcd0123456789", Session: "sess", App: app, Cfg: cfg})
 	if err != nil {
 		return nil, err
 	}

@@ -116,10 +116,7 @@ func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 	}
 	// The Runner has validated the app and the names and resolved the run options
 	// (sched.Scheduler.DryRun).
-	session := sub.Session
-	if session == "" {
-		session = s.cfg.Session
-	}
+	session := sub.Session // the Runner's (sched.Submission)
 	app := sub.App.Clone()
 	cfg := sub.Cfg
 	// No option may hold a control character: a newline would end the script's line

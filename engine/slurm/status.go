@@ -224,7 +224,7 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 		return nil, false, err
 	}
 	fromRec := func(st spec.AppStatus) *sched.Description {
-		return &sched.Description{Status: st, App: rec.App, Cfg: castCfg(s, rec.Cfg)}
+		return &sched.Description{Status: st, App: rec.App, Cfg: s.RunOpts().CfgValues(rec.Cfg)}
 	}
 	if rec != nil {
 		if err := s.reachable(ctx); errors.Is(err, ErrControllerDown) {
@@ -275,7 +275,7 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	}
 	d := &sched.Description{Status: st}
 	if rec != nil {
-		d.App, d.Cfg = rec.App, castCfg(s, rec.Cfg)
+		d.App, d.Cfg = rec.App, s.RunOpts().CfgValues(rec.Cfg)
 	} else {
 		d.App = appFromComponents(comps)
 	}
@@ -309,17 +309,6 @@ func isWick(comps []component) bool {
 		}
 	}
 	return false
-}
-
-// castCfg reads recorded run options back into their types; unknown ones are dropped.
-func castCfg(s *Scheduler, raw map[string]string) spec.Cfg {
-	cfg := spec.Cfg{}
-	for k, v := range raw {
-		if val, err := s.RunOpts().Cast(k, v); err == nil {
-			cfg[k] = val
-		}
-	}
-	return cfg
 }
 
 // appFromComponents rebuilds what it can of an AppDef from the job's names.

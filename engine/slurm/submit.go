@@ -45,7 +45,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		JobID:     id,
 		Session:   req.Session,
 		App:       req.app,
-		Cfg:       formatCfg(req.cfg),
+		Cfg:       spec.CfgStrings(req.cfg),
 		JobDir:    req.JobDir,
 		BatchLog:  batchLog(req.JobDir, id),
 		Script:    req.Script,
@@ -96,16 +96,4 @@ func partitions(ctx context.Context) ([]string, error) {
 		}
 	}
 	return parts, nil
-}
-
-// formatCfg writes run options in their string form, which RunOpts.Cast reads back.
-func formatCfg(cfg spec.Cfg) map[string]string {
-	if len(cfg) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(cfg))
-	for k, v := range cfg {
-		out[k] = spec.FormatValue(v)
-	}
-	return out
 }

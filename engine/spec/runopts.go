@@ -276,6 +276,36 @@ func (o RunOpts) Cast(key, value string) (any, error) {
 	return opt.Cast(value)
 }
 
+// CfgStrings writes run options in their string form (FormatValue), which
+// RunOpts.CfgValues reads back: how a scheduler records them with an app, to describe
+// it later. Nil for none.
+func CfgStrings(cfg Cfg) map[string]string {
+	if len(cfg) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(cfg))
+	for k, v := range cfg {
+		out[k] = FormatValue(v)
+	}
+	return out
+}
+
+// CfgValues reads back run options recorded by CfgStrings, each cast to its option's
+// type. One that o does not know or cannot read (recorded by another version of wick)
+// is left out: what comes back can fill a form and launch again. Nil for none.
+func (o RunOpts) CfgValues(raw map[string]string) Cfg {
+	if len(raw) == 0 {
+		return nil
+	}
+	cfg := make(Cfg, len(raw))
+	for k, v := range raw {
+		if val, err := o.Cast(k, v); err == nil {
+			cfg[k] = val
+		}
+	}
+	return cfg
+}
+
 func (o RunOpts) unknown(key string) error {
 	return fmt.Errorf("%w: unknown key %q%s", ErrInvalidRunOpt, key, DidYouMean(key, o.Names()))
 }

@@ -467,3 +467,24 @@ func TestFloatRunOptsAreFinite(t *testing.T) {
 		t.Errorf("Cast(1e10) = %v, %v", v, err)
 	}
 }
+
+// TestCfgStringsRoundTrip: run options recorded with an app (CfgStrings) read back
+// (CfgValues) as they were, every type; one this version does not know, or cannot
+// read, is left out.
+func TestCfgStringsRoundTrip(t *testing.T) {
+	cfg := Cfg{"log_dir": "/tmp/x y", "prepend_cwd": true, "copy_env": []string{"A_*", "B_*"},
+		"env": map[string]string{"A": "1", "B": "x:y"}, "n": 3, "ratio": 0.5}
+	raw := CfgStrings(cfg)
+	if got := testOpts.CfgValues(raw); !reflect.DeepEqual(got, cfg) {
+		t.Errorf("CfgValues(CfgStrings(%#v)) = %#v (via %q)", cfg, got, raw)
+	}
+	raw["gone_option"] = "1" // recorded by another version
+	raw["n"] = "many"        // cannot be read as this version's int
+	got := testOpts.CfgValues(raw)
+	if _, ok := got["gone_option"]; ok || got["n"] != nil {
+		t.Errorf("CfgValues kept what it cannot read: %#v", got)
+	}
+	if CfgStrings(nil) != nil || testOpts.CfgValues(nil) != nil {
+		t.Error("no options must record and read back as nil")
+	}
+}
