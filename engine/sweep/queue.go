@@ -364,15 +364,7 @@ func (q *Queue) launch(ctx context.Context, p *Plan, devices []string) (spec.Han
 	if err != nil {
 		return spec.Handle{}, err
 	}
-	cfg := spec.Cfg{}
-	opts := s.RunOpts()
-	for k, v := range p.Cfg {
-		if val, err := opts.Cast(k, v); err == nil {
-			cfg[k] = val
-		} else {
-			cfg[k] = v
-		}
-	}
+	cfg := s.RunOpts().CfgValues(p.Cfg)
 	app := p.App.Clone()
 	if len(devices) > 0 {
 		for i := range app.Roles {

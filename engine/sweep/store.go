@@ -141,12 +141,8 @@ type Plan struct {
 
 // PlanOf makes the plan of a dry run.
 func PlanOf(info *sched.DryRunInfo) Plan {
-	cfg := make(map[string]string, len(info.Cfg))
-	for k, v := range info.Cfg {
-		cfg[k] = spec.FormatValue(v)
-	}
 	return Plan{Scheduler: info.Scheduler, AppID: info.AppID, Session: info.Session, App: info.App,
-		Cfg: cfg, Workspace: info.Workspace, Call: info.Call}
+		Cfg: spec.CfgStrings(info.Cfg), Workspace: info.Workspace, Call: info.Call}
 }
 
 // Store is the sweeps of one WICK_HOME.
