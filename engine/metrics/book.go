@@ -296,7 +296,7 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 	}
 	e := b.live[key]
 	if e == nil {
-		e = &bookEntry{busy: make(chan struct{}, 1), store: NewAlarmStore(b.cfg), namer: NewNamer(d.App)}
+		e = &bookEntry{busy: make(chan struct{}, 1), store: NewAlarmStore(b.cfg), namer: NewNamerOf(d)}
 		b.live[key] = e
 	}
 	b.mu.Unlock()
@@ -317,6 +317,9 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 	if !ended && !e.at.IsZero() && time.Since(e.at) < rescanEvery {
 		return e.found, nil
 	}
+	// The ranks are named from the latest status too (a node's group rank, learned
+	// by the scheduler once its workers started), as the wall and wick log name them.
+	e.namer.Update(d)
 	_, err := e.pos.Read(ctx, b.src, h, d, e.store, e.namer)
 	e.at = time.Now()
 	e.found = describe(e.store.Alarms(), e.namer)

@@ -19,7 +19,7 @@ func TestBookScanWaitsWithinItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := NewBook(nil, DefaultConfig(), "")
-	e := &bookEntry{busy: make(chan struct{}, 1), store: NewAlarmStore(b.cfg), namer: NewNamer(nil)}
+	e := &bookEntry{busy: make(chan struct{}, 1), store: NewAlarmStore(b.cfg), namer: NewNamerOf(nil)}
 	b.live[h.String()] = e
 	e.busy <- struct{}{} // a reading under way
 

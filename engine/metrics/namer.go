@@ -5,58 +5,36 @@ import (
 
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
-	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Namer names the ranks of metric series as training people do: a torchrun worker by
-// its global rank ("rank 3"), learned from its node's own lines as `wick log --rank`
-// does; anything else role/replica. It learns from every committed line (Observe).
+// its global rank ("rank 3"), learned as `wick log --rank` and the wall learn it (a
+// ranks.Tracker: the node's group rank from its status, its own lines); anything else
+// role/replica. It learns from every committed line (Observe) and every newer
+// description (Update).
 type Namer struct {
-	roles int
-	nproc map[string]int
-	nodes map[nodeKey]*ranks.Node
+	ranks *ranks.Tracker
 	names map[Rank]string
-	desc  *sched.Description // what the scheduler knows of the nodes, or nil
 }
 
-type nodeKey struct {
-	role    string
-	replica int
-}
-
-// NewNamer returns the Namer of app's ranks (app may be nil: every rank is then
-// named role/replica[:local]).
-func NewNamer(app *spec.AppDef) *Namer {
-	return NewNamerOf(&sched.Description{App: app})
-}
-
-// NewNamerOf returns the Namer of the ranks of the app d describes: its AppDef says
-// which roles run torchrun, its status each node's group rank when the scheduler
-// learned it (without LOGLEVEL=INFO, torchrun's lines do not say it).
+// NewNamerOf returns the Namer of the ranks of the app d describes (d may be nil: every
+// rank is then named role/replica[:local]): its AppDef says which roles run torchrun,
+// its status each node's group rank when the scheduler learned it (without
+// LOGLEVEL=INFO, torchrun's lines do not say it).
 func NewNamerOf(d *sched.Description) *Namer {
-	app := d.App
-	n := &Namer{nproc: map[string]int{}, nodes: map[nodeKey]*ranks.Node{}, names: map[Rank]string{}, desc: d}
-	if app != nil {
-		n.roles = len(app.Roles)
-		for _, r := range app.Roles {
-			n.nproc[r.Name] = ranks.NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
-		}
+	return &Namer{ranks: ranks.NewTracker(d), names: map[Rank]string{}}
+}
+
+// Update takes a newer description of the app (a node's group rank learned since).
+func (n *Namer) Update(d *sched.Description) {
+	if len(n.ranks.Update(d)) > 0 {
+		clear(n.names) // ranks moved
 	}
-	return n
 }
 
 // Observe learns from a committed line of a node (its rendezvous result).
 func (n *Namer) Observe(l sched.Line) {
-	if l.Pending {
-		return
-	}
-	key := nodeKey{l.Role, l.Replica}
-	node := n.nodes[key]
-	if node == nil {
-		node = ranks.NodeOf(n.desc, l.Role, l.Replica, n.nproc[l.Role])
-		n.nodes[key] = node
-	}
-	if node.Observe(l.Text) {
+	if n.ranks.Observe(l) {
 		clear(n.names) // a new rendezvous: ranks may have moved
 	}
 }
@@ -68,10 +46,10 @@ func (n *Namer) Name(r Rank) string {
 		return s
 	}
 	s := r.String()
-	if node := n.nodes[nodeKey{r.Role, r.Replica}]; node != nil && (r.Local >= 0 || n.nproc[r.Role] == 1) {
-		if g := node.Global(max(r.Local, 0)); g >= 0 {
+	if r.Local >= 0 || n.ranks.NProc(r.Role) == 1 {
+		if g := n.ranks.Node(r.Role, r.Replica).Global(max(r.Local, 0)); g >= 0 {
 			s = "rank " + strconv.Itoa(g)
-			if n.roles > 1 {
+			if n.ranks.Roles() > 1 {
 				s = r.Role + " " + s
 			}
 		}
@@ -89,14 +67,14 @@ func (n *Namer) Name(r Rank) string {
 func (n *Namer) Ranks(series []*Series) int {
 	prefixed := map[string]bool{}
 	for _, s := range series {
-		if s.Rank.Local >= 0 || n.nproc[s.Rank.Role] > 0 {
+		if s.Rank.Local >= 0 || n.ranks.NProc(s.Rank.Role) > 0 {
 			prefixed[s.Rank.Role] = true
 		}
 	}
 	seen := map[string]bool{}
 	for _, s := range series {
 		r := s.Rank
-		if r.Local < 0 && prefixed[r.Role] && n.nproc[r.Role] != 1 {
+		if r.Local < 0 && prefixed[r.Role] && n.ranks.NProc(r.Role) != 1 {
 			continue // a node's own line
 		}
 		seen[n.Name(r)] = true

@@ -183,7 +183,7 @@ func TestMetricsCSVIsTheLogsInOrder(t *testing.T) {
 	w := bufio.NewWriter(&want)
 	w.WriteString("rank,step,time,name,value\n")
 	store := metrics.NewStore(metrics.DefaultConfig())
-	names := metrics.NewNamer(nil)
+	names := metrics.NewNamerOf(nil)
 	pw := &pointWriter{w: w, csv: true, name: names.Name}
 	lines := strings.Split(strings.TrimSpace(lg.stdout), "\n")
 	for _, text := range lines {

@@ -69,20 +69,6 @@ func (r *replica) place() {
 	}
 }
 
-// torchrunProcs returns the workers per node of a role that runs torchrun (its
-// --nproc_per_node), or 0 for any other role.
-func torchrunProcs(app *spec.AppDef, role string) int {
-	if app == nil {
-		return 0
-	}
-	for _, r := range app.Roles {
-		if r.Name == role {
-			return ranks.NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
-		}
-	}
-	return 0
-}
-
 // layOutReplicas makes the sources and the panes: a pane per replica, or for a
 // torchrun role a pane per global rank (the world is replicas x nproc_per_node)
 // followed by a pane per node.
@@ -108,8 +94,11 @@ func (m *Model) layOutReplicas(d *sched.Description) {
 			roles = append(roles, rr)
 		}
 	}
+	// One tracker of the ranks for the wall, as for wick log --rank and the metrics:
+	// the nodes' group ranks from their status and their lines.
+	m.ranks = ranks.NewTracker(d)
 	for _, rr := range roles {
-		nproc := torchrunProcs(d.App, rr.role)
+		nproc := m.ranks.NProc(rr.role)
 		if nproc <= 0 || len(rr.ks)*nproc > maxRankPanes {
 			for _, k := range rr.ks {
 				m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes)})
@@ -125,11 +114,11 @@ func (m *Model) layOutReplicas(d *sched.Description) {
 			// rendezvous); the pane moves to the node that writes its lines.
 			k := rr.ks[g/nproc]
 			byRank[g] = len(m.panes)
-			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: g, nproc: nproc, world: world, src: first + g/nproc})
+			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: g, nproc: nproc, world: world, src: first + g/nproc, ranks: m.ranks})
 		}
 		for _, k := range rr.ks {
-			m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes), nproc: nproc, node: ranks.NodeOf(d, rr.role, k, nproc), ranks: byRank})
-			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: -1, node: true, nproc: nproc, world: world, src: len(m.srcs) - 1})
+			m.srcs = append(m.srcs, replica{role: rr.role, k: k, pane: len(m.panes), nproc: nproc, node: m.ranks.Node(rr.role, k), ranks: byRank})
+			m.panes = append(m.panes, &pane{role: rr.role, k: k, rank: -1, node: true, nproc: nproc, world: world, src: len(m.srcs) - 1, ranks: m.ranks})
 		}
 	}
 	for i := range m.srcs {
@@ -142,16 +131,13 @@ func (m *Model) layOutReplicas(d *sched.Description) {
 const maxRankPanes = 256
 
 // filter returns what selects the lines of pane p among its replica's, for reading
-// them back from the logs: a fresh node tracker fed every line in order, as route
-// does; nil when the pane has all the replica's lines.
+// them back from the logs: a fresh node tracker (told the node's status) fed every
+// line in order, as route does; nil when the pane has all the replica's lines.
 func (p *pane) filter() func(l *sched.Line) bool {
-	if p.nproc <= 0 {
+	if p.nproc <= 0 || p.ranks == nil {
 		return nil
 	}
-	node := ranks.NewNode(p.k, p.nproc)
-	if p.known {
-		node.Learn(p.st)
-	}
+	node := p.ranks.Fresh(p.role, p.k)
 	rank, world := p.rank, p.world
 	return func(l *sched.Line) bool {
 		node.Observe(l.Text)

@@ -51,8 +51,10 @@ type pane struct {
 	rank         int
 	node         bool
 	nproc, world int
-	src          int // the feed source (m.srcs) the pane's lines come from
-	ring         *ring
+	// ranks is the wall's tracker of the ranks, for a torchrun role's panes.
+	ranks *ranks.Tracker
+	src   int // the feed source (m.srcs) the pane's lines come from
+	ring  *ring
 	// far, when set, is a window of older lines read back from the logs that the
 	// pane shows instead of its ring: lines too far back to fit in front of it.
 	far  *ring
@@ -104,6 +106,7 @@ type Model struct {
 
 	panes   []*pane
 	srcs    []replica // the replicas read, whose lines go to the panes
+	ranks   *ranks.Tracker
 	focus   int
 	zoom    bool
 	merged  bool
@@ -249,9 +252,12 @@ func (m *Model) reset() tea.Cmd {
 	}
 	m.back.epoch++
 	m.mb = newMergedBack(len(m.panes))
+	if m.ranks != nil {
+		m.ranks.Reset() // what the status says stays known
+	}
 	for i := range m.srcs {
 		if r := &m.srcs[i]; r.node != nil {
-			r.node = ranks.NewNode(r.k, r.nproc)
+			r.node = m.ranks.Node(r.role, r.k)
 		}
 	}
 	m.ended = false
@@ -426,15 +432,21 @@ func (m *Model) applyStatus(d *sched.Description) {
 		return
 	}
 	m.status, m.haveApp = d.Status, true
+	// What the scheduler learned of the torchrun nodes: their group ranks, the
+	// traceback the root cause puts on one of their ranks.
+	var moved []sched.ReplicaRef
+	if m.ranks != nil { // nil until the panes are laid out
+		moved = m.ranks.Update(d)
+	}
+	for _, ref := range moved {
+		for i := range m.srcs {
+			if src := &m.srcs[i]; src.node != nil && src.role == ref.Role && src.k == ref.Replica {
+				src.place()
+			}
+		}
+	}
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
-			for i := range m.srcs {
-				// What the scheduler learned of a torchrun node: its group rank, the
-				// traceback the root cause puts on one of its ranks.
-				if src := &m.srcs[i]; src.node != nil && src.role == role.Role && src.k == r.ID && src.node.Learn(r) {
-					src.place()
-				}
-			}
 			for _, p := range m.panes {
 				if p.role == role.Role && p.k == r.ID {
 					p.st, p.known = r, true

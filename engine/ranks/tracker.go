@@ -1,0 +1,119 @@
+package ranks
+
+import (
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Tracker keeps the rank bookkeeping of one app for every reader of its lines (the
+// log wall's rank panes, `wick log --rank`, the metrics' rank names), so that all of
+// them call a line's rank by the same number: how many workers each role's nodes run
+// (its nproc_per_node, from the AppDef: 0 for a role that does not run torchrun), and
+// a Node per replica of such a role, told what the scheduler knows of it (its status:
+// the group rank its workers reported, which under c10d or Slurm need not be the
+// replica index; the traceback the root cause puts on one of its ranks) and fed the
+// replica's committed lines (torchrun's rendezvous result, its failure summary).
+// A Tracker is not safe for concurrent use.
+type Tracker struct {
+	desc  *sched.Description // the latest description, or nil
+	roles int
+	nproc map[string]int
+	nodes map[replicaKey]*Node
+}
+
+type replicaKey struct {
+	role string
+	k    int
+}
+
+// NewTracker returns the tracker of the app d describes (d and its App may be nil:
+// no role is then known to run torchrun).
+func NewTracker(d *sched.Description) *Tracker {
+	t := &Tracker{nproc: map[string]int{}, nodes: map[replicaKey]*Node{}}
+	if d != nil && d.App != nil {
+		t.roles = len(d.App.Roles)
+		for _, r := range d.App.Roles {
+			t.nproc[r.Name] = NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
+		}
+	}
+	t.desc = d
+	return t
+}
+
+// Roles is how many roles the app has (0 when its AppDef is not known): a rank is
+// named with its role when there are several.
+func (t *Tracker) Roles() int { return t.roles }
+
+// NProc returns the workers per node of a role that runs torchrun (its
+// --nproc_per_node), or 0 for any other role and when the number is not written.
+func (t *Tracker) NProc(role string) int { return t.nproc[role] }
+
+// Node returns the tracker of replica k of role, made on first use and told what the
+// latest description knows of it. Every replica has one; one whose role's nproc is
+// unknown learns it from a rendezvous block, if torchrun prints one.
+func (t *Tracker) Node(role string, k int) *Node {
+	key := replicaKey{role, k}
+	n := t.nodes[key]
+	if n == nil {
+		n = NodeOf(t.desc, role, k, t.nproc[role])
+		t.nodes[key] = n
+	}
+	return n
+}
+
+// Fresh returns a new tracker of replica k of role, told what the latest description
+// knows of it but no line: for reading the replica's lines again from the start.
+func (t *Tracker) Fresh(role string, k int) *Node {
+	return NodeOf(t.desc, role, k, t.nproc[role])
+}
+
+// Reset forgets what the nodes learned from lines (the lines are read again from the
+// start); what the latest description says stays known.
+func (t *Tracker) Reset() {
+	clear(t.nodes)
+}
+
+// Update takes a newer description of the app: each node learns its replica's status
+// (a node made later is told it then). It returns the replicas whose node's ranks
+// changed.
+func (t *Tracker) Update(d *sched.Description) []sched.ReplicaRef {
+	if d == nil {
+		return nil
+	}
+	t.desc = d
+	var changed []sched.ReplicaRef
+	for _, role := range d.Status.Roles {
+		for _, r := range role.Replicas {
+			if t.Learn(role.Role, r) {
+				changed = append(changed, sched.ReplicaRef{Role: role.Role, Replica: r.ID})
+			}
+		}
+	}
+	return changed
+}
+
+// Learn tells the node of replica st.ID of role what its status says (the node is
+// made when there is none yet); it reports whether the node's ranks changed.
+func (t *Tracker) Learn(role string, st spec.ReplicaStatus) bool {
+	n, ok := t.nodes[replicaKey{role, st.ID}]
+	if !ok {
+		return false // made when first asked for, from the latest description
+	}
+	return n.Learn(st)
+}
+
+// Observe learns from a committed line of a replica, in order (pending lines are
+// skipped: the line that ends them comes committed). It reports whether the ranks of
+// the line's node changed (a rendezvous completed).
+func (t *Tracker) Observe(l sched.Line) bool {
+	if l.Pending {
+		return false
+	}
+	return t.Node(l.Role, l.Replica).Observe(l.Text)
+}
+
+// Attribute says which global rank wrote a line (see Node.AttributeLine): its rank and
+// its text without torchrun's prefix, ok false for a node's own lines.
+func (t *Tracker) Attribute(l *sched.Line) (global int, rest string, ok bool) {
+	return t.Node(l.Role, l.Replica).AttributeLine(l)
+}
