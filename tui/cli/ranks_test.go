@@ -1,13 +1,62 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
+
+// fakeTorchrun prints what torchrun 1.13 prints with --tee 1 and LOGLEVEL=INFO, for two
+// workers per node, with c10d's twist: replica 0 joined second and is group rank 1.
+const fakeTorchrun = `#!/bin/sh
+case "$TORCHELASTIC_ERROR_FILE" in */0/error.json) g=1 ;; *) g=0 ;; esac
+printf 'INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:\n  restart_count=0\n  group_rank=%d\n  group_world_size=2\n  local_ranks=[0, 1]\n  global_ranks=[%d, %d]\n\n' $g $((2*g)) $((2*g+1)) >&2
+# Workers start after the rendezvous, as torchrun's do.
+sleep 1
+echo "[0]:hello from global rank $((2*g))"
+echo "[1]:hello from global rank $((2*g+1))"
+`
+
+func TestLogRank(t *testing.T) {
+	h := newHarness(t)
+	if err := os.WriteFile(filepath.Join(h.work, "torchrun"), []byte(fakeTorchrun), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := h.exec("run", "-s", "local_cwd", "-cfg", "prepend_cwd=true", "dist.ddp", "-j", "2x2", "--script", "train.py")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(strings.SplitN(r.stdout, "\n", 2)[0])
+	for rank, node := range map[string]string{"0": "train/1", "3": "train/0", "1": "train/1"} {
+		r = h.exec("log", handle+"/train", "--rank", rank)
+		if r.code != 0 {
+			t.Fatalf("log --rank %s: exit %d: %s", rank, r.code, r.stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], node+" [") || !strings.HasSuffix(lines[0], "hello from global rank "+rank) {
+			t.Errorf("log --rank %s printed %q; want one line of %s from global rank %s", rank, r.stdout, node, rank)
+		}
+	}
+	// The node's own lines stay reachable by replica.
+	r = h.exec("log", handle+"/train/0")
+	if !strings.Contains(r.stdout, "group_rank=1") || !strings.Contains(r.stdout, "hello from global rank 3") {
+		t.Errorf("log of replica 0 lacks its own lines: %q", r.stdout)
+	}
+	// A torchrun without --tee: nothing to tell ranks apart by, and wick says so.
+	r = h.exec("run", "utils.echo", "--msg", "no prefix")
+	if r = h.exec("log", strings.TrimSpace(strings.SplitN(r.stdout, "\n", 2)[0]), "--rank", "0"); r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "carries torchrun's rank prefix") {
+		t.Errorf("log --rank of unprefixed lines: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	if r = h.exec("log", handle+"/train", "--rank", "-1"); r.code != 2 || !strings.Contains(r.stderr, "--rank") {
+		t.Errorf("log --rank -1: exit %d, %q; want a usage error", r.code, r.stderr)
+	}
+}
 
 // TestRankFilterGroupRankFromStatus: `wick log --rank N` picks the lines of the rank
 // the node's status names (its group rank, which under c10d or Slurm need not be the
