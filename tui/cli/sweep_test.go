@@ -121,7 +121,7 @@ func states(apps []spec.AppStatus) string {
 // once, and every app succeeds.
 func TestSweepQueueSurvivesKill9OfLauncher(t *testing.T) {
 	h := newHarness(t)
-	cmd := h.wickCmd(context.Background(), "run", "--sweep", "steps=10,11,12,13,14", "--max-parallel", "2",
+	cmd := h.wickCmd(context.Background(), "run", "--sweep", "steps=40,41,42,43,44", "--max-parallel", "2",
 		"demo.train", "--replicas", "1", "--rate", "20", "--progress=false")
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -303,5 +303,66 @@ func TestMetricsComparesASweep(t *testing.T) {
 	}
 	if r := h.exec("metrics", "--sweep", id, "--sort", "acc"); r.code != ExitUsage || !strings.Contains(r.stderr, "--sort acc: no app has that metric (metrics: loss)") {
 		t.Errorf("--sort of an unknown metric: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestSweepResumeAfterQueueKilled: the queue process itself is SIGKILLed; its queued
+// apps say so, `wick sweep resume` starts it again, and the rest of the sweep runs.
+// `wick sweep move` reorders what is queued.
+func TestSweepResumeAfterQueueKilled(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "rate=5,6,7,8", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	var apps []spec.AppStatus
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "RUNNING QUEUED QUEUED QUEUED", states(apps)
+	})
+	t.Cleanup(func() { h.exec("cancel", id) })
+	// The last queued app goes first.
+	if r := h.exec("sweep", "move", apps[3].Handle, "--to", "1"); r.code != 0 {
+		t.Fatalf("sweep move: %d %s", r.code, r.stderr)
+	}
+	if r := h.exec("sweep", "move", apps[0].Handle); r.code != ExitUsage || !strings.Contains(r.stderr, "is not queued") {
+		t.Errorf("moving a running app: %d %s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(h.home, "sweeps", id, "sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sw struct {
+		Queue struct {
+			PID int `json:"pid"`
+		} `json:"queue"`
+	}
+	if err := json.Unmarshal(data, &sw); err != nil || sw.Queue.PID == 0 {
+		t.Fatalf("no queue process in sweep.json: %v %s", err, data)
+	}
+	if err := syscall.Kill(sw.Queue.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Wait(t, 20*time.Second, "the queued apps say the queue is not running", func() (bool, string) {
+		r := h.exec("list", "--sweep", id)
+		return strings.Contains(r.stdout, "queue not running (wick sweep resume "+id+")"), r.stdout
+	})
+	if r := h.exec("sweep", "resume", id); r.code != 0 || !strings.Contains(r.stderr, "queue resumed, 3 queued") {
+		t.Fatalf("sweep resume: %d %s", r.code, r.stderr)
+	}
+	// The running app is adopted: cancelling it starts the moved app, not another.
+	if r := h.exec("cancel", apps[0].Handle); r.code != 0 {
+		t.Fatalf("cancel: %d %s", r.code, r.stderr)
+	}
+	// wick list --sweep lists in queue order: the moved app second.
+	testkit.Wait(t, 20*time.Second, "the moved app running", func() (bool, string) {
+		rows := sweepRows(t, h, id)
+		s := states(rows)
+		return s == "CANCELLED RUNNING QUEUED QUEUED" && rows[1].Handle == apps[3].Handle, s
+	})
+	if r := h.exec("cancel", id); r.code != 0 {
+		t.Fatalf("cancel of the sweep: %d %s", r.code, r.stderr)
 	}
 }
