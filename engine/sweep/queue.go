@@ -114,6 +114,8 @@ type run struct {
 	running map[string][]string // handle -> devices
 	ends    chan ended
 	wctx    context.Context
+	// stopOnNaN is the sweep's StopOnNaN.
+	stopOnNaN bool
 }
 
 // Run launches the sweep's queued apps, at most MaxParallel at once and each with
@@ -141,6 +143,7 @@ func (q *Queue) Run(ctx context.Context) error {
 		r.plans[i] = &plans[i]
 	}
 	r.devs = NewDevices(s.Devices)
+	r.stopOnNaN = s.StopOnNaN
 	r.ends = make(chan ended, len(s.Entries))
 	var stopWaits context.CancelFunc
 	r.wctx, stopWaits = context.WithCancel(ctx)
@@ -158,7 +161,9 @@ func (q *Queue) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if cur.Waiting() == 0 {
+		// Nothing left to launch: the queue's work is done, unless it watches the
+		// running apps for a NaN until they end.
+		if cur.Waiting() == 0 && (!r.stopOnNaN || len(r.running) == 0) {
 			r.logf("nothing left to launch")
 			return nil
 		}
@@ -210,6 +215,11 @@ func (r *run) disown() {
 // watch waits for the app's end, and reports it on ends.
 func (r *run) watch(h spec.Handle) {
 	go func() {
+		if mr, ok := r.q.Launcher.(MetricsReader); ok && r.stopOnNaN {
+			ctx, stop := context.WithCancel(r.wctx)
+			defer stop() // once the app has ended
+			go r.watchNaN(ctx, mr, h)
+		}
 		st, err := r.q.Launcher.Wait(r.wctx, h, waitPoll)
 		if r.wctx.Err() != nil {
 			return

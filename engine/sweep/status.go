@@ -77,6 +77,9 @@ func Annotate(apps []spec.AppStatus, sweeps []*Sweep, sched string) []spec.AppSt
 		if w, ok := byHandle[apps[i].Handle]; ok {
 			apps[i].Sweep = w.s.Ref(w.e)
 			listed[apps[i].Handle] = true
+			if w.e.Stopped != "" && apps[i].State == spec.Cancelled {
+				apps[i].Msg = StoppedMsg(w.e.Stopped)
+			}
 		}
 	}
 	for _, s := range sweeps {
@@ -208,3 +211,6 @@ func (s *Sweep) Move(h string, to int) error {
 	s.Entries = append(s.Entries[:at], append([]Entry{e}, s.Entries[at:]...)...)
 	return nil
 }
+
+// StoppedMsg is the message of an app the queue cancelled (--stop-on-nan).
+func StoppedMsg(why string) string { return "stopped by its sweep (--stop-on-nan): " + why }

@@ -72,6 +72,9 @@ type Entry struct {
 	LaunchStarted time.Time `json:"launch_started,omitzero"`
 	Launched      time.Time `json:"launched,omitzero"`
 	Ended         time.Time `json:"ended,omitzero"`
+	// Stopped says why the queue cancelled the app (--stop-on-nan: "loss NaN at step
+	// 12"), or "".
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // Sweep is a group of apps launched together by `wick run --sweep`.
@@ -86,6 +89,8 @@ type Sweep struct {
 	Names []string `json:"names"`
 	// MaxParallel is how many apps run at once (0: all).
 	MaxParallel int `json:"max_parallel"`
+	// StopOnNaN makes the queue cancel a running app whose metrics go NaN or Inf.
+	StopOnNaN bool `json:"stop_on_nan,omitempty"`
 	// Devices are the GPUs the queue hands out (empty: none, CPU slots only).
 	Devices []string `json:"devices,omitempty"`
 	// Queue is the queue process, once it runs.

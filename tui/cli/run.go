@@ -79,7 +79,7 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: a.completeComponents,
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			if len(f.sweep.specs) > 0 || cmd.Flags().Changed("max-parallel") {
+			if len(f.sweep.specs) > 0 || cmd.Flags().Changed("max-parallel") || f.sweep.stopOnNaN {
 				return wickFlagAfterComponent(cmd.Flags(), a.runSweep(f, f.sweep, argv))
 			}
 			return wickFlagAfterComponent(cmd.Flags(), a.runRun(f, argv))

@@ -34,11 +34,13 @@ import (
 type sweepFlags struct {
 	specs       []string
 	maxParallel int
+	stopOnNaN   bool
 }
 
 // addSweepFlags adds --sweep and --max-parallel to wick run.
 func addSweepFlags(fl *pflag.FlagSet, f *sweepFlags) {
 	fl.StringArrayVar(&f.specs, "sweep", nil, "launch a grid: NAME=V1,V2,... (repeatable: the cartesian product); NAME is a component argument, else a flag of the script after --")
+	fl.BoolVar(&f.stopOnNaN, "stop-on-nan", false, "with --sweep: cancel an app as soon as one of its metrics (its loss) is NaN or Inf, to free its slot")
 	fl.IntVar(&f.maxParallel, "max-parallel", 0, "with --sweep: run at most this many apps at once, the others queued (default: one per GPU, else one per CPU core; slurm: all, Slurm queues them)")
 }
 
@@ -121,7 +123,7 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	}
 	switch {
 	case len(params) == 0:
-		return usagef("--max-parallel needs --sweep NAME=V1,V2,...")
+		return usagef("--max-parallel and --stop-on-nan need --sweep NAME=V1,V2,...")
 	case sf.maxParallel < 0:
 		return usagef("--max-parallel %d: want 1 or more", sf.maxParallel)
 	}
@@ -149,7 +151,7 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 		return usageError{err}
 	}
 	sw := &sweep.Sweep{ID: sweep.NewID(), Created: time.Now(), Component: comp.Name, Scheduler: c.scheduler,
-		Session: a.runner().Session(), MaxParallel: sf.maxParallel}
+		Session: a.runner().Session(), MaxParallel: sf.maxParallel, StopOnNaN: sf.stopOnNaN}
 	if !slurm {
 		for i := range gpus.Count(a.ctx) {
 			sw.Devices = append(sw.Devices, strconv.Itoa(i))
@@ -703,7 +705,8 @@ func sweepList(w io.Writer, sw *sweep.Sweep, apps []spec.AppStatus, now time.Tim
 		}
 		note := ""
 		switch {
-		case a.State == spec.Queued, a.State == spec.Failed && len(a.Roles) == 0:
+		case a.State == spec.Queued, a.State == spec.Failed && len(a.Roles) == 0,
+			a.State == spec.Cancelled && strings.HasPrefix(a.Msg, sweep.StoppedMsg("")):
 			note, _, _ = strings.Cut(render.FirstLine(a.Msg), " (sweep ")
 			note = render.Escape(note)
 		}

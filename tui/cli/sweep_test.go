@@ -30,7 +30,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"--sweep", "rate=" + seq(101), "--sweep", "steps=" + seq(100), "demo.train"}, "more than 10000 apps"},
 		{[]string{"--sweep", "rate=1,2", "demo.train", "--rate", "3"}, "rate is swept and also given as --rate"},
 		{[]string{"--sweep", "replicas=1,0", "demo.train"}, "the app of replicas=0"},
-		{[]string{"--max-parallel", "2", "demo.train"}, "--max-parallel needs --sweep"},
+		{[]string{"--max-parallel", "2", "demo.train"}, "--max-parallel and --stop-on-nan need --sweep"},
 		{[]string{"--sweep", "rate=1", "--max-parallel", "-1", "demo.train"}, "--max-parallel -1"},
 	} {
 		r := h.run(append([]string{"run"}, tc.args...)...)
@@ -364,5 +364,29 @@ func TestSweepResumeAfterQueueKilled(t *testing.T) {
 	})
 	if r := h.exec("cancel", id); r.code != 0 {
 		t.Fatalf("cancel of the sweep: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestSweepStopOnNaN: with --stop-on-nan the queue cancels the app whose loss went
+// NaN, says why on its row, and leaves the healthy one running.
+func TestSweepStopOnNaN(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--stop-on-nan", "--sweep", "v=1,nan", "utils.sh", "--",
+		"sh", "-c", `echo "step 1 loss 2"; echo "step 2 loss $1"; sleep 60`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("cancel", id) })
+	var apps []spec.AppStatus
+	testkit.Wait(t, 30*time.Second, "the NaN app cancelled", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "RUNNING CANCELLED", states(apps)
+	})
+	if !strings.Contains(apps[1].Msg, "stopped by its sweep (--stop-on-nan): loss NaN at step 2") {
+		t.Errorf("the stopped app's row says %q", apps[1].Msg)
+	}
+	if r := h.exec("list", "--sweep", id); !strings.Contains(r.stdout, "loss NaN at step 2") {
+		t.Errorf("list --sweep does not say why:\n%s", r.stdout)
 	}
 }
