@@ -91,3 +91,22 @@ func Missing(t testing.TB, why string) {
 	}
 	t.Skip(why)
 }
+
+// Load is the one-minute load average (from /proc/loadavg), or -1 if unknown. Paired
+// benchmarks report it beside their figures: on a shared machine a ratio means little
+// without the load it was measured under.
+func Load() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return -1
+	}
+	load, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return -1
+	}
+	return load
+}
