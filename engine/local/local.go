@@ -95,6 +95,9 @@ type Scheduler struct {
 	logCache *logCache
 	// usage keeps the previous CPU sample of replicas' processes (see Usage).
 	usage usageSampler
+	// chimes holds, by app id, the bells of the supervisors this process started,
+	// until each app's logs end (see chime.go).
+	chimes *chimes
 }
 
 // NewCwd makes the local_cwd scheduler: replicas run in the working directory of the
@@ -126,7 +129,7 @@ func newScheduler(name string, dir bool, cfg sched.Config) (*Scheduler, error) {
 	if cfg.Session == "" {
 		cfg.Session = spec.DefaultSession
 	}
-	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher(), logCache: &logCache{}}, nil
+	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher(), logCache: &logCache{}, chimes: &chimes{m: map[string]*logs.Chime{}}}, nil
 }
 
 // Name returns "local_cwd" or "local_dir".
@@ -161,6 +164,9 @@ func (s *Scheduler) appDir(appID string) (string, error) {
 	return filepath.Join(s.appsDir(), appID), nil
 }
 
-// Close does nothing: apps keep running, and the watcher releases what it holds when
-// the last log iterator closes.
-func (s *Scheduler) Close() error { return nil }
+// Close stops listening to the bells of the apps this process started; the apps keep
+// running. The watcher releases what it holds when the last log iterator closes.
+func (s *Scheduler) Close() error {
+	s.chimes.closeAll()
+	return nil
+}

@@ -411,9 +411,21 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
 	}
 	writer := ls.writer()
+	var chime *logs.Chime
 	if opts.Follow {
-		if writer, err = s.awaitSupervisor(ctx, dir, ls); err != nil {
-			return nil, err
+		chime = s.chimeOf(appID)
+		switch {
+		case chime != nil && !ls.supervisor.IsZero():
+			// Its bell rang "ok": the supervisor has taken over and made the logs,
+			// whatever the state it wrote then says (an app that ended at once).
+			writer = ls.supervisor
+		default:
+			if writer, err = s.awaitSupervisor(ctx, dir, ls); err != nil {
+				return nil, err
+			}
+		}
+		if l.Request.replicas() > chimeReplicas {
+			chime = nil
 		}
 	}
 	its := make([]sched.LogIterator, 0, len(refs))
@@ -428,7 +440,7 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 		if err != nil {
 			return fail(err)
 		}
-		it, err := logs.Open(logs.Source{Dir: logDir, Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Warn: s.cfg.Warn}, opts)
+		it, err := logs.Open(logs.Source{Dir: logDir, Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Chime: chime, Warn: s.cfg.Warn}, opts)
 		if err != nil {
 			return fail(err)
 		}
@@ -503,6 +515,15 @@ func replicaDirOf(l *launch, appID, role string, k int) (string, error) {
 // Wait blocks until the app is terminal and returns its status. It is woken by
 // changes of the app's state file and by its supervisor's exit, without polling.
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
+	// Look first: an app that has ended (an attached run reads its logs to their
+	// end, which comes after the final state) needs no watch, and a watch costs
+	// its teardown (see logs.Chime).
+	if _, st, err := s.load(appID); err != nil || st.State.Terminal() {
+		if err != nil {
+			return nil, err
+		}
+		return &st.AppStatus, nil
+	}
 	dir, err := s.appDir(appID)
 	if err != nil {
 		return nil, err

@@ -224,7 +224,12 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 	if err != nil {
 		return failed(fmt.Errorf("start supervisor: %w", err))
 	}
-	defer pr.Close()
+	keep := false // pr becomes the app's chime once the start is reported
+	defer func() {
+		if !keep {
+			pr.Close()
+		}
+	}()
 	cmd := exec.Command(self[0], append(self[1:], SuperviseVerb, appDir)...)
 	cmd.Dir = "/"
 	cmd.Env = append(mergeEnv(os.Environ(), nil), fmt.Sprintf("%s=%d", envReadyFD, 3))
@@ -248,7 +253,7 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 	}
 	got := make(chan result, 1)
 	go func() {
-		b, err := io.ReadAll(pr)
+		b, err := readReport(pr)
 		got <- result{b, err}
 	}()
 	var res result
@@ -277,6 +282,8 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 	msg := string(bytes.TrimSpace(res.msg))
 	switch {
 	case msg == "ok":
+		keep = true
+		s.addChime(st.AppID, pr)
 		return nil
 	case strings.HasPrefix(msg, "error: "):
 		return failed(errors.New(strings.TrimPrefix(msg, "error: ")))
@@ -286,6 +293,33 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 		why = "no message"
 	}
 	return failed(fmt.Errorf("the supervisor exited before starting the app: %s", why))
+}
+
+// maxReport bounds the supervisor's report of its start ("ok" or "error: ...").
+const maxReport = 64 << 10
+
+// readReport reads the supervisor's report of the start: one line, or what it wrote
+// before it closed the pipe. It reads a byte at a time, so that nothing after the
+// line (the bell's rings) is taken.
+func readReport(r io.Reader) ([]byte, error) {
+	var msg []byte
+	var b [1]byte
+	for len(msg) < maxReport {
+		n, err := r.Read(b[:])
+		if n == 1 {
+			msg = append(msg, b[0])
+			if b[0] == '\n' {
+				return msg, nil
+			}
+		}
+		if err == io.EOF {
+			return msg, nil
+		}
+		if err != nil {
+			return msg, err
+		}
+	}
+	return msg, nil
 }
 
 // lastLine returns the last non-empty line of a small file.

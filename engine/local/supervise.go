@@ -25,7 +25,8 @@ import (
 // them.
 const (
 	// envReadyFD names the fd on which the supervisor reports "ok" or "error: ..."
-	// once the replicas are started, then closes it.
+	// once the replicas are started. After "ok" it stays open as the launcher's bell
+	// (logs.Bell), rung after each write to the logs and closed once they are ended.
 	envReadyFD = "WICK_SUPERVISOR_READY_FD"
 	// envReaper makes `wick __supervise DIR` run as the app's reaper (see reap).
 	envReaper = "WICK_SUPERVISOR_REAPER"
@@ -96,6 +97,18 @@ func supervise(ctx context.Context, appDir string, beforeLogs func(dir string)) 
 	}
 	sv.beforeLogs = beforeLogs
 	return sv.run(ctx, ready)
+}
+
+// ringLauncher reports the start to the launcher, and keeps the pipe as its bell: a
+// launcher that follows the logs (an attached wick run) is woken by it rather than
+// by inotify. A launcher that went away makes the first ring close it.
+func (sv *supervisor) ringLauncher(ready *os.File) {
+	if _, err := ready.WriteString("ok\n"); err != nil {
+		ready.Close()
+		return
+	}
+	sv.bell = logs.NewBell(ready)
+	sv.rec.SetBell(sv.bell)
 }
 
 // reportReady tells the launcher how the start went, and closes the channel.
@@ -189,6 +202,7 @@ type supervisor struct {
 	all        []*replica
 	kids       *children
 	rec        *logs.Recorder
+	bell       *logs.Bell // the launcher's, once the start is reported; nil before
 	events     chan event
 	sigs       chan os.Signal
 	sigchld    chan os.Signal
@@ -430,7 +444,7 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 				sv.st.State = spec.Running
 			}
 			sv.save()
-			reportReady(ready, nil)
+			sv.ringLauncher(ready)
 			ready = nil
 		}
 		if sv.finished() {
@@ -1112,6 +1126,8 @@ func (sv *supervisor) finalize() {
 		}
 	}
 	sv.closeWriters()
+	// Every log is ended: the launcher's followers may end.
+	sv.bell.Close()
 	sv.quitReaper()
 }
 

@@ -53,6 +53,9 @@ type Source struct {
 	Writer Proc
 	// Watcher serves following; nil makes the iterator use a Watcher of its own.
 	Watcher *Watcher
+	// Chime, when not nil, serves following instead of Watcher and Writer: the
+	// writer rings it after each write, and closes it (or dies) after the end mark.
+	Chime *Chime
 	// Warn, when not nil, is told once when the index is found damaged and the
 	// iterator reads the stored bytes instead.
 	Warn func(msg string)
@@ -160,14 +163,21 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 		it.Close()
 		return nil, fmt.Errorf("open logs of %s/%d: %s: %w", src.Role, src.Replica, it.idx.Name(), err)
 	}
-	var w *Watcher
-	if opts.Follow {
+	var watch func(path string) (*Watch, error)
+	switch {
+	case opts.Follow && src.Chime != nil:
+		// The writer rings: no inotify (see Chime), and the bell's end is the
+		// writer's.
+		watch = func(string) (*Watch, error) { return src.Chime.Watch(), nil }
+		it.watch, it.procDone = src.Chime.Watch(), src.Chime.Done()
+	case opts.Follow:
 		// Watch before reading anything: a change made after the first read but
 		// before the watch would otherwise be missed.
-		w = src.Watcher
+		w := src.Watcher
 		if w == nil {
 			w = NewWatcher()
 		}
+		watch = w.Add
 		if it.watch, err = w.Add(it.idx.Name()); err != nil {
 			it.Close()
 			return nil, fmt.Errorf("follow logs of %s/%d: %w", src.Role, src.Replica, err)
@@ -189,7 +199,7 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 	// A filtered view lists matching lines only: an unfinished line that may never
 	// match has no place in it.
 	if opts.Follow && opts.Pending && opts.Regex == nil && !it.fellBack {
-		if err := it.openPending(w); err != nil {
+		if err := it.openPending(watch); err != nil {
 			it.Close()
 			return nil, fmt.Errorf("follow logs of %s/%d: %w", src.Role, src.Replica, err)
 		}

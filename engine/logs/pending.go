@@ -51,8 +51,8 @@ func (p *pendingStream) reset(off int64) {
 }
 
 // openPending prepares the pending lines of the streams the options select: each
-// stream file is opened and watched through w.
-func (it *Iterator) openPending(w *Watcher) error {
+// stream file is opened and watched through watch.
+func (it *Iterator) openPending(watch func(path string) (*Watch, error)) error {
 	for _, s := range []struct {
 		stream sched.Stream
 		code   uint8
@@ -67,7 +67,7 @@ func (it *Iterator) openPending(w *Watcher) error {
 		}
 		p := &pendingStream{stream: s.stream, code: s.code, f: f}
 		it.pend = append(it.pend, p)
-		if p.watch, err = w.Add(f.Name()); err != nil {
+		if p.watch, err = watch(f.Name()); err != nil {
 			return err
 		}
 		p.dirty = true

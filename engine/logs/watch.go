@@ -55,6 +55,7 @@ type Watch struct {
 	w      *Watcher
 	inst   *inotify
 	wd     int32
+	chime  *Chime // instead of w, inst and wd: a watch of a bell (see Chime)
 	c      chan struct{}
 	events atomic.Uint32
 	closed bool // guarded by w.mu
@@ -107,6 +108,10 @@ func (w *Watcher) Add(path string) (*Watch, error) {
 
 // Close stops the watch. It is safe to call more than once.
 func (w *Watch) Close() error {
+	if w.chime != nil {
+		w.chime.unsubscribe(w)
+		return nil
+	}
 	w.w.mu.Lock()
 	defer w.w.mu.Unlock()
 	if w.closed {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +45,13 @@ type Recorder struct {
 	// slow is slept before every write to a log file: a test's slow disk (see
 	// SetWriteDelay). Zero in production.
 	slow time.Duration
+	// bell, when set, is rung after writes a follower can see (see Bell).
+	bell atomic.Pointer[Bell]
 }
+
+// SetBell makes the Recorder ring b after each write a follower can see: a line
+// recorded, an unfinished line grown, an end mark. It may be called at any time.
+func (r *Recorder) SetBell(b *Bell) { r.bell.Store(b) }
 
 // SetWriteDelay makes every write of the Recorder's Writers to a log file wait d
 // first. It exists for tests that stand in for a slow or throttled disk (NFS, a
@@ -265,6 +272,10 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		}
 		sf.pos += int64(n)
 		nl := bytes.LastIndexByte(chunk, '\n')
+		if nl < len(chunk)-1 {
+			// An unfinished line grew (a progress bar): it shows as a pending line.
+			w.rec.bell.Load().Ring()
+		}
 		if nl < 0 {
 			if spill || carry+n > maxCarry {
 				spill, carry = true, 0
@@ -362,6 +373,10 @@ func (w *Writer) combine() {
 		}
 		if r.done != nil {
 			close(r.done)
+		}
+		if len(w.runs) == 0 && (r.end || r.sf != nil) {
+			// Once per batch of runs: a follower reads them all when it wakes.
+			w.rec.bell.Load().Ring()
 		}
 	}
 }
