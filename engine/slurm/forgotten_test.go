@@ -71,14 +71,10 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	if rec, err := h.s.loadRecord(cancelled); err != nil || rec == nil {
 		t.Fatal(err, rec)
 	} else {
-		for deadline := time.Now().Add(testTimeout); ; time.Sleep(100 * time.Millisecond) {
-			if b, _ := os.ReadFile(rec.Replicas[0].Stdout); strings.Contains(string(b), "started") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s: its replica printed nothing within %s", cancelled, testTimeout)
-			}
-		}
+		testkit.Wait(t, testTimeout, "job "+cancelled+"'s replica prints", func() (bool, string) {
+			b, _ := os.ReadFile(rec.Replicas[0].Stdout)
+			return strings.Contains(string(b), "started"), string(b)
+		})
 	}
 	if err := h.s.Cancel(ctx, cancelled); err != nil {
 		t.Fatal(err)
@@ -96,16 +92,11 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 		if err != nil || rec == nil {
 			t.Fatal(err, rec)
 		}
-		for deadline := time.Now().Add(testkit.Scale(testTimeout)); ; time.Sleep(100 * time.Millisecond) {
+		testkit.Wait(t, testTimeout, "job "+id+"'s files say "+word, func() (bool, string) {
 			b, _ := os.ReadFile(rec.BatchLog)
 			e, _ := os.ReadFile(rec.Replicas[0].Stderr)
-			if strings.Contains(string(b)+string(e), word) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s: no %q in its files:\n%s\n%s", id, word, b, e)
-			}
-		}
+			return strings.Contains(string(b)+string(e), word), string(b) + "\n" + string(e)
+		})
 	}
 
 	for _, c := range []struct {

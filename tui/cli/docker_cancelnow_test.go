@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestDockerCancelNow: wick cancel --now on local_docker kills at once: a replica whose
@@ -20,11 +21,9 @@ func TestDockerCancelNow(t *testing.T) {
 	}
 	hd := strings.TrimSpace(r.stdout)
 	t.Cleanup(func() { h.exec("delete", "--force", hd) })
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(h.exec("log", hd).stdout, "waiting for SIGTERM"); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the trap was never set:\n%s", h.exec("status", hd).stdout)
-		}
-	}
+	testkit.Wait(t, 60*time.Second, "the replica sets its trap", func() (bool, string) {
+		return strings.Contains(h.exec("log", hd).stdout, "waiting for SIGTERM"), h.exec("status", hd).stdout
+	})
 	if r := h.exec("cancel", "--now", "--timeout", "30s", hd); r.code != 0 || !strings.Contains(r.stderr, "CANCELLED") {
 		t.Errorf("cancel --now: %d %q", r.code, r.stderr)
 	}

@@ -76,6 +76,14 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(buildErr)
 	}
 	home := t.TempDir()
+	// Run after the apps' cleanups (they cancel and wait for them), before TempDir's
+	// removal: a supervisor may still write its last files when its app has ended.
+	t.Cleanup(func() {
+		testkit.Wait(t, 10*time.Second, "the apps' supervisors to finish writing", func() (bool, string) {
+			err := os.RemoveAll(home)
+			return err == nil, fmt.Sprint(err)
+		})
+	})
 	reg := &sched.Registry{}
 	local.Register(reg)
 	r := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: home, WorkDir: home, Self: []string{wickBin}})
@@ -99,15 +107,12 @@ func (e *env) run(app *spec.AppDef) spec.Handle {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() {
-		// Cancel and wait for the end, so that nothing writes in the temp dir as it is
-		// removed.
+		// Cancel and wait for the end (newEnv's cleanup then waits for the supervisor's
+		// last writes), so that nothing writes in the temp dir as it is removed.
 		_ = e.r.Cancel(context.Background(), h)
-		for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if d, err := e.r.Describe(context.Background(), h); err != nil || d.Status.State.Terminal() {
-				break
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(10*time.Second))
+		defer cancel()
+		_, _ = e.r.Wait(ctx, h, 20*time.Millisecond)
 	})
 	return h
 }
@@ -115,17 +120,13 @@ func (e *env) run(app *spec.AppDef) spec.Handle {
 // wait waits until app h is terminal.
 func (e *env) wait(h spec.Handle) {
 	e.t.Helper()
-	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
-	for {
+	testkit.Wait(e.t, 30*time.Second, "app "+h.String()+" ends", func() (bool, string) {
 		d, err := e.r.Describe(context.Background(), h)
-		if err == nil && d.Status.State.Terminal() {
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("app %s never ended", h)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return d.Status.State.Terminal(), d.Status.State.String()
+	})
 }
 
 // driver runs the root model as Bubble Tea does, from the test's goroutine.

@@ -154,14 +154,13 @@ func TestWallNoRecordFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if d, err := e.r.Describe(context.Background(), h); err == nil && d.Status.State.Terminal() {
-			break
+	testkit.Wait(t, 3*time.Minute, "app "+h.String()+" ends", func() (bool, string) {
+		d, err := e.r.Describe(context.Background(), h)
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("app %s never ended", h)
-		}
-	}
+		return d.Status.State.Terminal(), d.Status.State.String()
+	})
 	d := e.open(h, 200, 60, nil)
 	scr := d.waitFor("FAILED", "end of logs")
 	head := strings.SplitN(scr, "\n", 3)[1]
