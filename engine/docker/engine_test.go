@@ -401,7 +401,7 @@ func TestLogsFollow(t *testing.T) {
 	// what is there.
 	until := time.Now().Add(time.Second)
 	lines = readLogs(t, s, id, "ticker", 0, sched.LogOptions{Follow: true, Until: until})
-	if len(lines) < 5 || time.Now().After(until.Add(5*time.Second)) || !lines[len(lines)-1].Time.Before(until) {
+	if len(lines) < 5 || time.Now().After(until.Add(testkit.Scale(5*time.Second))) || !lines[len(lines)-1].Time.Before(until) {
 		t.Fatalf("follow until %v: returned at %v with %q", until, time.Now(), texts(lines))
 	}
 	past := readLogs(t, s, id, "ticker", 0, sched.LogOptions{Follow: true, Until: lines[4].Time})

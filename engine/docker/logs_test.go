@@ -21,6 +21,7 @@ import (
 	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // These tests need no Engine: they feed the log parser the Engine's wire format.
@@ -321,7 +322,7 @@ func TestLineQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines, err := q.take(ctx, nil)
-	if err != nil || !slices.Equal(texts(lines), []string{"early", "late"}) || time.Since(start) > time.Second {
+	if err != nil || !slices.Equal(texts(lines), []string{"early", "late"}) || time.Since(start) > testkit.Scale(time.Second) {
 		t.Fatalf("take: %q %v after %v", texts(lines), err, time.Since(start))
 	}
 	// Nothing waits: take blocks until its context ends.

@@ -327,12 +327,10 @@ func TestCancelBeforeTheSupervisorStarts(t *testing.T) {
 	info := dryRun(t, s, appOf("late", role("late", "sleep", "100")), nil)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Schedule(context.Background(), info, nil) }()
-	for {
-		if _, err := os.Stat(filepath.Join(s.appsDir(), info.AppID, stateFile)); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Wait(t, 10*time.Second, "the app's state file", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(s.appsDir(), info.AppID, stateFile))
+		return err == nil, fmt.Sprint(err)
+	})
 	if err := s.Cancel(context.Background(), info.AppID); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +452,8 @@ func TestSecondCancelKeepsTheGrace(t *testing.T) {
 func TestKillKillsAtOnce(t *testing.T) {
 	s := testScheduler(t, false)
 	r := role("stubborn", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done")
-	id := start(t, s, appOf("stubborn", r), spec.Cfg{OptStopTimeout: 60.0})
+	// A grace period longer than any scaled bound: an end within the bound is the kill's.
+	id := start(t, s, appOf("stubborn", r), spec.Cfg{OptStopTimeout: 600.0})
 	waitLine(t, s, id, "stubborn", "ready")
 	began := time.Now()
 	s.Cancel(context.Background(), id)
@@ -463,7 +462,7 @@ func TestKillKillsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := waitApp(t, s, id)
-	if d := time.Since(began); d > 10*time.Second || st.State != spec.Cancelled {
+	if d := time.Since(began); d > testkit.Scale(10*time.Second) || st.State != spec.Cancelled {
 		t.Errorf("%s after %v", st.State, d)
 	}
 	if code := replicaOf(t, st, "stubborn", 0).ExitCode; code == nil || *code != 137 {

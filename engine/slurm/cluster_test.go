@@ -659,7 +659,7 @@ func TestClusterAccounting(t *testing.T) {
 		t.Logf("MinJobAge is %d s: not waiting for the purge (WICK_SLURM_MIN_JOB_AGE=10 makes it short)", age)
 		return
 	}
-	deadline = time.Now().Add(time.Duration(age)*time.Second + 120*time.Second)
+	deadline = time.Now().Add(time.Duration(age)*time.Second + testkit.Scale(120*time.Second))
 	for {
 		if _, err := scontrolJob(ctx, id); errors.Is(err, errGone) {
 			break

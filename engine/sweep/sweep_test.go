@@ -12,6 +12,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 func TestParseParamsAndGrid(t *testing.T) {
@@ -169,13 +170,7 @@ func (f *fakeLauncher) snapshot() ([]string, map[string]string) {
 // waitFor polls cond for a few seconds: the queue runs on its own goroutine.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Wait(t, 20*time.Second, what, func() (bool, string) { return cond(), "" })
 }
 
 // TestQueueGivesEachAppItsOwnGPUs runs a queue over three fake devices: the app that
