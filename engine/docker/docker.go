@@ -90,6 +90,8 @@ type Scheduler struct {
 	pinged bool
 
 	errs errorCache
+	// failures remembers what stopped torchrun nodes wrote of their failure.
+	failures failuresCache
 	// stats keeps containers' previous CPU samples (see Usage).
 	stats statsCache
 }

@@ -43,6 +43,11 @@ const (
 type errorInfo struct {
 	text string
 	at   time.Time
+	// first and path are the text and the path (in the container) of its oldest error
+	// file, a worker's where torchrun ran: the exception raised first, where text is
+	// the replica's own file, which torchrun fills with its "Root Cause" (the lowest
+	// local rank that failed in one poll, not always the rank that raised).
+	first, path string
 }
 
 // errorCache remembers the error files of stopped containers: a stopped container's
@@ -120,6 +125,7 @@ func (s *Scheduler) readErrorFile(ctx context.Context, cli *client.Client, r *re
 		}
 		if e.at.IsZero() || fe.at.Before(e.at) {
 			e = fe
+			e.first, e.path = fe.text, f
 		}
 	}
 	if own.text != "" {

@@ -112,6 +112,7 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 		return nil, err
 	}
 	d := s.describe(appID, reps)
+	s.torchrunCause(ctx, d, reps)
 	d.Status.Warnings = append(d.Status.Warnings, warns...)
 	return d, nil
 }
@@ -248,6 +249,7 @@ func (s *Scheduler) describe(appID string, reps []*replica) *sched.Description {
 		}
 	}
 	appState(st, states, errAt)
+	groupRanks(d)
 	return d
 }
 

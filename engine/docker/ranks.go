@@ -1,0 +1,227 @@
+package docker
+
+import (
+	"context"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// torchrun roles on local_docker: which ranks each node got, and why a job failed,
+// as the local schedulers say them (engine/ranks), from what the Engine keeps.
+//
+//   - Group ranks. Under c10d's rendezvous (dist.ddp's) torch 1.13 gives the nodes
+//     their group ranks in the sorted order of their descriptors, (fqdn, agent pid,
+//     local id): dynamic_rendezvous.py's _mark_rendezvous_complete enumerates
+//     sorted(state.participants). Each container is a host of its own, named after
+//     its replica, so the order of the containers' host names is the order of the
+//     group ranks; the Engine knows the names at any time, even after the app ended,
+//     and no process needs watching (no supervisor runs beside the containers).
+//   - The root cause of a failed app: the oldest error file, a worker's (@record),
+//     named with its global rank from its node's torchrun summary; without one, the
+//     workers' tracebacks and torchrun's summaries on the nodes' stderr, read through
+//     the Engine (ranks.RootCause). Docker stamps each line when it reads it; the
+//     order of the nodes' exits is not known, so two failed workers of one node with
+//     unprefixed tracebacks read "rank 2 or 3".
+
+// causeTailLines bounds the stderr lines of a node read for its failure.
+const causeTailLines = 4000
+
+// maxFailuresCache bounds the nodes' failures remembered across Describe calls.
+const maxFailuresCache = 1024
+
+// failuresCache remembers what the stderr of a stopped container said, by container
+// id and FinishedAt (its log does not change until it runs again).
+type failuresCache struct {
+	mu sync.Mutex
+	m  map[string]*ranks.Failures
+}
+
+func (c *failuresCache) get(key string) (*ranks.Failures, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.m[key]
+	return f, ok
+}
+
+func (c *failuresCache) put(key string, f *ranks.Failures) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxFailuresCache {
+		c.m = map[string]*ranks.Failures{}
+	}
+	c.m[key] = f
+}
+
+// roleArgv is a role's command: entrypoint and arguments.
+func roleArgv(r spec.Role) []string { return append([]string{r.Entrypoint}, r.Args...) }
+
+// groupRanks sets the group rank of each replica of the app's torchrun roles that
+// rendezvous with c10d across several containers: the place of its host name among
+// its role's.
+func groupRanks(d *sched.Description) {
+	if d.App == nil {
+		return
+	}
+	for _, role := range d.App.Roles {
+		argv := roleArgv(role)
+		if role.NumReplicas < 2 || !ranks.RunsTorchrun(argv) || ranks.Flag(argv, "rdzv_backend") != "c10d" {
+			continue
+		}
+		for i := range d.Status.Roles {
+			rs := &d.Status.Roles[i]
+			if rs.Role != role.Name {
+				continue
+			}
+			names := make([]string, 0, len(rs.Replicas))
+			for _, r := range rs.Replicas {
+				names = append(names, r.Hostname)
+			}
+			slices.Sort(names)
+			if len(names) != role.NumReplicas || slices.Contains(names, "") || len(slices.Compact(slices.Clone(names))) != len(names) {
+				continue // a missing or shared host name: the order is not known
+			}
+			for k := range rs.Replicas {
+				g, _ := slices.BinarySearch(names, rs.Replicas[k].Hostname)
+				rs.Replicas[k].GroupRank = spec.IntPtr(g)
+			}
+		}
+	}
+}
+
+// torchrunCause names the root cause of a failed app whose failed replicas are all
+// torchrun nodes, as the local schedulers do: "rank 3: RuntimeError: ...".
+func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, reps []*replica) {
+	st := &d.Status
+	if st.State != spec.Failed || d.App == nil {
+		return
+	}
+	torchrun := map[string]spec.Role{}
+	for _, role := range d.App.Roles {
+		if ranks.RunsTorchrun(roleArgv(role)) {
+			torchrun[role.Name] = role
+		}
+	}
+	for _, rs := range st.Roles {
+		for _, r := range rs.Replicas {
+			if _, ok := torchrun[rs.Role]; r.State == spec.Failed && !ok {
+				return // another role's failure: its error stands
+			}
+		}
+	}
+	byKey := map[string]*replica{}
+	for _, r := range reps {
+		byKey[r.role()+"/"+strconv.Itoa(r.id())] = r
+	}
+	var best *ranks.Cause
+	var bestRole string
+	for _, rs := range st.Roles {
+		role, ok := torchrun[rs.Role]
+		if !ok {
+			continue
+		}
+		nproc := ranks.NProcPerNode(roleArgv(role))
+		var nodes []ranks.NodeReport
+		var oldest *replica // the node with the role's oldest error file
+		for _, rst := range rs.Replicas {
+			r := byKey[rs.Role+"/"+strconv.Itoa(rst.ID)]
+			if r == nil || r.info == nil || r.info.State == nil || r.info.State.Running {
+				continue
+			}
+			n := ranks.NodeReport{Replica: rst.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, r)}
+			if rst.GroupRank != nil {
+				n.GroupRank = *rst.GroupRank
+			}
+			nodes = append(nodes, n)
+			if r.err.first != "" && (oldest == nil || r.err.at.Before(oldest.err.at)) {
+				oldest = r
+			}
+		}
+		c, ok := ranks.RootCause(nodes)
+		port := ok && c.Rank < 0 && len(c.Traceback) == 0 && strings.HasPrefix(c.What, "rendezvous port ")
+		if !port {
+			// The oldest worker's error file, when there is one, as on local.
+			if fc, fok := errorFileCause(nodes, oldest); fok {
+				c, ok = fc, true
+			}
+		}
+		if ok && (best == nil || c.Time.Before(best.Time)) {
+			best, bestRole = &c, rs.Role
+		}
+	}
+	if best == nil {
+		return
+	}
+	text := best.JSON()
+	st.Msg, st.StructuredError = best.String(), text
+	for i := range st.Roles {
+		if st.Roles[i].Role != bestRole {
+			continue
+		}
+		for k := range st.Roles[i].Replicas {
+			if r := &st.Roles[i].Replicas[k]; r.ID == best.Replica {
+				r.StructuredError = text
+			}
+		}
+	}
+}
+
+// errorFileCause is the cause a worker's error file gives, named with its rank; ok is
+// false when the oldest file is not a worker's or its rank cannot be told.
+func errorFileCause(nodes []ranks.NodeReport, oldest *replica) (ranks.Cause, bool) {
+	if oldest == nil || oldest.err.path == errorFileOf(oldest.info) {
+		return ranks.Cause{}, false
+	}
+	p := oldest.err.path
+	local, err := strconv.Atoi(path.Base(path.Dir(p)))
+	if err != nil {
+		local = -1
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Replica != oldest.id() {
+			continue
+		}
+		rank := n.RankOfErrorFile(p, local)
+		msg := firstLine(spec.ErrorMessage(oldest.err.first))
+		if rank < 0 || msg == "" {
+			return ranks.Cause{}, false
+		}
+		return n.ErrorFileCause(rank, msg, ranks.Callstack(oldest.err.first), oldest.err.at), true
+	}
+	return ranks.Cause{}, false
+}
+
+// nodeFailures reads the end of a stopped container's stderr.
+func (s *Scheduler) nodeFailures(ctx context.Context, r *replica) *ranks.Failures {
+	key := r.sum.ID + "@" + r.info.State.FinishedAt
+	if f, ok := s.failures.get(key); ok {
+		return f
+	}
+	f := &ranks.Failures{}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	it, err := s.Logs(ctx, r.sum.Labels[LabelAppID], r.role(), r.id(), sched.LogOptions{Streams: sched.Stderr, Tail: causeTailLines})
+	if err != nil {
+		return f
+	}
+	defer it.Close()
+	for {
+		l, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		f.Feed(l.Text, l.Time)
+	}
+	if ctx.Err() == nil {
+		s.failures.put(key, f)
+	}
+	return f
+}
