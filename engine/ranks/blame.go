@@ -141,3 +141,11 @@ func Callstack(errorFile string) string {
 	}
 	return doc.Message.ExtraInfo.PyCallstack
 }
+
+// Blamed returns the Blame the node was told (SetBlame), if any.
+func (n *Node) Blamed() (Blame, bool) {
+	if n.blame == nil {
+		return Blame{}, false
+	}
+	return *n.blame, true
+}

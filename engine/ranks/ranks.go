@@ -93,6 +93,9 @@ func (n *Node) SetGroupRank(g int) bool {
 	return true
 }
 
+// GroupRank is the node's group rank as last learned (or assumed: its replica index).
+func (n *Node) GroupRank() int { return n.groupRank }
+
 // NewNode returns the tracker of replica's node, which runs nproc workers
 // (nproc_per_node; 0 if unknown). Until a rendezvous block is seen it assumes the
 // node's group rank is its replica index, which is exact for one node or static

@@ -33,6 +33,9 @@ type replica struct {
 	// for moving the panes of the node's ranks to it (see place).
 	src   int
 	panes []*pane
+	// routed is set once a line went to a rank's pane; misrouted when the node's
+	// ranks changed after that.
+	routed, misrouted bool
 }
 
 // route says which pane line l of replica r goes to, and takes torchrun's prefix off
@@ -43,10 +46,14 @@ func (r *replica) route(l *sched.Line) int {
 	}
 	if !l.Pending && r.node.Observe(l.Text) {
 		r.place()
+		// Lines of its ranks went to the panes of the ranks the node was taken to
+		// have: the wall reads them again (Model.reset).
+		r.misrouted = r.misrouted || r.routed
 	}
 	if g, rest, ok := r.node.AttributeLine(l); ok {
 		if p, ok := r.ranks[g]; ok {
 			l.Text = rest
+			r.routed = true
 			return p
 		}
 	}
@@ -280,4 +287,93 @@ func (m *Model) paneCount() string {
 		s += " · " + spec.Count(others, "replica")
 	}
 	return s
+}
+
+// reattribute moves to a rank's pane the lines of its traceback that reached the
+// node's pane before the app's root cause put them on the rank (a worker's stderr is
+// not teed: its traceback arrives unprefixed, and which rank wrote it is known only
+// once the app has failed). A wall opened after that routes them so as they are read
+// (replica.route); one that watched the app fail moves them here, so that the rank's
+// pane shows its traceback either way. It reports whether lines moved.
+func (m *Model) reattribute(src *replica) bool {
+	b, ok := src.node.Blamed()
+	if !ok {
+		return false
+	}
+	rp, ok := src.ranks[b.Rank]
+	if !ok || src.pane >= len(m.panes) || rp >= len(m.panes) {
+		return false
+	}
+	from, to := b.From.UnixNano(), b.To.UnixNano()
+	np, rank := m.panes[src.pane], m.panes[rp]
+	var moved []entry
+	for seq := np.ring.first; seq < np.ring.n; seq++ {
+		if e := np.ring.at(seq); blamed(e, from, to) {
+			moved = append(moved, *e)
+		}
+	}
+	if len(moved) == 0 {
+		return false
+	}
+	np.ring = rebuilt(np.ring, func(e *entry) bool { return !blamed(e, from, to) }, nil)
+	rank.ring = rebuilt(rank.ring, nil, moved)
+	// Sequence numbers changed in both panes: windows read back and reads under way
+	// are of the old numbering, views are kept within the lines held.
+	for _, pi := range []int{src.pane, rp} {
+		m.panes[pi].far = nil
+		if pi < len(m.back.busy) {
+			m.back.busy[pi] = false
+		}
+		for _, s := range m.scrollers() {
+			if pi < len(s.anchor) {
+				s.anchor[pi] = min(s.anchor[pi], m.panes[pi].ring.n)
+			}
+		}
+	}
+	m.back.epoch++
+	m.mb = newMergedBack(len(m.panes))
+	return true
+}
+
+// blamed reports whether e is a line of the node's that a Blame of [from, to] covers.
+func blamed(e *entry, from, to int64) bool {
+	return !e.divider() && e.stderr() && e.time >= from && e.time <= to
+}
+
+// rebuilt is a ring of r's held entries that keep selects (nil: all) with extra
+// merged in by time (a replica's lines are in time order; ring.after relies on it),
+// numbered from r's first held entry.
+func rebuilt(r *ring, keep func(*entry) bool, extra []entry) *ring {
+	w := newRing(r.limit)
+	w.base, w.first, w.n, w.back = r.first, r.first, r.first, r.back
+	x := 0
+	for seq := r.first; seq < r.n; seq++ {
+		e := r.at(seq)
+		if keep != nil && !keep(e) {
+			continue
+		}
+		for x < len(extra) && extra[x].time < e.time {
+			w.push(extra[x])
+			x++
+		}
+		w.push(*e)
+	}
+	for ; x < len(extra); x++ {
+		w.push(extra[x])
+	}
+	return w
+}
+
+// scrollers are every view's scroller: each pane's and the merged view's.
+func (m *Model) scrollers() []*scroller {
+	out := make([]*scroller, 0, len(m.panes)+1)
+	for _, p := range m.panes {
+		if p.view != nil {
+			out = append(out, p.view)
+		}
+	}
+	if m.mview != nil {
+		out = append(out, m.mview)
+	}
+	return out
 }

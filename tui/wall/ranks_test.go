@@ -132,48 +132,77 @@ func TestWallFocusesTheRaisingRank(t *testing.T) {
 // header counts nodes and ranks and names rank 3's exception; the wall focuses rank
 // 3's pane, which holds rank 3's lines (only its: under c10d node k need not be group
 // rank k) and its traceback, which torchrun wrote unprefixed to the node's stderr.
+// Opened after the app ended, or watching it fail: the traceback that reached the
+// node's pane moves to the rank's once the root cause names the rank.
 func TestWallNoRecordFailure(t *testing.T) {
-	e := newEnv(t)
-	needTorch(t)
-	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "ddp", "multinode.py"))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name  string
+		live  bool
+		delay string
+	}{{"after", false, "0"}, {"live", true, "0.5"}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			needTorch(t)
+			src, err := os.ReadFile(filepath.Join("..", "..", "examples", "ddp", "multinode.py"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(e.home, "multinode.py"), src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(wickBin, "run", "--detach", "-s", "local_cwd", "dist.ddp", "-j", "2x2", "--tee", "1",
+				"--env", "PET_REDIRECTS=1", "--script", "multinode.py", "--", "3", "--fail_rank", "3", "--fail_step", "3",
+				"--step_delay", c.delay)
+			cmd.Dir = e.home
+			cmd.Env = append(os.Environ(), "WICK_HOME="+e.home, "HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, "config"))
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("wick run: %v\n%s", err, out)
+			}
+			h, err := spec.ParseHandle(strings.TrimSpace(string(out)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d *driver
+			if c.live {
+				// The wall follows the app from its start: rank 3's traceback reaches
+				// the node's pane before anything says whose it is.
+				d = e.open(h, 200, 60, nil)
+			}
+			testkit.Wait(t, 3*time.Minute, "app "+h.String()+" ends", func() (bool, string) {
+				d, err := e.r.Describe(context.Background(), h)
+				if err != nil {
+					return false, err.Error()
+				}
+				return d.Status.State.Terminal(), d.Status.State.String()
+			})
+			if !c.live {
+				d = e.open(h, 200, 60, nil)
+			}
+			defer func() {
+				if t.Failed() {
+					if d, err := e.r.Describe(context.Background(), h); err == nil {
+						for _, r := range d.Status.Roles[0].Replicas {
+							g := -1
+							if r.GroupRank != nil {
+								g = *r.GroupRank
+							}
+							t.Logf("replica %d: group rank %d, %s, %.120s", r.ID, g, r.State, r.StructuredError)
+						}
+					}
+				}
+			}()
+			scr := d.waitFor("FAILED", "end of logs", "▸ rank 3 ")
+			head := strings.SplitN(scr, "\n", 3)[1]
+			for _, want := range []string{"rank 3: RuntimeError: loss diverged on rank 3 at step 3", "2 nodes · 4 ranks"} {
+				if !strings.Contains(head, want) {
+					t.Errorf("the header lacks %q:\n%s", want, scr)
+				}
+			}
+			d.keys("z")
+			d.waitFor("zoomed on rank 3")
+			d.contains("[RANK3] Epoch 0", "Traceback (most recent call last):", "RuntimeError: loss diverged on rank 3 at step 3")
+			d.lacks("[RANK2]", "[RANK1]", "[RANK0]")
+		})
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "multinode.py"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(wickBin, "run", "--detach", "-s", "local_cwd", "dist.ddp", "-j", "2x2", "--tee", "1",
-		"--env", "PET_REDIRECTS=1", "--script", "multinode.py", "--", "3", "--fail_rank", "3", "--fail_step", "3")
-	cmd.Dir = e.home
-	cmd.Env = append(os.Environ(), "WICK_HOME="+e.home, "HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, "config"))
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("wick run: %v\n%s", err, out)
-	}
-	h, err := spec.ParseHandle(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.Wait(t, 3*time.Minute, "app "+h.String()+" ends", func() (bool, string) {
-		d, err := e.r.Describe(context.Background(), h)
-		if err != nil {
-			return false, err.Error()
-		}
-		return d.Status.State.Terminal(), d.Status.State.String()
-	})
-	d := e.open(h, 200, 60, nil)
-	scr := d.waitFor("FAILED", "end of logs")
-	head := strings.SplitN(scr, "\n", 3)[1]
-	for _, want := range []string{"rank 3: RuntimeError: loss diverged on rank 3 at step 3", "2 nodes · 4 ranks"} {
-		if !strings.Contains(head, want) {
-			t.Errorf("the header lacks %q:\n%s", want, scr)
-		}
-	}
-	if !strings.Contains(scr, "▸ rank 3 ") {
-		t.Fatalf("rank 3 is not focused:\n%s", scr)
-	}
-	d.keys("z")
-	d.waitFor("zoomed on rank 3")
-	d.contains("[RANK3] Epoch 0", "Traceback (most recent call last):", "RuntimeError: loss diverged on rank 3 at step 3")
-	d.lacks("[RANK2]", "[RANK1]", "[RANK0]")
 }

@@ -104,15 +104,19 @@ type Model struct {
 	h    spec.Handle
 	opts Options
 
-	panes   []*pane
-	srcs    []replica // the replicas read, whose lines go to the panes
-	ranks   *ranks.Tracker
-	focus   int
-	zoom    bool
-	merged  bool
-	mview   *scroller
-	summary bool // the end-of-app summary is shown
-	sumSeen bool // it was shown once automatically
+	panes  []*pane
+	srcs   []replica // the replicas read, whose lines go to the panes
+	ranks  *ranks.Tracker
+	focus  int
+	zoom   bool
+	merged bool
+	mview  *scroller
+	// reattributed is set when a status moved lines between panes (reattribute);
+	// misrouted when it changed the ranks of a node some of whose lines went to rank
+	// panes already.
+	reattributed, misrouted bool
+	summary                 bool // the end-of-app summary is shown
+	sumSeen                 bool // it was shown once automatically
 	// failSeen is set once the failure of the app has been focused.
 	failSeen bool
 
@@ -257,7 +261,13 @@ func (m *Model) reset() tea.Cmd {
 	}
 	for i := range m.srcs {
 		if r := &m.srcs[i]; r.node != nil {
+			// The group rank the node's lines taught it (a failure summary's
+			// ranks) holds for the lines read again, as the status does: the lines
+			// before those are what is read again to be routed so.
+			old := r.node
 			r.node = m.ranks.Node(r.role, r.k)
+			r.node.SetGroupRank(old.GroupRank())
+			r.routed, r.misrouted = false, false
 		}
 	}
 	m.ended = false
@@ -289,11 +299,25 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		if msg.first {
 			m.layOut(msg.desc)
 			m.applyStatus(msg.desc)
+			m.reattributed, m.misrouted = false, false
 			return tea.Batch(m.open(), m.research())
+		}
+		if m.misrouted {
+			m.misrouted, m.reattributed = false, false
+			return m.reset()
+		}
+		if m.reattributed {
+			// The search's hits are of the panes' old numbering.
+			m.reattributed = false
+			return m.research()
 		}
 	case batchMsg:
 		if msg.gen == m.gen {
 			m.ingest(msg)
+		}
+		if m.misrouted {
+			m.misrouted, m.reattributed = false, false
+			return m.reset()
 		}
 	case searchMsg:
 		return m.searched(msg)
@@ -352,6 +376,9 @@ func (m *Model) ingest(b batchMsg) {
 				p.k, p.src, p.st, p.known = r.k, si, np.st, np.known
 			}
 			m.push(pi, l)
+		}
+		if r.misrouted {
+			r.misrouted, m.misrouted = false, true
 		}
 	}
 	for si, err := range b.ended {
@@ -435,6 +462,12 @@ func (m *Model) applyStatus(d *sched.Description) {
 	// What the scheduler learned of the torchrun nodes: their group ranks, the
 	// traceback the root cause puts on one of their ranks.
 	var moved []sched.ReplicaRef
+	blamed := make([]bool, len(m.srcs))
+	for i, src := range m.srcs {
+		if src.node != nil {
+			_, blamed[i] = src.node.Blamed()
+		}
+	}
 	if m.ranks != nil { // nil until the panes are laid out
 		moved = m.ranks.Update(d)
 	}
@@ -442,6 +475,18 @@ func (m *Model) applyStatus(d *sched.Description) {
 		for i := range m.srcs {
 			if src := &m.srcs[i]; src.node != nil && src.role == ref.Role && src.k == ref.Replica {
 				src.place()
+				// Lines of its ranks came before the scheduler said which ranks
+				// they are (the node was taken for group rank k): read them again,
+				// now routed to the right panes (see reset).
+				m.misrouted = m.misrouted || src.routed
+			}
+		}
+	}
+	for i := range m.srcs {
+		// A traceback the root cause now puts on one of the node's ranks.
+		if src := &m.srcs[i]; src.node != nil && !blamed[i] {
+			if _, now := src.node.Blamed(); now && m.reattribute(src) {
+				m.reattributed = true
 			}
 		}
 	}
