@@ -35,7 +35,9 @@ echo "docker-torch-image: apt-get install python3-torch"
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 mount -t proc proc "$root/proc"
-trap 'umount "$root/proc" 2>/dev/null; rm -rf "$root"' EXIT INT TERM
+# (|| true: under set -e a failing command in the trap would end it there, leaving
+# the 1.3 GB tree, and the script's status would be umount's.)
+trap 'umount "$root/proc" 2>/dev/null || true; rm -rf "$root"' EXIT INT TERM
 # (APT's download sandbox user cannot write in a fresh chroot: download as root.)
 if ! chroot "$root" sh -c 'apt="apt-get -qq -o APT::Sandbox::User=root"; $apt update && DEBIAN_FRONTEND=noninteractive $apt install -y --no-install-recommends python3-torch && $apt clean' >"$root.log" 2>&1; then
 	tail -20 "$root.log" >&2
@@ -44,6 +46,7 @@ if ! chroot "$root" sh -c 'apt="apt-get -qq -o APT::Sandbox::User=root"; $apt up
 fi
 rm -f "$root.log"
 umount "$root/proc"
+trap 'rm -rf "$root"' EXIT INT TERM
 rm -rf "$root/var/lib/apt/lists"/* "$root/usr/sbin/policy-rc.d"
 
 echo "docker-torch-image: docker import as $IMAGE"
