@@ -67,7 +67,8 @@ test:
 ## e2e-docker-torch: opt-in, not in CI: make an image with Debian's torch (TORCH_IMAGE,
 ## by scripts/docker-torch-image.sh: debootstrap + apt-get + docker import, 2 to 7
 ## minutes and 1.3 GB, root) and train examples/ddp on local_docker, -j 2x1 and 1x2,
-## then with a rank that raises
+## two 2x2 apps at once (rank labels), then a rank that raises (with and without
+## @record) and one killed by SIGKILL
 e2e-docker-torch:
 	sh scripts/docker-torch-image.sh $(TORCH_IMAGE)
 	WICK_DOCKER_TORCH_IMAGE=$(TORCH_IMAGE) $(GO) test -count=1 -timeout 20m -run TestDockerTorchDDP -v ./engine/docker

@@ -151,31 +151,33 @@ func TestDDPTrains(t *testing.T) {
 // holds its traceback.
 func TestDDPFailingRankIsTheAppError(t *testing.T) {
 	h := ddpHarness(t)
-	r := execLong(h, ddpArgs(t, "2x2", "--epochs", "50", "--samples", "512", "--fail_rank", "3", "--fail_step", "3")...)
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
-	}
 	const want = "rank 3: InjectedFailure: rank 3 fails on purpose at step 3"
-	handle := handleOf(t, r)
-	st := h.status(handle)
-	if msg := spec.ErrorMessage(st.StructuredError); st.State != spec.Failed || msg != want || st.Msg != want {
-		t.Errorf("app %s, error %q, msg %q; want %q", st.State, msg, st.Msg, want)
-	}
-	if got := lastLine(r.stderr); got != "wick: "+want {
-		t.Errorf("the attached run ends with %q, want %q", got, "wick: "+want)
-	}
-	if s := h.exec("status", handle); !strings.Contains(s.stdout, "error:    "+want+"\n") {
-		t.Errorf("wick status:\n%s", s.stdout)
-	}
-	if d := h.exec("describe", handle); !strings.Contains(d.stdout, want) {
-		t.Errorf("wick describe:\n%s", d.stdout)
-	}
-	l3 := h.exec("log", handle+"/train", "--rank", "3")
-	for _, s := range []string{"rank 3/4", "Traceback (most recent call last):", "raise InjectedFailure(", want[len("rank 3: "):]} {
-		if !strings.Contains(l3.stdout, s) {
-			t.Errorf("wick log --rank 3 lacks %q:\n%s", s, l3.stdout)
+	repeat(t, "the root cause names rank 3 (@record)", func(t *testing.T, run int) {
+		r := execLong(h, ddpArgs(t, "2x2", "--epochs", "50", "--samples", "512", "--fail_rank", "3", "--fail_step", "3")...)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
 		}
-	}
+		handle := handleOf(t, r)
+		st := h.status(handle)
+		if msg := spec.ErrorMessage(st.StructuredError); st.State != spec.Failed || msg != want || st.Msg != want {
+			t.Errorf("app %s, error %q, msg %q; want %q", st.State, msg, st.Msg, want)
+		}
+		if got := lastLine(r.stderr); got != "wick: "+want {
+			t.Errorf("the attached run ends with %q, want %q", got, "wick: "+want)
+		}
+		if s := h.exec("status", handle); !strings.Contains(s.stdout, "error:    "+want+"\n") {
+			t.Errorf("wick status:\n%s", s.stdout)
+		}
+		if d := h.exec("describe", handle); !strings.Contains(d.stdout, want) {
+			t.Errorf("wick describe:\n%s", d.stdout)
+		}
+		l3 := h.exec("log", handle+"/train", "--rank", "3")
+		for _, s := range []string{"rank 3/4", "Traceback (most recent call last):", "raise InjectedFailure(", want[len("rank 3: "):]} {
+			if !strings.Contains(l3.stdout, s) {
+				t.Errorf("wick log --rank 3 lacks %q:\n%s", s, l3.stdout)
+			}
+		}
+	})
 }
 
 func TestDDPCancelLeavesNoPython(t *testing.T) {

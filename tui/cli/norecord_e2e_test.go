@@ -18,8 +18,23 @@ import (
 // ddpRuns repeats the DDP tests whose outcome depends on a race (which rank's failure
 // torchrun sees first, two apps starting together), for the README's figures:
 //
-//	go test ./tui/cli -run 'TestDDPNoRecord|TestDDPTwoApps' -v -args -ddp.runs=10
+//	go test ./tui/cli -run 'TestDDPNoRecord|TestDDPTwoApps|TestSlurmDDPRankLabels' -v -args -ddp.runs=10
 var ddpRuns = flag.Int("ddp.runs", 1, "runs of the racy DDP tests")
+
+// repeat runs body *ddpRuns times, each run a subtest of its own (a failed run does
+// not stop the others), and logs how many passed: the figures of the README.
+func repeat(t *testing.T, what string, body func(t *testing.T, run int)) {
+	t.Helper()
+	passed := 0
+	for run := range *ddpRuns {
+		if t.Run("run"+strconv.Itoa(run), func(t *testing.T) { body(t, run) }) {
+			passed++
+		}
+	}
+	if *ddpRuns > 1 {
+		t.Logf("figure: %s in %d of %d runs", what, passed, *ddpRuns)
+	}
+}
 
 // multinodeHarness copies examples/ddp/multinode.py, a DDP script written as most are
 // (no torchelastic @record, shaped after pytorch/examples' multinode.py), into the
@@ -62,7 +77,7 @@ func lastLine(s string) string {
 func TestDDPNoRecordRootCause(t *testing.T) {
 	h := multinodeHarness(t)
 	const want = "rank 3: RuntimeError: loss diverged on rank 3 at step 3"
-	for run := range *ddpRuns {
+	repeat(t, "the root cause names rank 3", func(t *testing.T, run int) {
 		r := execLong(h, multinodeArgs("2x2", nil, "3", "--fail_rank", "3", "--fail_step", "3")...)
 		if r.code != 1 {
 			t.Fatalf("run %d: exit %d, want 1\n%s", run, r.code, r.stderr)
@@ -106,9 +121,8 @@ func TestDDPNoRecordRootCause(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Logf("run %d: the whole log:\n%s", run, h.exec("log", handle).stdout)
-			return
 		}
-	}
+	})
 }
 
 // TestDDPKilledRank: rank 2 is killed by SIGKILL (as by the OOM killer): it writes no
@@ -141,7 +155,7 @@ func TestDDPTwoAppsAtOnce(t *testing.T) {
 	if m := dryRunPort.FindStringSubmatch(dr.stdout); m == nil || m[1] == "29500" {
 		t.Errorf("the dry run's replicas rendezvous on %v, want a port of their own:\n%s", m, dr.stdout)
 	}
-	for run := range *ddpRuns {
+	repeat(t, "both apps train to the end", func(t *testing.T, run int) {
 		var wg sync.WaitGroup
 		res := make([]result, 2)
 		for i := range res {
@@ -160,10 +174,7 @@ func TestDDPTwoAppsAtOnce(t *testing.T) {
 				}
 			}
 		}
-		if t.Failed() {
-			return
-		}
-	}
+	})
 }
 
 // TestDDPPortInUse: a rendezvous port the user chose that another program holds is
@@ -224,7 +235,7 @@ func TestDDPPortInUse(t *testing.T) {
 func TestSlurmDDPRankLabels(t *testing.T) {
 	needSlurm(t)
 	h := multinodeHarness(t)
-	for run := range *ddpRuns {
+	repeat(t, "every rank's lines carry its rank", func(t *testing.T, run int) {
 		args := multinodeArgs("2x1", nil, "2")
 		args[2] = "slurm"
 		r := execLong(h, args...)
@@ -240,8 +251,5 @@ func TestSlurmDDPRankLabels(t *testing.T) {
 				}
 			}
 		}
-		if t.Failed() {
-			return
-		}
-	}
+	})
 }
