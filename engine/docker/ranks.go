@@ -127,32 +127,7 @@ func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, rep
 		if !ok {
 			continue
 		}
-		nproc := ranks.NProcPerNode(roleArgv(role))
-		var nodes []ranks.NodeReport
-		var oldest *replica // the node with the role's oldest error file
-		for _, rst := range rs.Replicas {
-			r := byKey[rs.Role+"/"+strconv.Itoa(rst.ID)]
-			if r == nil || r.info == nil || r.info.State == nil || r.info.State.Running {
-				continue
-			}
-			n := ranks.NodeReport{Replica: rst.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, r)}
-			if rst.GroupRank != nil {
-				n.GroupRank = *rst.GroupRank
-			}
-			nodes = append(nodes, n)
-			if r.err.first != "" && (oldest == nil || r.err.at.Before(oldest.err.at)) {
-				oldest = r
-			}
-		}
-		c, ok := ranks.RootCause(nodes)
-		port := ok && c.Rank < 0 && len(c.Traceback) == 0 && strings.HasPrefix(c.What, "rendezvous port ")
-		if !port {
-			// The oldest worker's error file, when there is one, as on local.
-			if fc, fok := errorFileCause(nodes, oldest); fok {
-				c, ok = fc, true
-			}
-		}
-		if ok && (best == nil || c.Time.Before(best.Time)) {
+		if c, ok := s.roleCause(ctx, role, rs, byKey); ok && (best == nil || c.Time.Before(best.Time)) {
 			best, bestRole = &c, rs.Role
 		}
 	}
@@ -171,6 +146,37 @@ func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, rep
 			}
 		}
 	}
+}
+
+// roleCause is the first failure of a torchrun role's nodes: a rendezvous port in
+// use, else the oldest worker's error file, else what the nodes' stderr says.
+func (s *Scheduler) roleCause(ctx context.Context, role spec.Role, rs spec.RoleStatus, byKey map[string]*replica) (ranks.Cause, bool) {
+	nproc := ranks.NProcPerNode(roleArgv(role))
+	var nodes []ranks.NodeReport
+	var oldest *replica // the node with the role's oldest error file
+	for _, rst := range rs.Replicas {
+		r := byKey[rs.Role+"/"+strconv.Itoa(rst.ID)]
+		if r == nil || r.info == nil || r.info.State == nil || r.info.State.Running {
+			continue
+		}
+		n := ranks.NodeReport{Replica: rst.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, r)}
+		if rst.GroupRank != nil {
+			n.GroupRank = *rst.GroupRank
+		}
+		nodes = append(nodes, n)
+		if r.err.first != "" && (oldest == nil || r.err.at.Before(oldest.err.at)) {
+			oldest = r
+		}
+	}
+	c, ok := ranks.RootCause(nodes)
+	if ok && c.Rank < 0 && len(c.Traceback) == 0 && strings.HasPrefix(c.What, "rendezvous port ") {
+		return c, true
+	}
+	// The oldest worker's error file, when there is one, as on local.
+	if fc, fok := errorFileCause(nodes, oldest); fok {
+		return fc, true
+	}
+	return c, ok
 }
 
 // errorFileCause is the cause a worker's error file gives, named with its rank; ok is
