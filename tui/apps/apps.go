@@ -157,8 +157,8 @@ func (m *Model) Running() int {
 		if m.apps[i].Foreign && !m.all {
 			continue
 		}
-		if st := m.apps[i].State; !st.Terminal() && st != spec.UnknownState {
-			n++
+		if st := m.apps[i].State; !st.Terminal() && st != spec.UnknownState && st != spec.Queued {
+			n++ // a queued app of a sweep runs nothing yet
 		}
 	}
 	return n
@@ -479,6 +479,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		return nil, true
 	case ActFold:
 		return common.Notify("not an app of a sweep"), true
+	}
+	if a.State == spec.Queued && action == appops.ActLogs {
+		return common.Notify(h.AppID + " is queued in its sweep: no logs until it starts"), true
 	}
 	return appops.Act(m.Ctx, m.ID(), action, h, a.State)
 }

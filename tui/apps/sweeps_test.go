@@ -43,6 +43,15 @@ func TestSweepRowFolds(t *testing.T) {
 	if !strings.Contains(s, "▾ sweep-abcd1234") || !strings.Contains(s, "  train-lr0.2-2") {
 		t.Errorf("the unfolded sweep:\n%s", s)
 	}
+	if !strings.Contains(s, "4 apps · 1 running") {
+		t.Errorf("a queued app is counted as running:\n%s", s)
+	}
+	// A queued app has no logs yet: l says so.
+	m.selectHandle(b.Handle)
+	if cmd, _ := m.Do(appops.ActLogs); cmd == nil || !strings.Contains(noticeText(cmd()), "is queued in its sweep: no logs until it starts") {
+		t.Error("l on a queued app does not say it is queued")
+	}
+	m.selectHandle(groupKey("sweep-abcd1234"))
 	cmd, ok := m.Do(appops.ActCancel)
 	if !ok || cmd == nil {
 		t.Fatal("x on the sweep's row did nothing")
@@ -55,4 +64,12 @@ func TestSweepRowFolds(t *testing.T) {
 	if s := screen(m); strings.Contains(s, a.Handle) {
 		t.Errorf("enter did not fold the sweep:\n%s", s)
 	}
+}
+
+// noticeText is the text of a notice message, or "".
+func noticeText(msg any) string {
+	if n, ok := msg.(common.NoticeMsg); ok {
+		return n.Text
+	}
+	return ""
 }
