@@ -431,7 +431,7 @@ func (r *Runner) LogLines(ctx context.Context, h spec.Handle, role string, k int
 	}
 	it, err := s.Logs(ctx, h.AppID, role, k, opts)
 	if err != nil {
-		return nil, notFound(h, err)
+		return nil, r.logsNotFound(h, err)
 	}
 	return it, nil
 }
@@ -447,7 +447,7 @@ func (r *Runner) LogLinesOf(ctx context.Context, h spec.Handle, refs []sched.Rep
 	if ml, ok := s.(sched.MultiLogger); ok {
 		its, err := ml.LogsOf(ctx, h.AppID, refs, opts)
 		if err != nil {
-			return nil, notFound(h, err)
+			return nil, r.logsNotFound(h, err)
 		}
 		return its, nil
 	}
@@ -481,7 +481,7 @@ func (r *Runner) RawLog(ctx context.Context, h spec.Handle, role string, k int, 
 	}
 	rc, err := raw.RawLog(ctx, h.AppID, role, k, stream)
 	if err != nil {
-		return nil, notFound(h, err)
+		return nil, r.logsNotFound(h, err)
 	}
 	return rc, nil
 }

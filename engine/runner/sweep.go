@@ -110,3 +110,14 @@ func (r *Runner) deleteQueued(ctx context.Context, h spec.Handle, force bool) (h
 	}
 	return r.cancelQueued(ctx, h, true)
 }
+
+// logsNotFound is the error of logs asked of an app its scheduler does not have: for
+// an app queued in a sweep, that it has none yet.
+func (r *Runner) logsNotFound(h spec.Handle, err error) error {
+	if isNotFound(err) {
+		if d, ok := r.sweepDescription(h); ok && d.Status.State == spec.Queued {
+			return fmt.Errorf("%s is queued in sweep %s: no logs until it starts", h, d.Status.Sweep.ID)
+		}
+	}
+	return notFound(h, err)
+}

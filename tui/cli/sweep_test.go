@@ -194,6 +194,9 @@ func TestSweepCancelAndDelete(t *testing.T) {
 	if r := h.exec("status", apps[2].Handle); r.code != 0 || !strings.Contains(r.stdout, "QUEUED") {
 		t.Errorf("status of a queued app: %d %s %s", r.code, r.stdout, r.stderr)
 	}
+	if r := h.exec("log", apps[1].Handle); r.code != 1 || !strings.Contains(r.stderr, "is queued in sweep "+id+": no logs until it starts") {
+		t.Errorf("log of a queued app: %d %s", r.code, r.stderr)
+	}
 	if r := h.exec("cancel", apps[2].Handle); r.code != 0 || !strings.Contains(r.stderr, "CANCELLED") {
 		t.Fatalf("cancel of a queued app: %d %s", r.code, r.stderr)
 	}
