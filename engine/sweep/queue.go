@@ -285,7 +285,7 @@ func (r *run) fill(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		cancelIt, err := r.launched(e, lerr)
+		cancelIt, err := r.launched(e, h, lerr)
 		if err != nil {
 			return err
 		}
@@ -295,7 +295,7 @@ func (r *run) fill(ctx context.Context) error {
 			continue
 		}
 		r.logf("launched %s", h)
-		r.running[e.Handle] = e.Devices
+		r.running[h.String()] = e.Devices
 		r.watch(h)
 		if cancelIt {
 			if err := r.q.Launcher.Cancel(ctx, h); err != nil {
@@ -305,9 +305,9 @@ func (r *run) fill(ctx context.Context) error {
 	}
 }
 
-// launched records how the launch of e went; cancelIt is a cancel that came while
-// it was launched.
-func (r *run) launched(e *Entry, lerr error) (cancelIt bool, err error) {
+// launched records how the launch of e went (h: the handle its scheduler gave it);
+// cancelIt is a cancel that came while it was launched.
+func (r *run) launched(e *Entry, h spec.Handle, lerr error) (cancelIt bool, err error) {
 	_, err = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
 		cur := s.Entry(e.Handle)
 		if cur == nil {
@@ -318,6 +318,8 @@ func (r *run) launched(e *Entry, lerr error) (cancelIt bool, err error) {
 			return nil
 		}
 		cur.State, cur.Launched = Launched, time.Now()
+		// Slurm names the app after its job, known once submitted.
+		cur.Handle = h.String()
 		cancelIt = cur.CancelRequested
 		return nil
 	})

@@ -393,3 +393,25 @@ func TestSweepStopOnNaN(t *testing.T) {
 		t.Errorf("list --sweep does not say why:\n%s", r.stdout)
 	}
 }
+
+// TestSweepOnSlurm: on slurm every app of the sweep is a job (Slurm queues them); the
+// sweep knows them by their job ids once submitted; --max-parallel is refused.
+func TestSweepOnSlurm(t *testing.T) {
+	needSlurm(t)
+	h := newHarness(t)
+	if r := h.exec("run", "-s", "slurm", "--max-parallel", "1", "--sweep", "msg=a,b", "utils.echo"); r.code != ExitUsage || !strings.Contains(r.stderr, "Slurm queues them") {
+		t.Errorf("--max-parallel on slurm: %d %s", r.code, r.stderr)
+	}
+	r := h.exec("run", "-s", "slurm", "--sweep", "msg=a,b", "utils.echo")
+	if r.code != 0 || !strings.Contains(r.stderr, "2 SUCCEEDED") {
+		t.Fatalf("the sweep: %d %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	apps := sweepRows(t, h, id)
+	if states(apps) != "SUCCEEDED SUCCEEDED" || apps[0].Sweep.Values["msg"] != "a" || !strings.HasPrefix(apps[0].Handle, "slurm://") {
+		t.Errorf("the sweep's apps: %+v", apps)
+	}
+	if r := h.exec("delete", id); r.code != 0 {
+		t.Errorf("delete of the sweep: %d %s", r.code, r.stderr)
+	}
+}
