@@ -511,10 +511,12 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			// A number with no name: skip all of it (so the e of 1e-4 is not a name),
 			// taking a rate `20.00it/s` or `48213 tok/s` on the way.
 			st.endField(s)
-			n := readNumber(s, i)
-			j := n.end
+			j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
+			if j < len(s) && s[j]|0x20 == 'e' {
+				j = readNumber(s, i).end // and its exponent's
+			}
 			if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
-				if v, ok := parseNumber(s[i:j], n, false); ok {
+				if v, ok := parseNumber(s[i:j], readNumber(s, i), false); ok {
 					st.pairs++
 					st.spacedOnly = false
 					if before := len(p.Samples); st.nunctx < len(st.unctx) {

@@ -60,6 +60,23 @@ func readNumber(s string, i int) number {
 	return number{end: j, mant: mant, exp: exp, simple: digits > 0 && digits <= 19 && dots <= 1, point: point}
 }
 
+// digitsEnd returns where the run of digits and dots at i ends, and how many dots it
+// holds.
+func digitsEnd(s string, i int) (end, dots int) {
+	j := i
+	for j < len(s) && s[j]-'0' <= 9 {
+		j++
+	}
+	for j < len(s) && s[j] == '.' {
+		dots++
+		j++
+		for j < len(s) && s[j]-'0' <= 9 {
+			j++
+		}
+	}
+	return j, dots
+}
+
 // pow10 are the powers of ten a float64 holds exactly.
 var pow10 = [...]float64{
 	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,

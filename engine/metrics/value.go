@@ -16,6 +16,11 @@ func rateAfter(s string, j int) (string, int) {
 	if k < len(s) && s[k] == ' ' {
 		k++
 	}
+	switch s[k] {
+	case 'i', 's', 't': // the first letters of rates
+	default:
+		return "", j
+	}
 	for _, r := range rates {
 		if strings.HasPrefix(s[k:], r) && boundary(s, k+len(r)) {
 			if k > j && (r == "it/s" || r == "s/it") {
