@@ -19,6 +19,9 @@ type Tracker struct {
 	roles int
 	nproc map[string]int
 	nodes map[replicaKey]*Node
+	// The node of the last line: lines come in runs of one replica.
+	lastKey  replicaKey
+	lastNode *Node
 }
 
 type replicaKey struct {
@@ -53,11 +56,15 @@ func (t *Tracker) NProc(role string) int { return t.nproc[role] }
 // unknown learns it from a rendezvous block, if torchrun prints one.
 func (t *Tracker) Node(role string, k int) *Node {
 	key := replicaKey{role, k}
+	if t.lastNode != nil && t.lastKey == key {
+		return t.lastNode
+	}
 	n := t.nodes[key]
 	if n == nil {
 		n = NodeOf(t.desc, role, k, t.nproc[role])
 		t.nodes[key] = n
 	}
+	t.lastKey, t.lastNode = key, n
 	return n
 }
 
@@ -71,6 +78,7 @@ func (t *Tracker) Fresh(role string, k int) *Node {
 // start); what the latest description says stays known.
 func (t *Tracker) Reset() {
 	clear(t.nodes)
+	t.lastNode = nil
 }
 
 // Update takes a newer description of the app: each node learns its replica's status
