@@ -16,8 +16,6 @@ CYCLO_PENDING = \
 	(*Extractor).pairs@engine/metrics/extract.go \
 	(*Extractor).table@engine/metrics/table.go \
 	(*app).runMetrics@tui/cli/metrics.go \
-	(*Queue).Run@engine/sweep/queue.go \
-	(*app).runSweep@tui/cli/sweep.go \
 	(*app).runRun@tui/cli/run.go \
 	(*supervisor).errorFileCause@engine/local/rootcause.go
 
@@ -104,8 +102,12 @@ lint:
 	@out=$$($(GO) tool deadcode $(PKGS)) || exit 1; \
 	  out=$$(printf '%s\n' "$$out" | grep -v '^internal/\(testkit\|viewtest\)/' || true); \
 	  if [ -n "$$out" ]; then echo "deadcode: functions main never reaches (delete them, or call them):"; echo "$$out"; exit 1; fi
-	@out=$$($(GO) tool gocyclo -over $(CYCLO_MAX) $$(git ls-files '*.go' | grep -v '_test\.go$$') | grep -v -F $(foreach f,$(CYCLO_PENDING),-e ' $(subst @, ,$(f)):') || true); \
-	  if [ -n "$$out" ]; then echo "gocyclo: functions over $(CYCLO_MAX) (split them along their seams):"; echo "$$out"; exit 1; fi
+	@all=$$($(GO) tool gocyclo -over $(CYCLO_MAX) $$(git ls-files '*.go' | grep -v '_test\.go$$')); \
+	  out=$$(printf '%s\n' "$$all" | grep -v -F -e ' @none@:' $(foreach f,$(CYCLO_PENDING),-e ' $(subst @, ,$(f)):') || true); \
+	  if [ -n "$$out" ]; then echo "gocyclo: functions over $(CYCLO_MAX) (split them along their seams):"; echo "$$out"; exit 1; fi; \
+	  for f in $(foreach f,$(CYCLO_PENDING),'$(subst @, ,$(f))'); do \
+	    printf '%s\n' "$$all" | grep -q -F " $$f:" || echo "gocyclo: $$f is no longer over $(CYCLO_MAX): take it off CYCLO_PENDING"; \
+	  done
 
 clean:
 	rm -rf bin
