@@ -465,8 +465,9 @@ func (r *Runner) LogLinesOf(ctx context.Context, h spec.Handle, refs []sched.Rep
 	return its, nil
 }
 
-// ErrNoRawLog is returned by RawLog when the scheduler's logs are not plain files.
-var ErrNoRawLog = errors.New("the scheduler keeps no raw log files")
+// ErrNoRawLog is returned by RawLog when the scheduler's logs are not plain files, or
+// not this replica's (sched.ErrNoRawLog).
+var ErrNoRawLog = sched.ErrNoRawLog
 
 // RawLog opens one stream of a replica's log as stored, when the scheduler keeps logs
 // in files (sched.RawLogReader); otherwise it returns ErrNoRawLog.

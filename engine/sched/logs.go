@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -112,10 +113,30 @@ type Readier interface {
 	Ready() bool
 }
 
+// ErrNoRawLog is returned by RawLog when a replica's log cannot be read as stored:
+// the scheduler keeps no such file, or this one's lines must be read one by one.
+var ErrNoRawLog = errors.New("the scheduler keeps no raw log files")
+
 // RawLogReader is implemented by schedulers whose logs are files: it opens one stream
-// of a replica as stored, for reading a whole log fast when nothing is filtered.
+// of a replica as stored, for reading a whole log fast when nothing is filtered. What
+// it gives is what printing the replica's lines one by one gives, each line ended by
+// a newline; when it cannot give that, it returns ErrNoRawLog.
 type RawLogReader interface {
 	RawLog(ctx context.Context, appID, role string, replica int, stream Stream) (io.ReadCloser, error)
+}
+
+// RunReader is implemented by log iterators that can hand over their lines a run at
+// a time: consecutive lines that share their time, stream and attempt, as one text.
+// Printing a whole log of several replicas in time order merges runs, not lines: the
+// order is the same (lines of one time keep their order), at the cost of a copy.
+type RunReader interface {
+	// NextRun returns the next run: its lines, each ended by a newline except a
+	// partial last one, in Text, and their time, stream, role, replica and attempt.
+	// It returns ok false, and no error, when the next line is not part of a run it
+	// holds (a line too long to hold): Next returns that line. At the end it returns
+	// io.EOF. It must not be mixed with Next otherwise, nor used with a regex, Tail or
+	// Pending. The run's Text is valid only until the next call: print it at once.
+	NextRun(ctx context.Context) (run Line, ok bool, err error)
 }
 
 // ReplicaRef names one replica of an app: its role and its id.

@@ -32,11 +32,13 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 			recs[id] = rec
 		}
 	}
-	// A controller that is down would keep squeue 18 s: ping it first (reachable).
-	qerr := s.reachable(ctx)
-	var out []byte
-	if qerr == nil {
-		out, qerr = command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
+	// A controller that is down would keep squeue 18 s: ping it meanwhile.
+	out, qerr := whileReachable(ctx, s, func(ctx context.Context) ([]byte, error) {
+		return command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
+	})
+	var down *downError
+	if errors.As(qerr, &down) {
+		qerr = down.err
 	}
 	if errors.Is(qerr, ErrControllerDown) {
 		s.noteReach(qerr)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Log polling: the files are written by slurmstepd on the nodes, maybe across a shared
@@ -29,6 +30,15 @@ const (
 	// stateEvery is how often a follower at the end of its file asks Slurm whether
 	// the job has ended (one scontrol call).
 	stateEvery = time.Second
+	// endSoonEvery is how often it asks once every replica has written its exit
+	// file: the job is about to end (srun returns, the batch script ends, Slurm
+	// completes it) and a user waits for that, so wick asks as often as a bare
+	// `squeue` loop would. The exit files are looked at no more often than this.
+	endSoonEvery = 100 * time.Millisecond
+	// endSoonFor bounds the fast asking: a job that goes on after every replica
+	// wrote its exit file (requeued: the files of the attempt before remain) is
+	// asked about every stateEvery again.
+	endSoonFor = 5 * time.Second
 	// maxLine bounds a line held in memory; a longer one is delivered in pieces.
 	maxLine = 1 << 20
 	// readChunk is how much one read takes from a file.
@@ -48,8 +58,10 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sc
 		return nil, err
 	}
 	var out, errf, times string
+	var exits []string
 	if rec != nil {
 		for _, r := range rec.Replicas {
+			exits = append(exits, r.ExitFile)
 			if r.Role == role && r.Replica == k {
 				out, errf, times = r.Stdout, r.Stderr, timesFile(r.ExitFile)
 			}
@@ -73,7 +85,7 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sc
 		errf = replicaFile(wd, appID, role, k, "err")
 		times = replicaFile(wd, appID, role, k, "times")
 	}
-	done := func(ctx context.Context) bool { return s.ended(ctx, appID) }
+	done := func(ctx context.Context) bool { return s.ended(ctx, appID, exits) }
 	open := func(path string, stream sched.Stream) *fileIter {
 		it := newFileIter(path, stream, role, k, opts, done)
 		it.timesPath = times
@@ -88,30 +100,83 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sc
 	return logs.Merge(open(out, sched.Stdout), open(errf, sched.Stderr)), nil
 }
 
-// ended reports whether the job has ended, asking Slurm at most once per stateEvery
-// for all the followers of a job (a wall of 16 replicas follows 32 files).
-func (s *Scheduler) ended(ctx context.Context, appID string) bool {
+// ended reports whether the job has ended, asking Slurm for all the followers of a
+// job (a wall of 16 replicas follows 32 files) at most once per stateEvery, or per
+// endSoonEvery once every replica of exitFiles has written its exit file. One caller
+// asks at a time; the others wait for its answer.
+func (s *Scheduler) ended(ctx context.Context, appID string, exitFiles []string) bool {
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
 	s.mu.Lock()
 	e := s.endCache[appID]
 	s.mu.Unlock()
-	if e.ended || time.Since(e.checked) < stateEvery {
-		return e.ended
+	if e.ended {
+		return true
+	}
+	age := time.Since(e.checked)
+	if age < endSoonEvery {
+		return false
+	}
+	if age < stateEvery {
+		if e.exited.IsZero() {
+			if !allExist(exitFiles) {
+				return false
+			}
+			e.exited = time.Now()
+			s.putEnd(appID, e)
+		}
+		if time.Since(e.exited) > endSoonFor {
+			return false
+		}
 	}
 	d, gone, err := s.describe(ctx, appID)
-	e = endEntry{checked: time.Now(), ended: err == nil && (d.Status.State.Terminal() || gone) || errors.Is(err, sched.ErrNotFound)}
+	e.checked = time.Now()
+	e.ended = err == nil && (d.Status.State.Terminal() || gone) || errors.Is(err, sched.ErrNotFound)
+	if e.ended && err == nil {
+		st := d.Status
+		e.status = &st
+	}
+	s.putEnd(appID, e)
+	return e.ended
+}
+
+func (s *Scheduler) putEnd(appID string, e endEntry) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.endCache == nil {
 		s.endCache = map[string]endEntry{}
 	}
 	s.endCache[appID] = e
+}
+
+// endedStatus is the status with which ended last saw the job end, if it did so
+// less than stateEvery ago: Wait's answer without asking Slurm again.
+func (s *Scheduler) endedStatus(appID string) (spec.AppStatus, bool) {
+	s.mu.Lock()
+	e := s.endCache[appID]
 	s.mu.Unlock()
-	return e.ended
+	if e.status == nil || time.Since(e.checked) >= stateEvery {
+		return spec.AppStatus{}, false
+	}
+	return *e.status, true
+}
+
+// allExist reports whether every one of paths exists (none: false).
+func allExist(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return len(paths) > 0
 }
 
 // endEntry is what ended last learnt of a job.
 type endEntry struct {
 	checked time.Time
 	ended   bool
+	status  *spec.AppStatus // the status that said it ended
+	exited  time.Time       // when every replica's exit file was first seen
 }
 
 // fileIter yields the lines of one file, polling it for more when following.
@@ -395,7 +460,7 @@ func (it *fileIter) step(ctx context.Context) {
 		it.finish()
 		return
 	}
-	if time.Since(it.lastCheck) >= stateEvery {
+	if time.Since(it.lastCheck) >= endSoonEvery { // ended decides when to ask Slurm
 		it.lastCheck = time.Now()
 		// Asking Slurm may take a while: Close must not wait for it.
 		it.mu.Unlock()

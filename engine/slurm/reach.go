@@ -36,6 +36,8 @@ type reachState struct {
 // ErrControllerDown. Other failures (Slurm's commands missing) are left to the
 // command that follows.
 func (s *Scheduler) reachable(ctx context.Context) error {
+	s.pingMu.Lock()
+	defer s.pingMu.Unlock()
 	s.mu.Lock()
 	r := s.reach
 	s.mu.Unlock()
@@ -62,6 +64,41 @@ func (s *Scheduler) reachable(ctx context.Context) error {
 	}
 	s.noteReach(err)
 	return err
+}
+
+// downError is whileReachable's error when the ping found the controller down.
+type downError struct{ err error }
+
+func (e *downError) Error() string { return e.err.Error() }
+func (e *downError) Unwrap() error { return e.err }
+
+// whileReachable runs ask (a Slurm command) and, unless a recent ping answers for it,
+// pings slurmctld at the same time: a command to a controller that is down would retry
+// for about 18 s, and so when the ping says down, ask is stopped and a *downError
+// returned. Asking and pinging at once costs the longer of the two, not their sum.
+func whileReachable[T any](ctx context.Context, s *Scheduler, ask func(context.Context) (T, error)) (T, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		v   T
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		v, err := ask(actx)
+		got <- answer{v, err}
+	}()
+	if err := s.reachable(ctx); err != nil {
+		cancel()
+		<-got
+		var zero T
+		if errors.Is(err, ErrControllerDown) {
+			return zero, &downError{err}
+		}
+		return zero, err
+	}
+	a := <-got
+	return a.v, a.err
 }
 
 // noteReach records what a ping, or a command that met a controller that is down,

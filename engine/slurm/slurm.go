@@ -90,6 +90,9 @@ type Scheduler struct {
 	mu       sync.Mutex // guards endCache and reach
 	endCache map[string]endEntry
 	reach    reachState // what the last ping of slurmctld said
+	// endMu and pingMu let one caller at a time ask Slurm whether a job ended, or
+	// ping it: the others wait for that answer rather than ask again.
+	endMu, pingMu sync.Mutex
 }
 
 // New makes the slurm scheduler. It does not contact Slurm.

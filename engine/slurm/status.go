@@ -226,14 +226,19 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	fromRec := func(st spec.AppStatus) *sched.Description {
 		return &sched.Description{Status: st, App: rec.App, Cfg: s.RunOpts().CfgValues(rec.Cfg)}
 	}
+	var comps []component
 	if rec != nil {
-		if err := s.reachable(ctx); errors.Is(err, ErrControllerDown) {
-			return fromRec(s.lastKnown(rec, err)), false, nil
-		} else if err != nil {
-			return nil, false, err
+		// Ask and ping at once: the ping only decides whether to wait for the answer.
+		comps, err = whileReachable(ctx, s, func(ctx context.Context) ([]component, error) {
+			return scontrolJob(ctx, appID)
+		})
+		var down *downError
+		if errors.As(err, &down) {
+			return fromRec(s.lastKnown(rec, down.err)), false, nil
 		}
+	} else {
+		comps, err = scontrolJob(ctx, appID)
 	}
-	comps, err := scontrolJob(ctx, appID)
 	if errors.Is(err, ErrControllerDown) {
 		s.noteReach(err)
 		if rec != nil {
@@ -730,6 +735,9 @@ const (
 // Wait returns the job's status once it is terminal, polling Slurm with backoff (the
 // runner would otherwise poll every few milliseconds, which is one scontrol each).
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
+	if st, ok := s.endedStatus(appID); ok {
+		return &st, nil // a follower of its logs just saw it end (an attached run)
+	}
 	delay := pollMin
 	for {
 		d, gone, err := s.describe(ctx, appID)

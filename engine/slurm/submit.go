@@ -23,6 +23,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := Ping(ctx); err != nil {
 		return err
 	}
+	s.noteReach(nil) // what follows (an attached run's first status) need not ping again
 	if err := os.MkdirAll(req.JobDir, 0o755); err != nil {
 		return fmt.Errorf("slurm: job_dir: %w", err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,47 +11,62 @@ import (
 	"github.com/wick-dev/wick/internal/testkit"
 )
 
-// BenchmarkAttachedEcho times `wick run utils.echo` attached (launch, follow the
-// replica's logs to their end, print the final state) beside `wick run --detach` of the
-// same component (the launch alone) and `sh -c 'echo hi'` (what the machine can do).
-// The three are interleaved in rotating order, so that a busy machine weighs on each
-// alike: attached/detached is the figure (the issue's bound: at most 1.4).
-func BenchmarkAttachedEcho(b *testing.B) {
-	dir := b.TempDir()
-	env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
-	cmds := []struct {
-		name string
-		argv []string
-	}{
-		{"sh", []string{"sh", "-c", "echo hi"}},
-		{"detached", []string{builtWick, "run", "--detach", "utils.echo", "--msg", "hi"}},
-		{"attached", []string{builtWick, "run", "utils.echo", "--msg", "hi"}},
+// pairedRun is one of the commands a paired benchmark interleaves.
+type pairedRun struct {
+	name string
+	run  func(b *testing.B) time.Duration
+}
+
+// paired runs the commands once each per iteration, in an order rotating from one
+// iteration to the next, so that a busy machine weighs on each alike, and reports each
+// one's mean as NAME-ms/op, with the load. It returns the sums, by command.
+func paired(b *testing.B, runs ...pairedRun) []time.Duration {
+	b.Helper()
+	for _, r := range runs { // warm the page cache and the state directory
+		r.run(b)
 	}
-	run := func(b *testing.B, argv []string) time.Duration {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir, cmd.Env = dir, env
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %v\n%s", argv, err, out)
-		}
-		return time.Since(start)
-	}
-	for _, c := range cmds { // warm the page cache and the state directory
-		run(b, c.argv)
-	}
-	sum := make([]time.Duration, len(cmds))
+	sum := make([]time.Duration, len(runs))
 	n := 0
 	b.ResetTimer()
 	for b.Loop() {
-		for i := range cmds {
-			k := (i + n) % len(cmds)
-			sum[k] += run(b, cmds[k].argv)
+		for i := range runs {
+			k := (i + n) % len(runs)
+			sum[k] += runs[k].run(b)
 		}
 		n++
 	}
-	for i, c := range cmds {
-		b.ReportMetric(float64(sum[i].Microseconds())/1000/float64(n), c.name+"-ms/op")
+	for i, r := range runs {
+		b.ReportMetric(float64(sum[i].Microseconds())/1000/float64(n), r.name+"-ms/op")
 	}
-	b.ReportMetric(float64(sum[2])/float64(sum[1]), "attached/detached")
 	b.ReportMetric(testkit.Load(), "load")
+	return sum
+}
+
+// timed returns a pairedRun of a command run in dir with env, its output discarded.
+func timed(name, dir string, env []string, argv ...string) pairedRun {
+	return pairedRun{name, func(b *testing.B) time.Duration {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = dir, env
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%v: %v", argv, err)
+		}
+		return time.Since(start)
+	}}
+}
+
+// BenchmarkAttachedEcho times `wick run utils.echo` attached (launch, follow the
+// replica's logs to their end, print the final state) beside `wick run --detach` of the
+// same component (the launch alone) and `sh -c 'echo hi'` (what the machine can do),
+// interleaved: attached/detached is the figure (the issue's bound: at most 1.4).
+func BenchmarkAttachedEcho(b *testing.B) {
+	dir := b.TempDir()
+	env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
+	sum := paired(b,
+		timed("sh", dir, env, "sh", "-c", "echo hi"),
+		timed("detached", dir, env, builtWick, "run", "--detach", "utils.echo", "--msg", "hi"),
+		timed("attached", dir, env, builtWick, "run", "utils.echo", "--msg", "hi"),
+	)
+	b.ReportMetric(float64(sum[2])/float64(sum[1]), "attached/detached")
 }

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// slurmBench is a benchmark's state directory and job directory on the test cluster.
+type slurmBench struct {
+	dir string // the job directory: the nodes run on this machine
+	env []string
+}
+
+func newSlurmBench(b *testing.B) *slurmBench {
+	b.Helper()
+	testkit.NeedSlurm(b)
+	dir := b.TempDir()
+	return &slurmBench{dir: dir, env: append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")}
+}
+
+var slurmHandle = regexp.MustCompile(`slurm://\S+/([0-9]+)`)
+
+// run runs wick to its end and returns its handle and job id.
+func (s *slurmBench) run(b *testing.B, args ...string) (handle, id string) {
+	b.Helper()
+	cmd := exec.Command(builtWick, args...)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("wick %v: %v\n%s", args, err, out)
+	}
+	m := slurmHandle.FindStringSubmatch(string(out))
+	if m == nil {
+		b.Fatalf("wick %v: no handle in\n%s", args, out)
+	}
+	return m[0], m[1]
+}
+
+// bareSlurmRun is what a user without wick does: sbatch --wrap, then squeue every
+// 0.1 s until the job has left the running states.
+func (s *slurmBench) bareSlurmRun(b *testing.B) time.Duration {
+	start := time.Now()
+	cmd := exec.Command("sbatch", "--parsable", "--chdir="+s.dir, "--wrap", "echo hi")
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := strings.TrimSpace(string(out))
+	for {
+		st, err := exec.Command("squeue", "-h", "-t", "all", "-j", id, "-o", "%T").Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch strings.TrimSpace(string(st)) {
+		case "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "":
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		return time.Since(start)
+	}
+}
+
+// BenchmarkSlurmAttachedEcho times an attached `wick run -s slurm utils.echo`, submit
+// to exit, beside `sbatch --wrap 'echo hi'` and squeue every 0.1 s until it is done
+// (Slurm itself: TorchX's slurm scheduler does not run on Slurm 22.05), interleaved.
+// The issue's bound: at most 1.2x.
+func BenchmarkSlurmAttachedEcho(b *testing.B) {
+	s := newSlurmBench(b)
+	sum := paired(b,
+		pairedRun{"bare", s.bareSlurmRun},
+		timed("wick", s.dir, s.env, builtWick, "run", "-s", "slurm", "utils.echo", "--msg", "hi"),
+	)
+	b.ReportMetric(float64(sum[1])/float64(sum[0]), "wick/bare")
+}
+
+// BenchmarkSlurmLog200k times `wick log` of a finished Slurm job of 200,000 lines
+// beside awk prefixing each line of the same files as wick does, interleaved. The
+// issue's bound: at most 2x.
+func BenchmarkSlurmLog200k(b *testing.B) {
+	s := newSlurmBench(b)
+	h, id := s.run(b, "run", "-s", "slurm", "utils.sh", "--", "seq", "200000")
+	files := []string{
+		filepath.Join(s.dir, "slurm-"+id+"-sh-0.out"),
+		filepath.Join(s.dir, "slurm-"+id+"-sh-0.err"),
+	}
+	sum := paired(b,
+		timed("awk", s.dir, s.env, append([]string{"awk", `{print "sh/0 " $0}`}, files...)...),
+		timed("wick", s.dir, s.env, builtWick, "log", h),
+	)
+	b.ReportMetric(float64(sum[1])/float64(sum[0]), "wick/awk")
+}
+
+// BenchmarkSlurmStatusAndList times `wick status` of a finished job beside the
+// `scontrol show job` it calls, and `wick list -s slurm` beside the `squeue` it calls,
+// interleaved. The issue's bound: at most 1.5x each.
+func BenchmarkSlurmStatusAndList(b *testing.B) {
+	s := newSlurmBench(b)
+	h, id := s.run(b, "run", "-s", "slurm", "utils.echo", "--msg", "hi")
+	sum := paired(b,
+		timed("scontrol", s.dir, s.env, "scontrol", "show", "job", "-o", id),
+		timed("status", s.dir, s.env, builtWick, "status", h),
+		timed("squeue", s.dir, s.env, "squeue", "-h", "--me", "-t", "all", "-o", "%i|%A|%T|%r|%N|%V|%S|%e|%j"),
+		timed("list", s.dir, s.env, builtWick, "list", "-s", "slurm"),
+	)
+	b.ReportMetric(float64(sum[1])/float64(sum[0]), "status/scontrol")
+	b.ReportMetric(float64(sum[3])/float64(sum[2]), "list/squeue")
+}
