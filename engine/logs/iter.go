@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -119,6 +120,10 @@ type Iterator struct {
 	gone      bool // the writer is gone or the files were removed
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	// NextRun's: runs are read into block, reused (see readRunText).
+	runs  bool
+	block []byte
 
 	// Pending lines (LogOptions.Pending), see pending.go.
 	pend        []*pendingStream
@@ -545,12 +550,35 @@ func (it *Iterator) loadBlock(first record) error {
 		addSpan(&r, int(total))
 		last = r
 	}
-	text, err := readText(it.comb, first.combOff, total)
+	var text string
+	var err error
+	if it.runs {
+		// A run is printed before the next is asked for (sched.RunReader): one
+		// buffer serves every block, and the garbage collector has nothing to do.
+		text, err = it.readRunText(first.combOff, total)
+	} else {
+		text, err = readText(it.comb, first.combOff, total)
+	}
 	if err != nil {
 		return err
 	}
 	it.text, it.pos, it.si = text, 0, 0
 	return nil
+}
+
+// readRunText reads n bytes of combined.log at off into the iterator's reused block.
+func (it *Iterator) readRunText(off, n int64) (string, error) {
+	if n <= 0 {
+		return "", nil
+	}
+	if int64(cap(it.block)) < n {
+		it.block = make([]byte, n)
+	}
+	b := it.block[:n]
+	if _, err := it.comb.ReadAt(b, off); err != nil {
+		return "", fmt.Errorf("read %s: %w", it.comb.Name(), err)
+	}
+	return unsafe.String(&b[0], len(b)), nil
 }
 
 func (it *Iterator) untilPassed() bool {
@@ -582,6 +610,44 @@ func (it *Iterator) lineFromBlock() {
 		return
 	}
 	it.hasHead, it.headA, it.headB, it.headSpan, it.headPartial = true, a, b, it.si, partial
+}
+
+// NextRun returns the rest of the current run of lines as one text (see
+// sched.RunReader): the lines of a record, or what is left of it.
+func (it *Iterator) NextRun(ctx context.Context) (sched.Line, bool, error) {
+	it.runs = true
+	for !it.hasHead && it.pos >= len(it.text) {
+		if it.fill() {
+			break
+		}
+		if it.err != nil {
+			return sched.Line{}, false, it.err
+		}
+		if it.done {
+			return sched.Line{}, false, io.EOF
+		}
+		if err := it.wait(ctx); err != nil {
+			return sched.Line{}, false, err
+		}
+	}
+	if it.hasHead {
+		if it.headBig {
+			return sched.Line{}, false, nil // Next has it
+		}
+		// fill took the run's first line as the head: give it back.
+		it.hasHead, it.pos = false, it.headA
+	}
+	for it.pos >= it.spans[it.si].end {
+		it.si++
+	}
+	sp := &it.spans[it.si]
+	l := sched.Line{Time: sp.time, Stream: sp.stream, Role: it.src.Role, Replica: it.src.Replica, Attempt: sp.attempt,
+		Text: it.text[it.pos:sp.end], Partial: sp.partial}
+	it.pos = sp.end
+	if it.pos >= len(it.text) {
+		it.text = ""
+	}
+	return l, true, nil
 }
 
 // Ready reports whether Next would return without blocking: a line is available, the

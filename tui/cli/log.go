@@ -268,7 +268,13 @@ func (a *app) runLog(ident string, f logFlags) error {
 			}
 		}()
 	}
-	err = a.streamLogs(a.ctx, id.Handle, refs, opts, emit, idle)
+	// Every line printed as stored, of several replicas: merge them a run of lines at
+	// a time when their iterators can (see sched.RunReader).
+	var runs *linePrinter
+	if len(refs) > 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize && !retried {
+		runs = p
+	}
+	err = a.streamLogsRuns(a.ctx, id.Handle, refs, opts, emit, idle, runs)
 	if err == nil && prefixed != nil && !prefixed() {
 		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
 	}
@@ -346,6 +352,12 @@ func prefixIndex(refs []replicaRef) map[string]int {
 // across replicas. idle is called whenever no line is ready, so that buffered output
 // reaches the user promptly while following.
 func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, opts sched.LogOptions, emit func(sched.Line) error, idle func() error) error {
+	return a.streamLogsRuns(ctx, h, refs, opts, emit, idle, nil)
+}
+
+// streamLogsRuns is streamLogs, which, given runs, prints the lines through it a run at
+// a time when every iterator can give runs (emit must then be runs.print).
+func (a *app) streamLogsRuns(ctx context.Context, h spec.Handle, refs []replicaRef, opts sched.LogOptions, emit func(sched.Line) error, idle func() error, runs *linePrinter) error {
 	srefs := make([]sched.ReplicaRef, len(refs))
 	for i, ref := range refs {
 		srefs[i] = sched.ReplicaRef{Role: ref.role, Replica: ref.k}
@@ -353,6 +365,16 @@ func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, 
 	its, err := a.runner().LogLinesOf(ctx, h, srefs, opts)
 	if err != nil {
 		return err
+	}
+	if runs != nil {
+		if rrs, ok := runReaders(its); ok {
+			defer func() {
+				for _, it := range its {
+					it.Close()
+				}
+			}()
+			return runs.mergeRuns(ctx, its, rrs)
+		}
 	}
 	merged := logs.Merge(its...)
 	defer merged.Close()
@@ -375,6 +397,101 @@ func (a *app) streamLogs(ctx context.Context, h spec.Handle, refs []replicaRef, 
 	}
 }
 
+// runReaders returns its as sched.RunReaders, if every one is.
+func runReaders(its []sched.LogIterator) ([]sched.RunReader, bool) {
+	rrs := make([]sched.RunReader, len(its))
+	for i, it := range its {
+		rr, ok := it.(sched.RunReader)
+		if !ok {
+			return nil, false
+		}
+		rrs[i] = rr
+	}
+	return rrs, true
+}
+
+// mergeRuns prints the lines of its in time order, as printing the lines of their
+// logs.Merge one by one does (lines of one time keep the order of the iterators), but
+// a run of lines at a time: no Line per line, no goroutine per replica.
+func (p *linePrinter) mergeRuns(ctx context.Context, its []sched.LogIterator, rrs []sched.RunReader) error {
+	type head struct {
+		l    sched.Line
+		line bool // a single line from Next, not a run
+		done bool
+	}
+	heads := make([]head, len(its))
+	next := func(i int) error {
+		l, ok, err := rrs[i].NextRun(ctx)
+		if err == nil && !ok {
+			l, err = its[i].Next(ctx)
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			heads[i] = head{done: true}
+			return nil
+		case err != nil:
+			return err
+		}
+		heads[i] = head{l: l, line: !ok}
+		return nil
+	}
+	for i := range heads {
+		if err := next(i); err != nil {
+			return err
+		}
+	}
+	for {
+		best := -1
+		for i := range heads {
+			if !heads[i].done && (best < 0 || heads[i].l.Time.Before(heads[best].l.Time)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		h := &heads[best]
+		var err error
+		if h.line {
+			err = p.print(h.l)
+		} else {
+			err = p.writeRun(p.prefixOf(h.l.Role, h.l.Replica), h.l.Text)
+		}
+		if err != nil {
+			return err
+		}
+		if err := next(best); err != nil {
+			return err
+		}
+	}
+}
+
+// writeRun writes the lines of a run (each ended by a newline but a partial last one)
+// as writeText writes them one by one, building the output in one buffer.
+func (p *linePrinter) writeRun(prefix, text string) error {
+	out := p.scratch[:0]
+	for len(text) > 0 {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		if prefix != "" && strings.IndexByte(line, '\r') >= 0 {
+			p.w.Write(out)
+			out = out[:0]
+			p.writeText(prefix, line)
+			continue
+		}
+		out = append(out, prefix...)
+		out = append(out, line...)
+		out = append(out, '\n')
+	}
+	_, err := p.w.Write(out)
+	p.scratch = out[:0]
+	return err
+}
+
 // linePrinter writes log lines as `role/k text`, with optional timestamps, or as JSON.
 type linePrinter struct {
 	w          *bufio.Writer
@@ -384,6 +501,7 @@ type linePrinter struct {
 	prefix     bool
 	index      map[string]int
 	prefixes   map[replicaRef]string // styled "role/k " by replica, made once
+	scratch    []byte                // writeRun's output buffer, reused
 	// sanitize drops the escape sequences other than SGR (for a terminal).
 	sanitize bool
 }

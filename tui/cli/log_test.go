@@ -111,6 +111,38 @@ func TestLogRawCopyMatchesLines(t *testing.T) {
 	}
 }
 
+// TestLogOfReplicasMergedByRunsMatchesLines: wick log of several replicas, printed a
+// run of lines at a time, is what printing their merged lines one by one gives.
+func TestLogOfReplicasMergedByRunsMatchesLines(t *testing.T) {
+	h := newHarness(t)
+	script := `for i in 1 2 3; do printf "out $WICK_REPLICA_ID.$i\n"; printf "err $WICK_REPLICA_ID.$i\n" >&2; sleep 0.05; done; ` +
+		`printf '\r 10%%\r 50%%\r100%%\r\n'; seq 1 20000; head -c 300000 /dev/zero | tr '\0' x; printf '\nno newline'`
+	r := h.exec("run", "utils.sh", "--num_replicas", "3", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	runs := h.exec("log", handle)
+	lines := h.exec("log", "--since", "2000-01-01T00:00:00Z", handle)
+	if runs.code != 0 || lines.code != 0 {
+		t.Fatalf("log: %d %s; %d %s", runs.code, runs.stderr, lines.code, lines.stderr)
+	}
+	if runs.stdout != lines.stdout {
+		a, b := strings.Split(runs.stdout, "\n"), strings.Split(lines.stdout, "\n")
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Fatalf("line %d: by runs %q, line by line %q", i, a[i], b[i])
+			}
+		}
+		t.Fatalf("by runs %d lines, line by line %d", len(a), len(b))
+	}
+	for _, want := range []string{"sh/0 out 0.1\n", "sh/2 err 2.3\n", "sh/1 20000\n", "sh/1 no newline\n", "sh/0  10%\rsh/0  50%\rsh/0 100%\n"} {
+		if !strings.Contains(runs.stdout, want) {
+			t.Errorf("no %q in the log", want)
+		}
+	}
+}
+
 // opens counts the files opened in a directory, by name, from the kernel's own
 // account (inotify IN_OPEN), whatever process opens them.
 type opens struct {
