@@ -248,7 +248,13 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if len(f.ranks) > 0 {
 		emit, prefixed = rankFilter(d, f.ranks, emit)
 	}
-	if len(refs) == 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize && !retried {
+	// Every line printed as stored: the file is copied (one replica), or the replicas
+	// are merged a run of lines at a time when their iterators can (sched.RunReader).
+	var asStored *linePrinter
+	if f.plain(opts) && len(f.ranks) == 0 && !p.sanitize && !retried {
+		asStored = p
+	}
+	if len(refs) == 1 && asStored != nil {
 		rc, err := r.RawLog(a.ctx, id.Handle, refs[0].role, refs[0].k, opts.Streams)
 		if err == nil {
 			defer rc.Close()
@@ -258,27 +264,27 @@ func (a *app) runLog(ident string, f logFlags) error {
 			return err
 		}
 	}
-	if !opts.Since.IsZero() || !opts.Until.IsZero() {
-		// An empty window is worth a word: the times may be off, not the logs.
-		inner, n := emit, 0
-		emit = func(l sched.Line) error { n++; return inner(l) }
-		defer func() {
-			if n == 0 && a.ctx.Err() == nil {
-				fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s in the window%s\n", render.Escape(ident), window(f, opts))
-			}
-		}()
-	}
-	// Every line printed as stored, of several replicas: merge them a run of lines at
-	// a time when their iterators can (see sched.RunReader).
-	var runs *linePrinter
-	if len(refs) > 1 && f.plain(opts) && len(f.ranks) == 0 && !p.sanitize && !retried {
-		runs = p
-	}
-	err = a.streamLogsRuns(a.ctx, id.Handle, refs, opts, emit, idle, runs)
+	emit, warn := a.emptyWindowWarning(ident, f, opts, emit)
+	defer warn()
+	err = a.streamLogsRuns(a.ctx, id.Handle, refs, opts, emit, idle, asStored)
 	if err == nil && prefixed != nil && !prefixed() {
 		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
 	}
 	return err
+}
+
+// emptyWindowWarning counts the lines emit is given, when --since or --until is set;
+// warn then says so if there were none: the times may be off, not the logs.
+func (a *app) emptyWindowWarning(ident string, f logFlags, opts sched.LogOptions, emit func(sched.Line) error) (counted func(sched.Line) error, warn func()) {
+	if opts.Since.IsZero() && opts.Until.IsZero() {
+		return emit, func() {}
+	}
+	n := 0
+	return func(l sched.Line) error { n++; return emit(l) }, func() {
+		if n == 0 && a.ctx.Err() == nil {
+			fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s in the window%s\n", render.Escape(ident), window(f, opts))
+		}
+	}
 }
 
 // attemptDividers puts a divider line before the first line of each later attempt of
