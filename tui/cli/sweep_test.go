@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -413,5 +414,42 @@ func TestSweepOnSlurm(t *testing.T) {
 	}
 	if r := h.exec("delete", id); r.code != 0 {
 		t.Errorf("delete of the sweep: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestSweepAttachedCtrlC: Ctrl-C of an attached sweep cancels it (its queue first,
+// then its running apps) and exits 1; every app ends CANCELLED.
+func TestSweepAttachedCtrlC(t *testing.T) {
+	h := newHarness(t)
+	cmd := h.wickCmd(context.Background(), "run", "--sweep", "rate=1,2,3", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the sweep id: %v", err)
+	}
+	id := strings.TrimSpace(line)
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		s := states(sweepRows(t, h, id))
+		return s == "RUNNING QUEUED QUEUED", s
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want 1", err)
+	}
+	if !strings.Contains(stderr.String(), "cancelling sweep "+id) || !strings.Contains(stderr.String(), "3 CANCELLED") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if s := states(sweepRows(t, h, id)); s != "CANCELLED CANCELLED CANCELLED" {
+		t.Errorf("after Ctrl-C: %s", s)
 	}
 }

@@ -166,6 +166,9 @@ func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
 		state += st.Dim(" (last known)")
 	}
 	kv("state", state)
+	if a.Sweep != nil {
+		kv("sweep", st.Value(Escape(a.Sweep.ID))+" "+Escape(a.Sweep.Label()))
+	}
 	kv("restarts", strconv.Itoa(a.NumRestarts))
 	if !a.Created.IsZero() {
 		kv("created", a.Created.Local().Format(time.DateTime)+st.Dim(" ("+Age(a.Created, now)+" ago)"))
