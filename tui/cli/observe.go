@@ -359,7 +359,7 @@ touched; one that fails does not stop the others, and the exit code is 1 if any 
 			if finished && len(hs) == 0 && !asJSON {
 				fmt.Fprintln(a.env.Stderr, "no finished app to delete")
 			}
-			a.forgetSweeps(sweepIDs, errs)
+			a.forgetSweeps(sweepIDs)
 			if finished && len(hs) == 1 && errs[0] == nil && asJSON {
 				return writeJSON(a.env.Stdout, outs) // --all-finished always prints a list
 			}

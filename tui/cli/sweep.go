@@ -454,6 +454,8 @@ func (a *app) runQueue(dir string) error {
 	if fd, err := strconv.Atoi(a.env.Getenv(envSweepReady)); err == nil && fd > 2 {
 		ready = os.NewFile(uintptr(fd), "ready")
 	}
+	// Not for the apps it launches: their supervisors would inherit it.
+	_ = os.Unsetenv(envSweepReady)
 	report := func(msg string) {
 		if ready != nil {
 			fmt.Fprintln(ready, msg)
@@ -480,7 +482,7 @@ func (a *app) runQueue(dir string) error {
 	return err
 }
 
-// sweepVerbs are the hidden verb of the queue.
+// addSweepHidden adds the hidden verb of a sweep's queue process.
 func (a *app) addSweepHidden(root *cobra.Command) {
 	root.AddCommand(&cobra.Command{
 		Use:    sweep.QueueVerb + " SWEEP_DIR",
@@ -514,8 +516,7 @@ func (a *app) followSweep(id string, asJSON bool) error {
 		done := 0
 		for i := range sw.Entries {
 			e := &sw.Entries[i]
-			if st, ok := final[e.Handle]; ok {
-				_ = st
+			if _, ok := final[e.Handle]; ok {
 				done++
 				continue
 			}
@@ -732,7 +733,7 @@ func sweepList(w io.Writer, sw *sweep.Sweep, apps []spec.AppStatus, now time.Tim
 
 // forgetSweeps removes the sweeps named on delete's command line once none of their
 // apps is left.
-func (a *app) forgetSweeps(ids []string, _ []error) {
+func (a *app) forgetSweeps(ids []string) {
 	for _, id := range ids {
 		rest, _, err := a.sweepArgs([]string{id}, false)
 		if err == nil && len(rest) == 0 {
