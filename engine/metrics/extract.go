@@ -97,10 +97,11 @@ type Sample struct {
 	Unit string
 }
 
-// Parsed is what one line says: its values, the step it names, and torchrun's local
-// rank when the line carries a `[N]:` prefix.
-type Parsed struct {
-	Samples []Sample
+// LineInfo is what a line says beside its values: the step it names, torchrun's
+// local rank, and what the Store needs of it to place its values in its rank's
+// stream. A reader that keeps lines' values apart from their Parsed (wick metrics
+// extracts in a goroutine of its own) keeps it with them.
+type LineInfo struct {
 	// Step is the step the line names, when HasStep; NoStep when the line has a
 	// counter of its own that is not a step.
 	Step    int64
@@ -112,13 +113,20 @@ type Parsed struct {
 	// values are in the context of the last line with values of its rank's stream,
 	// which the Store gives them (inContext).
 	Summary bool
-	// ctx is the context the line names for all its values ("" for none or train).
-	ctx string
 	// EpochSteps is, when Step is counted within an epoch (a counter in brackets with
 	// its total: timm's `Train: 1 [ 100/1251]`, mmengine's `[1][ 50/500]`), that total
 	// (else 0); Epoch is the epoch the line names, -1 when none (imagenet's `Test: [
 	// 1/196]`: the Store takes its stream's last).
 	Epoch, EpochSteps int64
+	// ctx is the context the line names for all its values ("" for none or train).
+	ctx string
+}
+
+// Parsed is what one line says: its values, the step it names, and torchrun's local
+// rank when the line carries a `[N]:` prefix.
+type Parsed struct {
+	Samples []Sample
+	LineInfo
 
 	// names remembers recent names that are not words of the extractor's table
 	// (eval_runtime, tokens_per_sec), so that a name read line after line is
@@ -182,9 +190,7 @@ type nameSlot struct {
 // Reset empties p for reuse, keeping its buffers.
 func (p *Parsed) Reset() {
 	p.Samples = p.Samples[:0]
-	p.Step, p.HasStep, p.Local = 0, false, -1
-	p.Summary, p.ctx = false, ""
-	p.Epoch, p.EpochSteps = -1, 0
+	p.LineInfo = LineInfo{Local: -1, Epoch: -1}
 }
 
 // Extractor reads values from lines as a Config says. It keeps no state between lines

@@ -237,7 +237,7 @@ func (a *app) streamMetrics(ctx context.Context, h spec.Handle, refs []replicaRe
 	for b := range full {
 		for i, l := range b.lines {
 			v := &b.values[i]
-			p.Samples, p.Step, p.HasStep, p.Local = b.samples[v.lo:v.hi:v.hi], v.step, v.hasStep, v.local
+			p.Samples, p.LineInfo = b.samples[v.lo:v.hi:v.hi], v.info
 			emit(l, &p)
 		}
 		if b.idle {
@@ -270,10 +270,8 @@ type extracted struct {
 
 // lineValues is a line's metrics.Parsed, its samples a range of extracted.samples.
 type lineValues struct {
-	lo, hi  int
-	step    int64
-	hasStep bool
-	local   int
+	lo, hi int
+	info   metrics.LineInfo
 }
 
 // add extracts the values of l with p and keeps both. Pending lines have none, as in
@@ -287,7 +285,7 @@ func (b *extracted) add(ext *metrics.Extractor, l sched.Line, p *metrics.Parsed)
 	lo := len(b.samples)
 	b.samples = append(b.samples, p.Samples...)
 	b.lines = append(b.lines, l)
-	b.values = append(b.values, lineValues{lo, len(b.samples), p.Step, p.HasStep, p.Local})
+	b.values = append(b.values, lineValues{lo, len(b.samples), p.LineInfo})
 }
 
 // reset empties b for reuse, keeping no line's text.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -359,7 +360,9 @@ func TestMetricsUnitsAndSettings(t *testing.T) {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
 	}
 	handle := strings.TrimSpace(r.stdout)
-	slow := `(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)(.*)Z`
+	// 60 groups on a 4 KiB line: about 10 ms on a quiet machine, twice the budget of a
+	// line (5 ms); a loaded machine only takes longer.
+	slow := strings.Repeat("(.*)", 60) + "Z"
 	if err := os.WriteFile(filepath.Join(h.work, ".torchxconfig"), []byte("[wick:metrics]\npattern.slow = "+slow+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -378,5 +381,35 @@ lr       0.001
 	}
 	if !strings.HasPrefix(got.stderr, "wick: metrics: pattern.slow is too slow (") || strings.Count(got.stderr, "\n") != 1 {
 		t.Errorf("stderr %q, want the slow pattern's notice", got.stderr)
+	}
+}
+
+// TestMetricsEpochsAndSummary: wick metrics reads a step within an epoch as the chart
+// does, counted over epochs (timm's `Train: 1 [ 0/100]` is at 100, after epoch 0's
+// 50), and a summary line (` * Acc@1 ...`) in the context of the lines before it.
+func TestMetricsEpochsAndSummary(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "sh", "-c", `printf '%s\n' \
+		"Train: 0 [   0/100 (  0%)]  Loss: 6.95 (6.95)" \
+		"Train: 0 [  50/100 ( 50%)]  Loss: 6.50 (6.60)" \
+		"Test: [   0/10]  Loss:   6.875 ( 6.875)  Acc@1:   0.195 (  0.195)" \
+		" *   Acc@1 0.200 Acc@5 0.900" \
+		"Train: 1 [   0/100 (  0%)]  Loss: 6.10 (6.10)"`)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	c := h.exec("metrics", "--csv", strings.TrimSpace(r.stdout))
+	recs, err := csv.NewReader(strings.NewReader(c.stdout)).ReadAll()
+	if c.code != 0 || err != nil || len(recs) < 2 {
+		t.Fatalf("--csv: exit %d, %v:\n%s%s", c.code, err, c.stdout, c.stderr)
+	}
+	var got []string
+	for _, rec := range recs[1:] {
+		got = append(got, rec[3]+"@"+rec[1]+"="+rec[4])
+	}
+	want := []string{"loss@0=6.95", "loss@50=6.5", "test/loss@0=6.875", "test/acc@1@0=0.195",
+		"test/acc@1@0=0.2", "test/acc@5@0=0.9", "loss@100=6.1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("points %q\nwant %q", got, want)
 	}
 }

@@ -79,11 +79,10 @@ func (s *metricState) observer() func([]sched.Line) {
 		return nil
 	}
 	type item struct {
-		rank    metrics.Rank
-		t       time.Time
-		step    int64
-		hasStep bool
-		lo, hi  int
+		rank   metrics.Rank
+		t      time.Time
+		info   metrics.LineInfo // the line's step, context, epoch
+		lo, hi int
 	}
 	var (
 		ext   = st.Extractor()
@@ -104,7 +103,7 @@ func (s *metricState) observer() func([]sched.Line) {
 			}
 			lo := len(flat)
 			flat = append(flat, p.Samples...)
-			items = append(items, item{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.Step, p.HasStep, lo, len(flat)})
+			items = append(items, item{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.LineInfo, lo, len(flat)})
 		}
 		if len(items) == 0 {
 			return
@@ -115,7 +114,7 @@ func (s *metricState) observer() func([]sched.Line) {
 			return
 		}
 		for _, it := range items {
-			q := metrics.Parsed{Samples: flat[it.lo:it.hi], Step: it.step, HasStep: it.hasStep, Local: it.rank.Local}
+			q := metrics.Parsed{Samples: flat[it.lo:it.hi], LineInfo: it.info}
 			st.AddParsed(it.rank, it.t, &q)
 		}
 	}
