@@ -15,6 +15,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // Each benchmark of wick sits beside a bare one that does the least the Engine needs
@@ -55,6 +56,73 @@ func BenchmarkRun8True(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// BenchmarkRun8TrueBesideBare is BenchmarkRun8True and BenchmarkBareRun8TrueConcurrent
+// in one loop, alternating which goes first, so that the Engine's and the machine's
+// load weigh on both alike: wick/bare is the figure (the issue's bound: at most 1.1).
+func BenchmarkRun8TrueBesideBare(b *testing.B) {
+	needEngine(b)
+	s := newScheduler(b)
+	ctx := context.Background()
+	r := spec.NewRole("true", env.image, "/bin/true")
+	r.NumReplicas = 8
+	app := &spec.AppDef{Name: "bench-true", Roles: []spec.Role{r}}
+	runWick := func() time.Duration {
+		info := plan(b, s, app, nil, "")
+		start := time.Now()
+		if err := s.Schedule(ctx, info, nil); err != nil {
+			b.Fatal(err)
+		}
+		for k := range r.NumReplicas {
+			bareWait(b, containerName(info.AppID, r.Name, k))
+		}
+		d := time.Since(start)
+		if err := s.Delete(ctx, info.AppID, true); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	runBare := func() time.Duration {
+		start := time.Now()
+		ids := make([]string, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() { ids[i], errs[i] = bareStart("/bin/true") })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+		for _, id := range ids {
+			bareWait(b, id)
+		}
+		d := time.Since(start)
+		for _, id := range ids {
+			bareRemove(b, id)
+		}
+		return d
+	}
+	runWick() // the network, the image's layers in the page cache
+	runBare()
+	var w, bare time.Duration
+	n := 0
+	b.ResetTimer()
+	for b.Loop() {
+		if n%2 == 0 {
+			w += runWick()
+			bare += runBare()
+		} else {
+			bare += runBare()
+			w += runWick()
+		}
+		n++
+	}
+	b.ReportMetric(float64(w.Microseconds())/1000/float64(n), "wick-ms/op")
+	b.ReportMetric(float64(bare.Microseconds())/1000/float64(n), "bare-ms/op")
+	b.ReportMetric(float64(w)/float64(bare), "wick/bare")
+	b.ReportMetric(testkit.Load(), "load")
 }
 
 // BenchmarkBareRun1True is `docker run` of one `true`: create, start, wait.

@@ -37,9 +37,9 @@ const callTimeout = 5 * time.Minute
 const cleanupTimeout = 60 * time.Second
 
 // Schedule launches the app: it builds the workspace image if there is one, checks that
-// every image is present, ensures the network, then creates every container and starts
-// them, concurrently. On any failure it removes what it created: no half-launched app
-// is left behind.
+// every image is present, ensures the network, then creates and starts every
+// container, concurrently. On any failure it removes what it created: no half-launched
+// app is left behind.
 func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progress sched.Progress) error {
 	if info == nil {
 		return errors.New("local_docker: nothing to schedule")
@@ -120,14 +120,18 @@ func retag(cs []Container, role, image string) []Container {
 	return out
 }
 
-// launch creates every container, then starts them, each phase concurrently. The calls
-// themselves are not cancelled halfway (a create the Engine finishes after we gave up
-// would escape the cleanup); ctx is checked between them.
+// launch creates and starts every container, concurrently, each started as soon as it
+// is created, as eight `docker run`s at once would: a barrier between the creates and
+// the starts made every replica wait for the slowest create. Should one create or
+// start fail, the caller removes every container of the app, the started ones too.
+// The calls themselves are not cancelled halfway (a create the Engine finishes after
+// we gave up would escape the cleanup); ctx is checked between them.
 func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) error {
 	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	ids := make([]string, len(cs))
 	progress.Report("creating %s", spec.Count(len(cs), "container"))
+	var mu sync.Mutex
+	started := 0
 	err := forEach(ctx, len(cs), func(i int) error {
 		c := &cs[i]
 		opts, err := createOptions(c, req.record)
@@ -141,29 +145,23 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request
 		if err != nil {
 			return s.createErr(err, c)
 		}
-		ids[i] = res.ID
 		if c.Env[envErrorFile] == errorFile && !rootUser(users[c.Image]) {
 			// A new volume belongs to root: let the image's user write its error file.
 			if _, err := cli.CopyToContainer(calls, res.ID, client.CopyToContainerOptions{DestinationPath: path.Dir(errorDir), Content: bytes.NewReader(errorDirTar())}); err != nil {
 				return fmt.Errorf("preparing container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	var mu sync.Mutex
-	started := 0
-	err = forEach(ctx, len(cs), func(i int) error {
-		if _, err := cli.ContainerStart(calls, ids[i], client.ContainerStartOptions{}); err != nil {
-			return fmt.Errorf("starting container %s: %s", cs[i].Name, engineMessage(s.engineErr(err)))
+		if err := ctx.Err(); err != nil {
+			return err // cancelled: created, not started
+		}
+		if _, err := cli.ContainerStart(calls, res.ID, client.ContainerStartOptions{}); err != nil {
+			return fmt.Errorf("starting container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 		}
 		mu.Lock()
 		started++
 		n := started
 		mu.Unlock()
-		progress.Report("started %s (%d/%d)", cs[i].Name, n, len(cs))
+		progress.Report("started %s (%d/%d)", c.Name, n, len(cs))
 		return nil
 	})
 	if err != nil {
