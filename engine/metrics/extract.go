@@ -754,7 +754,7 @@ type pairSlot struct {
 
 // maxPairCache bounds the names remembered: logs write a few dozen; past this many
 // (lines of ever new names), the cache starts over.
-const maxPairCache = 4096
+const maxPairCache = 1024
 
 // pairOf returns the pairInfo of the words text (as written), worked out on first use.
 func (p *Parsed) pairOf(e *Extractor, text string) *pairInfo {
@@ -779,11 +779,11 @@ func (p *Parsed) pairOf(e *Extractor, text string) *pairInfo {
 			return s.r
 		}
 	}
-	r := e.pairInfoOf(p, text)
 	if 2*(c.n+1) > len(c.slots) {
 		c.grow()
-		return p.pairOf(e, text) // placed in the new table, found on the second probe
+		return p.pairOf(e, text) // placed in the new table
 	}
+	r := e.pairInfoOf(p, text)
 	c.slots[i] = pairSlot{h, &r}
 	c.n++
 	return &r

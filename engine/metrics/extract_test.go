@@ -234,3 +234,19 @@ func TestExtractNoInfFromFinite(t *testing.T) {
 		}
 	}
 }
+
+// Lines of ever new names (a name with a counter in it): what a name means is
+// remembered for at most maxPairCache names, and every value is still read right.
+func TestPairCacheBounded(t *testing.T) {
+	e := NewExtractor(DefaultConfig())
+	var p Parsed
+	for i := range 5000 {
+		e.Extract(fmt.Sprintf("w%dx: %d.5", i, i), &p)
+		if len(p.Samples) != 1 || p.Samples[0].Name != fmt.Sprintf("w%dx", i) || p.Samples[0].Value != float64(i)+0.5 {
+			t.Fatalf("%d: %+v", i, p.Samples)
+		}
+		if p.pairs.n > maxPairCache || len(p.pairs.slots) > 2*maxPairCache {
+			t.Fatalf("%d names in %d slots", p.pairs.n, len(p.pairs.slots))
+		}
+	}
+}

@@ -545,12 +545,15 @@ type rankSeries struct {
 }
 
 // hotSeries is how many series of a rank are found by their name's address: more
-// than the metrics of most lines.
-const hotSeries = 256
+// than the metrics of most runs, in 1.5 KiB a rank.
+const (
+	hotSeriesBits = 6
+	hotSeries     = 1 << hotSeriesBits
+)
 
 func (rs *rankSeries) get(name string) *Series {
 	a := uint64(uintptr(unsafe.Pointer(unsafe.StringData(name))))
-	h := &rs.hot[(a*0x9e3779b97f4a7c15)>>(64-8)]
+	h := &rs.hot[(a*0x9e3779b97f4a7c15)>>(64-hotSeriesBits)]
 	if unsafe.StringData(h.name) == unsafe.StringData(name) && len(h.name) == len(name) && h.s != nil {
 		return h.s
 	}
