@@ -23,7 +23,12 @@ package sched
 //   - RawLogReader (RawLog): one stream of a replica read as stored, for `wick log` of
 //     one replica with no filter: a copy of the file instead of line-by-line parsing.
 //     Without it `wick log` reads through Logs (runner.ErrNoRawLog), slower on big logs.
-//     local_cwd, local_dir.
+//     local_cwd, local_dir; slurm when one of the replica's two files holds its lines.
+//
+//   - RunReader (NextRun, on a LogIterator): a replica's lines a run at a time (those
+//     that share a time), which `wick log` of several replicas merges in time order
+//     instead of line by line. Without it the merge goes through engine/logs.Merge:
+//     the same order, about twice the time. local (through engine/logs).
 //
 //   - Readier (Ready, on a LogIterator): whether Next would return at once. The wall
 //     takes lines in batches with it and engine/logs.Merge keeps several replicas in
