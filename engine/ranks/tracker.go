@@ -92,7 +92,7 @@ func (t *Tracker) Update(d *sched.Description) []sched.ReplicaRef {
 	var changed []sched.ReplicaRef
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
-			if t.Learn(role.Role, r) {
+			if t.learn(role.Role, r) {
 				changed = append(changed, sched.ReplicaRef{Role: role.Role, Replica: r.ID})
 			}
 		}
@@ -100,9 +100,10 @@ func (t *Tracker) Update(d *sched.Description) []sched.ReplicaRef {
 	return changed
 }
 
-// Learn tells the node of replica st.ID of role what its status says (the node is
-// made when there is none yet); it reports whether the node's ranks changed.
-func (t *Tracker) Learn(role string, st spec.ReplicaStatus) bool {
+// learn tells the node of replica st.ID of role what its status says; it reports
+// whether the node's ranks changed. A node not made yet is told when it is made (from
+// the latest description: see Update).
+func (t *Tracker) learn(role string, st spec.ReplicaStatus) bool {
 	n, ok := t.nodes[replicaKey{role, st.ID}]
 	if !ok {
 		return false // made when first asked for, from the latest description
