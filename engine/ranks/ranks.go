@@ -207,11 +207,18 @@ func (n *Node) endBlock() bool {
 	if !ok1 || !ok2 || len(locals) != len(globals) {
 		return false
 	}
+	// A block that confirms the ranks the node had (assumed from its replica index,
+	// or learned before) changes nothing: a wall that reads the node's lines again
+	// when its ranks change must not read them again for a block it has seen.
+	changed := g != n.groupRank
+	for i, l := range locals {
+		changed = changed || n.Global(l) != globals[i]
+	}
 	n.exact, n.groupRank, n.localRanks, n.globalRanks = true, g, locals, globals
 	if n.nproc <= 0 {
 		n.nproc = len(locals)
 	}
-	return true
+	return changed
 }
 
 // parseList reads a Python list of ints such as "[0, 1]".

@@ -2,6 +2,7 @@ package ranks
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -147,5 +148,42 @@ func TestHint(t *testing.T) {
 	}
 	if Hint(`{"message": {"message": "AttributeError: 'NoneType' object has no attribute 'get'"}}`) != "" {
 		t.Fatal("a hint for a user's own AttributeError")
+	}
+}
+
+// TestNodeRendezvousThatConfirms: a rendezvous block that says what the node assumed
+// (replica 0 of one node: group rank 0) or had learned reports no change, so that a
+// reader that reads the node's lines again when its ranks change (the wall) does not
+// do so forever; one that moves the ranks reports it.
+func TestNodeRendezvousThatConfirms(t *testing.T) {
+	block := func(g int, globals string) []string {
+		return []string{
+			"INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:",
+			"  group_rank=" + strconv.Itoa(g),
+			"  local_ranks=[0, 1]",
+			"  global_ranks=" + globals,
+		}
+	}
+	observe := func(n *Node, lines []string) (changed bool) {
+		for _, l := range lines {
+			changed = n.Observe(l) || changed
+		}
+		return changed
+	}
+	n := NewNode(0, 2)
+	if observe(n, block(0, "[0, 1]")) {
+		t.Error("a block confirming the assumed ranks 0, 1 reported a change")
+	}
+	if observe(n, block(0, "[0, 1]")) {
+		t.Error("the same block seen again reported a change")
+	}
+	if !observe(n, block(1, "[2, 3]")) || n.Global(1) != 3 {
+		t.Errorf("a block moving the node to ranks 2, 3 reported no change (rank of local 1: %d)", n.Global(1))
+	}
+	// A node read again knows its group rank (SetGroupRank) before its block comes.
+	again := NewNode(0, 2)
+	again.SetGroupRank(1)
+	if observe(again, block(1, "[2, 3]")) {
+		t.Error("a block confirming the group rank learned before reported a change")
 	}
 }

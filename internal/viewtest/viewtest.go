@@ -8,6 +8,7 @@ package viewtest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +167,7 @@ func (d *Driver) deliver(queue []tea.Msg) {
 	d.t.Helper()
 	for steps := 0; len(queue) > 0; steps++ {
 		if steps > maxSteps {
-			d.t.Fatal("the view keeps producing messages")
+			d.t.Fatalf("the view keeps producing messages (the next: %s)", kinds(queue))
 		}
 		msg := queue[0]
 		queue = queue[1:]
@@ -190,6 +191,19 @@ func (d *Driver) deliver(queue []tea.Msg) {
 		}
 		queue = append(queue, d.exec(d.V.Update(msg))...)
 	}
+}
+
+// kinds names the types of the first messages of queue, for a view that never stops.
+func kinds(queue []tea.Msg) string {
+	var out []string
+	for _, m := range queue[:min(len(queue), 5)] {
+		if s, ok := m.(common.StreamMsg); ok {
+			out = append(out, fmt.Sprintf("StreamMsg(%T)", s.Msg))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%T", m))
+	}
+	return strings.Join(out, ", ")
 }
 
 // exec runs cmd, waiting cmdWait (scaled) at most, and returns its messages, batches
