@@ -18,8 +18,22 @@ import (
 // ddpRuns repeats the DDP tests whose outcome depends on a race (which rank's failure
 // torchrun sees first, two apps starting together), for the README's figures:
 //
-//	go test ./tui/cli -run 'TestDDPNoRecord|TestDDPTwoApps|TestSlurmDDPRankLabels' -v -args -ddp.runs=10
+//	go test ./tui/cli -run 'TestDDPNoRecord|TestDDPTwoApps|TestDDPFailingRank|TestSlurmDDPRankLabels' -v -args -ddp.runs=10
 var ddpRuns = flag.Int("ddp.runs", 1, "runs of the racy DDP tests")
+
+// swapped reports whether some node of app handle is not group rank k (c10d's order
+// of the nodes differs from their replica indices): the runs where labelling a rank by
+// its node's index would be wrong.
+func swapped(h *harness, handle string) bool {
+	for _, role := range h.status(handle).Roles {
+		for _, r := range role.Replicas {
+			if r.GroupRank != nil && *r.GroupRank != r.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // repeat runs body *ddpRuns times, each run a subtest of its own (a failed run does
 // not stop the others), and logs how many passed: the figures of the README.
@@ -77,12 +91,16 @@ func lastLine(s string) string {
 func TestDDPNoRecordRootCause(t *testing.T) {
 	h := multinodeHarness(t)
 	const want = "rank 3: RuntimeError: loss diverged on rank 3 at step 3"
+	var swaps int
 	repeat(t, "the root cause names rank 3", func(t *testing.T, run int) {
 		r := execLong(h, multinodeArgs("2x2", nil, "3", "--fail_rank", "3", "--fail_step", "3")...)
 		if r.code != 1 {
 			t.Fatalf("run %d: exit %d, want 1\n%s", run, r.code, r.stderr)
 		}
 		handle := handleOf(t, r)
+		if swapped(h, handle) {
+			swaps++
+		}
 		if got := lastLine(r.stderr); got != "wick: "+want {
 			t.Errorf("run %d: the attached run ends with %q, want %q", run, got, "wick: "+want)
 		}
@@ -123,6 +141,7 @@ func TestDDPNoRecordRootCause(t *testing.T) {
 			t.Logf("run %d: the whole log:\n%s", run, h.exec("log", handle).stdout)
 		}
 	})
+	t.Logf("a node was not group rank k in %d of %d runs", swaps, *ddpRuns)
 }
 
 // TestDDPKilledRank: rank 2 is killed by SIGKILL (as by the OOM killer): it writes no
@@ -235,6 +254,7 @@ func TestDDPPortInUse(t *testing.T) {
 func TestSlurmDDPRankLabels(t *testing.T) {
 	needSlurm(t)
 	h := multinodeHarness(t)
+	var swaps int
 	repeat(t, "every rank's lines carry its rank", func(t *testing.T, run int) {
 		args := multinodeArgs("2x1", nil, "2")
 		args[2] = "slurm"
@@ -243,6 +263,9 @@ func TestSlurmDDPRankLabels(t *testing.T) {
 			t.Fatalf("run %d: exit %d\n%s", run, r.code, r.stderr)
 		}
 		handle := strings.TrimSpace(r.stdout)
+		if swapped(h, handle) {
+			swaps++
+		}
 		for rank := range 2 {
 			lr := h.exec("log", handle+"/multinode", "--rank", strconv.Itoa(rank))
 			for other := range 2 {
@@ -252,4 +275,5 @@ func TestSlurmDDPRankLabels(t *testing.T) {
 			}
 		}
 	})
+	t.Logf("node 0 was group rank 1 in %d of %d runs", swaps, *ddpRuns)
 }
