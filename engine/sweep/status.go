@@ -15,13 +15,32 @@ func (s *Sweep) QueueRunning() bool { return s.Queue.Alive() }
 // waits, FAILED when its launch failed (Msg says why), CANCELLED when it was cancelled
 // while queued.
 func (s *Sweep) Status(e *Entry) spec.AppStatus {
+	ahead := 0
+	for i := range s.Entries {
+		if &s.Entries[i] == e {
+			break
+		}
+		if s.Entries[i].State == Queued {
+			ahead++
+		}
+	}
+	return s.status(e, ahead)
+}
+
+// status is Status with the number of queued apps ahead of e counted: a listing
+// counts them once for the whole sweep.
+func (s *Sweep) status(e *Entry, ahead int) spec.AppStatus {
 	h, _ := spec.ParseHandle(e.Handle)
 	st := spec.AppStatus{Handle: e.Handle, AppID: h.AppID, Scheduler: h.Scheduler, Name: e.Name,
 		Created: s.Created, Roles: []spec.RoleStatus{}, Sweep: s.Ref(e)}
 	switch e.State {
 	case Queued, Launching:
 		st.State = spec.Queued
-		st.Msg = fmt.Sprintf("queued, %s (sweep %s)", s.position(e), s.ID)
+		pos := fmt.Sprintf("%d ahead of it", ahead)
+		if e.State == Launching {
+			pos = "being launched"
+		}
+		st.Msg = fmt.Sprintf("queued, %s (sweep %s)", pos, s.ID)
 		if !s.QueueRunning() {
 			st.Msg = fmt.Sprintf("queued, but the queue is not running: wick sweep resume %s (sweep %s)", s.ID, s.ID)
 		}
@@ -36,23 +55,6 @@ func (s *Sweep) Status(e *Entry) spec.AppStatus {
 		st.Ended = e.Ended
 	}
 	return st
-}
-
-// position says where e is in the queue: "3 ahead of it".
-func (s *Sweep) position(e *Entry) string {
-	ahead := 0
-	for i := range s.Entries {
-		if &s.Entries[i] == e {
-			break
-		}
-		if s.Entries[i].State == Queued {
-			ahead++
-		}
-	}
-	if e.State == Launching {
-		return "being launched"
-	}
-	return fmt.Sprintf("%d ahead of it", ahead)
 }
 
 // Annotate ties the listed apps of a sweep to it (their Sweep) and adds a row for
@@ -86,12 +88,16 @@ func Annotate(apps []spec.AppStatus, sweeps []*Sweep, sched string) []spec.AppSt
 		if sched != "" && s.Scheduler != sched {
 			continue
 		}
+		ahead := 0
 		for i := range s.Entries {
 			e := &s.Entries[i]
 			if e.State == Launched || e.State == Deleted || listed[e.Handle] {
 				continue
 			}
-			apps = append(apps, s.Status(e))
+			apps = append(apps, s.status(e, ahead))
+			if e.State == Queued {
+				ahead++
+			}
 		}
 	}
 	return apps
@@ -152,16 +158,16 @@ func (st *Store) CancelEntry(h string, del bool) (found, launching bool, err err
 
 // CancelQueued takes every queued app of sweep id out of the queue, so that cancelling
 // the sweep's running apps starts none of them. It returns the handles of the apps
-// that are (or are being) launched.
-func (st *Store) CancelQueued(id string) ([]string, error) {
-	var launched []string
-	_, err := st.Update(id, func(s *Sweep) error {
+// that are (or are being) launched, and how many it took out.
+func (st *Store) CancelQueued(id string) (launched []string, removed int, err error) {
+	_, err = st.Update(id, func(s *Sweep) error {
 		now := time.Now()
 		for i := range s.Entries {
 			e := &s.Entries[i]
 			switch e.State {
 			case Queued:
 				e.State, e.Ended = Removed, now
+				removed++
 			case Launching:
 				e.CancelRequested = true
 				launched = append(launched, e.Handle)
@@ -171,7 +177,7 @@ func (st *Store) CancelQueued(id string) ([]string, error) {
 		}
 		return nil
 	})
-	return launched, err
+	return launched, removed, err
 }
 
 // Move puts the queued app of handle h at place `to` (1-based) among the sweep's
@@ -214,3 +220,26 @@ func (s *Sweep) Move(h string, to int) error {
 
 // StoppedMsg is the message of an app the queue cancelled (--stop-on-nan).
 func StoppedMsg(why string) string { return "stopped by its sweep (--stop-on-nan): " + why }
+
+// Forget marks every app of sweep id that never ran (cancelled while queued, or whose
+// launch failed) deleted, and, with queued, the queued ones too: a delete of the
+// whole sweep in one write. It returns how many it marked.
+func (st *Store) Forget(id string, queued bool) (int, error) {
+	n := 0
+	_, err := st.Update(id, func(s *Sweep) error {
+		now := time.Now()
+		for i := range s.Entries {
+			e := &s.Entries[i]
+			switch {
+			case e.State == Removed, e.State == NotLaunched, queued && e.State == Queued:
+				if e.Ended.IsZero() {
+					e.Ended = now
+				}
+				e.State = Deleted
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}

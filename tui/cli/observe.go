@@ -263,7 +263,7 @@ stopped. Every handle is read before any app is touched; one that fails does not
 the others, and the exit code is 1 if any failed.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			argv, _, err := a.sweepArgs(argv, true)
+			argv, _, err := a.sweepArgs(argv, false, false)
 			if err != nil {
 				return err
 			}
@@ -327,7 +327,7 @@ touched; one that fails does not stop the others, and the exit code is 1 if any 
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			argv, sweepIDs, err := a.sweepArgs(argv, force)
+			argv, sweepIDs, err := a.sweepArgs(argv, true, force)
 			if err != nil {
 				return err
 			}

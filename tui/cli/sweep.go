@@ -166,7 +166,7 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	for _, p := range params {
 		sw.Names = append(sw.Names, p.Name)
 	}
-	plans, infos, err := a.planSweep(c, sw, params, targets)
+	plans, infos, err := a.planSweep(c, comp, sw, params, targets)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 }
 
 // planSweep makes the dry run of every app of the grid, and its entry in sw.
-func (a *app) planSweep(c *sweepCall, sw *sweep.Sweep, params []sweep.Param, targets []sweepTarget) ([]sweep.Plan, []*sched.DryRunInfo, error) {
+func (a *app) planSweep(c *sweepCall, comp *components.Component, sw *sweep.Sweep, params []sweep.Param, targets []sweepTarget) ([]sweep.Plan, []*sched.DryRunInfo, error) {
 	r := a.runner()
 	grid := sweep.Grid(params)
 	plans := make([]sweep.Plan, 0, len(grid))
@@ -187,7 +187,7 @@ func (a *app) planSweep(c *sweepCall, sw *sweep.Sweep, params []sweep.Param, tar
 		args := applyPoint(c.argv, targets, point)
 		e := sweep.Entry{Index: i, Values: point, State: sweep.Queued}
 		ref := sw.Ref(&e)
-		comp, app, err := r.Materialize(a.ctx, c.name, args, c.lookup)
+		app, err := a.buildApp(c, comp, args)
 		var info *sched.DryRunInfo
 		if err == nil {
 			app.Name = sweep.AppName(app.Name, params, point)
@@ -606,7 +606,7 @@ func (a *app) sweepSummary(sw *sweep.Sweep, final map[string]*spec.AppStatus, as
 // running apps (in that order: a running app's end must not start a queued one).
 func (a *app) cancelSweep(id string) error {
 	r := a.runner()
-	launched, err := r.Sweeps().CancelQueued(id)
+	launched, _, err := r.Sweeps().CancelQueued(id)
 	if err != nil {
 		return err
 	}
@@ -625,11 +625,13 @@ func (a *app) cancelSweep(id string) error {
 	return errors.Join(errs...)
 }
 
-// sweepArgs reads the sweep ids among handle arguments: each is replaced by the
-// handles of its apps (those still known); the ids are returned apart. With
-// stopQueue, the queue of each is emptied first, so that cancelling its running apps
-// starts no queued one.
-func (a *app) sweepArgs(argv []string, stopQueue bool) (rest []string, ids []string, err error) {
+// sweepArgs reads the sweep ids among the handle arguments of cancel (del false) or
+// delete (del true): each is replaced by the handles of its apps that were launched
+// (and are still known), and the apps that never ran are dealt with at once, in one
+// write of the sweep. A cancel empties the queue first, so that cancelling the running
+// apps starts no queued one; a delete refuses a sweep with queued apps unless force.
+// The ids are returned apart.
+func (a *app) sweepArgs(argv []string, del, force bool) (rest []string, ids []string, err error) {
 	store := a.runner().Sweeps()
 	for _, s := range argv {
 		s = trimSlash(s)
@@ -639,29 +641,61 @@ func (a *app) sweepArgs(argv []string, stopQueue bool) (rest []string, ids []str
 		}
 		sw, err := store.Load(s)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, usageError{err}
 		}
-		if stopQueue {
-			if _, err := store.CancelQueued(s); err != nil {
+		if del && !force && sw.Waiting() > 0 {
+			return nil, nil, fmt.Errorf("%w: sweep %s has %s (wick cancel %s first, or use --force)", sched.ErrRunning, s, spec.Count(sw.Waiting(), "queued app"), s)
+		}
+		if !del || force {
+			_, removed, err := store.CancelQueued(s)
+			if err != nil {
 				return nil, nil, err
+			}
+			if removed > 0 {
+				fmt.Fprintf(a.env.Stderr, "sweep %s: %s cancelled before they ran\n", s, spec.Count(removed, "queued app"))
+			}
+		}
+		if del {
+			n, err := store.Forget(s, force)
+			if err != nil {
+				return nil, nil, err
+			}
+			if n > 0 {
+				fmt.Fprintf(a.env.Stderr, "sweep %s: %s that never ran deleted\n", s, spec.Count(n, "app"))
 			}
 		}
 		ids = append(ids, s)
-		for _, e := range sw.Entries {
-			if e.State == sweep.Deleted {
-				continue
-			}
-			if e.State == sweep.Launched {
-				if h, err := spec.ParseHandle(e.Handle); err != nil {
-					continue
-				} else if _, err := a.runner().Status(a.ctx, h); errors.Is(err, sched.ErrNotFound) {
-					continue // deleted already
-				}
-			}
-			rest = append(rest, e.Handle)
+		launched, err := a.launchedApps(s)
+		if err != nil {
+			return nil, nil, err
 		}
+		rest = append(rest, launched...)
 	}
 	return rest, ids, nil
+}
+
+// launchedApps are the handles of the apps of sweep id that were launched (or are
+// being launched) and that their scheduler still knows.
+func (a *app) launchedApps(id string) ([]string, error) {
+	sw, err := a.runner().Sweeps().Load(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range sw.Entries {
+		if e.State != sweep.Launched && e.State != sweep.Launching {
+			continue
+		}
+		h, err := spec.ParseHandle(e.Handle)
+		if err != nil {
+			continue
+		}
+		if _, err := a.runner().Status(a.ctx, h); errors.Is(err, sched.ErrNotFound) && e.State == sweep.Launched {
+			continue // deleted already
+		}
+		out = append(out, e.Handle)
+	}
+	return out, nil
 }
 
 // filterSweep keeps the apps of sweep id, in queue order.
@@ -735,8 +769,17 @@ func sweepList(w io.Writer, sw *sweep.Sweep, apps []spec.AppStatus, now time.Tim
 // apps is left.
 func (a *app) forgetSweeps(ids []string) {
 	for _, id := range ids {
-		rest, _, err := a.sweepArgs([]string{id}, false)
-		if err == nil && len(rest) == 0 {
+		sw, err := a.runner().Sweeps().Load(id)
+		if err != nil || sw.Waiting() > 0 {
+			continue
+		}
+		left := 0
+		for _, e := range sw.Entries {
+			if e.State != sweep.Deleted && e.State != sweep.Launched {
+				left++
+			}
+		}
+		if launched, err := a.launchedApps(id); err == nil && left+len(launched) == 0 {
 			if err := a.runner().Sweeps().Remove(id); err != nil {
 				a.warn(fmt.Sprintf("sweep %s: %v", id, err))
 			}
@@ -811,4 +854,29 @@ compares them. These verbs act on its queue.`,
 	move.Flags().IntVar(&to, "to", 1, "the place in the queue, 1 being the next app to start")
 	cmd.AddCommand(move)
 	return cmd
+}
+
+// buildApp makes the AppDef of one point: with the component resolved once for the
+// whole grid (resolving it again per app, builtins' YAML and the search path, took
+// most of a 10,000-app plan), except for a component of the user's TorchX, which
+// only TorchX can build.
+func (a *app) buildApp(c *sweepCall, comp *components.Component, args []string) (*spec.AppDef, error) {
+	if comp.From == components.FromTorchX {
+		_, app, err := a.runner().Materialize(a.ctx, c.name, args, c.lookup)
+		return app, err
+	}
+	var defaults map[string]string
+	if c.lookup.Defaults != nil {
+		defaults = c.lookup.Defaults(comp.Name)
+	}
+	parsed, err := comp.Parse(args, defaults)
+	if err != nil {
+		return nil, &runner.ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
+	}
+	parsed.Warn = c.lookup.Warn
+	app, err := comp.AppDef(parsed)
+	if err != nil {
+		return nil, &runner.ComponentError{Component: comp, Err: err}
+	}
+	return app, nil
 }

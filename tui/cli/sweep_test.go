@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/internal/testkit"
 )
 
@@ -93,6 +95,19 @@ func TestSweepDryRunListsTheGrid(t *testing.T) {
 	if !strings.Contains(strings.Join(args, " "), "train.sh --lr 0.01 --epochs 3") {
 		t.Errorf("the script's --lr was not set: %q", args)
 	}
+}
+
+// cancelAtEnd cancels the sweep when the test ends, and waits for its queue process
+// to be gone, before the test's directories are removed.
+func cancelAtEnd(t *testing.T, h *harness, id string) {
+	t.Cleanup(func() {
+		h.exec("cancel", id)
+		store := sweep.NewStore(h.home)
+		testkit.Wait(t, 20*time.Second, "the sweep's queue gone", func() (bool, string) {
+			sw, err := store.Load(id)
+			return err != nil || !sw.QueueRunning(), fmt.Sprint(err)
+		})
+	})
 }
 
 // sweepRows lists the apps of a sweep as `wick list --sweep --json` prints them.
@@ -326,7 +341,7 @@ func TestSweepResumeAfterQueueKilled(t *testing.T) {
 		apps = sweepRows(t, h, id)
 		return states(apps) == "RUNNING QUEUED QUEUED QUEUED", states(apps)
 	})
-	t.Cleanup(func() { h.exec("cancel", id) })
+	cancelAtEnd(t, h, id)
 	// The last queued app goes first.
 	if r := h.exec("sweep", "move", apps[3].Handle, "--to", "1"); r.code != 0 {
 		t.Fatalf("sweep move: %d %s", r.code, r.stderr)
@@ -381,7 +396,7 @@ func TestSweepStopOnNaN(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
-	t.Cleanup(func() { h.exec("cancel", id) })
+	cancelAtEnd(t, h, id)
 	var apps []spec.AppStatus
 	testkit.Wait(t, 30*time.Second, "the NaN app cancelled", func() (bool, string) {
 		apps = sweepRows(t, h, id)
@@ -435,6 +450,7 @@ func TestSweepAttachedCtrlC(t *testing.T) {
 		t.Fatalf("reading the sweep id: %v", err)
 	}
 	id := strings.TrimSpace(line)
+	cancelAtEnd(t, h, id)
 	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
 		s := states(sweepRows(t, h, id))
 		return s == "RUNNING QUEUED QUEUED", s
