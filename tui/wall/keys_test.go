@@ -1,6 +1,13 @@
 package wall_test
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/internal/viewtest"
+	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/wall"
+)
 
 // TestWallRefreshReadsAgain: ctrl+r reads every replica again from its first line.
 // The lines are those of the logs, once each (none doubled), and the search runs
@@ -36,4 +43,37 @@ func TestWallPagesOfPanes(t *testing.T) {
 	d.lacks("▸ worker/0")
 	d.keys("[")
 	d.contains("page 1/", "▸ worker/0", "w0 says hi")
+}
+
+// TestWallEscClosesTheInnermost: esc closes what is open, the innermost first (the
+// search field, then the selection, then the zoom), and only then goes back: the
+// order in which the wall's parts are asked (Model.do).
+func TestWallEscClosesTheInnermost(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("esc", 2, `echo "w$K says hi"`))
+	e.wait(h)
+	// The root's esc row beside the wall's (the root goes back when the view does not).
+	vc := viewtest.Context(t, 120, 20, time.Now(), wall.Actions(), []common.Action{common.NewAction(common.ActBack, "back", []string{"esc"}, true)})
+	vc.Backend = e.r
+	d := viewtest.New(t, vc, wall.New(vc, h, wall.Options{}))
+	d.WaitFor("end of logs", "w1 says hi")
+	d.Keys("i", "z", "v", "/")
+	d.Type("says")
+	d.Lacks("zoomed on") // the header is the search field's while it is typed in
+	back := func(want string, unwanted ...string) {
+		t.Helper()
+		d.Keys("esc")
+		if len(d.Unhandled) > 0 {
+			t.Fatalf("esc went back with %q still open:\n%s", want, d.Screen())
+		}
+		d.Contains(want)
+		d.Lacks(unwanted...)
+	}
+	back("selecting: ↑/↓ extend", "matches")
+	back("zoomed on worker/0", "selecting")
+	back("worker/1", "zoomed on")
+	d.Keys("esc")
+	if len(d.Unhandled) != 1 || d.Unhandled[0] != common.ActBack {
+		t.Fatalf("the last esc was not left to the root (back to the app list): %v", d.Unhandled)
+	}
 }
