@@ -175,9 +175,9 @@ func readValue(s string, i int, v *value, tight bool) bool {
 		return false
 	}
 	tok := s[start:end]
-	var grouped [maxNumberLen + 8]byte
 	if !word && end < len(s) && s[end] == ',' {
 		// Thousands separators: 1,234 and 1,234,567.89.
+		var grouped [maxNumberLen + 8]byte
 		if g, gend, ok := thousands(s, i, end, grouped[:0]); ok {
 			f, err := strconv.ParseFloat(string(g), 64)
 			if err != nil {
