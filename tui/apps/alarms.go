@@ -72,7 +72,7 @@ func (m *Model) nextAlarmScan() (spec.Handle, bool) {
 		for _, i := range m.visible {
 			a := &m.apps[i]
 			running := !a.State.Terminal()
-			if a.State == spec.UnknownState || running != (pass == 0) {
+			if a.State == spec.UnknownState || a.State == spec.Queued || running != (pass == 0) {
 				continue
 			}
 			h, err := spec.ParseHandle(a.Handle)

@@ -47,7 +47,7 @@ func (m *Model) refreshUsage() tea.Cmd {
 	}
 	var running []spec.AppStatus
 	for i := range m.apps {
-		if st := m.apps[i].State; !st.Terminal() && st != spec.UnknownState {
+		if st := m.apps[i].State; !st.Terminal() && st != spec.UnknownState && st != spec.Queued {
 			running = append(running, m.apps[i])
 		}
 	}
