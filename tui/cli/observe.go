@@ -215,7 +215,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 	cmd.Flags().StringVar(&sweepID, "sweep", "", "list only the apps of this sweep, in queue order, with a column per swept name")
 	_ = cmd.RegisterFlagCompletionFunc("scheduler", a.completeSchedulers)
 	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return []string{"active", "done", "pending", "running", "succeeded", "failed", "cancelled", "unknown"}, cobra.ShellCompDirectiveNoFileComp
+		return []string{"active", "done", "queued", "pending", "running", "succeeded", "failed", "cancelled", "unknown"}, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
@@ -236,7 +236,7 @@ func stateFilter(names []string) (func(spec.AppState) bool, error) {
 		default:
 			st, err := spec.ParseAppState(strings.ToUpper(n))
 			if err != nil {
-				return nil, usagef("--state %q: not a state (want active, done, or one of pending, running, succeeded, failed, cancelled, unknown)", truncate(n, 40))
+				return nil, usagef("--state %q: not a state (want active, done, or one of queued, pending, running, succeeded, failed, cancelled, unknown)", truncate(n, 40))
 			}
 			want[st] = true
 		}
