@@ -490,22 +490,27 @@ func (m *Model) applyStatus(d *sched.Description) {
 			}
 		}
 	}
+	// The panes of each replica (a torchrun node's ranks share it), found once: a
+	// scan of every pane for every replica is a million steps a second at 1,024.
+	byReplica := make(map[sched.ReplicaKey][]*pane, len(m.panes))
+	for _, p := range m.panes {
+		key := sched.ReplicaKey{Role: p.role, Replica: p.k}
+		byReplica[key] = append(byReplica[key], p)
+	}
 	for _, role := range d.Status.Roles {
 		for _, r := range role.Replicas {
-			for _, p := range m.panes {
-				if p.role == role.Role && p.k == r.ID {
-					p.st, p.known = r, true
-					// An exit code is that of the replica's latest run, whose number
-					// is its restarts (it is kept while a restart is pending). Runs
-					// the status records are kept too: a retry's divider still
-					// finds its previous exit once they fall out of Attempts.
-					if r.ExitCode != nil {
-						p.exits[r.Restarts] = *r.ExitCode
-					}
-					for _, a := range r.Attempts {
-						if a.ExitCode != nil {
-							p.exits[a.Attempt] = *a.ExitCode
-						}
+			for _, p := range byReplica[sched.ReplicaKey{Role: role.Role, Replica: r.ID}] {
+				p.st, p.known = r, true
+				// An exit code is that of the replica's latest run, whose number is
+				// its restarts (it is kept while a restart is pending). Runs the
+				// status records are kept too: a retry's divider still finds its
+				// previous exit once they fall out of Attempts.
+				if r.ExitCode != nil {
+					p.exits[r.Restarts] = *r.ExitCode
+				}
+				for _, a := range r.Attempts {
+					if a.ExitCode != nil {
+						p.exits[a.Attempt] = *a.ExitCode
 					}
 				}
 			}
