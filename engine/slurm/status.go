@@ -210,6 +210,9 @@ func sacctJob(ctx context.Context, id string) ([]component, error) {
 // last known one, marked as such (see reachable).
 func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
 	d, _, err := s.describe(ctx, appID)
+	if err == nil {
+		s.torchrunCause(ctx, appID, &d.Status, d.App) // ranks.go
+	}
 	return d, err
 }
 
@@ -736,7 +739,14 @@ const (
 // runner would otherwise poll every few milliseconds, which is one scontrol each).
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
 	if st, ok := s.endedStatus(appID); ok {
-		return &st, nil // a follower of its logs just saw it end (an attached run)
+		// A follower of its logs just saw it end (an attached run).
+		if st.State == spec.Failed {
+			if rec, err := s.loadRecord(appID); err == nil && rec != nil {
+				st.Roles = cloneRoles(st.Roles)
+				s.torchrunCause(ctx, appID, &st, rec.App)
+			}
+		}
+		return &st, nil
 	}
 	delay := pollMin
 	for {
@@ -746,6 +756,7 @@ func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, er
 		}
 		if d.Status.State.Terminal() || gone {
 			// A job Slurm has forgotten will not end later: its status says so.
+			s.torchrunCause(ctx, appID, &d.Status, d.App)
 			return &d.Status, nil
 		}
 		t := time.NewTimer(delay)

@@ -277,3 +277,34 @@ func TestSlurmDDPRankLabels(t *testing.T) {
 	})
 	t.Logf("node 0 was group rank 1 in %d of %d runs", swaps, *ddpRuns)
 }
+
+// TestSlurmDDPRootCause: on two Slurm nodes, rank 1 raises (no @record), then in
+// another job is killed by SIGKILL: the app's error names the rank, as on local_cwd,
+// whichever node c10d made group rank 1.
+func TestSlurmDDPRootCause(t *testing.T) {
+	needSlurm(t)
+	h := multinodeHarness(t)
+	for _, c := range []struct {
+		script []string
+		want   string
+	}{
+		{[]string{"3", "--fail_rank", "1", "--fail_step", "3"}, "rank 1: RuntimeError: loss diverged on rank 1 at step 3"},
+		{[]string{"3", "--kill_rank", "1", "--fail_step", "3"}, "rank 1: killed by SIGKILL"},
+	} {
+		repeat(t, c.want, func(t *testing.T, run int) {
+			args := multinodeArgs("2x1", nil, c.script...)
+			args[2] = "slurm"
+			r := execLong(h, args...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+			}
+			if got := lastLine(r.stderr); got != "wick: "+c.want {
+				t.Errorf("the attached run ends with %q, want %q", got, "wick: "+c.want)
+			}
+			st := h.status(handleOf(t, r))
+			if st.State != spec.Failed || st.Msg != c.want || spec.ErrorMessage(st.StructuredError) != c.want {
+				t.Errorf("status %s %q %q, want %q", st.State, st.Msg, spec.ErrorMessage(st.StructuredError), c.want)
+			}
+		})
+	}
+}

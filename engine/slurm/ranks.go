@@ -1,0 +1,106 @@
+package slurm
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// The root cause of a failed torchrun job on Slurm, as the local schedulers and
+// local_docker name it ("rank 3: RuntimeError: ...", "rank 2: killed by SIGKILL"):
+// from each node's stderr file, its workers' tracebacks and torchrun's failure
+// summary (ranks.RootCause). A worker that raised writes its traceback there with or
+// without @record (record re-raises). Slurm does not say in which order a node's
+// workers exited, so two failed workers of one node with unprefixed tracebacks read
+// "rank 2 or 3"; with one worker per node the rank is exact.
+
+// causeTailLines bounds the stderr lines of a node read for its failure: its summary
+// and its workers' tracebacks are at the end.
+const causeTailLines = 4000
+
+// causeTimeout bounds the reading of the nodes' stderr files.
+const causeTimeout = 10 * time.Second
+
+// torchrunCause names the root cause of a failed app whose failed replicas are all
+// torchrun nodes: its message and error become the cause's, and so does the error of
+// the node where it happened.
+func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.AppStatus, app *spec.AppDef) {
+	if st.State != spec.Failed || app == nil {
+		return
+	}
+	torchrun := map[string]spec.Role{}
+	for _, role := range app.Roles {
+		if ranks.RunsTorchrun(append([]string{role.Entrypoint}, role.Args...)) {
+			torchrun[role.Name] = role
+		}
+	}
+	for _, rs := range st.Roles {
+		for _, r := range rs.Replicas {
+			if _, ok := torchrun[rs.Role]; r.State == spec.Failed && !ok {
+				return // another role's failure: its error stands
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, causeTimeout)
+	defer cancel()
+	var best *ranks.Cause
+	var bestRole string
+	for _, rs := range st.Roles {
+		role, ok := torchrun[rs.Role]
+		if !ok {
+			continue
+		}
+		nproc := ranks.NProcPerNode(append([]string{role.Entrypoint}, role.Args...))
+		var nodes []ranks.NodeReport
+		for _, r := range rs.Replicas {
+			n := ranks.NodeReport{Replica: r.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, appID, rs.Role, r.ID)}
+			if r.GroupRank != nil {
+				n.GroupRank = *r.GroupRank
+			}
+			nodes = append(nodes, n)
+		}
+		if c, ok := ranks.RootCause(nodes); ok && (best == nil || c.Time.Before(best.Time)) {
+			best, bestRole = &c, rs.Role
+		}
+	}
+	if best == nil {
+		return
+	}
+	text := best.JSON()
+	st.Msg, st.StructuredError = best.String(), text
+	for i := range st.Roles {
+		if st.Roles[i].Role != bestRole {
+			continue
+		}
+		for k := range st.Roles[i].Replicas {
+			if r := &st.Roles[i].Replicas[k]; r.ID == best.Replica {
+				r.StructuredError = text
+				if r.State == spec.Cancelled {
+					r.State = spec.Failed // it failed first: not a replica srun stopped
+				}
+			}
+		}
+	}
+}
+
+// nodeFailures reads the end of a node's stderr file.
+func (s *Scheduler) nodeFailures(ctx context.Context, appID, role string, k int) *ranks.Failures {
+	f := &ranks.Failures{}
+	it, err := s.Logs(ctx, appID, role, k, sched.LogOptions{Streams: sched.Stderr, Tail: causeTailLines})
+	if err != nil {
+		return f
+	}
+	defer it.Close()
+	for {
+		l, err := it.Next(ctx)
+		if err != nil {
+			break
+		}
+		f.Feed(strings.TrimSuffix(l.Text, "\r"), l.Time)
+	}
+	return f
+}
