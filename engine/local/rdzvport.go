@@ -4,6 +4,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"net"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -111,8 +112,9 @@ func (sv *supervisor) checkRendezvousPorts() error {
 			continue
 		}
 		ep := ranks.Flag(argv, "rdzv_endpoint")
-		p, err := strconv.Atoi(ep[strings.LastIndexByte(ep, ':')+1:])
-		if err != nil || p <= 0 || p > 65535 {
+		k := strings.LastIndexByte(ep, ':')
+		p, err := strconv.Atoi(ep[k+1:])
+		if err != nil || p <= 0 || p > 65535 || k < 0 || !thisHost(ep[:k], r.req.Env) {
 			continue
 		}
 		if !portFree(p) {
@@ -120,4 +122,23 @@ func (sv *supervisor) checkRendezvousPorts() error {
 		}
 	}
 	return nil
+}
+
+// thisHost reports whether the host of a rendezvous endpoint is this machine:
+// localhost, a loopback address, or dist.ddp's ${TORCHX_RANK0_HOST:=localhost} when the
+// replica's environment does not set it elsewhere (the store then runs where the user
+// said, and its port here says nothing).
+func thisHost(host string, env map[string]string) bool {
+	if v, def, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(host, "${"), "}"), ":="); ok && strings.HasPrefix(host, "${") {
+		host = def
+		if set := env[v]; set != "" {
+			host = set
+		}
+	}
+	switch strings.Trim(host, "[]") {
+	case "localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "":
+		return true
+	}
+	name, err := os.Hostname()
+	return err == nil && host == name
 }

@@ -119,3 +119,23 @@ func TestRendezvousPortHeldFailsTheApp(t *testing.T) {
 		t.Error("a replica ran")
 	}
 }
+
+// The endpoint's host decides whether its port is this machine's to check.
+func TestRendezvousThisHost(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		env  map[string]string
+		want bool
+	}{
+		{"localhost", nil, true},
+		{"127.0.0.1", nil, true},
+		{"[::1]", nil, true},
+		{"${TORCHX_RANK0_HOST:=localhost}", nil, true},
+		{"${TORCHX_RANK0_HOST:=localhost}", map[string]string{"TORCHX_RANK0_HOST": "trainer-7.example"}, false},
+		{"gpu-node-3", nil, false},
+	} {
+		if got := thisHost(c.host, c.env); got != c.want {
+			t.Errorf("thisHost(%q, %v) = %v, want %v", c.host, c.env, got, c.want)
+		}
+	}
+}
