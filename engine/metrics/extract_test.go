@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // got renders what a line gave as "step=S local=L name=v ..." for easy comparison.
@@ -88,6 +89,7 @@ func TestExtractConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := NewExtractor(cfg)
+	e.lineBudget, e.meanBudget = time.Hour, time.Hour // however slow the machine
 	for _, c := range []struct{ line, want string }{
 		{"batch 7 loss 2.5 lr 0.1 top-1 acc 71.5%", "step=7 loss=2.5 acc=71.5"},
 		{"step 9 eval loss 3 a+b=12", "eval/loss=3 a+b=12"},
