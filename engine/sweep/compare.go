@@ -2,11 +2,15 @@ package sweep
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Stat is one metric of one run, over every rank: its last value, and its best (the
@@ -28,11 +32,15 @@ type Run struct {
 	Curve map[string][]metrics.Point
 	// Alarm says why the run stands out in the sweep (NaN, far above the median), or "".
 	Alarm string
+	// Names are its metrics in order of first appearance; Headline the one shown
+	// first (the loss).
+	Names    []string
+	Headline string
 }
 
 // RunOf summarizes the metrics a store read of one app.
 func RunOf(handle string, s *metrics.Store) *Run {
-	r := &Run{Handle: handle, Stats: map[string]*Stat{}, Curve: map[string][]metrics.Point{}}
+	r := &Run{Handle: handle, Stats: map[string]*Stat{}, Curve: map[string][]metrics.Point{}, Names: s.Names(), Headline: metrics.Headline(s)}
 	for _, sum := range s.Summaries() {
 		if sum.Setting {
 			continue
@@ -65,11 +73,11 @@ func RunOf(handle string, s *metrics.Store) *Run {
 }
 
 // Names lists the metrics of runs, in order of first appearance (run by run).
-func Names(runs []*Run, order func(*Run) []string) []string {
+func Names(runs []*Run) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range runs {
-		for _, n := range order(r) {
+		for _, n := range r.Names {
 			if !seen[n] {
 				seen[n] = true
 				out = append(out, n)
@@ -184,4 +192,48 @@ func valueAt(pts []metrics.Point, step int64) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// readParallel is how many apps' logs ReadRuns reads at once: the reading is mostly
+// the disk and one core's parsing.
+const readParallel = 4
+
+// ReadRuns reads the metrics of the apps hs whose read is true (those that have run),
+// a few at once, and returns a Run per app, in order. An app not read, or whose logs
+// cannot be read (warn says why), has a Run without metrics.
+func ReadRuns(ctx context.Context, src MetricsReader, hs []spec.Handle, read []bool, cfg metrics.Config, warn func(string)) []*Run {
+	runs := make([]*Run, len(hs))
+	sem := make(chan struct{}, readParallel)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		runs[i] = &Run{Handle: h.String(), Stats: map[string]*Stat{}}
+		if !read[i] {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			d, err := src.Describe(ctx, h)
+			if err != nil || len(d.Status.Roles) == 0 {
+				return // never launched
+			}
+			store := metrics.NewStore(cfg)
+			if _, err := metrics.Read(ctx, src, h, d, time.Time{}, store, metrics.NewNamerOf(d)); err != nil && warn != nil {
+				warn(fmt.Sprintf("metrics of %s: %v", h, err))
+			}
+			runs[i] = RunOf(h.String(), store)
+		})
+	}
+	wg.Wait()
+	return runs
+}
+
+// Headline is the metric a comparison of runs sorts by: the first run's headline.
+func Headline(runs []*Run) string {
+	for _, r := range runs {
+		if r.Headline != "" {
+			return r.Headline
+		}
+	}
+	return ""
 }

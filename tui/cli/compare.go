@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/spec"
@@ -17,17 +15,12 @@ import (
 	"github.com/wick-dev/wick/tui/render"
 )
 
-// compareParallel is how many apps' logs `wick metrics --sweep` reads at once: the
-// reading is mostly the disk and one core's parsing.
-const compareParallel = 4
-
 // compared is one app of `wick metrics --sweep` or `wick metrics H1 H2 ...`.
 type compared struct {
 	handle spec.Handle
 	ref    *spec.SweepRef
 	state  spec.AppState
 	run    *sweep.Run
-	store  *metrics.Store
 }
 
 // isCompare says whether `wick metrics` compares apps: --sweep, or several handles.
@@ -59,29 +52,21 @@ func (a *app) runCompare(argv []string, sweepID, sortBy string, f metricsFlags) 
 	if err != nil {
 		return err
 	}
-	a.readCompared(apps, cfg)
-	runs := make([]*sweep.Run, len(apps))
+	hs := make([]spec.Handle, len(apps))
+	read := make([]bool, len(apps))
 	for i, c := range apps {
-		runs[i] = c.run
+		hs[i], read[i] = c.handle, c.state != spec.Queued
 	}
-	metricNames := sweep.Names(runs, func(r *sweep.Run) []string {
-		for _, c := range apps {
-			if c.run == r && c.store != nil {
-				return c.store.Names()
-			}
-		}
-		return nil
-	})
+	runs := sweep.ReadRuns(a.ctx, a.runner(), hs, read, cfg, a.warn)
+	for i, c := range apps {
+		c.run = runs[i]
+	}
+	metricNames := sweep.Names(runs)
 	if len(f.only) > 0 {
 		metricNames = slices.DeleteFunc(metricNames, func(n string) bool { return !slices.Contains(cfg.Only, n) })
 	}
 	if sortBy == "" {
-		for _, c := range apps {
-			if c.store != nil && len(c.store.Names()) > 0 {
-				sortBy = metrics.Headline(c.store)
-				break
-			}
-		}
+		sortBy = sweep.Headline(runs)
 	} else if !slices.Contains(metricNames, sortBy) {
 		return usagef("--sort %s: no app has that metric (%s)", truncate(sortBy, 40), orNone(metricNames))
 	}
@@ -170,94 +155,15 @@ func (a *app) comparedApps(argv []string, sweepID string) ([]*compared, []string
 	return apps, names, nil
 }
 
-// readCompared reads the metrics of every app that has run, a few at once. An app
-// whose logs cannot be read is compared without metrics.
-func (a *app) readCompared(apps []*compared, cfg metrics.Config) {
-	r := a.runner()
-	sem := make(chan struct{}, compareParallel)
-	var wg sync.WaitGroup
-	for _, c := range apps {
-		c.run = &sweep.Run{Handle: c.handle.String(), Stats: map[string]*sweep.Stat{}}
-		if c.state == spec.Queued {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			d, err := r.Describe(a.ctx, c.handle)
-			if err != nil || len(d.Status.Roles) == 0 {
-				return // never launched
-			}
-			store := metrics.NewStore(cfg)
-			if _, err := metrics.Read(a.ctx, r, c.handle, d, time.Time{}, store, metrics.NewNamerOf(d)); err != nil {
-				a.warn(fmt.Sprintf("metrics of %s: %v", c.handle, err))
-			}
-			c.store = store
-			c.run = sweep.RunOf(c.handle.String(), store)
-		})
-	}
-	wg.Wait()
-}
-
-// compareColumns are the columns of each metric in the table.
-func compareColumns(m string) []string {
-	return []string{"LAST " + strings.ToUpper(render.Escape(m)), "BEST", "@STEP"}
-}
-
-func statCells(st *sweep.Stat) []string {
-	if st == nil {
-		return []string{"-", "-", "-"}
-	}
-	step := "-"
-	if st.Best.Step >= 0 && !math.IsNaN(st.Best.Value) {
-		step = strconv.FormatInt(st.Best.Step, 10)
-	}
-	best := "-"
-	if !math.IsNaN(st.Best.Value) {
-		best = fmtValue(st.Best.Value)
-	}
-	return []string{fmtValue(st.Last.Value), best, step}
-}
-
 func (a *app) writeCompareTable(w io.Writer, apps []*compared, names, metricNames []string, sortBy string) error {
-	st := a.out()
-	heads := append([]string{"APP"}, upperAll(names)...)
-	heads = append(heads, "STATE")
-	for _, m := range metricNames {
-		heads = append(heads, compareColumns(m)...)
-	}
-	heads = append(heads, "ALARM")
-	rows := make([][]string, len(apps))
+	rows := make([]render.CompareRow, len(apps))
 	for i, c := range apps {
-		row := []string{render.Escape(c.handle.AppID)}
-		for _, n := range names {
-			v := "-"
-			if c.ref != nil {
-				if x, ok := c.ref.Values[n]; ok {
-					v = render.Escape(x)
-				}
-			}
-			row = append(row, v)
+		rows[i] = render.CompareRow{AppID: c.handle.AppID, State: c.state, Run: c.run}
+		if c.ref != nil {
+			rows[i].Values = c.ref.Values
 		}
-		row = append(row, st.State(c.state, c.state.String()))
-		for _, m := range metricNames {
-			row = append(row, statCells(c.run.Stats[m])...)
-		}
-		alarm := ""
-		if c.run.Alarm != "" {
-			alarm = st.Error("! " + render.Escape(c.run.Alarm))
-		}
-		rows[i] = append(row, alarm)
 	}
-	if sortBy != "" {
-		what := "lowest"
-		if !metrics.LowerIsBetter(sortBy) {
-			what = "highest"
-		}
-		fmt.Fprintf(w, "%s · sorted by the %s best %s\n", spec.Count(len(apps), "app"), what, render.Escape(sortBy))
-	}
-	_, err := io.WriteString(w, render.Table(heads, rows, st))
-	return err
+	return render.Compare(w, rows, names, metricNames, sortBy, a.out())
 }
 
 func writeCompareCSV(w io.Writer, apps []*compared, names, metricNames []string) error {
