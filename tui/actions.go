@@ -3,6 +3,7 @@ package tui
 import (
 	"github.com/wick-dev/wick/tui/apps"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/compare"
 	"github.com/wick-dev/wick/tui/describe"
 	"github.com/wick-dev/wick/tui/form"
 	"github.com/wick-dev/wick/tui/launch"
@@ -35,6 +36,7 @@ func newActions() *common.Registry {
 		launch.Actions(),
 		apps.Actions(),
 		describe.Actions(),
+		compare.Actions(),
 		wall.Actions(),
 		rootActions(),
 	)
@@ -52,7 +54,7 @@ func rootActions() []common.Action {
 		common.NewAction(common.ActUp, "up", []string{"up", "ctrl+p", "shift+tab"}, false, kindPalette),
 		common.NewAction(common.ActDown, "down", []string{"down", "ctrl+n", "tab"}, false, kindPalette),
 		common.NewAction(common.ActNew, "new", []string{"n"}, true, apps.Kind, describe.Kind, preview.Kind, launch.Kind),
-		common.NewAction(common.ActHome, "app list", []string{"a"}, false, describe.Kind, wall.Kind, preview.Kind, launch.Kind),
+		common.NewAction(common.ActHome, "app list", []string{"a"}, false, describe.Kind, compare.Kind, wall.Kind, preview.Kind, launch.Kind),
 		common.NewAction(common.ActBack, "back", []string{"esc"}, true),
 		common.NewAction(common.ActHelp, "help", []string{"?", "f1"}, true),
 		common.NewAction(common.ActPalette, "command palette", []string{":"}, false),

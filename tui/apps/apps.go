@@ -45,6 +45,7 @@ func Actions() []common.Action {
 		// Before Moves: space marks here rather than paging down.
 		common.NewAction(ActMark, "mark / unmark (x, D act on all marked; esc unmarks)", []string{"space"}, false, Kind),
 		common.NewAction(ActFold, "fold / unfold a sweep's apps under its row (enter too)", []string{"z"}, false, Kind),
+		common.NewAction(ActCompare, "compare the apps of a sweep: values, last and best metrics", []string{"c"}, false, Kind),
 		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
 		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
 		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
@@ -478,6 +479,11 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		m.cur.Do(string(common.ActDown), len(m.rows), m.rowsHeight())
 		return nil, true
 	case ActFold:
+		return common.Notify("not an app of a sweep"), true
+	case ActCompare:
+		if a.Sweep != nil {
+			return m.compareSweep(a.Sweep.ID), true
+		}
 		return common.Notify("not an app of a sweep"), true
 	}
 	if a.State == spec.Queued && action == appops.ActLogs {

@@ -10,11 +10,16 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/compare"
 	"github.com/wick-dev/wick/tui/render"
 )
 
-// ActFold folds or unfolds the sweep of the selected row.
-const ActFold = "fold"
+// ActFold folds or unfolds the sweep of the selected row; ActCompare opens the
+// comparison of its apps.
+const (
+	ActFold    = "fold"
+	ActCompare = "compare"
+)
 
 // group is the row of a sweep: it stands for the sweep's apps the list shows, which
 // follow it when it is unfolded.
@@ -178,6 +183,8 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 	case ActDescribe, ActFold:
 		m.toggleFold(g)
 		return nil, true
+	case ActCompare:
+		return m.compareSweep(g.id), true
 	case appops.ActCancel, appops.ActDelete:
 		del := action == appops.ActDelete
 		do, skipped := m.groupApps(g, func(a *spec.AppStatus) bool { return a.State.Terminal() == del })
@@ -188,4 +195,24 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return common.Notify("a sweep's row: z unfolds its apps"), true
 	}
 	return nil, false
+}
+
+// compareSweep opens the comparison of the apps of sweep id the list holds, in
+// their sweep's order of names.
+func (m *Model) compareSweep(id string) tea.Cmd {
+	var apps []compare.App
+	var names []string
+	for i := range m.apps {
+		a := &m.apps[i]
+		if a.Sweep == nil || a.Sweep.ID != id {
+			continue
+		}
+		h, err := spec.ParseHandle(a.Handle)
+		if err != nil {
+			continue
+		}
+		names = a.Sweep.Names
+		apps = append(apps, compare.App{Handle: h, Values: a.Sweep.Values, State: a.State})
+	}
+	return common.Push(compare.New(m.Ctx, id, names, apps))
 }
