@@ -9,6 +9,7 @@ import (
 	"github.com/wick-dev/wick/tui/launch"
 	"github.com/wick-dev/wick/tui/picker"
 	"github.com/wick-dev/wick/tui/preview"
+	"github.com/wick-dev/wick/tui/sweepchart"
 	"github.com/wick-dev/wick/tui/wall"
 )
 
@@ -38,6 +39,7 @@ func newActions() *common.Registry {
 		describe.Actions(),
 		compare.Actions(),
 		wall.Actions(),
+		sweepchart.Actions(),
 		rootActions(),
 	)
 }

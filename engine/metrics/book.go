@@ -268,6 +268,15 @@ func NewBook(src Lines, cfg Config, dir string) *Book {
 	return b
 }
 
+// Config is the extraction the Book reads with (DefaultConfig for a nil Book): what a
+// view that reads the same apps' metrics reads with.
+func (b *Book) Config() Config {
+	if b == nil {
+		return DefaultConfig()
+	}
+	return b.cfg
+}
+
 // Known returns what the Book knows of a finished app without reading anything; ok is
 // false when the app was not read to its end yet.
 func (b *Book) Known(h spec.Handle) (Found, bool) {

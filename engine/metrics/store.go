@@ -632,8 +632,10 @@ func (s *Store) IsSetting(name string) bool {
 
 // Headline is the metric a chart or a summary shows first: the training loss (loss, or
 // a name ending in loss without a context, or train/loss), else the first metric.
-func Headline(s *Store) string {
-	names := s.Names()
+func Headline(s *Store) string { return HeadlineOf(s.Names()) }
+
+// HeadlineOf is Headline over a list of metric names (several stores', say).
+func HeadlineOf(names []string) string {
 	if slices.Contains(names, "loss") {
 		return "loss"
 	}

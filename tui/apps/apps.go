@@ -16,6 +16,7 @@ import (
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/describe"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/sweepchart"
 	"github.com/wick-dev/wick/tui/widget"
 )
 
@@ -46,6 +47,7 @@ func Actions() []common.Action {
 		common.NewAction(ActMark, "mark / unmark (x, D act on all marked; esc unmarks)", []string{"space"}, false, Kind),
 		common.NewAction(ActFold, "fold / unfold a sweep's apps under its row (enter too)", []string{"z"}, false, Kind),
 		common.NewAction(ActCompare, "compare the apps of a sweep: values, last and best metrics", []string{"c"}, false, Kind),
+		common.NewAction(ActChart, "chart of a sweep's apps, one curve each (t: table)", []string{"p"}, false, Kind),
 		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
 		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
 		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
@@ -462,7 +464,7 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	a := m.selected()
 	if a == nil {
 		switch action {
-		case ActDescribe, ActMark, appops.ActLogs, appops.ActCancel, appops.ActDelete, appops.ActRelaunch, appops.ActEdit:
+		case ActDescribe, ActMark, ActChart, appops.ActLogs, appops.ActCancel, appops.ActDelete, appops.ActRelaunch, appops.ActEdit:
 			return common.Notify("no app selected"), true
 		}
 		return nil, false
@@ -485,6 +487,11 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 			return m.compareSweep(a.Sweep.ID), true
 		}
 		return common.Notify("not an app of a sweep"), true
+	case ActChart:
+		if a.Sweep != nil {
+			return common.Push(sweepchart.New(m.Ctx, a.Sweep.ID)), true
+		}
+		return common.Notify("p charts a sweep's apps; an app's ranks are charted in its logs (l, then p)"), true
 	}
 	if a.State == spec.Queued && action == appops.ActLogs {
 		return common.Notify(h.AppID + " is queued in its sweep: no logs until it starts"), true

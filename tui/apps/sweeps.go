@@ -12,13 +12,15 @@ import (
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/compare"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/sweepchart"
 )
 
 // ActFold folds or unfolds the sweep of the selected row; ActCompare opens the
-// comparison of its apps.
+// comparison of its apps, ActChart the chart of their curves (p, the wall's chart key).
 const (
 	ActFold    = "fold"
 	ActCompare = "compare"
+	ActChart   = "sweep-chart"
 )
 
 // group is the row of a sweep: it stands for the sweep's apps the list shows, which
@@ -185,6 +187,8 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return nil, true
 	case ActCompare:
 		return m.compareSweep(g.id), true
+	case ActChart:
+		return common.Push(sweepchart.New(m.Ctx, g.id)), true
 	case appops.ActCancel, appops.ActDelete:
 		del := action == appops.ActDelete
 		do, skipped := m.groupApps(g, func(a *spec.AppStatus) bool { return a.State.Terminal() == del })

@@ -38,12 +38,24 @@ func (p *Panel) Chosen(st *metrics.Store) string {
 }
 
 // NextMetric moves to the next (dir 1) or previous (dir -1) metric of the store.
-func (p *Panel) NextMetric(st *metrics.Store, dir int) {
-	names := st.Names()
+func (p *Panel) NextMetric(st *metrics.Store, dir int) { p.next(st.Names(), p.Chosen(st), dir) }
+
+// ChosenOf is Chosen over the metric names of several stores (a sweep's apps).
+func (p *Panel) ChosenOf(names []string) string {
+	if p.Metric != "" && slices.Contains(names, p.Metric) {
+		return p.Metric
+	}
+	return metrics.HeadlineOf(names)
+}
+
+// NextOf is NextMetric over the metric names of several stores.
+func (p *Panel) NextOf(names []string, dir int) { p.next(names, p.ChosenOf(names), dir) }
+
+func (p *Panel) next(names []string, cur string, dir int) {
 	if len(names) == 0 {
 		return
 	}
-	i := slices.Index(names, p.Chosen(st))
+	i := slices.Index(names, cur)
 	p.Metric = names[((i+dir)%len(names)+len(names))%len(names)]
 }
 
@@ -82,20 +94,7 @@ func (p *Panel) View(st *metrics.Store, w, h int, sty Styles) string {
 	if name == "" {
 		return fit(dim("no metrics in these logs yet: lines like \"step 20 loss 2.84\", \"loss=2.84\" or {\"loss\": 2.84} are drawn here"), w, h)
 	}
-	head := []string{name}
-	if p.Log {
-		head = append(head, "log scale")
-	}
-	if s := p.Smooth(); s > 0 {
-		head = append(head, "smoothed "+strconv.FormatFloat(s, 'g', -1, 64))
-	}
-	if n := p.LastN(); n > 0 {
-		head = append(head, "last "+strconv.FormatInt(n, 10)+" steps")
-	}
-	if others := len(st.Names()) - 1; others > 0 {
-		head = append(head, fmt.Sprintf("%d more %s (M)", others, map[bool]string{true: "metric", false: "metrics"}[others == 1]))
-	}
-	line := strings.Join(head, " · ")
+	line := p.Header(name, len(st.Names())-1)
 	if n := len(st.Alarms()); n > 0 && sty.Warn != nil {
 		line += "  " + sty.Warn(fmt.Sprintf("⚠ %d alarms", n))
 	}
@@ -108,11 +107,35 @@ func (p *Panel) View(st *metrics.Store, w, h int, sty Styles) string {
 		}
 		series[i] = Series{Label: label, Points: s.Points()}
 	}
-	o := Options{Width: w, Height: h - 1, Log: p.Log, Smooth: p.Smooth(), LastN: p.LastN(), Dim: sty.Dim}
+	o := p.Options(w, h-1, sty.Dim)
 	if sty.Rank != nil {
 		o.Style = func(i int, s string) string { return sty.Rank(sers[i].Rank, s) }
 	}
 	return fit(line, w, 1) + "\n" + Render(series, o)
+}
+
+// Header is the line above the chart of metric name: the metric, the panel's options
+// in use, and how many other metrics M goes to.
+func (p *Panel) Header(name string, others int) string {
+	head := []string{name}
+	if p.Log {
+		head = append(head, "log scale")
+	}
+	if s := p.Smooth(); s > 0 {
+		head = append(head, "smoothed "+strconv.FormatFloat(s, 'g', -1, 64))
+	}
+	if n := p.LastN(); n > 0 {
+		head = append(head, "last "+strconv.FormatInt(n, 10)+" steps")
+	}
+	if others > 0 {
+		head = append(head, fmt.Sprintf("%d more %s (M)", others, map[bool]string{true: "metric", false: "metrics"}[others == 1]))
+	}
+	return strings.Join(head, " · ")
+}
+
+// Options are the chart options of the panel's settings, for a chart of w x h.
+func (p *Panel) Options(w, h int, dim func(string) string) Options {
+	return Options{Width: w, Height: h, Log: p.Log, Smooth: p.Smooth(), LastN: p.LastN(), Dim: dim}
 }
 
 // Badge is a pane title's metric: "loss ▇▅▃▂▁ 0.412", with "⚠" when alarm is set, in at
