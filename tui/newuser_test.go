@@ -128,7 +128,7 @@ func TestHelpOverlayScrollsAndKeepsDescriptions(t *testing.T) {
 	d.contains("This view (apps)", "sort by next column", "scroll (1-")
 	d.lacks("command palette") // below the fold
 	d.keys("G")
-	d.contains("command palette", "of 32)")
+	d.contains("command palette", "of 33)")
 	d.lacks("This view (apps)")
 	d.keys("q") // not a moving key: closes
 	d.lacks("command palette")

@@ -60,6 +60,19 @@ func TestSweepRowFolds(t *testing.T) {
 	if !isConfirm || !strings.HasPrefix(confirm.Prompt, "Cancel 2 sweep apps? (1 already ended: skipped)") {
 		t.Errorf("x on the sweep's row: %#v", confirm)
 	}
+	// p on the sweep's row (or on one of its apps) opens the chart of the sweep.
+	for _, key := range []string{groupKey("sweep-abcd1234"), c.Handle} {
+		m.selectHandle(key)
+		cmd, _ = m.Do(ActChart)
+		if push, ok := cmd().(common.PushMsg); !ok || push.View.Title() != "chart sweep-abcd1234" {
+			t.Errorf("p on %s: %#v, want the sweep's chart pushed", key, cmd())
+		}
+	}
+	m.selectHandle(other.Handle)
+	if cmd, _ := m.Do(ActChart); cmd == nil || !strings.Contains(noticeText(cmd()), "p charts a sweep's apps") {
+		t.Error("p on an app of no sweep does not say what p is for")
+	}
+	m.selectHandle(groupKey("sweep-abcd1234"))
 	m.Do(ActDescribe) // enter folds it again
 	if s := screen(m); strings.Contains(s, a.Handle) {
 		t.Errorf("enter did not fold the sweep:\n%s", s)

@@ -52,8 +52,16 @@ func (rd *reader) read(ctx context.Context, b common.Backend, id string) snapsho
 			apps = append(apps, a)
 		}
 	}
-	// The grid's order: the apps are created in it, one after the other.
+	// The grid's order, the queued apps last: the queue launches the apps in its
+	// order, one after the other.
 	slices.SortStableFunc(apps, func(a, b spec.AppStatus) int {
+		qa, qb := a.State == spec.Queued, b.State == spec.Queued
+		if qa != qb {
+			if qa {
+				return 1
+			}
+			return -1
+		}
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Handle, b.Handle))
 	})
 	sem := make(chan struct{}, readParallel)

@@ -284,10 +284,15 @@ type Series struct {
 	Alarm bool
 }
 
+// rows2series are the curves of the apps that have values of metric (the legend has
+// no room for the others: the table lists them).
 func rows2series(rows []row, metric string) []Series {
-	out := make([]Series, len(rows))
-	for i, r := range rows {
-		out[i] = Series{Label: r.label, Points: r.run.Curve[metric], Alarm: r.run.Alarm != ""}
+	out := make([]Series, 0, len(rows))
+	for _, r := range rows {
+		if len(r.run.Curve[metric]) == 0 && r.run.Alarm == "" {
+			continue
+		}
+		out = append(out, Series{Label: r.label, Points: r.run.Curve[metric], Alarm: r.run.Alarm != ""})
 	}
 	return out
 }
