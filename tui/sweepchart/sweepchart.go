@@ -9,7 +9,6 @@ package sweepchart
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +74,7 @@ type Model struct {
 
 	panel chart.Panel
 	table bool
-	cur   widget.Cursor
+	pager widget.Pager // the table's lines, when shown
 }
 
 type readMsg struct {
@@ -131,7 +130,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 	case tea.MouseWheelMsg:
 		if m.table {
-			m.cur.Wheel(widget.WheelDelta(msg), len(m.snap.apps), m.rowsHeight())
+			m.pager.Scroll(widget.WheelDelta(msg), m.rowsHeight())
 		}
 	}
 	return nil
@@ -139,7 +138,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 
 // Do runs the chart's actions.
 func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
-	if m.table && m.cur.Do(string(action), len(m.snap.apps), m.rowsHeight()) {
+	if m.table && m.pager.Do(string(action), m.rowsHeight()) {
 		return nil, true
 	}
 	switch action {
@@ -206,10 +205,11 @@ func (m *Model) rows(metric string) []row {
 	return sorted
 }
 
-// headerLines are the lines above the chart or the table's rows.
+// headerLines are the lines above the chart or the table: the sweep's line and the
+// metric's.
 const headerLines = 2
 
-func (m *Model) rowsHeight() int { return max(1, m.Ctx.Height-headerLines-1) }
+func (m *Model) rowsHeight() int { return max(1, m.Ctx.Height-headerLines-len(m.snap.errs)) }
 
 // View draws the summary line, then the chart or the table.
 func (m *Model) View() string {
@@ -247,7 +247,8 @@ func (m *Model) View() string {
 	}
 	b.WriteString(fit(head, w) + "\n")
 	if m.table {
-		m.writeTable(&b, rows, name, w)
+		m.pager.SetLines(m.tableLines(rows, name))
+		b.WriteString(m.pager.View(w, m.rowsHeight()))
 		return b.String()
 	}
 	b.WriteString(Draw(rows2series(rows, name), m.panel.Options(w, h-headerLines, func(s string) string { return t.Muted.Render(s) }), func(i int, s string) string {
@@ -313,87 +314,30 @@ func Draw(series []Series, o chart.Options, style func(i int, s string) string) 
 	return chart.Render(cs, o)
 }
 
-// writeTable writes the table of the apps: the swept values, the state, the metric's
-// last value, best value and the step of the best, and the alarm; sorted by the best.
-func (m *Model) writeTable(b *strings.Builder, rows []row, metric string, w int) {
-	t := m.Ctx.Theme
+// tableLines are the table of the apps, as `wick metrics --sweep -m METRIC` prints it
+// (render.Compare): a title saying the order, then one row per app with its swept
+// values, its state, the metric's last value, best value and the step of the best,
+// and why it stands out; sorted by the best.
+func (m *Model) tableLines(rows []row, metric string) []string {
 	var names []string
 	for _, a := range m.snap.apps {
 		if a.Sweep != nil && len(a.Sweep.Names) > len(names) {
 			names = a.Sweep.Names
 		}
 	}
-	heads := []string{"APP"}
-	for _, n := range names {
-		heads = append(heads, strings.ToUpper(render.Escape(n)))
-	}
-	heads = append(heads, "STATE", "LAST "+strings.ToUpper(render.Escape(metric)), "BEST", "@STEP", "ALARM")
-	cells := make([][]string, len(rows))
-	for i, r := range rows {
-		c := []string{appID(r.app.Handle)}
-		for _, n := range names {
-			v := "-"
-			if r.app.Sweep != nil {
-				if x, ok := r.app.Sweep.Values[n]; ok {
-					v = render.Escape(x)
-				}
-			}
-			c = append(c, v)
-		}
-		c = append(c, r.app.State.String())
-		c = append(c, statCells(r.run.Stats[metric])...)
-		alarm := ""
-		if r.run.Alarm != "" {
-			alarm = "! " + render.Escape(r.run.Alarm)
-		}
-		cells[i] = append(c, alarm)
-	}
-	var tb widget.Table
-	tb.Headers = heads
-	tb.Shrink, tb.ShrinkMin = []int{0, len(heads) - 1}, 8
-	tb.SetRows(cells)
-	widths := tb.Widths(w - 2)
-	b.WriteString("  " + tb.Header(widths, widget.Renderer(t.TableHead)))
-	height := m.rowsHeight()
-	m.cur.Clamp(len(rows), height)
-	for i := m.cur.Offset; i < min(len(rows), m.cur.Offset+height); i++ {
-		b.WriteByte('\n')
-		if i == m.cur.Index {
-			b.WriteString(t.Selected.Render(widget.PadRight("▸ "+tb.Line(i, widths), w)))
-			continue
-		}
-		c := append([]string(nil), cells[i]...)
-		c[len(names)+1] = t.State(rows[i].app.State, c[len(names)+1])
-		if rows[i].run.Alarm != "" {
-			c[len(c)-1] = t.Error(c[len(c)-1])
-		}
-		b.WriteString("  " + tb.Cells(c, widths))
-	}
-}
-
-// statCells are a metric's last value, best value and the step of the best ("-" for
-// what there is none of).
-func statCells(st *sweep.Stat) []string {
-	if st == nil {
-		return []string{"-", "-", "-"}
-	}
-	best, step := "-", "-"
-	if !math.IsNaN(st.Best.Value) {
-		best = value(st.Best.Value)
-		if st.Best.Step >= 0 {
-			step = strconv.FormatInt(st.Best.Step, 10)
+	cr := make([]render.CompareRow, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		cr[i] = render.CompareRow{AppID: appID(r.app.Handle), State: r.app.State, Run: &r.run}
+		if r.app.Sweep != nil {
+			cr[i].Values = r.app.Sweep.Values
 		}
 	}
-	return []string{value(st.Last.Value), best, step}
-}
-
-// value writes a value as `wick metrics` does: six significant digits.
-func value(v float64) string {
-	s := strconv.FormatFloat(v, 'g', 6, 64)
-	if t := metrics.FormatValue(v); len(t) <= len(s) {
-		return t
+	var b strings.Builder
+	if err := render.Compare(&b, cr, names, []string{metric}, metric, m.Ctx.Theme); err != nil {
+		b.WriteString(m.Ctx.Theme.Error(err.Error()))
 	}
-	return s
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 }
 
 // appID is the app id of a handle (the handle itself if it does not parse).
