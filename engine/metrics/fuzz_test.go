@@ -29,6 +29,8 @@ func FuzzExtract(f *testing.F) {
 		"1|5|Loss: 2.345:  10%|█| 5/50", "{'loss': '2.753', 'lr': '-nan', 'x': '+Inf'}",
 		strings.Repeat("\rEpoch 0:  10%|█| 20/200 [00:01<00:09, 19.97it/s, loss=2.9]", 400),
 		"accuracy: 9800/10000 (98%) lm loss: 1.06E+01 | grad norm: 2.3 |",
+		"Train: 2147483647 [ 9999999999999999/9999999999999999]  Loss: 1", "Epoch(train) [1][ 50/500]  loss: 2",
+		" *   Acc@1 76.130 Acc@5 92.862",
 	} {
 		f.Add(s)
 	}
@@ -47,6 +49,9 @@ func FuzzExtract(f *testing.F) {
 		}
 		if p.HasStep && p.Step < 0 && p.Step != NoStep {
 			t.Fatalf("step %d", p.Step)
+		}
+		if p.EpochSteps < 0 || p.EpochSteps >= maxEpochCount || p.Epoch >= maxEpochCount {
+			t.Fatalf("epoch %d of %d steps", p.Epoch, p.EpochSteps)
 		}
 		for _, s := range p.Samples {
 			if s.Name == "" || len(s.Name) > MaxNameLen+17 || !utf8.ValidString(s.Name) && utf8.ValidString(text) {
@@ -79,6 +84,9 @@ func FuzzExtract(f *testing.F) {
 				for _, pt := range ser.Points() {
 					if finite && (math.IsInf(pt.Value, 0) || math.IsNaN(pt.Value)) {
 						t.Fatalf("%s: point %v from finite values", name, pt.Value)
+					}
+					if pt.Step < -1 {
+						t.Fatalf("%s: step %d (a step counted over epochs overflowed?)", name, pt.Step)
 					}
 				}
 			}
