@@ -16,7 +16,6 @@ import (
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/describe"
 	"github.com/wick-dev/wick/tui/render"
-	"github.com/wick-dev/wick/tui/sweepchart"
 	"github.com/wick-dev/wick/tui/widget"
 )
 
@@ -480,18 +479,8 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		m.toggleMark(a.Handle)
 		m.cur.Do(string(common.ActDown), len(m.rows), m.rowsHeight())
 		return nil, true
-	case ActFold:
-		return common.Notify("not an app of a sweep"), true
-	case ActCompare:
-		if a.Sweep != nil {
-			return m.compareSweep(a.Sweep.ID), true
-		}
-		return common.Notify("not an app of a sweep"), true
-	case ActChart:
-		if a.Sweep != nil {
-			return common.Push(sweepchart.New(m.Ctx, a.Sweep.ID)), true
-		}
-		return common.Notify("p charts a sweep's apps; an app's ranks are charted in its logs (l, then p)"), true
+	case ActFold, ActCompare, ActChart:
+		return m.doSweepOf(a, action), true
 	}
 	if a.State == spec.Queued && action == appops.ActLogs {
 		return common.Notify(h.AppID + " is queued in its sweep: no logs until it starts"), true

@@ -220,3 +220,17 @@ func (m *Model) compareSweep(id string) tea.Cmd {
 	}
 	return common.Push(compare.New(m.Ctx, id, names, apps))
 }
+
+// doSweepOf runs a sweep's action (z, c, p) on the row of one app: c and p on an app
+// of a sweep act on its sweep.
+func (m *Model) doSweepOf(a *spec.AppStatus, action common.ActionName) tea.Cmd {
+	switch {
+	case a.Sweep != nil && action == ActCompare:
+		return m.compareSweep(a.Sweep.ID)
+	case a.Sweep != nil && action == ActChart:
+		return common.Push(sweepchart.New(m.Ctx, a.Sweep.ID))
+	case action == ActChart:
+		return common.Notify("p charts a sweep's apps; an app's ranks are charted in its logs (l, then p)")
+	}
+	return common.Notify("not an app of a sweep")
+}
