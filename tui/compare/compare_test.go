@@ -55,4 +55,12 @@ func TestCompareSortsByBestLossAndMarksOutliers(t *testing.T) {
 		t.Errorf("rows in order %v:\n%s", order, screen)
 	}
 	d.Contains("! loss 9 at step 3: 7.8x the sweep's median 1.15", "! loss NaN at step 1")
+
+	// p: every app's curve of the loss, one legend entry (its values) per app.
+	d.Keys("p")
+	d.Contains("loss · 5 apps", "● v=1 1", "● v=1.1 1.1", "● v=9 9", "step")
+	d.Keys("L")
+	d.Contains("log scale")
+	d.Keys("p")
+	d.Contains("LAST LOSS")
 }
