@@ -129,7 +129,7 @@ func newScheduler(name string, dir bool, cfg sched.Config) (*Scheduler, error) {
 	if cfg.Session == "" {
 		cfg.Session = spec.DefaultSession
 	}
-	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher(), logCache: &logCache{}, chimes: &chimes{m: map[string]*logs.Chime{}}}, nil
+	return &Scheduler{name: name, dir: dir, cfg: cfg, watcher: logs.NewWatcher(), logCache: &logCache{}, chimes: &chimes{m: map[string]*chimeEntry{}}}, nil
 }
 
 // Name returns "local_cwd" or "local_dir".

@@ -424,9 +424,6 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 				return nil, err
 			}
 		}
-		if l.Request.replicas() > chimeReplicas {
-			chime = nil
-		}
 	}
 	its := make([]sched.LogIterator, 0, len(refs))
 	fail := func(err error) ([]sched.LogIterator, error) {

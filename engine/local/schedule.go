@@ -282,8 +282,14 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 	msg := string(bytes.TrimSpace(res.msg))
 	switch {
 	case msg == "ok":
-		keep = true
-		s.addChime(st.AppID, pr)
+		n := 0
+		for _, r := range st.Roles {
+			n += len(r.Replicas)
+		}
+		if n <= chimeReplicas {
+			keep = true
+			s.addChime(st.AppID, pr)
+		}
 		return nil
 	case strings.HasPrefix(msg, "error: "):
 		return failed(errors.New(strings.TrimPrefix(msg, "error: ")))
