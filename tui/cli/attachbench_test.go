@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,27 +20,32 @@ type pairedRun struct {
 
 // paired runs the commands once each per iteration, in an order rotating from one
 // iteration to the next, so that a busy machine weighs on each alike, and reports each
-// one's mean as NAME-ms/op, with the load. It returns the sums, by command.
+// one's median as NAME-ms/op, with the load. It returns the medians, by command: a
+// shared machine (or a shared Slurm controller) stalls a run now and then, by
+// seconds, and a mean would be that stall's.
 func paired(b *testing.B, runs ...pairedRun) []time.Duration {
 	b.Helper()
 	for _, r := range runs { // warm the page cache and the state directory
 		r.run(b)
 	}
-	sum := make([]time.Duration, len(runs))
+	times := make([][]time.Duration, len(runs))
 	n := 0
 	b.ResetTimer()
 	for b.Loop() {
 		for i := range runs {
 			k := (i + n) % len(runs)
-			sum[k] += runs[k].run(b)
+			times[k] = append(times[k], runs[k].run(b))
 		}
 		n++
 	}
+	med := make([]time.Duration, len(runs))
 	for i, r := range runs {
-		b.ReportMetric(float64(sum[i].Microseconds())/1000/float64(n), r.name+"-ms/op")
+		slices.Sort(times[i])
+		med[i] = times[i][len(times[i])/2]
+		b.ReportMetric(float64(med[i].Microseconds())/1000, r.name+"-ms/op")
 	}
 	b.ReportMetric(testkit.Load(), "load")
-	return sum
+	return med
 }
 
 // timed returns a pairedRun of a command run in dir with env, its output discarded.
