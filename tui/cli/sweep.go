@@ -825,6 +825,17 @@ compares them. These verbs act on its queue.`,
 			return nil
 		},
 	})
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the sweeps, newest first: their apps by state and their queue",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.listSweeps(asJSON)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.AddCommand(list)
 	var to int
 	move := &cobra.Command{
 		Use:   "move HANDLE --to N",
@@ -879,4 +890,59 @@ func (a *app) buildApp(c *sweepCall, comp *components.Component, args []string) 
 		return nil, &runner.ComponentError{Component: comp, Err: err}
 	}
 	return app, nil
+}
+
+// listSweeps prints one row per sweep: its id, component and scheduler, how many of
+// its apps are in each state, and whether its queue runs.
+func (a *app) listSweeps(asJSON bool) error {
+	store := a.runner().Sweeps()
+	all, err := store.All()
+	if err != nil {
+		return err
+	}
+	apps, _ := a.runner().List(a.ctx, "")
+	counts := map[string]map[spec.AppState]int{}
+	for _, st := range apps {
+		if st.Sweep == nil {
+			continue
+		}
+		if counts[st.Sweep.ID] == nil {
+			counts[st.Sweep.ID] = map[spec.AppState]int{}
+		}
+		counts[st.Sweep.ID][st.State]++
+	}
+	order := []spec.AppState{spec.Queued, spec.Pending, spec.Running, spec.Succeeded, spec.Failed, spec.Cancelled, spec.UnknownState}
+	if asJSON {
+		out := make([]map[string]any, 0, len(all))
+		for _, sw := range all {
+			states := map[string]int{}
+			for s, n := range counts[sw.ID] {
+				states[s.String()] = n
+			}
+			out = append(out, map[string]any{"sweep": sw.ID, "component": sw.Component, "scheduler": sw.Scheduler,
+				"names": sw.Names, "apps": len(sw.Entries), "states": states, "queue_running": sw.QueueRunning(), "created": sw.Created})
+		}
+		return writeJSON(a.env.Stdout, out)
+	}
+	rows := make([][]string, 0, len(all))
+	now := time.Now()
+	for _, sw := range all {
+		var parts []string
+		for _, s := range order {
+			if n := counts[sw.ID][s]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(s.String())))
+			}
+		}
+		queue := "done"
+		switch {
+		case sw.QueueRunning():
+			queue = "running"
+		case sw.Waiting() > 0:
+			queue = "stopped (wick sweep resume)"
+		}
+		rows = append(rows, []string{sw.ID, render.Escape(sw.Component), sw.Scheduler, render.Escape(strings.Join(sw.Names, " x ")),
+			strconv.Itoa(len(sw.Entries)), strings.Join(parts, ", "), queue, render.Age(sw.Created, now)})
+	}
+	_, err = io.WriteString(a.env.Stdout, render.Table([]string{"SWEEP", "COMPONENT", "SCHEDULER", "NAMES", "APPS", "STATES", "QUEUE", "AGE"}, rows, a.out()))
+	return err
 }

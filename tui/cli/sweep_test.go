@@ -207,6 +207,9 @@ func TestSweepCancelAndDelete(t *testing.T) {
 	if r := h.exec("list", "--sweep", id); !strings.Contains(r.stdout, "RATE") || !strings.Contains(r.stdout, "QUEUED") {
 		t.Errorf("list --sweep:\n%s", r.stdout)
 	}
+	if r := h.exec("sweep", "list"); !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "2 queued, 1 running") || !strings.Contains(r.stdout, "running") {
+		t.Errorf("sweep list:\n%s", r.stdout)
+	}
 	if r := h.exec("status", apps[2].Handle); r.code != 0 || !strings.Contains(r.stdout, "QUEUED") {
 		t.Errorf("status of a queued app: %d %s %s", r.code, r.stdout, r.stderr)
 	}
