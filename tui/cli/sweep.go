@@ -810,7 +810,7 @@ compares them. These verbs act on its queue.`,
 				fmt.Fprintf(a.env.Stderr, "sweep %s: its queue is running (pid %d)\n", sw.ID, sw.Queue.PID)
 				return nil
 			}
-			if sw.Waiting() == 0 {
+			if sw.Waiting() == 0 && !sw.StopOnNaN {
 				fmt.Fprintf(a.env.Stderr, "sweep %s: nothing queued\n", sw.ID)
 				return nil
 			}
