@@ -121,11 +121,25 @@ func newScale(series []Series, o Options) scale {
 		sc.lo = sc.xmax - float64(o.LastN)
 	}
 	sc.ymin, sc.ymax = math.Inf(1), math.Inf(-1)
+	var buf []xy
 	for _, s := range series {
-		sc.each(s, func(x, y float64) {
-			sc.xmin, sc.xmax = min(sc.xmin, x), max(sc.xmax, x)
-			sc.ymin, sc.ymax = min(sc.ymin, y), max(sc.ymax, y)
-		})
+		buf = sc.fill(s, buf)
+		// Comparisons, not min and max: those mind NaN, which fill leaves out, and
+		// cost a 100 x 10k overlay a fifth of its time.
+		for _, q := range buf {
+			if q.x < sc.xmin {
+				sc.xmin = q.x
+			}
+			if q.x > sc.xmax {
+				sc.xmax = q.x
+			}
+			if q.y < sc.ymin {
+				sc.ymin = q.y
+			}
+			if q.y > sc.ymax {
+				sc.ymax = q.y
+			}
+		}
 	}
 	if sc.ymax == sc.ymin {
 		sc.ymin, sc.ymax = sc.ymin-0.5, sc.ymax+0.5
@@ -147,14 +161,19 @@ func (sc *scale) x(p metrics.Point) float64 {
 	return float64(p.Time) / 1e9
 }
 
-// each calls fn with the points of a series as drawn: finite, smoothed, in the
-// window, on the y scale. Two passes (ranges, then dots) copy nothing.
-func (sc *scale) each(s Series, fn func(x, y float64)) {
+// xy is a point as drawn: its x, and its y on the y scale.
+type xy struct{ x, y float64 }
+
+// fill returns the points of a series as drawn (finite, smoothed, in the window, on
+// the y scale) in buf, reused. The ranges and the dots are two passes over them, each
+// a loop of its own: a callback per point cost a 100 x 10k overlay a third of its time.
+func (sc *scale) fill(s Series, buf []xy) []xy {
+	buf = buf[:0]
 	ema, started := 0.0, false
 	smooth := sc.o.Smooth > 0 && sc.o.Smooth < 1
 	for _, p := range s.Points {
 		v := p.Value
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or ±Inf, in one test
 			continue
 		}
 		if smooth {
@@ -175,8 +194,9 @@ func (sc *scale) each(s Series, fn func(x, y float64)) {
 			}
 			v = math.Log10(v)
 		}
-		fn(x, v)
+		buf = append(buf, xy{x, v})
 	}
+	return buf
 }
 
 // canvas is the plot area: w x h braille cells, two dots wide and four high each.
@@ -184,6 +204,7 @@ type canvas struct {
 	w, h  int
 	cells []uint8 // braille bits
 	owner []int8  // the series drawn last in a cell, +1
+	buf   []xy    // the points of the series being drawn
 }
 
 func newCanvas(w, h int) *canvas {
@@ -228,13 +249,20 @@ func (c *canvas) plot(sc *scale, i int, s Series) {
 		}
 		prevCol, prevY = col, colY(clast)
 	}
-	sc.each(s, func(x, y float64) {
-		if k := int((x - sc.xmin) * xscale); k != col {
+	c.buf = sc.fill(s, c.buf)
+	for _, q := range c.buf {
+		if k := int((q.x - sc.xmin) * xscale); k != col {
 			flush()
-			col, cfirst, cmin, cmax = k, y, y, y
+			col, cfirst, cmin, cmax = k, q.y, q.y, q.y
 		}
-		cmin, cmax, clast = min(cmin, y), max(cmax, y), y
-	})
+		if q.y < cmin {
+			cmin = q.y
+		}
+		if q.y > cmax {
+			cmax = q.y
+		}
+		clast = q.y
+	}
 	flush()
 }
 
