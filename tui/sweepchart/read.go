@@ -91,7 +91,7 @@ func (rd *reader) read(ctx context.Context, b common.Backend, id string) snapsho
 				ended = false // read again
 			}
 			ra.ended = ended
-			ra.run = sweep.RunOf(a.Handle, ra.store)
+			ra.run = runOf(a.Handle, ra.store)
 		})
 	}
 	wg.Wait()
@@ -108,4 +108,24 @@ func (rd *reader) read(ctx context.Context, b common.Backend, id string) snapsho
 		}
 	}
 	return s
+}
+
+// runOf is sweep.RunOf with each metric's curve taken from its longest series: the
+// first rank's may be a progress bar's few values (demo.train's stderr tqdm line,
+// "loss=2.89", whose stream has no step: a curve of it would put the chart on a time
+// axis, a point per bar).
+func runOf(handle string, st *metrics.Store) *sweep.Run {
+	r := sweep.RunOf(handle, st)
+	for name := range r.Curve {
+		var longest *metrics.Series
+		for _, ser := range st.Series(name) {
+			if longest == nil || ser.Count > longest.Count {
+				longest = ser
+			}
+		}
+		if longest != nil {
+			r.Curve[name] = slices.Clone(longest.Points())
+		}
+	}
+	return r
 }
