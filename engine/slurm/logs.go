@@ -86,8 +86,10 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, k int, opts sc
 		times = replicaFile(wd, appID, role, k, "times")
 	}
 	done := func(ctx context.Context) bool { return s.ended(ctx, appID, exits) }
+	wake := s.endWake(appID)
 	open := func(path string, stream sched.Stream) *fileIter {
 		it := newFileIter(path, stream, role, k, opts, done)
+		it.wake = wake
 		it.timesPath = times
 		return it
 	}
@@ -122,10 +124,8 @@ func (s *Scheduler) ended(ctx context.Context, appID string, exitFiles []string)
 			if !allExist(exitFiles) {
 				return false
 			}
-			e.exited = time.Now()
-			s.putEnd(appID, e)
-		}
-		if time.Since(e.exited) > endSoonFor {
+			e.exited = time.Now() // just seen: ask now
+		} else if time.Since(e.exited) > endSoonFor {
 			return false
 		}
 	}
@@ -140,13 +140,41 @@ func (s *Scheduler) ended(ctx context.Context, appID string, exitFiles []string)
 	return e.ended
 }
 
+// putEnd records what ended learnt; a job seen ended wakes its followers (endWake).
 func (s *Scheduler) putEnd(appID string, e endEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.endCache == nil {
 		s.endCache = map[string]endEntry{}
 	}
+	if old := s.endCache[appID]; old.wake != nil {
+		e.wake, e.woken = old.wake, old.woken // endWake may have made it meanwhile
+	}
+	if e.ended && e.wake != nil && !e.woken {
+		close(e.wake)
+		e.woken = true
+	}
 	s.endCache[appID] = e
+}
+
+// endWake returns a channel closed once ended sees the job end: a follower that
+// sleeps between polls of its file then reads its end at once, not at its next poll.
+func (s *Scheduler) endWake(appID string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endCache == nil {
+		s.endCache = map[string]endEntry{}
+	}
+	e := s.endCache[appID]
+	if e.wake == nil {
+		e.wake = make(chan struct{})
+		if e.ended {
+			close(e.wake)
+			e.woken = true
+		}
+		s.endCache[appID] = e
+	}
+	return e.wake
 }
 
 // endedStatus is the status with which ended last saw the job end, if it did so
@@ -177,6 +205,8 @@ type endEntry struct {
 	ended   bool
 	status  *spec.AppStatus // the status that said it ended
 	exited  time.Time       // when every replica's exit file was first seen
+	wake    chan struct{}   // closed once ended (see endWake)
+	woken   bool
 }
 
 // fileIter yields the lines of one file, polling it for more when following.
@@ -188,6 +218,8 @@ type fileIter struct {
 	opts    sched.LogOptions
 	// done reports whether the job has ended, so that the file is complete.
 	done func(context.Context) bool
+	// wake is closed when another follower of the job learnt that it ended.
+	wake <-chan struct{}
 
 	mu        sync.Mutex // guards everything below: Close may come from another goroutine
 	f         *os.File
@@ -530,6 +562,11 @@ func (it *fileIter) Next(ctx context.Context) (sched.Line, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return sched.Line{}, ctx.Err()
+		case <-it.wake:
+			t.Stop()
+			it.mu.Lock()
+			it.wake, it.lastCheck = nil, time.Time{} // ask done at once (it knows)
+			it.mu.Unlock()
 		case <-t.C:
 		}
 	}
