@@ -53,8 +53,9 @@ const (
 
 const yLabelWidth = 9 // "-1.23e-05" fits
 
-// Render draws the series on one set of axes, x being the step when every point has
-// one and the time otherwise, with a legend giving each series' last value. The
+// Render draws the series on one set of axes, x being the step when a point has one
+// (points without one are then left out: values read before a rank's first step, as
+// a progress bar's) and the time otherwise, with a legend giving each series' last value. The
 // result has exactly o.Height lines of o.Width cells.
 func Render(series []Series, o Options) string {
 	if o.Style == nil {
@@ -97,7 +98,7 @@ func Render(series []Series, o Options) string {
 // drawn.
 type scale struct {
 	o       Options
-	useStep bool    // x is the step (every point has one), else the time in seconds
+	useStep bool    // x is the step (a point has one), else the time in seconds
 	lo      float64 // the first x shown (LastN), -Inf for all
 	// The ranges of the points drawn, widened when they are a single value. ymin is
 	// +Inf when there is none.
@@ -105,16 +106,22 @@ type scale struct {
 }
 
 func newScale(series []Series, o Options) scale {
-	sc := scale{o: o, useStep: true, lo: math.Inf(-1)}
+	sc := scale{o: o, lo: math.Inf(-1)}
 	for _, s := range series {
 		for _, p := range s.Points {
-			sc.useStep = sc.useStep && p.Step >= 0
+			if p.Step >= 0 {
+				sc.useStep = true
+				break
+			}
 		}
 	}
 	sc.xmin, sc.xmax = math.Inf(1), math.Inf(-1)
 	for _, s := range series {
-		if n := len(s.Points); n > 0 {
-			sc.xmax = max(sc.xmax, sc.x(s.Points[n-1]))
+		for i := len(s.Points) - 1; i >= 0; i-- {
+			if p := s.Points[i]; !sc.useStep || p.Step >= 0 {
+				sc.xmax = max(sc.xmax, sc.x(p))
+				break
+			}
 		}
 	}
 	if o.LastN > 0 && !math.IsInf(sc.xmax, 0) {
@@ -183,6 +190,9 @@ func (sc *scale) fill(s Series, buf []xy) []xy {
 				ema = sc.o.Smooth*ema + (1-sc.o.Smooth)*v
 			}
 			v = ema
+		}
+		if sc.useStep && p.Step < 0 {
+			continue // read before the first step (a progress bar's value)
 		}
 		x := sc.x(p)
 		if x < sc.lo {

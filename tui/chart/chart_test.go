@@ -194,3 +194,18 @@ func BenchmarkRender(b *testing.B) {
 		_ = sum
 	})
 }
+
+// TestStepAxisLeavesOutValuesWithoutStep: a value read before a rank's first step
+// (demo.train's progress bar on stderr, "loss=2.89", when its line comes before
+// stdout's first step line) has no step. The chart stays on the steps of the others
+// and leaves it out; it used to put the whole chart on a time axis.
+func TestStepAxisLeavesOutValuesWithoutStep(t *testing.T) {
+	pts := append([]metrics.Point{{Step: -1, Time: 0, Value: 9}}, falling(50, 1)...)
+	lines := checkSize(t, Render([]Series{{Label: "rank 0", Points: pts}}, Options{Width: 40, Height: 10}), 40, 10)
+	if x := strings.Fields(lines[8]); len(x) != 3 || x[0] != "0" || x[1] != "step" || x[2] != "49" {
+		t.Errorf("x axis: %q, want 0 step 49", lines[8])
+	}
+	if !strings.HasPrefix(lines[0], "      3.3┤") {
+		t.Errorf("top label %q: the value without a step (9) is drawn", lines[0])
+	}
+}
