@@ -70,7 +70,7 @@ func TestSweepChartInTmux(t *testing.T) {
 	// The longest run trained furthest: its loss is the lowest.
 	var order []string
 	for _, l := range strings.Split(scr, "\n") {
-		if f := strings.Fields(l); len(f) > 2 && strings.HasPrefix(f[0], "demo-train-steps") {
+		if f := strings.Fields(strings.TrimPrefix(l, "▸")); len(f) > 2 && strings.HasPrefix(f[0], "demo-train-steps") {
 			order = append(order, f[1])
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
+	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/chart"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/render"
@@ -56,6 +57,8 @@ func Actions() []common.Action {
 		act(ActLogScale, "log scale on/off", []string{"L"}, false),
 		act(ActSmooth, "smoothing (EMA) 0/0.6/0.9/0.99", []string{"E"}, false),
 		act(ActChartRange, "last 10k/1k/100 steps/all", []string{"Z"}, false),
+		act(appops.ActLogs, "table: logs of the app selected", []string{"l"}, false),
+		act(appops.ActCancel, "table: cancel the app selected (an alarm's, to free its slot)", []string{"x"}, false),
 		act(common.ActRefresh, "refresh", []string{"ctrl+r"}, false),
 	}
 	return append(rows, common.Moves(Kind)...)
@@ -74,7 +77,7 @@ type Model struct {
 
 	panel chart.Panel
 	table bool
-	pager widget.Pager // the table's lines, when shown
+	cur   widget.Cursor // the app selected in the table, in its order
 
 	// gen counts the readings; frame is the chart last drawn, for look. A frame of
 	// 100 apps x 10k points takes a core 10-20 ms, and most frames (a tick, a key of
@@ -143,9 +146,11 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		if !m.loaded {
 			return m.refresh()
 		}
+	case appops.Done:
+		return tea.Batch(msg.Notice(), m.refresh())
 	case tea.MouseWheelMsg:
 		if m.table {
-			m.pager.Scroll(widget.WheelDelta(msg), m.rowsHeight())
+			m.cur.Wheel(widget.WheelDelta(msg), len(m.snap.apps), m.tableHeight())
 		}
 	}
 	return nil
@@ -153,10 +158,24 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 
 // Do runs the chart's actions.
 func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
-	if m.table && m.pager.Do(string(action), m.rowsHeight()) {
+	if m.table && m.cur.Do(string(action), len(m.snap.apps), m.tableHeight()) {
 		return nil, true
 	}
 	switch action {
+	case appops.ActLogs, appops.ActCancel:
+		rows := m.rows(m.panel.ChosenOf(m.snap.names)) // the table's order
+		if !m.table || m.cur.Index >= len(rows) {
+			return common.Notify("t shows the table, to select an app"), true
+		}
+		a := rows[m.cur.Index].app
+		h, err := spec.ParseHandle(a.Handle)
+		if err != nil {
+			return common.NotifyErr(err), true
+		}
+		if a.State == spec.Queued && action == appops.ActLogs {
+			return common.Notify(h.AppID + " is queued in its sweep: no logs until it starts"), true
+		}
+		return appops.Act(m.Ctx, m.ID(), action, h, a.State)
 	case ActTable:
 		m.table = !m.table
 	case ActMetric:
@@ -226,6 +245,33 @@ const headerLines = 2
 
 func (m *Model) rowsHeight() int { return max(1, m.Ctx.Height-headerLines-len(m.snap.errs)) }
 
+// tableHeight is the table's rows shown: less its title and its header.
+func (m *Model) tableHeight() int { return max(1, m.rowsHeight()-2) }
+
+// writeTable writes the table's title and header, then the rows in view, the one
+// selected marked (▸) and highlighted.
+func (m *Model) writeTable(b *strings.Builder, rows []row, metric string, w int) {
+	t := m.Ctx.Theme
+	lines := m.tableLines(rows, metric)
+	head := min(2, len(lines))
+	for _, l := range lines[:head] {
+		b.WriteString(fit("  "+l, w) + "\n")
+	}
+	body := lines[head:]
+	height := m.tableHeight()
+	m.cur.Clamp(len(body), height)
+	for i := m.cur.Offset; i < min(len(body), m.cur.Offset+height); i++ {
+		if i > m.cur.Offset {
+			b.WriteByte('\n')
+		}
+		if i == m.cur.Index {
+			b.WriteString(t.Selected.Render(widget.PadRight(fit("▸ "+ansi.Strip(body[i]), w), w)))
+			continue
+		}
+		b.WriteString(fit("  "+body[i], w))
+	}
+}
+
 // View draws the summary line, then the chart or the table.
 func (m *Model) View() string {
 	t := m.Ctx.Theme
@@ -262,8 +308,7 @@ func (m *Model) View() string {
 	}
 	b.WriteString(fit(head, w) + "\n")
 	if m.table {
-		m.pager.SetLines(m.tableLines(rows, name))
-		b.WriteString(m.pager.View(w, m.rowsHeight()))
+		m.writeTable(&b, rows, name, w)
 		return b.String()
 	}
 	if lk := (look{m.gen, m.panel, w, h}); lk != m.drawn || m.frame == "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/internal/testkit"
 	"github.com/wick-dev/wick/internal/viewtest"
+	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/sweepchart"
 )
 
@@ -87,7 +88,7 @@ func TestSweepChartOverlaysEveryApp(t *testing.T) {
 	d.Keys("t")
 	scr = d.Screen()
 	lines := strings.Split(scr, "\n")
-	if lines[2] != "5 apps · sorted by the lowest best loss" {
+	if strings.TrimSpace(lines[2]) != "5 apps · sorted by the lowest best loss" {
 		t.Errorf("the table's title: %q\n%s", lines[2], scr)
 	}
 	want := [][]string{
@@ -102,7 +103,7 @@ func TestSweepChartOverlaysEveryApp(t *testing.T) {
 		t.Fatalf("the table:\n%s", scr)
 	}
 	for i, w := range want {
-		got := strings.Fields(lines[3+i])
+		got := strings.Fields(strings.TrimPrefix(lines[3+i], "▸"))
 		if len(got) != len(w) {
 			t.Errorf("row %d: %q, want %q\n%s", i, got, w, scr)
 			continue
@@ -113,7 +114,60 @@ func TestSweepChartOverlaysEveryApp(t *testing.T) {
 			}
 		}
 	}
+	if !strings.HasPrefix(lines[4], "▸ sh-v1-") {
+		t.Errorf("the best app is not the one selected:\n%s", scr)
+	}
+	d.Keys("down", "down")
+	if !strings.HasPrefix(strings.Split(d.Screen(), "\n")[6], "▸ sh-v9-") {
+		t.Errorf("down, down does not select the third app:\n%s", d.Screen())
+	}
+	// x on an app that ended says so; l opens its logs.
+	d.Keys("x")
+	if n := d.Notices(); len(n) == 0 || !strings.Contains(n[len(n)-1].Text, "sh-v9-") || !strings.Contains(n[len(n)-1].Text, "has already ended (SUCCEEDED)") {
+		t.Errorf("x on a finished app: %v", n)
+	}
+	d.Keys("l")
+	if last, ok := d.Sent[len(d.Sent)-1].(common.OpenLogsMsg); !ok || !strings.Contains(last.Handle, "/sh-v9-") {
+		t.Errorf("l on the third app: %#v", d.Sent[len(d.Sent)-1])
+	}
 	vc.Width = 100
 	d.Keys("t")
 	d.Contains("● v=1 1")
+}
+
+// TestSweepChartCancelsTheAppSelected: x on a running app of the table asks to cancel
+// it (to free its slot), and the app is cancelled once the user says yes.
+func TestSweepChartCancelsTheAppSelected(t *testing.T) {
+	r := viewtest.Runner(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	const id = "sweep-c4nc3l00"
+	app := &spec.AppDef{Name: "sh-v50", Roles: []spec.Role{{
+		Name: "sh", Image: "/", Entrypoint: "sh", Args: []string{"-c", `echo "step 1 loss 50"; exec sleep 60`}, NumReplicas: 1,
+	}}}
+	sweep.SetRef(app, &spec.SweepRef{ID: id, Names: []string{"v"}, Values: map[string]string{"v": "50"}})
+	h, err := r.Run(ctx, app, "local_cwd", nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := &sweep.Sweep{ID: id, Created: time.Now(), Component: "utils.sh", Scheduler: "local_cwd", Session: spec.DefaultSession, Names: []string{"v"},
+		Entries: []sweep.Entry{{Index: 0, Values: []string{"50"}, Name: app.Name, Handle: h.String(), State: sweep.Launched}}}
+	if _, err := r.Sweeps().Create(sw, nil); err != nil {
+		t.Fatal(err)
+	}
+	vc := viewtest.Context(t, 120, 20, time.Now(), sweepchart.Actions())
+	vc.Backend = r
+	d := viewtest.New(t, vc, sweepchart.New(vc, id))
+	d.WaitFor("1 running", "● v=50 50")
+	d.Keys("x")
+	if n := d.Notices(); len(n) == 0 || n[len(n)-1].Text != "t shows the table, to select an app" {
+		t.Errorf("x on the chart: %v", n)
+	}
+	d.Keys("t", "x")
+	confirm, ok := d.Sent[len(d.Sent)-1].(common.ConfirmMsg)
+	if !ok || !strings.HasPrefix(confirm.Prompt, "Cancel "+h.String()+"?") {
+		t.Fatalf("x on the running app: %#v", d.Sent[len(d.Sent)-1])
+	}
+	d.Run(confirm.Yes)
+	d.WaitFor("CANCELLED")
 }
