@@ -6,8 +6,6 @@ package compare
 
 import (
 	"context"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +15,9 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/themes"
-	"github.com/wick-dev/wick/tui/chart"
 	"github.com/wick-dev/wick/tui/common"
 	"github.com/wick-dev/wick/tui/render"
+	"github.com/wick-dev/wick/tui/sweepchart"
 	"github.com/wick-dev/wick/tui/widget"
 )
 
@@ -33,27 +31,15 @@ const readTimeout = time.Minute
 // app's logs is heavier than a status.
 const refreshEvery = 2 * time.Second
 
-// The compare view's own actions: the keys of the log wall's rank chart.
-const (
-	ActChart    = "compare-chart"
-	ActMetric   = "compare-metric"
-	ActLogScale = "compare-log"
-	ActSmooth   = "compare-smooth"
-	ActRange    = "compare-range"
-)
+// ActChart opens the sweep's chart (tui/sweepchart): every app's curve of a metric,
+// with the rank chart's keys (p, the wall's chart key).
+const ActChart = "compare-chart"
 
 // Actions are the compare view's rows of the action table.
 func Actions() []common.Action {
-	act := func(name common.ActionName, help string, keys []string, short bool) common.Action {
-		return common.NewAction(name, help, keys, short, Kind)
-	}
 	rows := []common.Action{
-		act(ActChart, "chart: every app's curve of a metric (legend: its values) / the table", []string{"p"}, true),
-		act(ActMetric, "chart: next metric", []string{"M"}, false),
-		act(ActLogScale, "chart: log scale on/off", []string{"L"}, false),
-		act(ActSmooth, "chart: smoothing (EMA) 0/0.6/0.9/0.99", []string{"E"}, false),
-		act(ActRange, "chart: last 10k/1k/100 steps/all", []string{"Z"}, false),
-		act(common.ActRefresh, "refresh", []string{"ctrl+r"}, false),
+		common.NewAction(ActChart, "chart: every app's curve of a metric (legend: its values)", []string{"p"}, true, Kind),
+		common.NewAction(common.ActRefresh, "refresh", []string{"ctrl+r"}, false, Kind),
 	}
 	return append(rows, common.Moves(Kind)...)
 }
@@ -75,28 +61,17 @@ type Model struct {
 	loaded  bool
 	loading bool
 	at      time.Time
-	// The last reading: the runs, best first, with their legends, and the metrics.
-	runs    []*sweep.Run
-	labels  []string
-	metrics []string
-	// chart shows the chart (of metrics[metric]) instead of the table.
-	chart  bool
-	metric int
-	chosen bool // the metric was chosen (M), not the loss by default
-	panel  chart.Panel
 }
 
 // readMsg carries a rendering of the comparison, made off the UI loop.
 type readMsg struct {
 	common.ViewID
-	lines   []string
-	states  []spec.AppState
-	runs    []*sweep.Run
-	labels  []string
-	metrics []string
+	lines  []string
+	states []spec.AppState
 }
 
-// New returns the compare view of apps, whose swept names are names.
+// New returns the compare view of apps, whose swept names are names; title is their
+// sweep's id (p opens its chart).
 func New(ctx *common.Context, title string, names []string, apps []App) *Model {
 	return &Model{Base: common.NewBase(ctx, Kind), title: title, names: names, apps: apps}
 }
@@ -121,18 +96,17 @@ func (m *Model) load() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
-		msg := read(ctx, b, apps, names, theme)
-		msg.ViewID = id
-		msg.states = make([]spec.AppState, len(apps))
+		lines := read(ctx, b, apps, names, theme)
+		states := make([]spec.AppState, len(apps))
 		for i := range apps {
-			msg.states[i] = apps[i].State
+			states[i] = apps[i].State
 		}
-		return msg
+		return readMsg{ViewID: id, lines: lines, states: states}
 	}
 }
 
-// read reads the apps' states and metrics and renders the table, best first.
-func read(ctx context.Context, b common.Backend, apps []App, names []string, theme *themes.Theme) readMsg {
+// read reads the apps' states and metrics and renders them, best first.
+func read(ctx context.Context, b common.Backend, apps []App, names []string, theme *themes.Theme) []string {
 	hs := make([]spec.Handle, len(apps))
 	readIt := make([]bool, len(apps))
 	for i := range apps {
@@ -152,10 +126,8 @@ func read(ctx context.Context, b common.Backend, apps []App, names []string, the
 		sweep.MarkAlarms(runs, sortBy, metrics.DefaultDivergence)
 	}
 	rows := make([]render.CompareRow, len(runs))
-	labels := make([]string, len(runs))
 	for i, r := range runs {
 		rows[i] = byRun[r]
-		labels[i] = label(names, rows[i].Values, rows[i].AppID)
 	}
 	var sb strings.Builder
 	if err := render.Compare(&sb, rows, names, sweep.Names(runs), sortBy, theme); err != nil {
@@ -164,19 +136,7 @@ func read(ctx context.Context, b common.Backend, apps []App, names []string, the
 	if sortBy == "" {
 		sb.WriteString("\nno metrics in these apps' logs yet")
 	}
-	return readMsg{lines: strings.Split(strings.TrimRight(sb.String(), "\n"), "\n"), runs: runs, labels: labels, metrics: sweep.Names(runs)}
-}
-
-// label is an app's legend in the chart: its swept values, else its id.
-func label(names []string, values map[string]string, appID string) string {
-	if len(values) == 0 {
-		return appID
-	}
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		parts = append(parts, n+"="+values[n])
-	}
-	return strings.Join(parts, " ")
+	return strings.Split(strings.TrimRight(sb.String(), "\n"), "\n")
 }
 
 // running says whether an app may still change.
@@ -195,11 +155,6 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case readMsg:
 		m.loading, m.loaded = false, true
 		m.pager.SetLines(msg.lines)
-		m.runs, m.labels, m.metrics = msg.runs, msg.labels, msg.metrics
-		if !m.chosen {
-			// The chart starts on the loss, as the table is sorted by it.
-			m.metric = max(0, slices.Index(m.metrics, sweep.Headline(m.runs)))
-		}
 		for i := range m.apps {
 			if i < len(msg.states) {
 				m.apps[i].State = msg.states[i]
@@ -224,65 +179,15 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	case common.ActRefresh:
 		return m.load(), true
 	case ActChart:
-		m.chart = !m.chart
-	case ActMetric:
-		if len(m.metrics) > 0 {
-			m.metric = (m.metric + 1) % len(m.metrics)
-			m.chosen = true
-		}
-	case ActLogScale:
-		m.panel.ToggleLog()
-	case ActSmooth:
-		m.panel.CycleSmooth()
-	case ActRange:
-		m.panel.CycleZoom()
-	default:
-		return nil, false
+		return common.Push(sweepchart.New(m.Ctx, m.title)), true
 	}
-	return nil, true
-}
-
-// chartView draws every app's curve of the chosen metric, one color and one legend
-// entry (its values) per app, best first.
-func (m *Model) chartView() string {
-	t := m.Ctx.Theme
-	w, h := m.Ctx.Width, m.Ctx.Height
-	if len(m.metrics) == 0 {
-		return t.Muted.Render("no metrics in these apps' logs yet")
-	}
-	name := m.metrics[m.metric%len(m.metrics)]
-	series := make([]chart.Series, 0, len(m.runs))
-	for i, r := range m.runs {
-		if pts := r.Curve[name]; len(pts) > 0 {
-			series = append(series, chart.Series{Label: m.labels[i], Points: pts})
-		}
-	}
-	head := []string{name, spec.Count(len(series), "app")}
-	if m.panel.Log {
-		head = append(head, "log scale")
-	}
-	if s := m.panel.Smooth(); s > 0 {
-		head = append(head, "smoothed "+strconv.FormatFloat(s, 'g', -1, 64))
-	}
-	if n := m.panel.LastN(); n > 0 {
-		head = append(head, "last "+strconv.FormatInt(n, 10)+" steps")
-	}
-	if len(m.metrics) > 1 {
-		head = append(head, "M: next metric")
-	}
-	o := chart.Options{Width: w, Height: h - 1, Log: m.panel.Log, Smooth: m.panel.Smooth(), LastN: m.panel.LastN(),
-		Style: func(i int, s string) string { return t.Prefix(i, s) },
-		Dim:   func(s string) string { return t.Muted.Render(s) }}
-	return strings.Join(head, " · ") + "\n" + chart.Render(series, o)
+	return nil, false
 }
 
 // View draws the visible part of the comparison.
 func (m *Model) View() string {
 	if !m.loaded {
 		return m.Ctx.Theme.Muted.Render("reading the metrics of " + spec.Count(len(m.apps), "app") + "…")
-	}
-	if m.chart {
-		return m.chartView()
 	}
 	return m.pager.View(m.Ctx.Width, m.Ctx.Height)
 }

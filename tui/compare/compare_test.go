@@ -56,11 +56,9 @@ func TestCompareSortsByBestLossAndMarksOutliers(t *testing.T) {
 	}
 	d.Contains("! loss 9 at step 3: 7.8x the sweep's median 1.15", "! loss NaN at step 1")
 
-	// p: every app's curve of the loss, one legend entry (its values) per app.
+	// p: the sweep's chart (tui/sweepchart), every app's curve.
 	d.Keys("p")
-	d.Contains("loss · 5 apps", "● v=1 1", "● v=1.1 1.1", "● v=9 9", "step")
-	d.Keys("L")
-	d.Contains("log scale")
-	d.Keys("p")
-	d.Contains("LAST LOSS")
+	if v := d.Pushed(); len(v) != 1 || v[0].Title() != "chart sweep-test" {
+		t.Errorf("p pushed %v, want the chart of sweep-test", v)
+	}
 }
