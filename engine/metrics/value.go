@@ -128,6 +128,8 @@ func unitThenValue(s string, i int, v *value) bool {
 }
 
 // readValue reads the number at s[i] and what follows it into v (see valueAfter).
+// The stages past the number are functions of their own, called only when the byte
+// after the number asks for them: most values are a number and a boundary.
 func readValue(s string, i int, v *value, tight bool) bool {
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		i++
@@ -137,108 +139,25 @@ func readValue(s string, i int, v *value, tight bool) bool {
 		list = true // DeepSpeed's lr=[0.001]
 		i++
 	}
-	start := i
-	neg := false
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		neg = s[i] == '-'
-		i++
-	}
-	var n number
-	var end int
-	word := false
-	switch {
-	case i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1])):
-		n = readNumber(s, i)
-		end = n.end
-	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
-		// nan, inf or infinity, in any case and with any sign, as a word of its own.
-		w := i
-		for w < len(s) && isLetter(s[w]) && w-i < 9 {
-			w++
-		}
-		switch {
-		case foldEqual(s[i:w], "nan"):
-			v.v = math.NaN()
-		case foldEqual(s[i:w], "inf"), foldEqual(s[i:w], "infinity"):
-			v.v = math.Inf(1)
-			if neg {
-				v.v = math.Inf(-1)
-			}
-		default:
-			return false
-		}
-		end, word = w, true
-	default:
+	var t token
+	if !v.readToken(s, i, &t) {
 		return false
 	}
-	if end-start > maxNumberLen {
-		return false
-	}
-	tok := s[start:end]
-	if !word && end < len(s) && s[end] == ',' {
-		// Thousands separators: 1,234 and 1,234,567.89.
-		var grouped [maxNumberLen + 8]byte
-		if g, gend, ok := thousands(s, i, end, grouped[:0]); ok {
-			f, err := strconv.ParseFloat(string(g), 64)
-			if err != nil {
-				return false
-			}
-			if neg {
-				f = -f
-			}
-			v.v, end, word = f, gend, true
-		}
-	}
-	integer := !word && !n.point
+	end := t.end
+	integer := !t.word && !t.n.point
 	if tight && integer {
 		return false // train.py:42, localhost:29500
 	}
-	// `step 20/1000`, `iteration 10/  100000`, `9800/10000`: a count and its total.
 	if end < len(s) && s[end] == '/' {
-		k := end + 1
-		for k < len(s) && s[k] == ' ' && k-end < 12 {
-			k++
-		}
-		if k < len(s) && isDigit(s[k]) {
-			d := k
-			for k < len(s) && (isDigit(s[k]) || s[k] == '.') {
-				k++
-			}
-			if integer && !strings.Contains(s[d:k], ".") {
-				den, err := strconv.ParseFloat(s[d:k], 64)
-				if err == nil && den > 0 {
-					v.ratio, v.den = true, den
-				}
-			}
-			end = k
-		}
+		end = v.readTotal(s, end, integer)
 	}
-	// A unit against the number: 30.12ms, 25.1GiB, 98%.
-	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
-		for _, u := range units {
-			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
-				v.unit = u
-				end += len(u)
-				break
-			}
-		}
-	}
-	// A remark in parentheses against the value: 25.1GiB(31.7%).
-	if end < len(s) && s[end] == '(' {
-		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
-		if k < 0 {
+	if end < len(s) && s[end] != ' ' {
+		var ok bool
+		if end, ok = v.readSuffix(s, end, list); !ok {
 			return false
 		}
-		end += k + 1
-	}
-	if list {
-		if end >= len(s) || s[end] != ']' {
-			return false
-		}
-		end++
-	}
-	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
-		end++
+	} else if list {
+		return false
 	}
 	if !boundary(s, end) {
 		return false
@@ -246,8 +165,8 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	if countsThings(s, end) {
 		return false // `dataset: 1,000,000 samples` is a size
 	}
-	if !word {
-		f, ok := parseNumber(tok, n, neg)
+	if !t.word {
+		f, ok := parseNumber(s[t.start:t.n.end], t.n, t.neg)
 		if !ok {
 			// Out of range (1e400) or malformed: not a value, and no false Inf alarm.
 			return false
@@ -259,6 +178,153 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	}
 	v.end = end
 	return true
+}
+
+// token is the number a value starts with, as readToken reads it.
+type token struct {
+	// n is the number after the sign, s[start:n.end] with its sign, neg whether that
+	// is a minus; end is where the token ends (past any thousands).
+	n          number
+	start, end int
+	neg        bool
+	// word is whether the token's value is read into the value already: nan, inf,
+	// infinity, or a number with thousands separators. Else it is parsed from
+	// s[start:n.end] once the value is known to end well.
+	word bool
+}
+
+// readToken reads the number at s[i] into t: a sign, then digits (and thousands
+// separators) or nan, inf, infinity. It reports whether there is one, no longer than
+// maxNumberLen.
+func (v *value) readToken(s string, i int, t *token) bool {
+	t.start = i
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		t.neg = s[i] == '-'
+		i++
+	}
+	switch {
+	case i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1])):
+		t.n = readNumber(s, i)
+		t.end = t.n.end
+	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
+		f, w, ok := nonFinite(s, i, t.neg)
+		if !ok {
+			return false
+		}
+		v.v, t.end, t.word = f, w, true
+	default:
+		return false
+	}
+	if t.end-t.start > maxNumberLen {
+		return false
+	}
+	if !t.word && t.end < len(s) && s[t.end] == ',' {
+		f, gend, found, ok := groupedValue(s, i, t.end, t.neg)
+		if !ok {
+			return false
+		}
+		if found {
+			v.v, t.end, t.word = f, gend, true
+		}
+	}
+	return true
+}
+
+// nonFinite reads nan, inf or infinity at s[i], in any case, as a word of its own: the
+// value (negative infinity when neg) and where the word ends.
+func nonFinite(s string, i int, neg bool) (float64, int, bool) {
+	w := i
+	for w < len(s) && isLetter(s[w]) && w-i < 9 {
+		w++
+	}
+	switch {
+	case foldEqual(s[i:w], "nan"):
+		return math.NaN(), w, true
+	case foldEqual(s[i:w], "inf"), foldEqual(s[i:w], "infinity"):
+		if neg {
+			return math.Inf(-1), w, true
+		}
+		return math.Inf(1), w, true
+	}
+	return 0, w, false
+}
+
+// groupedValue reads a number with thousands separators (1,234 and 1,234,567.89) whose
+// first group, after the sign, is s[i:end] (a comma at end): its value, negated when
+// neg, and where it ends. found is false when the comma separates no thousands (the
+// number is s[i:end]); ok is false when the digits are no float64.
+func groupedValue(s string, i, end int, neg bool) (f float64, gend int, found, ok bool) {
+	var grouped [maxNumberLen + 8]byte
+	g, gend, found := thousands(s, i, end, grouped[:0])
+	if !found {
+		return 0, 0, false, true
+	}
+	f, err := strconv.ParseFloat(string(g), 64)
+	if err != nil {
+		return 0, 0, true, false
+	}
+	if neg {
+		f = -f
+	}
+	return f, gend, true, true
+}
+
+// readTotal reads the total after a count's slash at end: `step 20/1000`, `iteration
+// 10/  100000`, `9800/10000`. When the count is an integer and the total a positive
+// whole number, v is a ratio of that total. It returns where the total ends (end when
+// no number follows the slash).
+func (v *value) readTotal(s string, end int, integer bool) int {
+	k := end + 1
+	for k < len(s) && s[k] == ' ' && k-end < 12 {
+		k++
+	}
+	if k >= len(s) || !isDigit(s[k]) {
+		return end
+	}
+	d := k
+	for k < len(s) && (isDigit(s[k]) || s[k] == '.') {
+		k++
+	}
+	if integer && !strings.Contains(s[d:k], ".") {
+		den, err := strconv.ParseFloat(s[d:k], 64)
+		if err == nil && den > 0 {
+			v.ratio, v.den = true, den
+		}
+	}
+	return k
+}
+
+// readSuffix reads what may close a value after its number at end (not a space): a
+// unit against the number (30.12ms, 25.1GiB, 98%), a remark in parentheses
+// (25.1GiB(31.7%)), the list's closing bracket when list, a closing quote. It returns
+// where the value ends, and false when the remark or the list is not closed.
+func (v *value) readSuffix(s string, end int, list bool) (int, bool) {
+	if isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2 {
+		for _, u := range units {
+			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+				v.unit = u
+				end += len(u)
+				break
+			}
+		}
+	}
+	if end < len(s) && s[end] == '(' {
+		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
+		if k < 0 {
+			return end, false
+		}
+		end += k + 1
+	}
+	if list {
+		if end >= len(s) || s[end] != ']' {
+			return end, false
+		}
+		end++
+	}
+	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
+		end++
+	}
+	return end, true
 }
 
 // isTableUnit reports whether u is one of units (a constant string).
