@@ -11,8 +11,6 @@ TORCH_IMAGE ?= wick-torch:bookworm
 # to it, and a function split leaves the list.
 CYCLO_MAX ?= 30
 CYCLO_PENDING = \
-	(*Extractor).pair@engine/metrics/extract.go \
-	(*Extractor).pairs@engine/metrics/extract.go \
 	(*Extractor).table@engine/metrics/table.go \
 	(*app).runMetrics@tui/cli/metrics.go \
 	(*app).runRun@tui/cli/run.go \

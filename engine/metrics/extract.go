@@ -514,61 +514,79 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			}
 			i = j
 		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
-			// A number with no name: skip all of it (so the e of 1e-4 is not a name),
-			// taking a rate `20.00it/s` or `48213 tok/s` on the way.
 			st.endField(s)
-			j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
-			if j < len(s) && s[j]|0x20 == 'e' {
-				j = readNumber(s, i).end // and its exponent's
+			i = e.bareNumber(s, p, st, i)
+			if len(p.Samples) >= MaxValuesPerLine {
+				return
 			}
-			if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
-				if v, ok := parseNumber(s[i:j], readNumber(s, i), false); ok {
-					st.pairs++
-					st.spacedOnly = false
-					if before := len(p.Samples); st.nunctx < len(st.unctx) {
-						st.unctx[st.nunctx] = uint8(before) // a rate takes the line's context
-						st.nunctx++
-					}
-					e.add(p, rateNames[rate], v, "")
-					if len(p.Samples) >= MaxValuesPerLine {
-						return
-					}
-				}
-				j = k
-			}
-			for j < len(s) && class[s[j]]&cNameChar != 0 {
-				j++
-			}
-			i = j
 		case c == '[':
 			st.endField(s)
-			if len(p.Samples) == 0 {
-				if b := bracketCounter(s, i); b.end > i {
-					switch {
-					case b.step >= 0 && st.bracketStep < 0:
-						st.bracketStep, st.bracketTotal = b.step, b.total
-						if st.singleEnd == i {
-							st.epoch = st.single // mmengine's `[1][ 50/500]`
-						}
-					case b.step < 0:
-						st.counter = true
-						st.single, st.singleEnd = b.single, b.end
-					}
-					i = b.end
-					continue
-				}
-			}
-			i++
+			i = st.bracket(s, p, i)
 		default:
-			// One space between two words keeps the field (`lm loss`); anything
-			// else ends it.
-			if !(c == ' ' && st.nwords > 0 && i+1 < len(s) && class[s[i+1]]&cNameStart != 0 && class[s[i-1]]&cNameChar != 0) {
+			if !st.joinsWords(s, i) {
 				st.endField(s)
 			}
 			i++
 		}
 	}
 	st.endField(s)
+}
+
+// bareNumber skips the number with no name at s[i] (all of it, so that the e of 1e-4
+// is not a name), taking a rate `20.00it/s` or `48213 tok/s` on the way, and returns
+// where the scan goes on (the caller stops when the rate filled p).
+func (e *Extractor) bareNumber(s string, p *Parsed, st *lineState, i int) int {
+	j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
+	if j < len(s) && s[j]|0x20 == 'e' {
+		j = readNumber(s, i).end // and its exponent's
+	}
+	if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
+		if v, ok := parseNumber(s[i:j], readNumber(s, i), false); ok {
+			st.pairs++
+			st.spacedOnly = false
+			if before := len(p.Samples); st.nunctx < len(st.unctx) {
+				st.unctx[st.nunctx] = uint8(before) // a rate takes the line's context
+				st.nunctx++
+			}
+			e.add(p, rateNames[rate], v, "") // the scan stops if it was the last
+		}
+		j = k
+	}
+	for j < len(s) && class[s[j]]&cNameChar != 0 {
+		j++
+	}
+	return j
+}
+
+// bracket reads the bracket at s[i] before any value of the line: a counter
+// (`[ 50/1251]`, the line's step unless it names one; `[3]`, a count of its own) is
+// taken and skipped. It returns where the scan goes on.
+func (st *lineState) bracket(s string, p *Parsed, i int) int {
+	if len(p.Samples) > 0 {
+		return i + 1
+	}
+	b := bracketCounter(s, i)
+	if b.end <= i {
+		return i + 1
+	}
+	switch {
+	case b.step >= 0 && st.bracketStep < 0:
+		st.bracketStep, st.bracketTotal = b.step, b.total
+		if st.singleEnd == i {
+			st.epoch = st.single // mmengine's `[1][ 50/500]`
+		}
+	case b.step < 0:
+		st.counter = true
+		st.single, st.singleEnd = b.single, b.end
+	}
+	return b.end
+}
+
+// joinsWords reports whether the byte at s[i], neither a name's nor a number's, keeps
+// the field of words open: one space between two words (`lm loss`); anything else ends
+// it.
+func (st *lineState) joinsWords(s string, i int) bool {
+	return s[i] == ' ' && st.nwords > 0 && i+1 < len(s) && class[s[i+1]]&cNameStart != 0 && class[s[i-1]]&cNameChar != 0
 }
 
 // endField closes the current field: its words named no value.
@@ -619,15 +637,7 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	// worked out once (resolve) and remembered by their text.
 	r := p.pairOf(e, s[start:w.end])
 	if r.ok && v.sep == ' ' && !own && r.stop {
-		// A stop word is prose ("create 8 workers"), and may be a word of a longer
-		// name: `number of nan iterations: 1` is not of=nan.
-		if st.nwords < maxNameWords && w.end < len(s) && s[w.end] == ' ' {
-			st.words[st.nwords] = w
-			st.nwords++
-			return w.end
-		}
-		st.endField(s)
-		return v.end
+		return st.stopWord(s, w, v)
 	}
 	st.closeWords(s, st.words[:first])
 	st.nwords = 0
@@ -638,29 +648,54 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	if v.sep != ' ' {
 		st.spacedOnly = false
 	}
-	if r.only != "" {
+	switch {
+	case r.only != "":
 		// `Train: 0`, `Test: 3`: a context, not a metric; timm's number after it is
 		// the epoch, when a step in brackets follows.
 		if r.only != "train" && st.ctx == "" {
 			st.ctx = r.only
 		}
 		st.takeEpoch(v)
-		return v.end
+	case r.info.flags&flagConfigured != 0 && (r.info.kind == kindStep || r.info.kind == kindIgnore):
+		st.configured(p, r, own, v)
+	default:
+		e.sample(p, st, r, own, v)
 	}
-	q := r.q
-	configured := r.info.flags&flagConfigured != 0
-	if configured && (r.info.kind == kindStep || r.info.kind == kindIgnore) {
-		if own && q != "" && q != "train" && st.ctx == "" {
-			st.ctx = q // `validate step: 10` names the line
-		}
-		if r.info.kind == kindStep && !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
-			p.Step, p.HasStep = int64(v.v), true
-		}
-		if r.epoch {
-			st.takeEpoch(v) // `Epoch: [0][ 1/5005]`, `Train Epoch: 1 [640/60000]`
-		}
-		return v.end
+	return v.end
+}
+
+// stopWord passes over the value v of the stop word w, written after a space: a stop
+// word is prose ("create 8 workers"), and may be a word of a longer name (`number of
+// nan iterations: 1` is not of=nan). It returns where the scan goes on.
+func (st *lineState) stopWord(s string, w span, v *value) int {
+	if st.nwords < maxNameWords && w.end < len(s) && s[w.end] == ' ' {
+		st.words[st.nwords] = w
+		st.nwords++
+		return w.end
 	}
+	st.endField(s)
+	return v.end
+}
+
+// configured takes the value v of a name the configuration says is a step (the
+// line's step, when it names none yet) or ignored. own is whether the name has words
+// of its field before its last.
+func (st *lineState) configured(p *Parsed, r *pairInfo, own bool, v *value) {
+	if own && r.q != "" && r.q != "train" && st.ctx == "" {
+		st.ctx = r.q // `validate step: 10` names the line
+	}
+	if r.info.kind == kindStep && !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
+		p.Step, p.HasStep = int64(v.v), true
+	}
+	if r.epoch {
+		st.takeEpoch(v) // `Epoch: [0][ 1/5005]`, `Train Epoch: 1 [640/60000]`
+	}
+}
+
+// sample takes the value v of the metric r names as a sample of p, named after its own
+// qualifier, else after the line's context (when that context makes it a metric).
+// own is whether the name has words of its field before its last.
+func (e *Extractor) sample(p *Parsed, st *lineState, r *pairInfo, own bool, v *value) {
 	if v.sep == ' ' && (own || r.known) {
 		st.spacedKnown = true
 	}
@@ -669,25 +704,24 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		val = v.num / v.den // accuracy: 9800/10000
 	}
 	k := 0 // the series' name: its own qualifier's, else the line's context's
-	if q == "" && st.ctx != "" {
+	if r.q == "" && st.ctx != "" {
 		k = ctxIndex(st.ctx)
 	}
 	if r.verdict[k] == 0 {
 		r.names[k], r.verdict[k] = e.resolve(p, r, k)
 	}
 	if r.verdict[k] != 1 {
-		return v.end
+		return
 	}
 	unit := v.unit
 	if unit != "" && !isTableUnit(unit) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
-	if q == "" && k == 0 && st.nunctx < len(st.unctx) {
+	if r.q == "" && k == 0 && st.nunctx < len(st.unctx) {
 		st.unctx[st.nunctx] = uint8(len(p.Samples))
 		st.nunctx++
 	}
 	p.Samples = append(p.Samples, Sample{Name: r.names[k], Value: val, Unit: unit})
-	return v.end
 }
 
 // maxEpochCount bounds an epoch and the steps of an epoch counted together: their
