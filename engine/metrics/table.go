@@ -22,6 +22,23 @@ func (e *Extractor) table(s string, p *Parsed) {
 		return
 	}
 	var cols [maxColumns]string
+	n := columns(s, &cols)
+	if n < 4 {
+		return
+	}
+	if isHeader(cols[:n]) {
+		p.setHeader(cols[:n])
+		return
+	}
+	if len(p.header) != n || p.headerLocal != p.Local {
+		return
+	}
+	e.row(p, cols[:n])
+}
+
+// columns splits s into cols, words two spaces or more apart, and returns how many:
+// 0 when two are one space apart (prose) or there are more than maxColumns.
+func columns(s string, cols *[maxColumns]string) int {
 	n := 0
 	for i := 0; i < len(s); {
 		for i < len(s) && s[i] == ' ' {
@@ -31,7 +48,7 @@ func (e *Extractor) table(s string, p *Parsed) {
 			break
 		}
 		if n > 0 && (i < 2 || s[i-2] != ' ') || n == maxColumns {
-			return // one space apart: prose, not columns
+			return 0 // one space apart: prose, not columns
 		}
 		j := i
 		for j < len(s) && s[j] != ' ' {
@@ -41,37 +58,43 @@ func (e *Extractor) table(s string, p *Parsed) {
 		n++
 		i = j
 	}
-	if n < 4 {
-		return
-	}
-	header := true
-	for _, c := range cols[:n] {
+	return n
+}
+
+// isHeader reports whether the columns are names: each starts with a letter or `(`.
+func isHeader(cols []string) bool {
+	for _, c := range cols {
 		if !isLetter(c[0]) && c[0] != '(' {
-			header = false
-			break
+			return false
 		}
 	}
-	if header {
-		p.header = p.header[:0]
-		for _, c := range cols[:n] {
-			c = strings.Trim(c, "()")
-			if k := strings.IndexByte(c, '('); k >= 0 {
-				c = c[k+1:] // Box(P is P
-			}
-			var b [MaxNameLen]byte
-			if len(c) > MaxNameLen {
-				c = c[:MaxNameLen]
-			}
-			lw, _ := appendLower(b[:0], c)
-			p.header = append(p.header, p.intern(lw))
+	return true
+}
+
+// setHeader takes the columns as the names of the values of the rows under them, in
+// lowercase (`Box(P` is p), for the rows of the same local rank.
+func (p *Parsed) setHeader(cols []string) {
+	p.header = p.header[:0]
+	for _, c := range cols {
+		c = strings.Trim(c, "()")
+		if k := strings.IndexByte(c, '('); k >= 0 {
+			c = c[k+1:] // Box(P is P
 		}
-		p.headerLocal = p.Local
-		return
+		var b [MaxNameLen]byte
+		if len(c) > MaxNameLen {
+			c = c[:MaxNameLen]
+		}
+		lw, _ := appendLower(b[:0], c)
+		p.header = append(p.header, p.intern(lw))
 	}
-	if len(p.header) != n || p.headerLocal != p.Local {
-		return
-	}
-	for k, c := range cols[:n] {
+	p.headerLocal = p.Local
+}
+
+// row takes the values of a row under the header, one per column: a step column's
+// value is the line's step; labels (all, person) and counts of a total (1/100, the
+// epoch) are passed over.
+func (e *Extractor) row(p *Parsed, cols []string) {
+	for k, c := range cols {
 		if !isDigit(c[0]) && !(c[0] == '.' || c[0] == '-') {
 			continue // a label: all, person
 		}
