@@ -127,9 +127,9 @@ func unitThenValue(s string, i int, v *value) bool {
 	return ok
 }
 
-// readValue reads the number at s[i] and what follows it into v (see valueAfter).
-// The stages past the number are functions of their own, called only when the byte
-// after the number asks for them: most values are a number and a boundary.
+// readValue reads the number at s[i] and what follows it into v (see valueAfter). The
+// number is read here, where most calls end (no number at s[i]); what follows it, in
+// valueEnd.
 func readValue(s string, i int, v *value, tight bool) bool {
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		i++
@@ -139,34 +139,51 @@ func readValue(s string, i int, v *value, tight bool) bool {
 		list = true // DeepSpeed's lr=[0.001]
 		i++
 	}
-	var t token
-	if !v.readToken(s, i, &t) {
+	start := i
+	neg := false
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
+		i++
+	}
+	var n number
+	var end int
+	word := false
+	switch {
+	case startsNumber(s, i):
+		n = readNumber(s, i)
+		end = n.end
+	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
+		f, w, ok := nonFinite(s, i, neg)
+		if !ok {
+			return false
+		}
+		v.v, end, word = f, w, true
+	default:
 		return false
 	}
-	end := t.end
-	integer := !t.word && !t.n.point
+	if end-start > maxNumberLen {
+		return false
+	}
+	tok := s[start:end]
+	if !word && end < len(s) && s[end] == ',' {
+		f, gend, found, ok := groupedValue(s, i, end, neg)
+		if !ok {
+			return false
+		}
+		if found {
+			v.v, end, word = f, gend, true
+		}
+	}
+	integer := !word && !n.point
 	if tight && integer {
 		return false // train.py:42, localhost:29500
 	}
-	if end < len(s) && s[end] == '/' {
-		end = v.readTotal(s, end, integer)
-	}
-	if end < len(s) && s[end] != ' ' {
-		var ok bool
-		if end, ok = v.readSuffix(s, end, list); !ok {
-			return false
-		}
-	} else if list {
+	end, ok := v.valueEnd(s, end, integer, list)
+	if !ok {
 		return false
 	}
-	if !boundary(s, end) {
-		return false
-	}
-	if countsThings(s, end) {
-		return false // `dataset: 1,000,000 samples` is a size
-	}
-	if !t.word {
-		f, ok := parseNumber(s[t.start:t.n.end], t.n, t.neg)
+	if !word {
+		f, ok := parseNumber(tok, n, neg)
 		if !ok {
 			// Out of range (1e400) or malformed: not a value, and no false Inf alarm.
 			return false
@@ -180,54 +197,54 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	return true
 }
 
-// token is the number a value starts with, as readToken reads it.
-type token struct {
-	// n is the number after the sign, s[start:n.end] with its sign, neg whether that
-	// is a minus; end is where the token ends (past any thousands).
-	n          number
-	start, end int
-	neg        bool
-	// word is whether the token's value is read into the value already: nan, inf,
-	// infinity, or a number with thousands separators. Else it is parsed from
-	// s[start:n.end] once the value is known to end well.
-	word bool
+// startsNumber reports whether a number's digits start at s[i]: a digit, or a point
+// and a digit.
+func startsNumber(s string, i int) bool {
+	return i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1]))
 }
 
-// readToken reads the number at s[i] into t: a sign, then digits (and thousands
-// separators) or nan, inf, infinity. It reports whether there is one, no longer than
-// maxNumberLen.
-func (v *value) readToken(s string, i int, t *token) bool {
-	t.start = i
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		t.neg = s[i] == '-'
-		i++
+// valueEnd reads what follows a value's number, which ends at end: a total, a unit, a
+// remark in parentheses, the list's closing bracket when list, a closing quote. It
+// returns where the value ends, and whether it ends well: at a boundary, with all it
+// opened closed, and not before a word saying what the number counts.
+func (v *value) valueEnd(s string, end int, integer, list bool) (int, bool) {
+	if end < len(s) && s[end] == '/' {
+		end = v.readTotal(s, end, integer)
 	}
-	switch {
-	case i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1])):
-		t.n = readNumber(s, i)
-		t.end = t.n.end
-	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
-		f, w, ok := nonFinite(s, i, t.neg)
-		if !ok {
-			return false
-		}
-		v.v, t.end, t.word = f, w, true
-	default:
-		return false
-	}
-	if t.end-t.start > maxNumberLen {
-		return false
-	}
-	if !t.word && t.end < len(s) && s[t.end] == ',' {
-		f, gend, found, ok := groupedValue(s, i, t.end, t.neg)
-		if !ok {
-			return false
-		}
-		if found {
-			v.v, t.end, t.word = f, gend, true
+	// A unit against the number: 30.12ms, 25.1GiB, 98%.
+	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
+		for _, u := range units {
+			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+				v.unit = u
+				end += len(u)
+				break
+			}
 		}
 	}
-	return true
+	// A remark in parentheses against the value: 25.1GiB(31.7%).
+	if end < len(s) && s[end] == '(' {
+		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
+		if k < 0 {
+			return end, false
+		}
+		end += k + 1
+	}
+	if list {
+		if end >= len(s) || s[end] != ']' {
+			return end, false
+		}
+		end++
+	}
+	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
+		end++
+	}
+	if !boundary(s, end) {
+		return end, false
+	}
+	if countsThings(s, end) {
+		return end, false // `dataset: 1,000,000 samples` is a size
+	}
+	return end, true
 }
 
 // nonFinite reads nan, inf or infinity at s[i], in any case, as a word of its own: the
@@ -292,39 +309,6 @@ func (v *value) readTotal(s string, end int, integer bool) int {
 		}
 	}
 	return k
-}
-
-// readSuffix reads what may close a value after its number at end (not a space): a
-// unit against the number (30.12ms, 25.1GiB, 98%), a remark in parentheses
-// (25.1GiB(31.7%)), the list's closing bracket when list, a closing quote. It returns
-// where the value ends, and false when the remark or the list is not closed.
-func (v *value) readSuffix(s string, end int, list bool) (int, bool) {
-	if isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2 {
-		for _, u := range units {
-			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
-				v.unit = u
-				end += len(u)
-				break
-			}
-		}
-	}
-	if end < len(s) && s[end] == '(' {
-		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
-		if k < 0 {
-			return end, false
-		}
-		end += k + 1
-	}
-	if list {
-		if end >= len(s) || s[end] != ']' {
-			return end, false
-		}
-		end++
-	}
-	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
-		end++
-	}
-	return end, true
 }
 
 // isTableUnit reports whether u is one of units (a constant string).
