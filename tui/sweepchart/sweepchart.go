@@ -19,6 +19,7 @@ import (
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
+	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/chart"
 	"github.com/wick-dev/wick/tui/common"
@@ -92,6 +93,7 @@ type look struct {
 	gen   int
 	panel chart.Panel
 	w, h  int
+	theme *themes.Theme // ctrl+t changes it
 }
 
 type readMsg struct {
@@ -311,7 +313,7 @@ func (m *Model) View() string {
 		m.writeTable(&b, rows, name, w)
 		return b.String()
 	}
-	if lk := (look{m.gen, m.panel, w, h}); lk != m.drawn || m.frame == "" {
+	if lk := (look{m.gen, m.panel, w, h, t}); lk != m.drawn || m.frame == "" {
 		m.frame = Draw(rows2series(rows, name), m.panel.Options(w, h-headerLines, func(s string) string { return t.Muted.Render(s) }), t.Prefix)
 		m.drawn = lk
 	}
