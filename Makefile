@@ -11,7 +11,6 @@ TORCH_IMAGE ?= wick-torch:bookworm
 # to it, and a function split leaves the list.
 CYCLO_MAX ?= 30
 CYCLO_PENDING = \
-	(*app).runMetrics@tui/cli/metrics.go \
 	(*app).runRun@tui/cli/run.go \
 	(*supervisor).errorFileCause@engine/local/rootcause.go
 

@@ -38,15 +38,9 @@ func (a *app) runCompare(argv []string, sweepID, sortBy string, f metricsFlags) 
 	case sweepID != "" && len(argv) > 0:
 		return usagef("--sweep %s takes no handle: it compares the apps of the sweep", sweepID)
 	}
-	cfg, err := a.metricsConfig()
+	cfg, err := a.metricsConfigOf(f.only)
 	if err != nil {
 		return err
-	}
-	for _, m := range f.only {
-		if m = strings.TrimSpace(m); m == "" || len(m) > metrics.MaxNameLen {
-			return usagef("--metric: %q is not a metric name", m)
-		}
-		cfg.Only = append(cfg.Only, m)
 	}
 	apps, names, err := a.comparedApps(argv, sweepID)
 	if err != nil {

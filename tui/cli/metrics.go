@@ -99,6 +99,22 @@ func (a *app) metricsConfig() (metrics.Config, error) {
 	return mc, nil
 }
 
+// metricsConfigOf is metricsConfig with the metrics --metric names (only) added to
+// its Only.
+func (a *app) metricsConfigOf(only []string) (metrics.Config, error) {
+	cfg, err := a.metricsConfig()
+	if err != nil {
+		return metrics.Config{}, err
+	}
+	for _, m := range only {
+		if m = strings.TrimSpace(m); m == "" || len(m) > metrics.MaxNameLen {
+			return metrics.Config{}, usagef("--metric: %q is not a metric name", m)
+		}
+		cfg.Only = append(cfg.Only, m)
+	}
+	return cfg, nil
+}
+
 func (a *app) runMetrics(ident string, f metricsFlags) error {
 	if f.csv && f.json {
 		return usagef("--csv and --json exclude each other")
@@ -107,15 +123,9 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := a.metricsConfig()
+	cfg, err := a.metricsConfigOf(f.only)
 	if err != nil {
 		return err
-	}
-	for _, m := range f.only {
-		if m = strings.TrimSpace(m); m == "" || len(m) > metrics.MaxNameLen {
-			return usagef("--metric: %q is not a metric name", m)
-		}
-		cfg.Only = append(cfg.Only, m)
 	}
 	r := a.runner()
 	d, err := r.Describe(a.ctx, id.Handle)
@@ -135,55 +145,95 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	}
 	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
 	defer w.Flush()
-	store := metrics.NewStore(cfg)
-	names := metrics.NewNamerOf(d)
-	pw := &pointWriter{w: w, csv: f.csv, name: names.Name}
-	if f.csv {
-		w.WriteString("rank,step,time,name,value\n")
-	}
-	live := f.follow && !f.csv && !f.json && a.env.StdoutTTY
-	var drawn int // lines of the last live table, to redraw over
-	var last time.Time
-	// What Store.Add does, with the values extracted ahead (see streamMetrics).
-	emit := func(l sched.Line, p *metrics.Parsed) {
-		names.Observe(l)
-		if l.Pending || len(p.Samples) == 0 && !p.HasStep {
-			return
-		}
-		rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
-		store.AddParsed(rank, l.Time, p)
-		if len(p.Samples) == 0 || !f.csv && !f.json {
-			return
-		}
-		pw.write(rank, store.StepOf(rank, p), l.Time, p.Samples)
-	}
-	idle := func() error {
-		if live && time.Since(last) >= metricsRedraw {
-			last = time.Now()
-			if drawn > 0 {
-				fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
-			}
-			drawn = a.writeMetricsTable(w, store, names)
-		}
-		return w.Flush()
-	}
+	out := a.newMetricsPrinter(w, cfg, d, f)
 	opts := sched.LogOptions{Follow: f.follow, Streams: sched.Combined}
-	err = a.streamMetrics(ctx, id.Handle, refs, opts, store.Extractor(), emit, idle)
+	err = a.streamMetrics(ctx, id.Handle, refs, opts, out.store.Extractor(), out.emit, out.idle)
 	if err != nil && !(errors.Is(err, context.Canceled) && a.ctx.Err() == nil) {
 		return err
 	}
-	if f.csv || f.json {
-		return w.Flush()
+	return out.finish(id.Handle)
+}
+
+// metricsPrinter is what `wick metrics` of one app writes as its lines come: every
+// point (--csv, --json), or the table of its metrics, redrawn while it follows the logs
+// on a terminal, and printed at the end.
+type metricsPrinter struct {
+	a      *app
+	w      *bufio.Writer
+	store  *metrics.Store
+	names  *metrics.Namer
+	pw     *pointWriter
+	points bool      // --csv or --json: every point, no table
+	live   bool      // the table is redrawn while the logs are followed
+	drawn  int       // lines of the last live table, to redraw over
+	last   time.Time // when it was drawn
+}
+
+// newMetricsPrinter returns the printer of the metrics read with cfg from the logs of
+// the app d describes, as the flags f ask, writing to w (the CSV header at once).
+func (a *app) newMetricsPrinter(w *bufio.Writer, cfg metrics.Config, d *sched.Description, f metricsFlags) *metricsPrinter {
+	names := metrics.NewNamerOf(d)
+	m := &metricsPrinter{
+		a:      a,
+		w:      w,
+		store:  metrics.NewStore(cfg),
+		names:  names,
+		pw:     &pointWriter{w: w, csv: f.csv, name: names.Name},
+		points: f.csv || f.json,
+		live:   f.follow && !f.csv && !f.json && a.env.StdoutTTY,
 	}
-	if drawn > 0 {
-		fmt.Fprintf(w, "\r\x1b[%dA\x1b[J", drawn)
+	if f.csv {
+		w.WriteString("rank,step,time,name,value\n")
 	}
-	if len(store.AllNames()) == 0 {
-		fmt.Fprintf(a.env.Stderr, "wick: no metrics found in the logs of %s\n", id.Handle)
+	return m
+}
+
+// emit takes a line with its values extracted: what Store.Add does (see
+// streamMetrics), and the line's points when they are printed.
+func (m *metricsPrinter) emit(l sched.Line, p *metrics.Parsed) {
+	m.names.Observe(l)
+	if l.Pending || len(p.Samples) == 0 && !p.HasStep {
+		return
+	}
+	rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+	m.store.AddParsed(rank, l.Time, p)
+	if len(p.Samples) == 0 || !m.points {
+		return
+	}
+	m.pw.write(rank, m.store.StepOf(rank, p), l.Time, p.Samples)
+}
+
+// idle is called when the lines pause: a live table is redrawn (at most every
+// metricsRedraw), and what is written is flushed.
+func (m *metricsPrinter) idle() error {
+	if m.live && time.Since(m.last) >= metricsRedraw {
+		m.last = time.Now()
+		m.erase()
+		m.drawn = m.a.writeMetricsTable(m.w, m.store, m.names)
+	}
+	return m.w.Flush()
+}
+
+// erase moves up over the last live table and clears it.
+func (m *metricsPrinter) erase() {
+	if m.drawn > 0 {
+		fmt.Fprintf(m.w, "\r\x1b[%dA\x1b[J", m.drawn)
+	}
+}
+
+// finish writes what comes after the last line of the app h: the table (over the
+// live one), or a notice on stderr when no metric was found.
+func (m *metricsPrinter) finish(h spec.Handle) error {
+	if m.points {
+		return m.w.Flush()
+	}
+	m.erase()
+	if len(m.store.AllNames()) == 0 {
+		fmt.Fprintf(m.a.env.Stderr, "wick: no metrics found in the logs of %s\n", h)
 		return nil
 	}
-	a.writeMetricsTable(w, store, names)
-	return w.Flush()
+	m.a.writeMetricsTable(m.w, m.store, m.names)
+	return m.w.Flush()
 }
 
 // extractBatch is how many lines streamMetrics extracts before handing them over at
