@@ -56,8 +56,8 @@ func RunOf(handle string, s *metrics.Store) *Run {
 				st.Best = b
 			}
 		}
-		if ser := s.Series(sum.Name); len(ser) > 0 {
-			r.Curve[sum.Name] = slices.Clone(ser[0].Points())
+		if c := curveOf(s.Series(sum.Name)); c != nil {
+			r.Curve[sum.Name] = c
 		}
 		r.Stats[sum.Name] = st
 	}
@@ -70,6 +70,27 @@ func RunOf(handle string, s *metrics.Store) *Run {
 		}
 	}
 	return r
+}
+
+// curveOf is a metric's curve: its longest series (the first rank's may be a
+// progress bar's few values: demo.train's stderr tqdm line, "loss=2.89", whose stream
+// has no step), less the values without a step when others have one (a bar's value
+// read before the first step line would put the whole curve on a time axis).
+func curveOf(series []*metrics.Series) []metrics.Point {
+	var longest *metrics.Series
+	for _, ser := range series {
+		if longest == nil || ser.Count > longest.Count {
+			longest = ser
+		}
+	}
+	if longest == nil {
+		return nil
+	}
+	pts := slices.Clone(longest.Points())
+	if slices.ContainsFunc(pts, func(p metrics.Point) bool { return p.Step >= 0 }) {
+		pts = slices.DeleteFunc(pts, func(p metrics.Point) bool { return p.Step < 0 })
+	}
+	return pts
 }
 
 // Names lists the metrics of runs, in order of first appearance (run by run).

@@ -62,7 +62,7 @@ func BenchmarkOverlay100x10k(b *testing.B) {
 			p.Samples = append(p.Samples, metrics.Sample{Name: "loss", Value: pt.Value})
 			st.AddParsed(metrics.Rank{Role: "trainer", Local: 0}, time.Unix(0, pt.Time), &p)
 		}
-		run := runOf(h, st)
+		run := sweep.RunOf(h, st)
 		m.snap.runs[h] = run
 		series = append(series, chart.Series{Label: "lr=" + strconv.Itoa(i), Points: run.Curve["loss"]})
 		raw = append(raw, chart.Series{Label: "lr=" + strconv.Itoa(i), Points: pts})

@@ -91,7 +91,7 @@ func (rd *reader) read(ctx context.Context, b common.Backend, id string) snapsho
 				ended = false // read again
 			}
 			ra.ended = ended
-			ra.run = runOf(a.Handle, ra.store)
+			ra.run = sweep.RunOf(a.Handle, ra.store)
 		})
 	}
 	wg.Wait()
@@ -108,32 +108,4 @@ func (rd *reader) read(ctx context.Context, b common.Backend, id string) snapsho
 		}
 	}
 	return s
-}
-
-// runOf is sweep.RunOf with each metric's curve taken from its longest series (the
-// first rank's may be a progress bar's few values: demo.train's stderr tqdm line,
-// "loss=2.89", whose stream has no step), less the values without a step when others
-// have one.
-func runOf(handle string, st *metrics.Store) *sweep.Run {
-	r := sweep.RunOf(handle, st)
-	for name := range r.Curve {
-		var longest *metrics.Series
-		for _, ser := range st.Series(name) {
-			if longest == nil || ser.Count > longest.Count {
-				longest = ser
-			}
-		}
-		if longest == nil {
-			continue
-		}
-		pts := slices.Clone(longest.Points())
-		// A value read before the first step (a progress bar on stderr whose line
-		// came before stdout's first step line) has none: kept, it would put the whole
-		// chart on a time axis (chart.Render draws steps only when every point has one).
-		if slices.ContainsFunc(pts, func(p metrics.Point) bool { return p.Step >= 0 }) {
-			pts = slices.DeleteFunc(pts, func(p metrics.Point) bool { return p.Step < 0 })
-		}
-		r.Curve[name] = pts
-	}
-	return r
 }

@@ -1,4 +1,4 @@
-package sweepchart
+package sweep
 
 import (
 	"testing"
@@ -10,7 +10,8 @@ import (
 
 // TestCurveIsTheStepsOfTheLongestSeries: demo.train's replica writes its progress bar
 // on stderr ("loss=2.89", no rank prefix, no step) beside its ranks' step lines; when
-// the bar's line is read first, its value has no step. The app's curve is its rank's
+// the bar's line is read first, its value has no step. The app's curve (the chart of
+// a sweep, and the median check of MarkAlarms and --stop-on-nan) is its rank's
 // steps, without that value, so that the chart keeps a step axis.
 func TestCurveIsTheStepsOfTheLongestSeries(t *testing.T) {
 	st := metrics.NewStore(metrics.DefaultConfig())
@@ -22,7 +23,7 @@ func TestCurveIsTheStepsOfTheLongestSeries(t *testing.T) {
 	for _, l := range []string{"[rank 0] epoch 0 step 0 loss 2.9589", "[rank 0] epoch 0 step 1 loss 2.9091", "[rank 0] epoch 0 step 2 loss 2.8924"} {
 		add(l)
 	}
-	pts := runOf("local_cwd://wick/demo-train-1", st).Curve["loss"]
+	pts := RunOf("local_cwd://wick/demo-train-1", st).Curve["loss"]
 	if len(pts) != 3 {
 		t.Fatalf("the curve: %v, want the 3 steps' values", pts)
 	}
