@@ -26,16 +26,27 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
+	// squeue runs while the records are read. A controller that is down would keep it
+	// 18 s: whileReachable pings it then.
+	type queue struct {
+		out []byte
+		err error
+	}
+	queued := make(chan queue, 1)
+	go func() {
+		out, err := whileReachable(ctx, s, func(ctx context.Context) ([]byte, error) {
+			return command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
+		})
+		queued <- queue{out, err}
+	}()
 	recs := make(map[string]*record, len(ids))
 	for _, id := range ids {
 		if rec, err := s.loadRecord(id); err == nil && rec != nil {
 			recs[id] = rec
 		}
 	}
-	// A controller that is down would keep squeue 18 s: ping it meanwhile.
-	out, qerr := whileReachable(ctx, s, func(ctx context.Context) ([]byte, error) {
-		return command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
-	})
+	q := <-queued
+	out, qerr := q.out, q.err
 	var down *downError
 	if errors.As(qerr, &down) {
 		qerr = down.err

@@ -231,7 +231,7 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	}
 	var comps []component
 	if rec != nil {
-		// Ask and ping at once: the ping only decides whether to wait for the answer.
+		// Ask, and ping only if no answer comes soon (see whileReachable).
 		comps, err = whileReachable(ctx, s, func(ctx context.Context) ([]component, error) {
 			return scontrolJob(ctx, appID)
 		})
