@@ -14,13 +14,8 @@ func main() {
 	env := cli.OSEnv()
 	args := os.Args[1:]
 	// No verb on a terminal opens the UI.
-	if len(args) == 0 && env.StdoutTTY && isTerminal(os.Stdin) {
+	if len(args) == 0 && env.StdoutTTY && cli.IsTerminal(os.Stdin) {
 		args = []string{"ui"}
 	}
 	os.Exit(cli.Main(context.Background(), args, env))
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -63,7 +63,7 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 				o.Logs = h.String()
 			}
 			stdin, isFile := a.env.Stdin.(*os.File)
-			if !a.env.StdoutTTY || isFile && !isTTY(stdin) {
+			if !a.env.StdoutTTY || isFile && !IsTerminal(stdin) {
 				return usagef("wick ui needs a terminal (the verbs work without one: wick --help)")
 			}
 			if o.RingLines < 1 {

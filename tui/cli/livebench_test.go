@@ -16,7 +16,7 @@ import (
 
 // openPTY returns a new pseudo-terminal: the master, read as a terminal emulator
 // would, and the slave, a terminal for a child's output.
-func openPTY(b *testing.B) (master, slave *os.File) {
+func openPTY(b testing.TB) (master, slave *os.File) {
 	b.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {

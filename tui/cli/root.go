@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/runner"
@@ -60,7 +61,7 @@ func OSEnv() Env {
 	return Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Getenv: os.Getenv, Self: self, WorkDir: wd,
-		StdoutTTY: isTTY(os.Stdout), StderrTTY: isTTY(os.Stderr),
+		StdoutTTY: IsTerminal(os.Stdout), StderrTTY: IsTerminal(os.Stderr),
 	}
 }
 
@@ -382,7 +383,17 @@ func parseHandle(s string) (spec.Handle, error) {
 	return h, nil
 }
 
-func isTTY(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// IsTerminal reports whether f is a terminal: whether the kernel has terminal
+// settings for it (TCGETS), which /dev/null and other character devices have not.
+func IsTerminal(f *os.File) bool {
+	rc, err := f.SyscallConn() // not f.Fd(), which would make f blocking
+	if err != nil {
+		return false
+	}
+	var tty bool
+	_ = rc.Control(func(fd uintptr) {
+		_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+		tty = err == nil
+	})
+	return tty
 }
