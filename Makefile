@@ -41,9 +41,11 @@ slurm-up:
 slurm-down:
 	bash scripts/slurm/down.sh
 
-## build: compile the wick binary into bin/
+## build: compile the wick binary into bin/, static (CGO_ENABLED=0): without the
+## dynamic loader and libc each start of wick (every verb, every supervisor) costs
+## 1-2 ms of CPU less
 build:
-	$(GO) build -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -o $(BIN) .
 
 ## run: build and open the UI
 run: build

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/spec"
@@ -38,7 +39,9 @@ const (
 
 // endpointPort matches the port of torchrun's --rdzv_endpoint (either spelling, with a
 // space or "=") when it is the default.
-var endpointPort = regexp.MustCompile(`(--rdzv[_-]endpoint[= ]\S*:)` + strconv.Itoa(defaultRdzvPort) + `\b`)
+var endpointPort = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(--rdzv[_-]endpoint[= ]\S*:)` + strconv.Itoa(defaultRdzvPort) + `\b`)
+})
 
 // rendezvousPort returns the port a role's replicas rendezvous on instead of the
 // default, or 0 to keep their command lines: the role is not a multi-node torchrun
@@ -49,7 +52,7 @@ func rendezvousPort(appID string, role spec.Role) int {
 	}
 	uses := false
 	for _, a := range append([]string{role.Entrypoint}, role.Args...) {
-		uses = uses || endpointPort.MatchString(a)
+		uses = uses || endpointPort().MatchString(a)
 	}
 	if !uses {
 		return 0
@@ -82,7 +85,7 @@ func portFree(p int) bool {
 func withRendezvousPort(argv []string, port int) []string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
-		out[i] = endpointPort.ReplaceAllString(a, "${1}"+strconv.Itoa(port))
+		out[i] = endpointPort().ReplaceAllString(a, "${1}"+strconv.Itoa(port))
 	}
 	return out
 }

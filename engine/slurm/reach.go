@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
@@ -156,10 +157,12 @@ func (s *Scheduler) lastKnown(rec *record, cause error) spec.AppStatus {
 // how a job ended once Slurm itself has forgotten it.
 var (
 	// srunExitRe is the batch script's own line (see script).
-	srunExitRe = regexp.MustCompile(`(?m)^wick: srun exited with code (\d+)$`)
+	srunExitRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^wick: srun exited with code (\d+)$`) })
 	// cancelRe is slurmstepd's notice, in the batch log and in every replica's .err:
 	// "slurmstepd: error: *** JOB 12 ON node1 CANCELLED AT 2026-11-25T21:09:15 DUE TO TIME LIMIT ***".
-	cancelRe = regexp.MustCompile(`\*\*\* (?:JOB|STEP) [0-9.+]+ ON \S+ CANCELLED AT \S+( DUE TO TIME LIMIT)?`)
+	cancelRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\*\*\* (?:JOB|STEP) [0-9.+]+ ON \S+ CANCELLED AT \S+( DUE TO TIME LIMIT)?`)
+	})
 )
 
 // maxEvidence is how much of the end of each file is read for those notices.
@@ -183,12 +186,12 @@ func endEvidence(rec *record) evidence {
 			return
 		}
 		said := false
-		if m := srunExitRe.FindAllSubmatch(tail, -1); len(m) > 0 {
+		if m := srunExitRe().FindAllSubmatch(tail, -1); len(m) > 0 {
 			if c, err := strconv.Atoi(string(m[len(m)-1][1])); err == nil {
 				ev.code, said = spec.IntPtr(c), true
 			}
 		}
-		if m := cancelRe.FindAllSubmatch(tail, -1); len(m) > 0 {
+		if m := cancelRe().FindAllSubmatch(tail, -1); len(m) > 0 {
 			ev.cancelled, said = true, true
 			ev.timeLimit = ev.timeLimit || len(m[len(m)-1][1]) > 0
 		}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/wick-dev/wick/engine/sched"
@@ -91,7 +92,9 @@ func errorFile(exit string) string { return strings.TrimSuffix(exit, ".exit") + 
 func batchLog(dir, jobID string) string { return filepath.Join(dir, "slurm-"+jobID+".out") }
 
 // timeRe matches sbatch's time formats.
-var timeRe = regexp.MustCompile(`^(\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+|\d+-\d+:\d+|\d+-\d+:\d+:\d+)$`)
+var timeRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\d+|\d+:\d+|\d+:\d+:\d+|\d+-\d+|\d+-\d+:\d+|\d+-\d+:\d+:\d+)$`)
+})
 
 // mailTypes are the events sbatch --mail-type knows.
 var mailTypes = []string{"NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT",
@@ -140,7 +143,7 @@ func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 			return nil, err
 		}
 	}
-	if t := cfg.String(OptTime); t != "" && !timeRe.MatchString(t) && !strings.EqualFold(t, "UNLIMITED") && !strings.EqualFold(t, "INFINITE") {
+	if t := cfg.String(OptTime); t != "" && !timeRe().MatchString(t) && !strings.EqualFold(t, "UNLIMITED") && !strings.EqualFold(t, "INFINITE") {
 		return nil, fmt.Errorf("%w %s=%q: want minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes or days-hours:minutes:seconds", spec.ErrInvalidRunOpt, OptTime, t)
 	}
 	if mt := cfg.String(OptMailType); mt != "" {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MaxApps bounds a grid: beyond it a typo (a value list pasted twice) is likelier than
@@ -39,7 +40,7 @@ type Param struct {
 var ErrBadSweep = errors.New("bad --sweep")
 
 // nameRE is a swept name: a component parameter or a script flag (--lr, --batch-size).
-var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
 
 // ParseParam reads one --sweep value: NAME=V1,V2,... (a leading "--" on NAME is
 // dropped, so --sweep --lr=... reads as lr).
@@ -49,7 +50,7 @@ func ParseParam(s string) (Param, error) {
 	if !ok || name == "" {
 		return Param{}, fmt.Errorf("%w %q: want NAME=V1,V2,... (e.g. --sweep lr=0.1,0.01)", ErrBadSweep, cut(s))
 	}
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return Param{}, fmt.Errorf("%w %q: %q is not a parameter name", ErrBadSweep, cut(s), cut(name))
 	}
 	p := Param{Name: name}

@@ -20,6 +20,7 @@ func TestMain(m *testing.M) {
 	}
 	builtWick = filepath.Join(dir, "wick")
 	build := exec.Command("go", "build", "-o", builtWick, "../..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: static
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building wick:", err)

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -104,7 +105,7 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 }
 
 // unknownCompFlag finds the flag a component did not know in its parse error.
-var unknownCompFlag = regexp.MustCompile(`unknown flag (--?)([^\s=]+) for (\S+)`)
+var unknownCompFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`unknown flag (--?)([^\s=]+) for (\S+)`) })
 
 // wickFlagAfterComponent adds to a component's "unknown flag" error, when the flag is
 // one of wick run's own (--json after the component), where wick's flags go.
@@ -113,7 +114,7 @@ func wickFlagAfterComponent(fl *pflag.FlagSet, err error) error {
 	if err == nil || !errors.As(err, &compErr) {
 		return err
 	}
-	m := unknownCompFlag.FindStringSubmatch(err.Error())
+	m := unknownCompFlag().FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
 	}
