@@ -82,8 +82,9 @@ const pingAfter = 150 * time.Millisecond
 // whileReachable runs ask (a Slurm command) and, unless a recent ping answers for it,
 // pings slurmctld if ask has not succeeded within pingAfter: a command to a controller
 // that is down would retry for about 18 s, and so when the ping says down, ask is
-// stopped and a *downError returned. A command that fails is followed by the ping
-// too, which says whether the failure was the controller's.
+// stopped and a *downError returned. A command that fails (but for errGone, which is
+// slurmctld's own answer) is followed by the ping too, which says whether the failure
+// was the controller's.
 func whileReachable[T any](ctx context.Context, s *Scheduler, ask func(context.Context) (T, error)) (T, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -101,8 +102,8 @@ func whileReachable[T any](ctx context.Context, s *Scheduler, ask func(context.C
 		select {
 		case a := <-got:
 			t.Stop()
-			if a.err == nil {
-				return a.v, nil
+			if a.err == nil || errors.Is(a.err, errGone) {
+				return a.v, a.err // slurmctld answered
 			}
 			got <- a // the ping below says whether the controller failed it
 		case <-t.C:

@@ -222,6 +222,27 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	if err := validJobID(appID); err != nil {
 		return nil, false, err
 	}
+	// scontrol runs while the record is read.
+	type job struct {
+		comps []component
+		err   error
+	}
+	qctx, stopAsk := context.WithCancel(ctx)
+	defer stopAsk()
+	asked := make(chan job, 1)
+	go func() {
+		comps, err := scontrolJob(qctx, appID)
+		asked <- job{comps, err}
+	}()
+	answer := func(ctx context.Context) ([]component, error) {
+		select {
+		case j := <-asked:
+			return j.comps, j.err
+		case <-ctx.Done():
+			stopAsk()
+			return nil, ctx.Err()
+		}
+	}
 	rec, err := s.loadRecord(appID)
 	if err != nil {
 		return nil, false, err
@@ -231,16 +252,14 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	}
 	var comps []component
 	if rec != nil {
-		// Ask, and ping only if no answer comes soon (see whileReachable).
-		comps, err = whileReachable(ctx, s, func(ctx context.Context) ([]component, error) {
-			return scontrolJob(ctx, appID)
-		})
+		// Ping only if no answer comes soon (see whileReachable).
+		comps, err = whileReachable(ctx, s, answer)
 		var down *downError
 		if errors.As(err, &down) {
 			return fromRec(s.lastKnown(rec, down.err)), false, nil
 		}
 	} else {
-		comps, err = scontrolJob(ctx, appID)
+		comps, err = answer(ctx)
 	}
 	if errors.Is(err, ErrControllerDown) {
 		s.noteReach(err)
