@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -306,13 +307,35 @@ func TestHugeLineAndBinaryAreIntact(t *testing.T) {
 	}
 }
 
-// fakeClock makes read times deterministic.
+// fakeClock makes read times deterministic. It counts its reads: a Writer reads it
+// once per chunk, after the chunk is in the stream's file (where a follower may
+// already see it), so a test that moves the clock right after seeing a chunk must
+// first wait for that read (see readsAfter).
 type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu    sync.Mutex
+	t     time.Time
+	reads int
 }
 
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return c.t
+}
+
+// readCount is how many times the clock was read so far.
+func (c *fakeClock) readCount() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
+
+// readsAfter waits until the clock has been read since it had been read n times.
+func (c *fakeClock) readsAfter(t *testing.T, n int) {
+	t.Helper()
+	testkit.Wait(t, 10*time.Second, "the writer reads the clock", func() (bool, string) {
+		got := c.readCount()
+		return got > n, fmt.Sprintf("%d reads, want more than %d", got, n)
+	})
+}
+
 func (c *fakeClock) set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -24,18 +24,20 @@ func next(t *testing.T, it sched.LogIterator) sched.Line {
 }
 
 func TestPendingLineFollowsProgressBar(t *testing.T) {
-	clock := &fakeClock{}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := &fakeClock{t: t0}
 	rec := NewRecorder()
 	rec.now = clock.now
 	r := newReplicaLogs(t, rec)
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	clock.set(t0)
 	it, err := Open(Source{Dir: r.dir, Role: "trainer", Replica: 1}, sched.LogOptions{Follow: true, Pending: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
 
+	// Copy stamps a chunk once it is in stdout.log, where the follower may see it
+	// first: the clock moves only after the first chunk's read of it.
+	before := clock.readCount()
 	for i, step := range []struct{ write, want string }{
 		{"\r  10%|#         |", "  10%|#         |"},
 		{"\r  20%|##        |", "  20%|##        |"},
@@ -43,6 +45,9 @@ func TestPendingLineFollowsProgressBar(t *testing.T) {
 		{"\r  30%|###       |\r", "  30%|###       |"},
 	} {
 		if i == 1 {
+			// The first chunk is stamped before the clock moves on: the line began
+			// at t0, then grew for a minute.
+			clock.readsAfter(t, before)
 			clock.set(t0.Add(time.Minute))
 		}
 		r.out.WriteString(step.write)
