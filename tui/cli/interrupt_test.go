@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,24 +90,21 @@ func TestSignalDuringLaunchCancels(t *testing.T) {
 }
 
 // TestSignalDuringDockerLaunchRollsBack: SIGINT to an attached `wick run -s
-// local_docker` while its 16 containers are being created removes what was created:
-// no container of the app is left, and no app stays SUBMITTED.
+// local_docker` while its 64 containers are being created removes what was created:
+// no container of the app is left, and no app stays SUBMITTED. The test interrupts
+// on the Engine's first create event, not at a time: 64 containers are four waves of
+// wick's 16 concurrent creates, so the launch is still under way when the signal
+// lands, however loaded the machine.
 func TestSignalDuringDockerLaunchRollsBack(t *testing.T) {
+	const replicas = 64
 	img := dockerImage(t)
 	h := newHarness(t)
 	comp := filepath.Join(h.work, "many.yaml")
-	yaml := "many:\n  summary: 16 looping replicas\n  params: []\n  app:\n    roles:\n      - name: w\n        image: " + img +
-		"\n        entrypoint: /helper\n        args: [loop]\n        num_replicas: 16\n"
+	yaml := fmt.Sprintf("many:\n  summary: %d looping replicas\n  params: []\n  app:\n    roles:\n      - name: w\n        image: %s"+
+		"\n        entrypoint: /helper\n        args: [loop]\n        num_replicas: %d\n", replicas, img, replicas)
 	if err := os.WriteFile(comp, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := h.wickCmd(context.Background(), "run", "-s", "local_docker", comp+":many")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	containers := func() []string {
 		out, _ := exec.Command("docker", "ps", "-a", "--filter", "label=dev.wick.role=w", "--filter", "ancestor="+img, "--format", "{{.Names}}").Output()
 		return strings.Fields(string(out))
@@ -113,18 +114,51 @@ func TestSignalDuringDockerLaunchRollsBack(t *testing.T) {
 			exec.Command("docker", "rm", "-f", c).Run()
 		}
 	})
-	for deadline := time.Now().Add(testkit.Scale(60 * time.Second)); len(containers()) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no container was created: %s", errb.String())
-		}
+	// The Engine's create events for this test's image (its tag is the test's own),
+	// from just before wick starts: --since replays what came before the stream was
+	// set up, so the first create cannot be missed.
+	evCtx, stopEvents := context.WithCancel(context.Background())
+	events := exec.CommandContext(evCtx, "docker", "events", "--since", strconv.FormatInt(time.Now().Add(-time.Second).Unix(), 10),
+		"--filter", "type=container", "--filter", "event=create", "--filter", "image="+img, "--format", "{{.Actor.Attributes.name}}")
+	evOut, err := events.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := len(containers()); n >= 16 {
-		t.Fatalf("all %d containers were created before the test could interrupt the launch", n)
+	if err := events.Start(); err != nil {
+		t.Fatal(err)
+	}
+	created, read := make(chan string, 1), make(chan struct{})
+	defer func() { stopEvents(); <-read; events.Wait() }()
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(evOut)
+		if sc.Scan() {
+			created <- sc.Text()
+		}
+		close(created)
+		io.Copy(io.Discard, evOut) // the rest, until stopEvents ends docker events
+	}()
+
+	cmd := h.wickCmd(context.Background(), "run", "-s", "local_docker", comp+":many")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	select {
+	case name, ok := <-created:
+		if !ok {
+			t.Fatalf("docker events ended before a container was created: %s", errb.String())
+		}
+		t.Logf("interrupting on the creation of %s", name)
+	case <-time.After(testkit.Scale(60 * time.Second)):
+		t.Fatalf("no container was created within %s: %s", testkit.Scale(60*time.Second), errb.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Errorf("wick ended with %v, want exit status 1 (stderr %s)", err, errb.String())
 	}
