@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
@@ -120,4 +121,52 @@ func (r *Runner) logsNotFound(h spec.Handle, err error) error {
 		}
 	}
 	return notFound(h, err)
+}
+
+// cancelSweepParallel is how many of a sweep's apps CancelSweep stops at once: a
+// Docker app's cancel waits for its containers' grace period.
+const cancelSweepParallel = 8
+
+// CancelSweep cancels every app of sweep id, for `wick cancel ID`'s Ctrl-C and the
+// UI's x on a sweep's row alike: it first takes every queued app out of the queue (one
+// write of the sweep), then cancels the apps that were launched, a few at once. In
+// that order, a running app's end cannot start a queued one. It returns how many
+// queued apps it took out, the launched apps it cancelled (those their scheduler no
+// longer has left out), and one error per app it could not cancel.
+func (r *Runner) CancelSweep(ctx context.Context, id string) (removed int, cancelled []spec.Handle, err error) {
+	if r.sweeps == nil {
+		return 0, nil, errors.New("no state directory: no sweeps")
+	}
+	launched, removed, err := r.sweeps.CancelQueued(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	hs := make([]spec.Handle, 0, len(launched))
+	for _, s := range launched {
+		if h, err := spec.ParseHandle(s); err == nil {
+			hs = append(hs, h)
+		}
+	}
+	errs := make([]error, len(hs))
+	gone := make([]bool, len(hs))
+	sem := make(chan struct{}, cancelSweepParallel)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.Cancel(ctx, h); isNotFound(err) {
+				gone[i] = true
+			} else if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", h, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, h := range hs {
+		if !gone[i] && errs[i] == nil {
+			cancelled = append(cancelled, h)
+		}
+	}
+	return removed, cancelled, errors.Join(errs...)
 }

@@ -142,11 +142,16 @@ type BulkDone struct {
 	Verb    string   // VerbCancelled or VerbDeleted
 	Handles []string // the apps it was done to
 	Errs    []error  // one per app it failed for
+	// Dequeued is how many apps of a sweep left its queue without starting.
+	Dequeued int
 }
 
 // Notice is the status-line message for d: how many, and the first failure.
 func (d BulkDone) Notice() tea.Cmd {
 	msg := fmt.Sprintf("%s %s", d.Verb, apps(len(d.Handles)))
+	if d.Dequeued > 0 {
+		msg += fmt.Sprintf(" (%d queued: never started)", d.Dequeued)
+	}
 	if len(d.Errs) > 0 {
 		return common.NotifyErr(fmt.Errorf("%s; %d failed: %w", msg, len(d.Errs), d.Errs[0]))
 	}
@@ -239,6 +244,34 @@ func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []
 				continue
 			}
 			d.Handles = append(d.Handles, h.String())
+		}
+		return d
+	}), p
+}
+
+// CancelSweep cancels every app of sweep id after one confirmation that says how many
+// are queued and how many run, through the engine's one cancel of a sweep
+// (Backend.CancelSweep, as `wick cancel ID`): its queue is emptied before its running
+// apps are cancelled, so no queued app starts once the user said yes.
+func CancelSweep(ctx *common.Context, id common.ViewID, sweepID string, queued, running int) (tea.Cmd, *BulkProgress) {
+	if queued+running == 0 {
+		return common.Notify("sweep " + sweepID + ": no queued or running app to cancel"), nil
+	}
+	b, parent := ctx.Backend, ctx.Ctx
+	prompt := fmt.Sprintf("Cancel sweep %s: %d queued and %d running %s? The queued never start; the running replicas get SIGTERM, then SIGKILL.",
+		sweepID, queued, running, plural(running, "app"))
+	p := &BulkProgress{verb: "cancelling", total: queued + running}
+	return common.Confirm(prompt, func() tea.Msg {
+		p.started.Store(true)
+		defer p.ended.Store(true)
+		removed, cancelled, err := b.CancelSweep(parent, sweepID)
+		p.done.Store(int32(queued + running))
+		d := BulkDone{ViewID: id, Verb: VerbCancelled, Dequeued: removed}
+		for _, h := range cancelled {
+			d.Handles = append(d.Handles, h.String())
+		}
+		if err != nil {
+			d.Errs = append(d.Errs, err)
 		}
 		return d
 	}), p

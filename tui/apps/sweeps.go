@@ -178,8 +178,9 @@ func (m *Model) styledRow(r int, st render.Styler) []string {
 	return styled(m.table.Row(r), &m.apps[m.rows[r]], st)
 }
 
-// doGroup runs an action on a sweep's row: enter and z fold or unfold it, x and D
-// cancel or delete its apps (those the list shows, after a confirmation).
+// doGroup runs an action on a sweep's row: enter and z fold or unfold it, x cancels
+// the whole sweep (its queue first) and D deletes its finished apps the list shows,
+// each after a confirmation.
 func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 	switch action {
 	case ActDescribe, ActFold:
@@ -189,9 +190,14 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return m.compareSweep(g.id), true
 	case ActChart:
 		return common.Push(sweepchart.New(m.Ctx, g.id)), true
-	case appops.ActCancel, appops.ActDelete:
-		del := action == appops.ActDelete
-		do, skipped := m.groupApps(g, func(a *spec.AppStatus) bool { return a.State.Terminal() == del })
+	case appops.ActCancel:
+		// The whole sweep, as `wick cancel ID`: its queue emptied first.
+		queued, running := m.sweepCounts(g.id)
+		cmd, p := appops.CancelSweep(m.Ctx, m.ID(), g.id, queued, running)
+		m.progress = p
+		return cmd, true
+	case appops.ActDelete:
+		do, skipped := m.groupApps(g, func(a *spec.AppStatus) bool { return a.State.Terminal() })
 		cmd, p := appops.Bulk(m.Ctx, m.ID(), action, handles(do), "sweep", skipped)
 		m.progress = p
 		return cmd, true
@@ -199,6 +205,22 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return common.Notify("a sweep's row: z unfolds its apps"), true
 	}
 	return nil, false
+}
+
+// sweepCounts counts the apps of sweep id the list holds (shown or not) that wait in
+// its queue and that have not ended.
+func (m *Model) sweepCounts(id string) (queued, running int) {
+	for i := range m.apps {
+		a := &m.apps[i]
+		switch {
+		case a.Sweep == nil || a.Sweep.ID != id || a.State.Terminal():
+		case a.State == spec.Queued:
+			queued++
+		default:
+			running++
+		}
+	}
+	return queued, running
 }
 
 // compareSweep opens the comparison of the apps of sweep id the list holds, in

@@ -10,8 +10,8 @@ import (
 )
 
 // TestSweepRowFolds: the apps of a sweep are one row, folded, that says what they
-// do; z (or enter) unfolds it, its apps under it; x on it offers to cancel the apps
-// of the sweep that have not ended.
+// do; z (or enter) unfolds it, its apps under it; x on it offers to cancel the whole
+// sweep, saying how many of its apps are queued and how many run.
 func TestSweepRowFolds(t *testing.T) {
 	m := listOnly(t)
 	ref := func(v string) *spec.SweepRef {
@@ -57,7 +57,7 @@ func TestSweepRowFolds(t *testing.T) {
 		t.Fatal("x on the sweep's row did nothing")
 	}
 	confirm, isConfirm := cmd().(common.ConfirmMsg)
-	if !isConfirm || !strings.HasPrefix(confirm.Prompt, "Cancel 2 sweep apps? (1 already ended: skipped)") {
+	if !isConfirm || !strings.HasPrefix(confirm.Prompt, "Cancel sweep sweep-abcd1234: 1 queued and 1 running app?") {
 		t.Errorf("x on the sweep's row: %#v", confirm)
 	}
 	// p on the sweep's row (or on one of its apps) opens the chart of the sweep.

@@ -602,27 +602,13 @@ func (a *app) sweepSummary(sw *sweep.Sweep, final map[string]*spec.AppStatus, as
 	return nil
 }
 
-// cancelSweep takes every queued app of the sweep out of its queue, then cancels its
-// running apps (in that order: a running app's end must not start a queued one).
+// cancelSweep cancels the sweep's apps (runner.CancelSweep: its queue emptied
+// first, so that cancelling the running apps starts no queued one).
 func (a *app) cancelSweep(id string) error {
-	r := a.runner()
-	launched, _, err := r.Sweeps().CancelQueued(id)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, s := range launched {
-		h, err := spec.ParseHandle(s)
-		if err != nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
-		if err := r.Cancel(ctx, h); err != nil && !errors.Is(err, sched.ErrNotFound) {
-			errs = append(errs, err)
-		}
-		cancel()
-	}
-	return errors.Join(errs...)
+	ctx, cancel := context.WithTimeout(a.ctx, 10*time.Second)
+	defer cancel()
+	_, _, err := a.runner().CancelSweep(ctx, id)
+	return err
 }
 
 // sweepArgs reads the sweep ids among the handle arguments of cancel (del false) or

@@ -36,6 +36,9 @@ type Backend interface {
 	Call(h spec.Handle) (*sched.Call, error)
 	List(ctx context.Context, scheduler string) ([]spec.AppStatus, []error)
 	Cancel(ctx context.Context, h spec.Handle) error
+	// CancelSweep cancels every app of sweep id, its queued apps first (none of them
+	// starts while its running apps are cancelled).
+	CancelSweep(ctx context.Context, id string) (removed int, cancelled []spec.Handle, err error)
 	Delete(ctx context.Context, h spec.Handle, force bool) error
 	LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error)
 }
