@@ -466,16 +466,15 @@ func (p *Parsed) prefixed(ctx, name string) string {
 	return p.intern(k)
 }
 
-// pairs takes the name-value pairs of s into p.
+// pairs takes the name-value pairs of s into p. It runs for every byte of most lines:
+// what it does for each word and number is here, and in functions the compiler
+// inlines; a rate and a bracket, rarer, are functions of their own.
 func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch cl := class[c]; {
 		case cl&cNameStart != 0:
-			j := i + 1
-			for j < len(s) && class[s[j]]&cNameChar != 0 {
-				j++
-			}
+			j := nameEnd(s, i+1)
 			wend := j
 			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
 				wend--
@@ -484,12 +483,8 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			// follows the name: most words are passed over here.
 			if wend < len(s) && class[s[wend]]&cValueLead != 0 {
 				var v value
-				ok := valueAfter(s, wend, &v)
-				if !ok {
-					// `time (ms): 12.5`, `memory(GiB): 3.1`: a unit in parentheses.
-					ok = unitThenValue(s, wend, &v)
-				}
-				if ok {
+				// Else a unit in parentheses: `time (ms): 12.5`, `memory(GiB): 3.1`.
+				if valueAfter(s, wend, &v) || unitThenValue(s, wend, &v) {
 					i = e.pair(s, p, st, span{i, wend}, &v)
 					if len(p.Samples) >= MaxValuesPerLine {
 						return
@@ -499,8 +494,7 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			}
 			// A word of the field: the next one may make a name with it, unless it
 			// is a value itself (`dtype=bfloat16 lr=...`).
-			isValue := i > 0 && (s[i-1] == '=' || s[i-1] == ':')
-			if !isValue && wend == j && j+1 < len(s) && s[j] == ' ' && class[s[j+1]]&cNameStart != 0 {
+			if wend == j && joinsNext(s, i, j) {
 				if st.nwords == maxNameWords {
 					st.closeWords(s, st.words[:1])
 					copy(st.words[:], st.words[1:])
@@ -514,11 +508,21 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			}
 			i = j
 		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
+			// A number with no name: skip all of it (so the e of 1e-4 is not a name),
+			// taking a rate `20.00it/s` or `48213 tok/s` on the way.
 			st.endField(s)
-			i = e.bareNumber(s, p, st, i)
-			if len(p.Samples) >= MaxValuesPerLine {
-				return
+			j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
+			if j < len(s) && s[j]|0x20 == 'e' {
+				j = readNumber(s, i).end // and its exponent's
 			}
+			if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
+				e.rate(s, p, st, i, j, rate)
+				if len(p.Samples) >= MaxValuesPerLine {
+					return
+				}
+				j = k
+			}
+			i = nameEnd(s, j)
 		case c == '[':
 			st.endField(s)
 			i = st.bracket(s, p, i)
@@ -532,30 +536,35 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 	st.endField(s)
 }
 
-// bareNumber skips the number with no name at s[i] (all of it, so that the e of 1e-4
-// is not a name), taking a rate `20.00it/s` or `48213 tok/s` on the way, and returns
-// where the scan goes on (the caller stops when the rate filled p).
-func (e *Extractor) bareNumber(s string, p *Parsed, st *lineState, i int) int {
-	j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
-	if j < len(s) && s[j]|0x20 == 'e' {
-		j = readNumber(s, i).end // and its exponent's
+// nameEnd returns where the bytes of a name from s[i] on end.
+func nameEnd(s string, i int) int {
+	for i < len(s) && class[s[i]]&cNameChar != 0 {
+		i++
 	}
-	if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
-		if v, ok := parseNumber(s[i:j], readNumber(s, i), false); ok {
-			st.pairs++
-			st.spacedOnly = false
-			if before := len(p.Samples); st.nunctx < len(st.unctx) {
-				st.unctx[st.nunctx] = uint8(before) // a rate takes the line's context
-				st.nunctx++
-			}
-			e.add(p, rateNames[rate], v, "") // the scan stops if it was the last
-		}
-		j = k
+	return i
+}
+
+// joinsNext reports whether the word s[i:j], not a value itself (after = or :), may
+// make a name with the next word, one space after it.
+func joinsNext(s string, i, j int) bool {
+	isValue := i > 0 && (s[i-1] == '=' || s[i-1] == ':')
+	return !isValue && j+1 < len(s) && s[j] == ' ' && class[s[j+1]]&cNameStart != 0
+}
+
+// rate takes the rate after the number s[i:j] (`20.00it/s`, `48213 tok/s`) as a value
+// of its own, in the line's context.
+func (e *Extractor) rate(s string, p *Parsed, st *lineState, i, j int, rate string) {
+	v, ok := parseNumber(s[i:j], readNumber(s, i), false)
+	if !ok {
+		return
 	}
-	for j < len(s) && class[s[j]]&cNameChar != 0 {
-		j++
+	st.pairs++
+	st.spacedOnly = false
+	if before := len(p.Samples); st.nunctx < len(st.unctx) {
+		st.unctx[st.nunctx] = uint8(before) // a rate takes the line's context
+		st.nunctx++
 	}
-	return j
+	e.add(p, rateNames[rate], v, "")
 }
 
 // bracket reads the bracket at s[i] before any value of the line: a counter
@@ -650,18 +659,51 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	}
 	switch {
 	case r.only != "":
-		// `Train: 0`, `Test: 3`: a context, not a metric; timm's number after it is
-		// the epoch, when a step in brackets follows.
-		if r.only != "train" && st.ctx == "" {
-			st.ctx = r.only
-		}
-		st.takeEpoch(v)
-	case r.info.flags&flagConfigured != 0 && (r.info.kind == kindStep || r.info.kind == kindIgnore):
+		st.onlyContext(r.only, v)
+		return v.end
+	case r.stepOrIgnored():
 		st.configured(p, r, own, v)
-	default:
-		e.sample(p, st, r, own, v)
+		return v.end
 	}
+	// A metric's value, a sample named after its own qualifier, else after the line's
+	// context (when that context makes it a metric).
+	if v.sep == ' ' && (own || r.known) {
+		st.spacedKnown = true
+	}
+	val := v.v
+	if v.ratio && !r.counter {
+		val = v.num / v.den // accuracy: 9800/10000
+	}
+	k := 0 // the series' name: its own qualifier's, else the line's context's
+	if r.q == "" && st.ctx != "" {
+		k = ctxIndex(st.ctx)
+	}
+	if r.verdict[k] == 0 {
+		r.names[k], r.verdict[k] = e.resolve(p, r, k)
+	}
+	if r.verdict[k] != 1 {
+		return v.end
+	}
+	unit := v.unit
+	if unit != "" && !isTableUnit(unit) {
+		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
+	}
+	if r.q == "" && k == 0 && st.nunctx < len(st.unctx) {
+		st.unctx[st.nunctx] = uint8(len(p.Samples))
+		st.nunctx++
+	}
+	p.Samples = append(p.Samples, Sample{Name: r.names[k], Value: val, Unit: unit})
 	return v.end
+}
+
+// onlyContext takes the value v of a name that is only a qualifier (`Train: 0`, `Test:
+// 3`): a context, not a metric; timm's number after it is the epoch, when a step in
+// brackets follows.
+func (st *lineState) onlyContext(ctx string, v *value) {
+	if ctx != "train" && st.ctx == "" {
+		st.ctx = ctx
+	}
+	st.takeEpoch(v)
 }
 
 // stopWord passes over the value v of the stop word w, written after a space: a stop
@@ -690,38 +732,6 @@ func (st *lineState) configured(p *Parsed, r *pairInfo, own bool, v *value) {
 	if r.epoch {
 		st.takeEpoch(v) // `Epoch: [0][ 1/5005]`, `Train Epoch: 1 [640/60000]`
 	}
-}
-
-// sample takes the value v of the metric r names as a sample of p, named after its own
-// qualifier, else after the line's context (when that context makes it a metric).
-// own is whether the name has words of its field before its last.
-func (e *Extractor) sample(p *Parsed, st *lineState, r *pairInfo, own bool, v *value) {
-	if v.sep == ' ' && (own || r.known) {
-		st.spacedKnown = true
-	}
-	val := v.v
-	if v.ratio && !r.counter {
-		val = v.num / v.den // accuracy: 9800/10000
-	}
-	k := 0 // the series' name: its own qualifier's, else the line's context's
-	if r.q == "" && st.ctx != "" {
-		k = ctxIndex(st.ctx)
-	}
-	if r.verdict[k] == 0 {
-		r.names[k], r.verdict[k] = e.resolve(p, r, k)
-	}
-	if r.verdict[k] != 1 {
-		return
-	}
-	unit := v.unit
-	if unit != "" && !isTableUnit(unit) {
-		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
-	}
-	if r.q == "" && k == 0 && st.nunctx < len(st.unctx) {
-		st.unctx[st.nunctx] = uint8(len(p.Samples))
-		st.nunctx++
-	}
-	p.Samples = append(p.Samples, Sample{Name: r.names[k], Value: val, Unit: unit})
 }
 
 // maxEpochCount bounds an epoch and the steps of an epoch counted together: their
@@ -768,6 +778,11 @@ type pairInfo struct {
 	// verdict whether each is worked out yet (0), a metric's (1) or none (2).
 	names   [len(contexts)]string
 	verdict [len(contexts)]uint8
+}
+
+// stepOrIgnored reports whether the configuration says the name is a step or ignored.
+func (r *pairInfo) stepOrIgnored() bool {
+	return r.info.flags&flagConfigured != 0 && (r.info.kind == kindStep || r.info.kind == kindIgnore)
 }
 
 // pairCache remembers the pairInfo of the names read, for one extractor: an

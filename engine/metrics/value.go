@@ -127,18 +127,12 @@ func unitThenValue(s string, i int, v *value) bool {
 	return ok
 }
 
-// readValue reads the number at s[i] and what follows it into v (see valueAfter). The
-// number is read here, where most calls end (no number at s[i]); what follows it, in
-// valueEnd.
+// readValue reads the number at s[i] and what follows it into v (see valueAfter). It
+// runs for most words of a line, and most values are a number and a boundary: what
+// is rarer (nan and inf, thousands, a total, a unit, a remark, a closing bracket or
+// quote) is read by functions it calls only when the bytes ask for them.
 func readValue(s string, i int, v *value, tight bool) bool {
-	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
-		i++
-	}
-	list := false
-	if i < len(s) && s[i] == '[' && v.sep != ' ' {
-		list = true // DeepSpeed's lr=[0.001]
-		i++
-	}
+	i, list := v.opening(s, i)
 	start := i
 	neg := false
 	if i < len(s) && (s[i] == '-' || s[i] == '+') {
@@ -152,7 +146,7 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	case startsNumber(s, i):
 		n = readNumber(s, i)
 		end = n.end
-	case i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i'):
+	case mayBeNonFinite(s, i):
 		f, w, ok := nonFinite(s, i, neg)
 		if !ok {
 			return false
@@ -178,9 +172,14 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	if tight && integer {
 		return false // train.py:42, localhost:29500
 	}
-	end, ok := v.valueEnd(s, end, integer, list)
-	if !ok {
-		return false
+	if list || end < len(s) && leadsSuffix(s[end]) {
+		var ok bool
+		if end, ok = v.suffix(s, end, integer, list); !ok {
+			return false
+		}
+	}
+	if !boundary(s, end) || countsThings(s, end) {
+		return false // countsThings: `dataset: 1,000,000 samples` is a size
 	}
 	if !word {
 		f, ok := parseNumber(tok, n, neg)
@@ -197,54 +196,28 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	return true
 }
 
+// opening skips the opening quote of a value at s[i], and after a separator the
+// bracket of a list (DeepSpeed's lr=[0.001]): it returns where the number starts, and
+// whether it is in a list.
+func (v *value) opening(s string, i int) (int, bool) {
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	if i < len(s) && s[i] == '[' && v.sep != ' ' {
+		return i + 1, true
+	}
+	return i, false
+}
+
 // startsNumber reports whether a number's digits start at s[i]: a digit, or a point
 // and a digit.
 func startsNumber(s string, i int) bool {
 	return i < len(s) && (isDigit(s[i]) || s[i] == '.' && i+1 < len(s) && isDigit(s[i+1]))
 }
 
-// valueEnd reads what follows a value's number, which ends at end: a total, a unit, a
-// remark in parentheses, the list's closing bracket when list, a closing quote. It
-// returns where the value ends, and whether it ends well: at a boundary, with all it
-// opened closed, and not before a word saying what the number counts.
-func (v *value) valueEnd(s string, end int, integer, list bool) (int, bool) {
-	if end < len(s) && s[end] == '/' {
-		end = v.readTotal(s, end, integer)
-	}
-	// A unit against the number: 30.12ms, 25.1GiB, 98%.
-	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
-		for _, u := range units {
-			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
-				v.unit = u
-				end += len(u)
-				break
-			}
-		}
-	}
-	// A remark in parentheses against the value: 25.1GiB(31.7%).
-	if end < len(s) && s[end] == '(' {
-		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
-		if k < 0 {
-			return end, false
-		}
-		end += k + 1
-	}
-	if list {
-		if end >= len(s) || s[end] != ']' {
-			return end, false
-		}
-		end++
-	}
-	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
-		end++
-	}
-	if !boundary(s, end) {
-		return end, false
-	}
-	if countsThings(s, end) {
-		return end, false // `dataset: 1,000,000 samples` is a size
-	}
-	return end, true
+// mayBeNonFinite reports whether nan, inf or infinity may start at s[i].
+func mayBeNonFinite(s string, i int) bool {
+	return i+3 <= len(s) && (s[i]|0x20 == 'n' || s[i]|0x20 == 'i')
 }
 
 // nonFinite reads nan, inf or infinity at s[i], in any case, as a word of its own: the
@@ -284,6 +257,49 @@ func groupedValue(s string, i, end int, neg bool) (f float64, gend int, found, o
 		f = -f
 	}
 	return f, gend, true, true
+}
+
+// leadsSuffix reports whether c, right after a value's number, may start what suffix
+// reads.
+func leadsSuffix(c byte) bool {
+	return c == '/' || isLetter(c) || c == '%' || c == 0xc2 || c == '(' || c == '"' || c == '\''
+}
+
+// suffix reads what follows a value's number, which ends at end: a total, a unit, a
+// remark in parentheses, the list's closing bracket when list, a closing quote. It
+// returns where they end, and false when the remark or the list is not closed.
+func (v *value) suffix(s string, end int, integer, list bool) (int, bool) {
+	if end < len(s) && s[end] == '/' {
+		end = v.readTotal(s, end, integer)
+	}
+	// A unit against the number: 30.12ms, 25.1GiB, 98%.
+	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
+		for _, u := range units {
+			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+				v.unit = u
+				end += len(u)
+				break
+			}
+		}
+	}
+	// A remark in parentheses against the value: 25.1GiB(31.7%).
+	if end < len(s) && s[end] == '(' {
+		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
+		if k < 0 {
+			return end, false
+		}
+		end += k + 1
+	}
+	if list {
+		if end >= len(s) || s[end] != ']' {
+			return end, false
+		}
+		end++
+	}
+	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
+		end++
+	}
+	return end, true
 }
 
 // readTotal reads the total after a count's slash at end: `step 20/1000`, `iteration
