@@ -1,9 +1,7 @@
 package tui_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,12 +32,7 @@ func buildWick() {
 		return
 	}
 	wickBin = filepath.Join(buildDir, "wick")
-	cmd := exec.Command("go", "build", "-o", wickBin, ".")
-	cmd.Dir = ".."
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-	}
+	buildErr = testkit.BuildWick(wickBin, "..")
 }
 
 // wickBinary returns the wick binary TestMain built; a tree that does not build fails

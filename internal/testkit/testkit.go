@@ -5,8 +5,10 @@
 package testkit
 
 import (
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -109,4 +111,18 @@ func Load() float64 {
 		return -1
 	}
 	return load
+}
+
+// BuildWick builds the wick main package in dir (the module root) into out as
+// `make build` does: static (CGO_ENABLED=0), so that the tests run the binary users
+// run, without the dynamic loader's cost at each of the many starts a test makes.
+// The error holds go build's output.
+func BuildWick(out, dir string) error {
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return nil
 }

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // builtWick is the wick binary built once for the package's tests: supervisors and
@@ -19,10 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	builtWick = filepath.Join(dir, "wick")
-	build := exec.Command("go", "build", "-o", builtWick, "../..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: static
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := testkit.BuildWick(builtWick, filepath.Join("..", "..")); err != nil {
 		fmt.Fprintln(os.Stderr, "building wick:", err)
 		os.Exit(1)
 	}
@@ -34,4 +33,19 @@ func TestMain(m *testing.M) {
 func wickBinary(t *testing.T) string {
 	t.Helper()
 	return builtWick
+}
+
+// TestWickBuiltAsMakeBuild: the tests run the wick users run, built as `make build`
+// builds it: static, with no dynamic loader to start (no PT_INTERP program header).
+func TestWickBuiltAsMakeBuild(t *testing.T) {
+	f, err := elf.Open(wickBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatal("the tests' wick is linked dynamically; make build's is static (CGO_ENABLED=0)")
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -49,11 +48,7 @@ func TestMain(m *testing.M) {
 		wickBin, _ = filepath.Abs(bin)
 	} else if !testing.Short() {
 		wickBin = filepath.Join(dir, "wick")
-		cmd := exec.Command("go", "build", "-o", wickBin, ".")
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = testkit.BuildWick(wickBin, filepath.Join("..", ".."))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
