@@ -1,7 +1,8 @@
 // Package compare is the compare view: the apps of a sweep side by side, one row per
 // app with its swept values, its state and each metric's last and best value, sorted
 // by the best loss, as `wick metrics --sweep` prints them (render.Compare); refreshed
-// on each tick while an app runs.
+// while an app runs, each refresh reading only the lines written since the last
+// (sweep.Reader, as the sweep chart).
 package compare
 
 import (
@@ -61,6 +62,9 @@ type Model struct {
 	loaded  bool
 	loading bool
 	at      time.Time
+	// rd reads each app's new lines only (the sweep chart's reader); only the
+	// reading under way touches it.
+	rd *sweep.Reader
 }
 
 // readMsg carries a rendering of the comparison, made off the UI loop.
@@ -73,7 +77,7 @@ type readMsg struct {
 // New returns the compare view of apps, whose swept names are names; title is their
 // sweep's id (p opens its chart).
 func New(ctx *common.Context, title string, names []string, apps []App) *Model {
-	return &Model{Base: common.NewBase(ctx, Kind), title: title, names: names, apps: apps}
+	return &Model{Base: common.NewBase(ctx, Kind), title: title, names: names, apps: apps, rd: sweep.NewReader(metrics.DefaultConfig())}
 }
 
 // Title is the view's crumb.
@@ -91,12 +95,12 @@ func (m *Model) load() tea.Cmd {
 		return nil
 	}
 	m.loading, m.at = true, time.Now()
-	id, b, parent, theme := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.Ctx.Theme
+	id, b, parent, theme, rd := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.Ctx.Theme, m.rd
 	apps, names := append([]App(nil), m.apps...), m.names
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
-		lines := read(ctx, b, apps, names, theme)
+		lines := read(ctx, rd, b, apps, names, theme)
 		states := make([]spec.AppState, len(apps))
 		for i := range apps {
 			states[i] = apps[i].State
@@ -105,17 +109,27 @@ func (m *Model) load() tea.Cmd {
 	}
 }
 
-// read reads the apps' states and metrics and renders them, best first.
-func read(ctx context.Context, b common.Backend, apps []App, names []string, theme *themes.Theme) []string {
-	hs := make([]spec.Handle, len(apps))
-	readIt := make([]bool, len(apps))
+// read reads the apps' states (a listing: a queued app may have started) and the
+// metrics each wrote since the last reading (rd), and renders them, best first.
+func read(ctx context.Context, rd *sweep.Reader, b common.Backend, apps []App, names []string, theme *themes.Theme) []string {
+	sts := make([]spec.AppStatus, len(apps))
+	at := make(map[string]int, len(apps))
 	for i := range apps {
-		if d, err := b.Describe(ctx, apps[i].Handle); err == nil {
-			apps[i].State = d.Status.State
-		}
-		hs[i], readIt[i] = apps[i].Handle, apps[i].State != spec.Queued
+		sts[i] = spec.AppStatus{Handle: apps[i].Handle.String(), State: apps[i].State}
+		at[sts[i].Handle] = i
 	}
-	runs := sweep.ReadRuns(ctx, b, hs, readIt, metrics.DefaultConfig(), nil)
+	if anyQueued(apps) {
+		listed, _ := b.List(ctx, "")
+		for _, a := range listed {
+			if i, ok := at[a.Handle]; ok {
+				sts[i].State = a.State
+			}
+		}
+	}
+	runs := rd.Read(ctx, b, sts)
+	for i := range apps {
+		apps[i].State = sts[i].State
+	}
 	byRun := make(map[*sweep.Run]render.CompareRow, len(runs))
 	for i, r := range runs {
 		byRun[r] = render.CompareRow{AppID: apps[i].Handle.AppID, Values: apps[i].Values, State: apps[i].State, Run: r}
@@ -137,6 +151,16 @@ func read(ctx context.Context, b common.Backend, apps []App, names []string, the
 		sb.WriteString("\nno metrics in these apps' logs yet")
 	}
 	return strings.Split(strings.TrimRight(sb.String(), "\n"), "\n")
+}
+
+// anyQueued says whether an app waits in its sweep's queue.
+func anyQueued(apps []App) bool {
+	for _, a := range apps {
+		if a.State == spec.Queued {
+			return true
+		}
+	}
+	return false
 }
 
 // running says whether an app may still change.

@@ -70,7 +70,7 @@ type Model struct {
 	common.Base
 	id string // the sweep's id
 
-	rd      *reader // the reading's; never touched while a reading runs
+	rd      *sweep.Reader // the reading's; never touched while a reading runs
 	loading bool
 	loaded  bool
 	readAt  time.Time // when the last reading began (wall clock)
@@ -105,7 +105,7 @@ type readMsg struct {
 func New(ctx *common.Context, id string) *Model {
 	return &Model{
 		Base: common.NewBase(ctx, Kind), id: id,
-		rd: &reader{cfg: ctx.Alarms.Config(), apps: map[string]*readApp{}},
+		rd: sweep.NewReader(ctx.Alarms.Config()),
 	}
 }
 
@@ -125,7 +125,7 @@ func (m *Model) refresh() tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
-		return readMsg{ViewID: id, snap: rd.read(ctx, b, sw)}
+		return readMsg{ViewID: id, snap: read(ctx, rd, b, sw)}
 	}
 }
 
@@ -226,7 +226,7 @@ func (m *Model) rows(metric string) []row {
 	if metric == "" {
 		return rows
 	}
-	factor := m.rd.cfg.Divergence
+	factor := m.rd.Config().Divergence
 	if factor == 0 {
 		factor = metrics.DefaultDivergence
 	}
