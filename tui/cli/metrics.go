@@ -83,6 +83,7 @@ factor (default 3) times the sweep's median there, is marked in the ALARM column
 	fl.StringSliceVarP(&f.only, "metric", "m", nil, "only these metrics (comma-separated)")
 	fl.StringVar(&f.sweep, "sweep", "", "compare the apps of this sweep, one row per app")
 	fl.StringVar(&f.sort, "sort", "", "comparing apps: sort by the best value of this metric (default: the loss)")
+	_ = cmd.RegisterFlagCompletionFunc("sweep", a.completeSweepFlag)
 	return cmd
 }
 

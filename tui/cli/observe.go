@@ -213,6 +213,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many apps, newest first (0: all)")
 	cmd.Flags().BoolVar(&all, "all", false, "list the local_docker apps of other WICK_HOMEs too")
 	cmd.Flags().StringVar(&sweepID, "sweep", "", "list only the apps of this sweep, in queue order, with a column per swept name")
+	_ = cmd.RegisterFlagCompletionFunc("sweep", a.completeSweepFlag)
 	_ = cmd.RegisterFlagCompletionFunc("scheduler", a.completeSchedulers)
 	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"active", "done", "queued", "pending", "running", "succeeded", "failed", "cancelled", "unknown"}, cobra.ShellCompDirectiveNoFileComp
@@ -251,7 +252,7 @@ func (a *app) cancelCmd() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:               "cancel HANDLE...",
-		ValidArgsFunction: a.completeHandles,
+		ValidArgsFunction: a.completeHandlesOrSweeps,
 		Short:             "Stop apps: SIGTERM to every replica, SIGKILL after the grace period",
 		Long: `Stop one app or several. Every replica gets SIGTERM (its whole process group, or
 its container), then SIGKILL after the scheduler's grace period; the app ends CANCELLED.
@@ -311,7 +312,7 @@ func (a *app) deleteCmd() *cobra.Command {
 	var force, asJSON, finished bool
 	cmd := &cobra.Command{
 		Use:               "delete HANDLE... | --all-finished",
-		ValidArgsFunction: a.completeHandles,
+		ValidArgsFunction: a.completeHandlesOrSweeps,
 		Short:             "Remove apps' state, logs and containers (refuses a running app without --force)",
 		Long: `Remove the state, logs and containers of one app or several, or with --all-finished
 of every finished app of this WICK_HOME (what the UI's P does). A running app is

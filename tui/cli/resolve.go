@@ -13,6 +13,7 @@ import (
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 )
 
 const (
@@ -125,13 +126,62 @@ func (a *app) completeHandles(_ *cobra.Command, args []string, toComplete string
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	out := a.handleCandidates(toComplete, nil)
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeHandlesOrSweeps completes each argument of cancel and delete (HANDLE... or
+// SWEEP_ID...) with the apps' handles and app ids, and the sweeps' ids; what is given
+// already is not offered again.
+func (a *app) completeHandlesOrSweeps(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	out := append(a.handleCandidates(toComplete, nil), a.sweepCandidates(toComplete)...)
+	out = slices.DeleteFunc(out, func(c string) bool {
+		v, _, _ := strings.Cut(c, "\t")
+		return slices.Contains(args, v)
+	})
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeQueued completes wick sweep move's argument with the apps queued in a sweep.
+func (a *app) completeQueued(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := a.handleCandidates(toComplete, func(st *spec.AppStatus) bool { return st.State == spec.Queued })
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSweepArg completes the first argument with the sweeps' ids (wick sweep
+// resume).
+func (a *app) completeSweepArg(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return a.completeSweepFlag(nil, nil, toComplete)
+}
+
+// completeSweepFlag completes a --sweep flag (wick list, wick metrics) with the
+// sweeps' ids.
+func (a *app) completeSweepFlag(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	out := a.sweepCandidates(toComplete)
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// handleCandidates are the handles and app ids of this home's apps (those keep takes,
+// all when nil) that start with toComplete, each with its state as description.
+func (a *app) handleCandidates(toComplete string, keep func(*spec.AppStatus) bool) []string {
 	ctx, cancel := context.WithTimeout(a.ctx, completeTimeout)
 	defer cancel()
 	apps, _ := a.runner().List(ctx, "")
 	var out []string
-	for _, st := range apps {
+	for i := range apps {
+		st := &apps[i]
 		h, err := spec.ParseHandle(st.Handle)
-		if err != nil || st.Foreign {
+		if err != nil || st.Foreign || keep != nil && !keep(st) {
 			continue // other homes' apps: wick list hides them too
 		}
 		desc := st.State.String()
@@ -141,8 +191,24 @@ func (a *app) completeHandles(_ *cobra.Command, args []string, toComplete string
 			}
 		}
 	}
-	sort.Strings(out)
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return out
+}
+
+// sweepCandidates are the ids of this home's sweeps that start with toComplete, each
+// described by its component and how many apps it has.
+func (a *app) sweepCandidates(toComplete string) []string {
+	store := a.runner().Sweeps()
+	if store == nil || !strings.HasPrefix(sweep.IDPrefix, toComplete) && !strings.HasPrefix(toComplete, sweep.IDPrefix) {
+		return nil // what is typed is no sweep id's start: no sweep.json is read
+	}
+	all, _ := store.All()
+	var out []string
+	for _, sw := range all {
+		if strings.HasPrefix(sw.ID, toComplete) {
+			out = append(out, fmt.Sprintf("%s\tsweep of %s: %s", sw.ID, spec.Count(len(sw.Entries), "app"), sw.Component))
+		}
+	}
+	return out
 }
 
 // completeComponents completes wick run's component: builtins and user components on

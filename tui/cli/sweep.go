@@ -783,9 +783,10 @@ apps; wick cancel ID and wick delete ID act on all of them; wick metrics --sweep
 compares them. These verbs act on its queue.`,
 	}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "resume SWEEP_ID",
-		Short: "Start the queue of a sweep again (after its process was killed)",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:               "resume SWEEP_ID",
+		Short:             "Start the queue of a sweep again (after its process was killed)",
+		Args:              args(cobra.ExactArgs(1)),
+		ValidArgsFunction: a.completeSweepArg,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			store := a.runner().Sweeps()
 			sw, err := store.Load(argv[0])
@@ -824,9 +825,10 @@ compares them. These verbs act on its queue.`,
 	cmd.AddCommand(list)
 	var to int
 	move := &cobra.Command{
-		Use:   "move HANDLE --to N",
-		Short: "Move a queued app to place N of its sweep's queue (1: next to start)",
-		Args:  args(cobra.ExactArgs(1)),
+		Use:               "move HANDLE --to N",
+		Short:             "Move a queued app to place N of its sweep's queue (1: next to start)",
+		Args:              args(cobra.ExactArgs(1)),
+		ValidArgsFunction: a.completeQueued,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if to < 1 {
 				return usagef("--to %d: want 1 or more", to)

@@ -472,3 +472,52 @@ func TestSweepAttachedCtrlC(t *testing.T) {
 		t.Errorf("after Ctrl-C: %s", s)
 	}
 }
+
+// TestSweepCompletion: a <TAB> offers a sweep's id where one is taken (wick cancel and
+// delete beside the apps' handles, list --sweep, metrics --sweep, sweep resume), and
+// sweep move offers the queued apps only.
+func TestSweepCompletion(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "rate=1,2", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("cancel", id) })
+	var apps []spec.AppStatus
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "RUNNING QUEUED", states(apps)
+	})
+	offers := func(argv ...string) string {
+		t.Helper()
+		r := h.run(append([]string{"__complete"}, argv...)...)
+		if r.code != 0 {
+			t.Fatalf("__complete %v: %d %s", argv, r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	want := id + "\tsweep of 2 apps: demo.train"
+	for _, argv := range [][]string{
+		{"cancel", ""}, {"cancel", "sweep-"}, {"delete", ""}, {"cancel", apps[0].Handle, ""},
+		{"list", "--sweep", ""}, {"metrics", "--sweep", ""}, {"sweep", "resume", ""},
+	} {
+		if out := offers(argv...); !strings.Contains(out, want) {
+			t.Errorf("%q<TAB> does not offer the sweep %s:\n%s", argv, id, out)
+		}
+	}
+	if out := offers("cancel", ""); !strings.Contains(out, apps[0].Handle+"\t") {
+		t.Errorf("cancel <TAB> no longer offers the apps' handles:\n%s", out)
+	}
+	if out := offers("cancel", id, ""); strings.Contains(out, id+"\t") {
+		t.Errorf("cancel %s <TAB> offers the sweep again:\n%s", id, out)
+	}
+	if out := offers("cancel", "local_cwd://"); strings.Contains(out, id) {
+		t.Errorf("cancel local_cwd://<TAB> offers a sweep id:\n%s", out)
+	}
+	out := offers("sweep", "move", "")
+	if !strings.Contains(out, apps[1].Handle+"\tQUEUED") || strings.Contains(out, apps[0].Handle) || strings.Contains(out, id) {
+		t.Errorf("sweep move <TAB> should offer the queued app %s only:\n%s", apps[1].Handle, out)
+	}
+}
