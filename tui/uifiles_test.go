@@ -116,9 +116,11 @@ func TestBindingsThatCannotWork(t *testing.T) {
 		`help = "q"`:                           {`key "q" is bound to both help and quit (in every view)`},
 		"quit = \"ctrl+y\"\nhelp = \"ctrl+y\"": {`key "ctrl+y" is bound to both help and quit (in every view)`},
 		`logs = "ctrl+c"`:                      {`logs = "ctrl+c": ctrl+c always quits`},
-		`quit = "ctrl+"`:                       {`quit = "ctrl+": not a key`},
-		`help = "hello"`:                       {`help = "hello": not a key`},
-		`quit = "ctrl+ctrl+q"`:                 {`quit = "ctrl+ctrl+q": not a key`},
+		// L is the sweep chart's log scale, where l opens an app's logs.
+		`logs = "L"`:           {`key "L" is bound to both logs and sweep-chart-log (in the sweep-chart view)`},
+		`quit = "ctrl+"`:       {`quit = "ctrl+": not a key`},
+		`help = "hello"`:       {`help = "hello": not a key`},
+		`quit = "ctrl+ctrl+q"`: {`quit = "ctrl+ctrl+q": not a key`},
 	} {
 		writeFile(t, opts.SettingsPath, "[keys]\n"+keys+"\n")
 		err := newModelWithin(t, opts)
@@ -135,8 +137,9 @@ func TestBindingsThatCannotWork(t *testing.T) {
 			t.Errorf("[keys] %s: the error is not one line: %q", keys, err)
 		}
 	}
-	// Keys nothing else has in those views are fine, as are the usual names.
-	writeFile(t, opts.SettingsPath, "[keys]\nquit = [\"ctrl+q\", \"f10\"]\nhelp = [\"?\", \"shift+f1\"]\nlogs = \"L\"\n")
+	// Keys nothing else has in those views are fine, as are the usual names. (L is
+	// taken where logs can be opened: the sweep chart's log scale.)
+	writeFile(t, opts.SettingsPath, "[keys]\nquit = [\"ctrl+q\", \"f10\"]\nhelp = [\"?\", \"shift+f1\"]\nlogs = \"ctrl+o\"\n")
 	if err := newModelWithin(t, opts); err != nil {
 		t.Errorf("good bindings: %v", err)
 	}
