@@ -12,7 +12,6 @@ TORCH_IMAGE ?= wick-torch:bookworm
 CYCLO_MAX ?= 30
 CYCLO_PENDING = \
 	(*app).runRun@tui/cli/run.go \
-	(*supervisor).errorFileCause@engine/local/rootcause.go
 
 .PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
 

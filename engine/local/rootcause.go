@@ -92,25 +92,27 @@ func (sv *supervisor) rootCause() {
 // ("rank 3: RuntimeError: ..."), with the global rank torchrun's summary or the node's
 // group rank gives it.
 func (sv *supervisor) errorFileCause(reports []*torchrunReport) bool {
-	// Files older than the current attempts of their role are an earlier run's: a
-	// role retried alone (ROLE, REPLICA) that recovered leaves the files of its failed
-	// attempt, older than the other roles' current ones. File times come from the
-	// kernel's coarse clock, which lags time.Now by up to a tick; a file of the
-	// previous attempt is older than its recorded end, even when the restart came
-	// within the tick.
-	since := map[string]time.Time{}
-	for _, r := range sv.all {
-		if r.forkAt.IsZero() {
-			continue
-		}
-		t := r.forkAt.Add(-mtimeSlack)
-		if n := len(r.st.Attempts); n > 0 && r.st.Attempts[n-1].Ended.After(t) {
-			t = r.st.Attempts[n-1].Ended
-		}
-		if name := r.role.req.Name; since[name].IsZero() || t.Before(since[name]) {
-			since[name] = t
-		}
+	best := sv.firstErrorFile()
+	if best == nil {
+		return false
 	}
+	text := readErrorFile(best.path)
+	msg := firstLine(spec.ErrorMessage(text))
+	if text == "" || msg == "" {
+		return false
+	}
+	if best.r == nil && sv.workerCause(reports, best, text, msg) {
+		return true
+	}
+	sv.fileCause(best, text, msg)
+	return true
+}
+
+// firstErrorFile returns the error file written first by the current attempts, of a
+// replica (TORCHELASTIC_ERROR_FILE) or of a torchrun worker (under PET_LOG_DIR), or
+// nil when there is none.
+func (sv *supervisor) firstErrorFile() *errorCandidate {
+	since := sv.attemptsSince()
 	var best *errorCandidate
 	consider := func(c errorCandidate) {
 		role := c.role
@@ -136,35 +138,60 @@ func (sv *supervisor) errorFileCause(reports []*torchrunReport) bool {
 		}
 	}
 	for pet, role := range pets {
-		for _, run := range subdirs(pet) {
-			for _, att := range subdirs(run) {
-				if !strings.HasPrefix(filepath.Base(att), "attempt_") {
+		workerErrorFiles(pet, role, consider)
+	}
+	return best
+}
+
+// attemptsSince returns, per role, when its current attempts began: files older than
+// that are an earlier run's. A role retried alone (ROLE, REPLICA) that recovered
+// leaves the files of its failed attempt, older than the other roles' current ones.
+// File times come from the kernel's coarse clock, which lags time.Now by up to a
+// tick; a file of the previous attempt is older than its recorded end, even when the
+// restart came within the tick.
+func (sv *supervisor) attemptsSince() map[string]time.Time {
+	since := map[string]time.Time{}
+	for _, r := range sv.all {
+		if r.forkAt.IsZero() {
+			continue
+		}
+		t := r.forkAt.Add(-mtimeSlack)
+		if n := len(r.st.Attempts); n > 0 && r.st.Attempts[n-1].Ended.After(t) {
+			t = r.st.Attempts[n-1].Ended
+		}
+		if name := r.role.req.Name; since[name].IsZero() || t.Before(since[name]) {
+			since[name] = t
+		}
+	}
+	return since
+}
+
+// workerErrorFiles hands consider the error files of the torchrun workers of role
+// under its PET_LOG_DIR pet: RUN/attempt_N/LOCAL_RANK/error.json.
+func workerErrorFiles(pet, role string, consider func(errorCandidate)) {
+	for _, run := range subdirs(pet) {
+		for _, att := range subdirs(run) {
+			if !strings.HasPrefix(filepath.Base(att), "attempt_") {
+				continue
+			}
+			for _, rank := range subdirs(att) {
+				local, err := strconv.Atoi(filepath.Base(rank))
+				if err != nil {
 					continue
 				}
-				for _, rank := range subdirs(att) {
-					local, err := strconv.Atoi(filepath.Base(rank))
-					if err != nil {
-						continue
-					}
-					p := filepath.Join(rank, errorFileName)
-					if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
-						consider(errorCandidate{path: p, mtime: st.ModTime(), role: role, local: local})
-					}
+				p := filepath.Join(rank, errorFileName)
+				if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+					consider(errorCandidate{path: p, mtime: st.ModTime(), role: role, local: local})
 				}
 			}
 		}
 	}
-	if best == nil {
-		return false
-	}
-	text := readErrorFile(best.path)
-	msg := firstLine(spec.ErrorMessage(text))
-	if text == "" || msg == "" {
-		return false
-	}
-	if best.r == nil && sv.workerCause(reports, best, text, msg) {
-		return true
-	}
+}
+
+// fileCause makes the error file best (its text, and msg, the first line of its
+// message) the app's cause, named after the replica that wrote it, or the node of the
+// worker that did.
+func (sv *supervisor) fileCause(best *errorCandidate, text, msg string) {
 	r, who := best.r, ""
 	if r == nil {
 		r = sv.workerNode(best.role, filepath.Dir(filepath.Dir(filepath.Dir(best.path))), msg)
@@ -186,7 +213,6 @@ func (sv *supervisor) errorFileCause(reports []*torchrunReport) bool {
 	sv.st.Msg = who + " failed: " + msg
 	sv.st.StructuredError = text
 	sv.dirty = true
-	return true
 }
 
 // workerCause makes a worker's error file, of a torchrun role, the app's cause, named
