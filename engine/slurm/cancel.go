@@ -12,26 +12,40 @@ import (
 )
 
 // Cancel asks Slurm to stop the job (scancel) and returns without waiting. A job that
-// has ended is left alone.
+// has ended is left alone. As status does, it pings slurmctld only when a command is
+// slow or fails (see whileReachable): a controller that is down makes Cancel fail with
+// ErrControllerDown, without scancel's 18 s of retries.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
-	if err := s.reachable(ctx); err != nil {
-		return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
-	}
 	d, err := s.Describe(ctx, appID)
 	if err != nil {
+		if errors.Is(err, ErrControllerDown) {
+			return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
+		}
 		return err
+	}
+	if d.Status.LastKnown {
+		// Describe answered from the record: its ping found the controller down, and
+		// reachable answers from that ping for pingEvery, asking nothing of Slurm.
+		if err := s.reachable(ctx); err != nil {
+			return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
+		}
 	}
 	if d.Status.State.Terminal() {
 		return nil
 	}
-	if _, err := command(ctx, nil, "scancel", appID); err != nil {
-		var ce *CommandError
-		if errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already completing or completed") || strings.Contains(ce.Stderr, "Invalid job id")) {
-			return nil
-		}
-		return fmt.Errorf("slurm: %w", err)
+	_, err = whileReachable(ctx, s, func(ctx context.Context) ([]byte, error) {
+		return command(ctx, nil, "scancel", appID)
+	})
+	var ce *CommandError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already completing or completed") || strings.Contains(ce.Stderr, "Invalid job id")):
+		return nil
+	case errors.Is(err, ErrControllerDown):
+		return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
 	}
-	return nil
+	return fmt.Errorf("slurm: %w", err)
 }
 
 // Delete removes what wick keeps of the job: its record and its log and exit files.

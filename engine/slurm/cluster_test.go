@@ -380,6 +380,25 @@ func TestClusterErrors(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+	t.Run("cancel with the controller down", func(t *testing.T) {
+		// A job of this home, running; then its controller goes down. A scheduler of
+		// its own (its own memory of pings) over the same records: h.s must still reach
+		// the cluster to stop the job at the end.
+		id := h.submit(&spec.AppDef{Name: "c", Roles: []spec.Role{testRole("c", 1, "sleep", "60")}}, nil)
+		h.waitFor(id, "RUNNING", func(st *spec.AppStatus) bool { return st.State == spec.Running })
+		// Stopped once the controller is back (cleanups run last first: after Setenv's),
+		// not at the end of TestClusterErrors: its CPU is wanted below.
+		t.Cleanup(func() { h.stop(id) })
+		s, err := New(sched.Config{Session: "test", StateDir: h.state, WorkDir: h.work})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("SLURM_CONF", downConf(t))
+		err = s.Cancel(context.Background(), id)
+		if !errors.Is(err, ErrControllerDown) || !strings.Contains(err.Error(), "cannot cancel job "+id) {
+			t.Errorf("cancel: %v, want the controller down", err)
+		}
+	})
 	t.Run("pending reason", func(t *testing.T) {
 		// More CPUs than any node has: Slurm accepts the job and keeps it PENDING.
 		big := app.Clone()
