@@ -10,8 +10,7 @@ TORCH_IMAGE ?= wick-torch:bookworm
 # still to be split along their seams (issue #22): the gate holds every other function
 # to it, and a function split leaves the list.
 CYCLO_MAX ?= 30
-CYCLO_PENDING = \
-	(*app).runRun@tui/cli/run.go \
+CYCLO_PENDING =
 
 .PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
 

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/config"
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
@@ -158,40 +159,15 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	cliRun := conf.CLIRun()
-	if f.scheduler == "" {
-		f.scheduler = cliRun["scheduler"]
+	name, argv, err := runDefaults(conf, &f, argv)
+	if err != nil {
+		return err
 	}
-	if f.scheduler == "" {
-		f.scheduler = DefaultScheduler
-	}
-	if f.workspace == "" {
-		f.workspace = cliRun["workspace"]
-	}
-	if len(argv) > 0 && argv[0] == "--" {
-		argv = argv[1:]
-	}
-	name := ""
-	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
-		name, argv = argv[0], argv[1:]
-	} else if name = cliRun["component"]; name == "" {
-		return usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
-	}
-
 	r := a.runner()
-	s, err := r.Scheduler(f.scheduler)
+	cfg, err := runCfg(r, conf, f.scheduler, f.cfg)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	cfg, err := s.RunOpts().ParseCfg(f.cfg)
-	if err != nil {
-		return usagef("-cfg: %v", err)
-	}
-	fileCfg, err := conf.RunOpts(f.scheduler, s.RunOpts())
-	if err != nil {
-		return usageError{err}
-	}
-	cfg = cfg.Merge(fileCfg)
 
 	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, components.Lookup{
 		Find:     a.findOptions(),
@@ -209,16 +185,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 		return err
 	}
 	if f.dryrun {
-		if f.asJSON {
-			var v any = info
-			if !f.reveal {
-				if v, err = render.MaskJSON(info); err != nil {
-					return err
-				}
-			}
-			return writeJSON(a.env.Stdout, v)
-		}
-		return render.DryRun(a.env.Stdout, info, a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
+		return a.printDryRun(info, f)
 	}
 	// A signal during the launch (replicas being started, containers being created)
 	// stops the launch: the scheduler rolls back what it made, or the app it started
@@ -261,16 +228,81 @@ func (a *app) runRun(f runFlags, argv []string) error {
 		return nil // nobody to attach to: the app keeps running
 	}
 	if f.detach {
-		if f.asJSON {
-			return writeJSON(a.env.Stdout, map[string]string{"handle": h.String()})
-		}
-		_, err := fmt.Fprintln(a.env.Stdout, h)
-		return err
+		return a.printHandle(h, f.asJSON)
 	}
 	if !f.asJSON {
 		fmt.Fprintln(a.env.Stdout, h)
 	}
 	return a.attach(h, info.App, f.asJSON, sigs)
+}
+
+// runDefaults fills f's scheduler and workspace from [cli:run] of .torchxconfig when
+// the flags did not give them, and returns the component's name (argv's first word,
+// else the config's component) with its arguments.
+func runDefaults(conf *config.Config, f *runFlags, argv []string) (string, []string, error) {
+	cliRun := conf.CLIRun()
+	if f.scheduler == "" {
+		f.scheduler = cliRun["scheduler"]
+	}
+	if f.scheduler == "" {
+		f.scheduler = DefaultScheduler
+	}
+	if f.workspace == "" {
+		f.workspace = cliRun["workspace"]
+	}
+	if len(argv) > 0 && argv[0] == "--" {
+		argv = argv[1:]
+	}
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		return argv[0], argv[1:], nil
+	}
+	if name := cliRun["component"]; name != "" {
+		return name, argv, nil
+	}
+	return "", nil, usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
+}
+
+// runCfg returns the run options of the named scheduler: those of -cfg (cfgFlag)
+// over those of .torchxconfig.
+func runCfg(r *runner.Runner, conf *config.Config, scheduler, cfgFlag string) (spec.Cfg, error) {
+	s, err := r.Scheduler(scheduler)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cfg, err := s.RunOpts().ParseCfg(cfgFlag)
+	if err != nil {
+		return nil, usagef("-cfg: %v", err)
+	}
+	fileCfg, err := conf.RunOpts(scheduler, s.RunOpts())
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cfg.Merge(fileCfg), nil
+}
+
+// printDryRun prints what wick run --dryrun shows of info: the tree, or JSON with
+// --json, secrets masked unless --reveal.
+func (a *app) printDryRun(info *sched.DryRunInfo, f runFlags) error {
+	if !f.asJSON {
+		return render.DryRun(a.env.Stdout, info, a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
+	}
+	var v any = info
+	if !f.reveal {
+		var err error
+		if v, err = render.MaskJSON(info); err != nil {
+			return err
+		}
+	}
+	return writeJSON(a.env.Stdout, v)
+}
+
+// printHandle prints the handle of an app launched with --detach (as JSON with --json).
+func (a *app) printHandle(h spec.Handle, asJSON bool) error {
+	if asJSON {
+		return writeJSON(a.env.Stdout, map[string]string{"handle": h.String()})
+	}
+	_, err := fmt.Fprintln(a.env.Stdout, h)
+	return err
 }
 
 // interruptedLaunch reports a launch stopped by sig: rolled back by the scheduler
