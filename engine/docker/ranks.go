@@ -134,18 +134,7 @@ func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, rep
 	if best == nil {
 		return
 	}
-	text := best.JSON()
-	st.Msg, st.StructuredError = best.String(), text
-	for i := range st.Roles {
-		if st.Roles[i].Role != bestRole {
-			continue
-		}
-		for k := range st.Roles[i].Replicas {
-			if r := &st.Roles[i].Replicas[k]; r.ID == best.Replica {
-				r.StructuredError = text
-			}
-		}
-	}
+	best.Apply(st, bestRole)
 }
 
 // roleCause is the first failure of a torchrun role's nodes: a rendezvous port in

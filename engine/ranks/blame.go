@@ -149,3 +149,25 @@ func (n *Node) Blamed() (Blame, bool) {
 	}
 	return *n.blame, true
 }
+
+// Apply makes c, found on node c.Replica of role, the app's error in st: c.String()
+// as its message, the error file's JSON as the app's and that node's structured
+// error. The node is FAILED even if it was being stopped when it exited: it failed
+// first, it was not a replica the stop ended.
+func (c Cause) Apply(st *spec.AppStatus, role string) {
+	text := c.JSON()
+	st.Msg, st.StructuredError = c.String(), text
+	for i := range st.Roles {
+		if st.Roles[i].Role != role {
+			continue
+		}
+		for k := range st.Roles[i].Replicas {
+			if r := &st.Roles[i].Replicas[k]; r.ID == c.Replica {
+				r.StructuredError = text
+				if r.State == spec.Cancelled {
+					r.State = spec.Failed
+				}
+			}
+		}
+	}
+}

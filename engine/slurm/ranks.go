@@ -70,21 +70,7 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 	if best == nil {
 		return
 	}
-	text := best.JSON()
-	st.Msg, st.StructuredError = best.String(), text
-	for i := range st.Roles {
-		if st.Roles[i].Role != bestRole {
-			continue
-		}
-		for k := range st.Roles[i].Replicas {
-			if r := &st.Roles[i].Replicas[k]; r.ID == best.Replica {
-				r.StructuredError = text
-				if r.State == spec.Cancelled {
-					r.State = spec.Failed // it failed first: not a replica srun stopped
-				}
-			}
-		}
-	}
+	best.Apply(st, bestRole)
 }
 
 // nodeFailures reads the end of a node's stderr file.
