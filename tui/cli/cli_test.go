@@ -45,9 +45,6 @@ func newHarness(t *testing.T) *harness {
 			t.Fatal(err)
 		}
 	}
-	// A fixed session id keeps dry runs comparable.
-	t.Setenv("TORCHX_INTERNAL_SESSION_ID", "00000000-0000-4000-8000-000000000000")
-	t.Setenv("LOGLEVEL", "WARNING")
 	return h
 }
 

@@ -103,6 +103,9 @@ func handleOf(t *testing.T, r result) string {
 }
 
 func TestDDPTrains(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	for _, c := range []struct {
 		j            string
 		nodes, nproc int
@@ -150,6 +153,9 @@ func TestDDPTrains(t *testing.T) {
 // failure found without an error file does, wherever wick shows it, and rank 3's view
 // holds its traceback.
 func TestDDPFailingRankIsTheAppError(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	h := ddpHarness(t)
 	const want = "rank 3: InjectedFailure: rank 3 fails on purpose at step 3"
 	repeat(t, "the root cause names rank 3 (@record)", func(t *testing.T, run int) {
@@ -181,6 +187,9 @@ func TestDDPFailingRankIsTheAppError(t *testing.T) {
 }
 
 func TestDDPCancelLeavesNoPython(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	h := ddpHarness(t)
 	r := h.exec(append([]string{"run", "--detach"}, ddpArgs(t, "1x2", "--epochs", "1000", "--step_delay", "0.2")[1:]...)...)
 	if r.code != 0 {

@@ -15,6 +15,18 @@ import (
 var builtWick string
 
 func TestMain(m *testing.M) {
+	// The same for every test, so set once here rather than by t.Setenv in newHarness,
+	// which would forbid t.Parallel: a fixed session id keeps dry runs comparable, and
+	// LOGLEVEL is TorchX's default, whatever the shell that runs the tests says.
+	for k, v := range map[string]string{
+		"TORCHX_INTERNAL_SESSION_ID": "00000000-0000-4000-8000-000000000000",
+		"LOGLEVEL":                   "WARNING",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "wick-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

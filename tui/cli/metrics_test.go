@@ -253,6 +253,9 @@ func TestMetricsBadInput(t *testing.T) {
 // TestMetricsOfTheDDPExample trains the real DDP example (examples/ddp, torch) on two
 // workers and reads its losses back through torchrun's [N]: prefixes.
 func TestMetricsOfTheDDPExample(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	h := ddpHarness(t)
 	r := h.exec(ddpArgs(t, "1x2", "--epochs", "3", "--samples", "256")...)
 	if r.code != 0 {

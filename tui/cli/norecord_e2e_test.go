@@ -89,6 +89,9 @@ func lastLine(s string) string {
 // every rank's lines are its own without LOGLEVEL=INFO (node k need not be group rank
 // k under c10d). Which node's agent sees a failure first differs from run to run.
 func TestDDPNoRecordRootCause(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	h := multinodeHarness(t)
 	const want = "rank 3: RuntimeError: loss diverged on rank 3 at step 3"
 	var swaps int
@@ -147,6 +150,9 @@ func TestDDPNoRecordRootCause(t *testing.T) {
 // TestDDPKilledRank: rank 2 is killed by SIGKILL (as by the OOM killer): it writes no
 // traceback, and the app's error says so; its peers' gloo errors are not the cause.
 func TestDDPKilledRank(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	h := multinodeHarness(t)
 	r := execLong(h, multinodeArgs("2x2", nil, "3", "--kill_rank", "2", "--fail_step", "3")...)
 	if r.code != 1 {
@@ -168,6 +174,9 @@ var dryRunPort = regexp.MustCompile(`TORCHX_RANK0_HOST:=localhost\}:(\d+)`)
 // TestDDPTwoAppsAtOnce: two 2x2 apps with TorchX's default rendezvous port, started at
 // the same moment on one machine, both train to the end: each got a port of its own.
 func TestDDPTwoAppsAtOnce(t *testing.T) {
+	// Waits on torch processes of its own (own WICK_HOME, work dir and ports): it may
+	// overlap the other DDP tests.
+	t.Parallel()
 	h := multinodeHarness(t)
 	// The dry run shows the port a local app will use, not TorchX's 29500.
 	dr := h.exec(append([]string{"run", "--dryrun"}, multinodeArgs("2x2", nil, "1")[1:]...)...)
