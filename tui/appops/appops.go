@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
@@ -189,10 +188,6 @@ func (p *BulkProgress) Status() string {
 	return fmt.Sprintf("%s %d/%s…", p.verb, p.done.Load(), apps(p.total))
 }
 
-// bulkParallel is how many apps a bulk action works on at once: a Docker app's cancel
-// waits for its containers' grace period, so one at a time would add them up.
-const bulkParallel = 8
-
 // Bulk cancels (ActCancel) or deletes (ActDelete) the apps hs after one confirmation
 // that says how many (adj says which: "marked", "finished"), and how many of those the
 // user picked are skipped (a cancel skips the apps that ended, a delete the running
@@ -220,23 +215,13 @@ func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []
 	return common.Confirm(prompt, func() tea.Msg {
 		p.started.Store(true)
 		defer p.ended.Store(true)
-		errs := make([]error, len(hs))
-		sem := make(chan struct{}, bulkParallel)
-		var wg sync.WaitGroup
-		for i, h := range hs {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if action == ActCancel {
-					errs[i] = b.Cancel(parent, h)
-				} else {
-					errs[i] = b.Delete(parent, h, false)
-				}
-				p.done.Add(1)
-			}()
-		}
-		wg.Wait()
+		errs := sched.Each(hs, func(_ int, h spec.Handle) error {
+			defer p.done.Add(1)
+			if action == ActCancel {
+				return b.Cancel(parent, h)
+			}
+			return b.Delete(parent, h, false)
+		})
 		d := BulkDone{ViewID: id, Verb: verb}
 		for i, h := range hs {
 			if errs[i] != nil {

@@ -3,15 +3,10 @@ package cli
 import (
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/render"
 )
-
-// bulkParallel is how many apps cancel and delete work on at once: a Docker app's
-// cancel waits for its containers' grace period, so one at a time would add them up.
-const bulkParallel = 8
 
 // resolveHandles reads every handle argument before any app is touched, so that a
 // typo in the third stops nothing; the same app named twice is acted on once.
@@ -50,24 +45,6 @@ func (a *app) finishedApps() ([]spec.Handle, error) {
 		hs = append(hs, h)
 	}
 	return hs, nil
-}
-
-// eachApp runs do on every app, a few at once, and returns one error per app (nil
-// for those it worked for).
-func (a *app) eachApp(hs []spec.Handle, do func(i int, h spec.Handle) error) []error {
-	errs := make([]error, len(hs))
-	sem := make(chan struct{}, bulkParallel)
-	var wg sync.WaitGroup
-	for i, h := range hs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = do(i, h)
-		}()
-	}
-	wg.Wait()
-	return errs
 }
 
 // bulkResult prints what a cancel or delete did: for one app as before (its JSON

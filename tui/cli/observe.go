@@ -280,7 +280,7 @@ the others, and the exit code is 1 if any failed.`,
 			ctx, cancel := contextWithTimeout(a.ctx, timeout)
 			defer cancel()
 			outs := make([]map[string]any, len(hs))
-			errs := a.eachApp(hs, func(i int, h spec.Handle) error {
+			errs := sched.Each(hs, func(i int, h spec.Handle) error {
 				if err := stop(a.ctx, h); err != nil {
 					return err
 				}
@@ -340,7 +340,7 @@ touched; one that fails does not stop the others, and the exit code is 1 if any 
 				return err
 			}
 			outs := make([]map[string]any, len(hs))
-			errs := a.eachApp(hs, func(i int, h spec.Handle) error {
+			errs := sched.Each(hs, func(i int, h spec.Handle) error {
 				if err := a.runner().Delete(a.ctx, h, force); err != nil {
 					if errors.Is(err, sched.ErrRunning) {
 						// The scheduler's own hint is for the UI; one is enough.
