@@ -99,16 +99,41 @@ func BenchmarkSlurmLog200k(b *testing.B) {
 
 // BenchmarkSlurmStatusAndList times `wick status` of a finished job beside the
 // `scontrol show job` it calls, and `wick list -s slurm` beside the `squeue` it calls,
-// interleaved. The issue's bound: at most 1.5x each.
+// interleaved. The issue's bound: at most 1.5x each. Beside them, the floor of any Go
+// tool that wraps the same command (testdata/execcopy: a minimal Go program, built as
+// wick is, that runs it and copies its output): status/floor and list/floor are what
+// wick adds beyond Go's own start-up and a fork/exec.
 func BenchmarkSlurmStatusAndList(b *testing.B) {
 	s := newSlurmBench(b)
+	floor := buildExecCopy(b)
 	h, id := s.run(b, "run", "-s", "slurm", "utils.echo", "--msg", "hi")
+	scontrol := []string{"scontrol", "show", "job", "-o", id}
+	squeue := []string{"squeue", "-h", "--me", "-t", "all", "-o", "%i|%A|%T|%r|%N|%V|%S|%e|%j"}
 	sum := paired(b,
-		timed("scontrol", s.dir, s.env, "scontrol", "show", "job", "-o", id),
+		timed("scontrol", s.dir, s.env, scontrol...),
+		timed("floor-status", s.dir, s.env, append([]string{floor}, scontrol...)...),
 		timed("status", s.dir, s.env, builtWick, "status", h),
-		timed("squeue", s.dir, s.env, "squeue", "-h", "--me", "-t", "all", "-o", "%i|%A|%T|%r|%N|%V|%S|%e|%j"),
+		timed("squeue", s.dir, s.env, squeue...),
+		timed("floor-list", s.dir, s.env, append([]string{floor}, squeue...)...),
 		timed("list", s.dir, s.env, builtWick, "list", "-s", "slurm"),
 	)
-	b.ReportMetric(float64(sum[1])/float64(sum[0]), "status/scontrol")
-	b.ReportMetric(float64(sum[3])/float64(sum[2]), "list/squeue")
+	b.ReportMetric(float64(sum[2])/float64(sum[0]), "status/scontrol")
+	b.ReportMetric(float64(sum[2])/float64(sum[1]), "status/floor")
+	b.ReportMetric(float64(sum[1])/float64(sum[0]), "floor/scontrol")
+	b.ReportMetric(float64(sum[5])/float64(sum[3]), "list/squeue")
+	b.ReportMetric(float64(sum[5])/float64(sum[4]), "list/floor")
+	b.ReportMetric(float64(sum[4])/float64(sum[3]), "floor/squeue")
+}
+
+// buildExecCopy builds testdata/execcopy as wick is built (static, -trimpath) and
+// returns its path.
+func buildExecCopy(b *testing.B) string {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), "execcopy")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "../../testdata/execcopy")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building execcopy: %v\n%s", err, msg)
+	}
+	return out
 }
