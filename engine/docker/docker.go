@@ -5,24 +5,20 @@
 // The scheduler keeps no state of its own: every container carries labels (app id, role,
 // replica, session, wick version and the submitted AppDef), so that describe, list, logs,
 // cancel and delete work from any process that reaches the same Engine. It talks to the
-// Engine through github.com/moby/moby/client, negotiating the API version down to
-// Engine 20.10 (API 1.41).
+// Engine through engine/docker/dockerapi, negotiating the API version down to Engine
+// 20.10 (API 1.41).
 package docker
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/moby/moby/client"
-
+	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -86,7 +82,7 @@ type Scheduler struct {
 	cfg sched.Config
 
 	mu     sync.Mutex // guards cli and pinged
-	cli    *client.Client
+	cli    *dockerapi.Client
 	pinged bool
 
 	errs errorCache
@@ -138,18 +134,18 @@ func (s *Scheduler) Close() error {
 }
 
 // engine returns a client that has reached the Engine once, connecting on first use.
-func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
+func (s *Scheduler) engine(ctx context.Context) (*dockerapi.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cli == nil {
-		cli, err := newClient()
+		cli, err := dockerapi.FromEnv()
 		if err != nil {
-			return nil, fmt.Errorf("%w: DOCKER_HOST=%q: %v", ErrUnreachable, os.Getenv(client.EnvOverrideHost), err)
+			return nil, fmt.Errorf("%w: DOCKER_HOST=%q: %v", ErrUnreachable, os.Getenv(dockerapi.EnvHost), err)
 		}
 		s.cli = cli
 	}
 	if !s.pinged {
-		if _, err := s.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		if err := s.cli.Ping(ctx); err != nil {
 			return nil, s.engineErr(err)
 		}
 		s.pinged = true
@@ -157,52 +153,31 @@ func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
 	return s.cli, nil
 }
 
-// newClient makes an Engine client configured from the environment (DOCKER_HOST,
-// DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY) that negotiates the API
-// version. Its transport reads in large buffers (log streams come as one small chunk
-// per line) and keeps a connection per concurrent call.
-func newClient() (*client.Client, error) {
-	hc := &http.Client{
-		Transport: &http.Transport{
-			ReadBufferSize:      64 << 10,
-			MaxIdleConns:        maxParallel,
-			MaxIdleConnsPerHost: maxParallel,
-			IdleConnTimeout:     30 * time.Second,
-			// No HTTP/2 (the Engine speaks HTTP/1.1). Left on, the client would find
-			// the TLS config HTTP/2 sets up and take the Engine for a TLS one.
-			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-		},
-		CheckRedirect: client.CheckRedirect,
-	}
-	return client.New(client.WithHTTPClient(hc), client.WithHost(client.DefaultDockerHost), client.FromEnv)
-}
-
 // engineErr turns a failure to reach the Engine into one line naming the socket or
 // DOCKER_HOST; other errors are returned as they are.
 func (s *Scheduler) engineErr(err error) error {
-	if err == nil || !client.IsErrConnectionFailed(err) && !isDialError(err) {
+	if err == nil || !errors.Is(err, dockerapi.ErrUnreachable) && !isDialError(err) {
 		return err
 	}
-	// The client takes its host from DOCKER_HOST (client.FromEnv), else the default.
-	host := os.Getenv(client.EnvOverrideHost)
+	// The client takes its host from DOCKER_HOST, else the default.
+	host := os.Getenv(dockerapi.EnvHost)
 	fromEnv := host != ""
 	if !fromEnv {
-		host = client.DefaultDockerHost
+		host = dockerapi.DefaultHost
 	}
 	why := strings.Join(strings.Fields(rootCause(err)), " ")
-	if strings.HasPrefix(why, "Cannot connect to the Docker daemon") {
-		why = "nothing answers there (is Docker running?)"
-	}
-	if u, perr := client.ParseHostURL(host); perr == nil && u.Scheme == "unix" {
-		where := "socket " + u.Host
+	if network, addr, perr := dockerapi.ParseHost(host); perr == nil && network == "unix" {
+		where := "socket " + addr
 		if fromEnv {
 			where = "DOCKER_HOST=" + host
 		}
-		if _, serr := os.Stat(u.Host); errors.Is(serr, os.ErrNotExist) {
+		if _, serr := os.Stat(addr); errors.Is(serr, os.ErrNotExist) {
 			why = "the socket does not exist (is Docker running?)"
 			if !fromEnv {
-				return fmt.Errorf("%w: socket %s does not exist (is Docker running? set DOCKER_HOST to use another Engine)", ErrUnreachable, u.Host)
+				return fmt.Errorf("%w: socket %s does not exist (is Docker running? set DOCKER_HOST to use another Engine)", ErrUnreachable, addr)
 			}
+		} else if strings.Contains(why, "connection refused") {
+			why = "nothing answers there (is Docker running?)"
 		}
 		if !fromEnv {
 			return fmt.Errorf("%w at %s: %s (set DOCKER_HOST to use another Engine)", ErrUnreachable, where, why)

@@ -287,7 +287,7 @@ func TestDeleteForce(t *testing.T) {
 	if err := s.Delete(context.Background(), id, true); err != nil {
 		t.Fatal(err)
 	}
-	sums, _, err := s.containers(context.Background(), env.cli, id)
+	sums, _, err := s.containers(context.Background(), engineOf(t, s), id)
 	if err != nil || len(sums) != 0 {
 		t.Errorf("after delete: %d containers, %v", len(sums), err)
 	}
@@ -645,7 +645,7 @@ func TestFaults(t *testing.T) {
 	ctx := context.Background()
 	nothingLeft := func(t *testing.T, appID string) {
 		t.Helper()
-		sums, _, err := s.containers(ctx, env.cli, appID)
+		sums, _, err := s.containers(ctx, engineOf(t, s), appID)
 		if err != nil || len(sums) != 0 {
 			t.Errorf("%d containers left behind (%v)", len(sums), err)
 		}
@@ -1066,7 +1066,11 @@ func TestLogsFollowBeforeStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := env.cli.ContainerCreate(ctx, opts)
+	cli, err := s.engine(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cli.ContainerCreate(ctx, opts.Name, opts.CreateRequest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
+	"github.com/wick-dev/wick/engine/docker/dockerapi"
 )
 
 // Error files: each container has TORCHELASTIC_ERROR_FILE pointing into its own
@@ -74,7 +73,7 @@ func (c *errorCache) put(key string, e errorInfo) {
 }
 
 // errorFileOf returns the path of a container's error file, from its environment.
-func errorFileOf(info *container.InspectResponse) string {
+func errorFileOf(info *dockerapi.Container) string {
 	if info.Config == nil {
 		return ""
 	}
@@ -90,12 +89,12 @@ func errorFileOf(info *container.InspectResponse) string {
 // failure, or returns the zero errorInfo: the text is the replica's own file (else its
 // oldest worker's), the time the oldest file's. Files older than the container's last
 // start are an earlier run's.
-func (s *Scheduler) readErrorFile(ctx context.Context, cli *client.Client, r *replica) errorInfo {
+func (s *Scheduler) readErrorFile(ctx context.Context, cli *dockerapi.Client, r *replica) errorInfo {
 	info := r.info
 	if info == nil || info.State == nil || info.State.Running || info.State.Restarting {
 		return errorInfo{}
 	}
-	if info.State.Status != container.StateDead && info.State.ExitCode == 0 {
+	if info.State.Status != dockerapi.StateDead && info.State.ExitCode == 0 {
 		return errorInfo{}
 	}
 	file := errorFileOf(info)
@@ -138,13 +137,13 @@ func (s *Scheduler) readErrorFile(ctx context.Context, cli *client.Client, r *re
 }
 
 // findErrorFiles lists the files named like errorFile in a container's errorDir.
-func findErrorFiles(ctx context.Context, cli *client.Client, id string) []string {
-	res, err := cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: errorDir})
+func findErrorFiles(ctx context.Context, cli *dockerapi.Client, id string) []string {
+	content, _, err := cli.CopyFromContainer(ctx, id, errorDir)
 	if err != nil {
 		return nil
 	}
-	defer res.Content.Close()
-	tr := tar.NewReader(io.LimitReader(res.Content, maxErrorScan))
+	defer content.Close()
+	tr := tar.NewReader(io.LimitReader(content, maxErrorScan))
 	var out []string
 	for len(out) < maxErrorFiles {
 		h, err := tr.Next()
@@ -161,13 +160,13 @@ func findErrorFiles(ctx context.Context, cli *client.Client, id string) []string
 
 // fetchErrorFile copies one file out of a container, at most maxErrorFile bytes, with
 // its modification time (the Engine's stat has nanoseconds; its tar, seconds).
-func fetchErrorFile(ctx context.Context, cli *client.Client, id, file string) errorInfo {
-	res, err := cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: file})
+func fetchErrorFile(ctx context.Context, cli *dockerapi.Client, id, file string) errorInfo {
+	content, stat, err := cli.CopyFromContainer(ctx, id, file)
 	if err != nil {
 		return errorInfo{}
 	}
-	defer res.Content.Close()
-	tr := tar.NewReader(res.Content)
+	defer content.Close()
+	tr := tar.NewReader(content)
 	h, err := tr.Next()
 	if err != nil || h.Typeflag != tar.TypeReg {
 		return errorInfo{}
@@ -177,7 +176,7 @@ func fetchErrorFile(ctx context.Context, cli *client.Client, id, file string) er
 	if text == "" {
 		return errorInfo{}
 	}
-	at := res.Stat.Mtime
+	at := stat.Mtime
 	if at.IsZero() {
 		at = h.ModTime
 	}

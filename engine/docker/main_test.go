@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
@@ -318,4 +319,14 @@ func texts(lines []sched.Line) []string {
 		out[i] = l.Text
 	}
 	return out
+}
+
+// engineOf is the scheduler's own client of the Engine.
+func engineOf(t *testing.T, s *Scheduler) *dockerapi.Client {
+	t.Helper()
+	cli, err := s.engine(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli
 }

@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/moby/api/types/container"
-
+	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -53,7 +52,7 @@ func ownReplica(labels map[string]string) (int, error) {
 
 // ownContainers keeps the containers that are wick's, and returns one warning about
 // those labelled with a wick app id that are not (nil when there are none).
-func ownContainers(items []container.Summary) ([]container.Summary, []string) {
+func ownContainers(items []dockerapi.ContainerSummary) ([]dockerapi.ContainerSummary, []string) {
 	own := items[:0:0]
 	var skipped []string
 	why := ""

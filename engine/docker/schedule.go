@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"path"
 	"regexp"
@@ -14,12 +13,7 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/client"
-
+	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -126,7 +120,7 @@ func retag(cs []Container, role, image string) []Container {
 // start fail, the caller removes every container of the app, the started ones too.
 // The calls themselves are not cancelled halfway (a create the Engine finishes after
 // we gave up would escape the cleanup); ctx is checked between them.
-func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) error {
+func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) error {
 	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	progress.Report("creating %s", spec.Count(len(cs), "container"))
@@ -141,20 +135,20 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request
 		if home := s.homeID(); home != "" {
 			opts.Config.Labels[LabelHome] = home // not in the dry run: it differs per home
 		}
-		res, err := cli.ContainerCreate(calls, opts)
+		res, err := cli.ContainerCreate(calls, opts.Name, opts.CreateRequest)
 		if err != nil {
 			return s.createErr(err, c)
 		}
 		if c.Env[envErrorFile] == errorFile && !rootUser(users[c.Image]) {
 			// A new volume belongs to root: let the image's user write its error file.
-			if _, err := cli.CopyToContainer(calls, res.ID, client.CopyToContainerOptions{DestinationPath: path.Dir(errorDir), Content: bytes.NewReader(errorDirTar())}); err != nil {
+			if err := cli.CopyToContainer(calls, res.ID, path.Dir(errorDir), bytes.NewReader(errorDirTar())); err != nil {
 				return fmt.Errorf("preparing container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: created, not started
 		}
-		if _, err := cli.ContainerStart(calls, res.ID, client.ContainerStartOptions{}); err != nil {
+		if err := cli.ContainerStart(calls, res.ID); err != nil {
 			return fmt.Errorf("starting container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 		}
 		mu.Lock()
@@ -224,12 +218,12 @@ func forEach(ctx context.Context, n int, f func(i int) error) error {
 
 // rollback removes every container of the app and the network when this launch made
 // it and nothing else uses it.
-func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID, netName string, createdNet bool) {
+func (s *Scheduler) rollback(ctx context.Context, cli *dockerapi.Client, appID, netName string, createdNet bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if cs, _, err := s.containers(ctx, cli, appID); err == nil {
 		_ = forEach(ctx, len(cs), func(i int) error {
-			_, err := cli.ContainerRemove(ctx, cs[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			err := cli.ContainerRemove(ctx, cs[i].ID, true, true)
 			return err
 		})
 	}
@@ -238,11 +232,17 @@ func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID, net
 	}
 }
 
+// createCall is a container create: the container's name and the request.
+type createCall struct {
+	Name string
+	*dockerapi.CreateRequest
+}
+
 // createOptions translates a planned container into the Engine's create request.
 // The app record goes into the labels here, so that the request prints short.
-func createOptions(c *Container, record string) (client.ContainerCreateOptions, error) {
+func createOptions(c *Container, record string) (createCall, error) {
 	if len(c.Command) == 0 || c.Command[0] == "" {
-		return client.ContainerCreateOptions{}, fmt.Errorf("container %s: no command", c.Name)
+		return createCall{}, fmt.Errorf("container %s: no command", c.Name)
 	}
 	env := make([]string, 0, len(c.Env))
 	for _, k := range spec.SortedKeys(c.Env) {
@@ -257,7 +257,7 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 	}
 	stop := c.StopTimeout
 	initOn := c.Init
-	cfg := &container.Config{
+	cfg := &dockerapi.Config{
 		Hostname: c.Hostname,
 		Image:    c.Image,
 		// The entrypoint replaces the image's, whose CMD then does not apply.
@@ -267,35 +267,33 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 		Labels:      labels,
 		StopTimeout: &stop,
 	}
-	host := &container.HostConfig{
-		NetworkMode:   container.NetworkMode(c.Network),
-		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(c.Restart.Policy), MaximumRetryCount: c.Restart.MaxRetries},
+	host := &dockerapi.HostConfig{
+		NetworkMode:   c.Network,
+		RestartPolicy: dockerapi.RestartPolicy{Name: c.Restart.Policy, MaximumRetryCount: c.Restart.MaxRetries},
 		Privileged:    c.Privileged,
-		LogConfig:     container.LogConfig{Type: c.Log.Driver, Config: c.Log.Options},
+		LogConfig:     dockerapi.LogConfig{Type: c.Log.Driver, Config: c.Log.Options},
 		ShmSize:       c.Resources.ShmBytes,
 		Init:          &initOn,
-		Resources: container.Resources{
-			NanoCPUs: c.Resources.NanoCPUs,
-			Memory:   c.Resources.MemoryBytes,
-		},
+		NanoCPUs:      c.Resources.NanoCPUs,
+		Memory:        c.Resources.MemoryBytes,
 	}
 	if c.Resources.GPUs > 0 {
-		host.DeviceRequests = []container.DeviceRequest{{Count: c.Resources.GPUs, Capabilities: [][]string{{"compute", "utility"}}}}
+		host.DeviceRequests = []dockerapi.DeviceRequest{{Count: c.Resources.GPUs, Capabilities: [][]string{{"compute", "utility"}}}}
 	}
 	for _, m := range c.Mounts {
-		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		host.Mounts = append(host.Mounts, dockerapi.Mount{Type: string(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for _, d := range c.Devices {
-		host.Devices = append(host.Devices, container.DeviceMapping{PathOnHost: d.Host, PathInContainer: d.Container, CgroupPermissions: d.Permissions})
+		host.Devices = append(host.Devices, dockerapi.DeviceMapping{PathOnHost: d.Host, PathInContainer: d.Container, CgroupPermissions: d.Permissions})
 	}
 	if len(c.Ports) > 0 {
-		cfg.ExposedPorts = network.PortSet{}
-		host.PortBindings = network.PortMap{}
+		cfg.ExposedPorts = map[string]struct{}{}
+		host.PortBindings = map[string][]dockerapi.PortBinding{}
 		for _, p := range c.Ports {
-			port, ok := network.PortFrom(uint16(p.ContainerPort), network.TCP)
-			if !ok {
-				return client.ContainerCreateOptions{}, fmt.Errorf("container %s: bad port %d", c.Name, p.ContainerPort)
+			if p.ContainerPort < 1 || p.ContainerPort > 65535 {
+				return createCall{}, fmt.Errorf("container %s: bad port %d", c.Name, p.ContainerPort)
 			}
+			port := strconv.Itoa(p.ContainerPort) + "/tcp"
 			cfg.ExposedPorts[port] = struct{}{}
 			hostPort := ""
 			if p.HostPort > 0 {
@@ -303,22 +301,21 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 			}
 			// Loopback only: a published port (a c10d store) must not be open to the
 			// whole network.
-			host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: hostPort})
+			host.PortBindings[port] = append(host.PortBindings[port], dockerapi.PortBinding{HostIP: "127.0.0.1", HostPort: hostPort})
 		}
 	}
-	return client.ContainerCreateOptions{
-		Name:       c.Name,
+	return createCall{Name: c.Name, CreateRequest: &dockerapi.CreateRequest{
 		Config:     cfg,
 		HostConfig: host,
-		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		NetworkingConfig: &dockerapi.NetworkingConfig{EndpointsConfig: map[string]*dockerapi.EndpointSettings{
 			c.Network: {Aliases: []string{c.Hostname}},
 		}},
-	}, nil
+	}}, nil
 }
 
 // checkImages makes sure every image is on the Engine before anything is created:
 // local_docker never pulls. It returns the user each image runs as.
-func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Container) (map[string]string, error) {
+func (s *Scheduler) checkImages(ctx context.Context, cli *dockerapi.Client, cs []Container) (map[string]string, error) {
 	var images []string
 	seen := map[string]bool{}
 	for _, c := range cs {
@@ -350,7 +347,7 @@ func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Co
 
 // imageErr explains a failed image lookup.
 func (s *Scheduler) imageErr(err error, image string) error {
-	if cerrdefs.IsNotFound(err) {
+	if dockerapi.IsNotFound(err) {
 		return fmt.Errorf("image %q is not on the Docker Engine (local_docker does not pull: run `docker pull %s` or build it first)", image, image)
 	}
 	return fmt.Errorf("image %q: %w", image, s.engineErr(err))
@@ -358,8 +355,8 @@ func (s *Scheduler) imageErr(err error, image string) error {
 
 // checkMountSources checks bind and device sources when the Engine runs on this machine
 // (a unix socket), since a missing source fails only at create time.
-func checkMountSources(cli *client.Client, cs []Container) error {
-	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
+func checkMountSources(cli *dockerapi.Client, cs []Container) error {
+	if !strings.HasPrefix(cli.Host(), "unix://") {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -387,19 +384,19 @@ func checkMountSources(cli *client.Client, cs []Container) error {
 }
 
 // checkNames fails when a container of one of the planned names exists already.
-func (s *Scheduler) checkNames(ctx context.Context, cli *client.Client, cs []Container) error {
-	f := client.Filters{}
+func (s *Scheduler) checkNames(ctx context.Context, cli *dockerapi.Client, cs []Container) error {
+	f := dockerapi.Filters{}
 	want := map[string]bool{}
 	for _, c := range cs {
 		f.Add("name", "^/"+regexp.QuoteMeta(c.Name)+"$")
 		want[c.Name] = true
 	}
-	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	res, err := cli.ContainerList(ctx, true, f)
 	if err != nil {
 		return s.engineErr(err)
 	}
 	var errs []error
-	for _, c := range res.Items {
+	for _, c := range res {
 		for _, n := range c.Names {
 			if n = strings.TrimPrefix(n, "/"); want[n] {
 				errs = append(errs, nameClash(n, c.ID, c.Labels[LabelAppID]))
@@ -419,10 +416,10 @@ func nameClash(name, id, app string) error {
 
 // createErr explains a failed container create.
 func (s *Scheduler) createErr(err error, c *Container) error {
-	if cerrdefs.IsConflict(err) {
+	if dockerapi.IsConflict(err) {
 		return nameClash(c.Name, "", "")
 	}
-	if cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "image") {
+	if dockerapi.IsNotFound(err) && strings.Contains(err.Error(), "image") {
 		return s.imageErr(err, c.Image)
 	}
 	return fmt.Errorf("creating container %s: %s", c.Name, engineMessage(s.engineErr(err)))

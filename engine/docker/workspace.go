@@ -2,6 +2,8 @@ package docker
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,9 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distribution/reference"
-	"github.com/moby/moby/client"
-
+	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -167,7 +167,7 @@ func workspaceTag(repo, digest string) (string, error) {
 		repo = DefaultImageRepo
 	}
 	tag := repo + ":" + digest[:16]
-	if _, err := reference.ParseNormalizedNamed(tag); err != nil {
+	if err := checkImageRef(tag); err != nil {
 		return "", fmt.Errorf("%w %s=%q: not a valid image repository (%v)", spec.ErrInvalidRunOpt, OptImageRepo, repo, err)
 	}
 	return tag, nil
@@ -266,10 +266,44 @@ type buildMessage struct {
 	Aux json.RawMessage `json:"aux"`
 }
 
+// maxBuildMessage bounds one message of the Engine's build output (one line of JSON:
+// a line a build step printed, or an error).
+const maxBuildMessage = 8 << 20
+
+// readBuild reads the Engine's build output to its end: JSON messages, one a line. It
+// reports the lines the steps print (unless quiet) and returns the build's error.
+func readBuild(body io.Reader, quiet bool, progress sched.Progress) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxBuildMessage)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var m buildMessage
+		if err := json.Unmarshal(line, &m); err != nil {
+			return fmt.Errorf("reading the Engine's output: %w", err)
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			m.Error = m.ErrorDetail.Message
+		}
+		if m.Error != "" {
+			return errors.New(strings.TrimSpace(m.Error))
+		}
+		if text := strings.TrimSpace(m.Stream); text != "" && !quiet {
+			progress.Report("build: %s", text)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading the Engine's output: %w", err)
+	}
+	return nil
+}
+
 // buildWorkspace makes the image b names unless an image of that tag, built over the
 // same base image, exists already. It returns the tag to run, which differs from
 // b.Tag when the workspace changed since the dry run.
-func (s *Scheduler) buildWorkspace(ctx context.Context, cli *client.Client, b *Build, repo string, progress sched.Progress) (string, error) {
+func (s *Scheduler) buildWorkspace(ctx context.Context, cli *dockerapi.Client, b *Build, repo string, progress sched.Progress) (string, error) {
 	base, err := cli.ImageInspect(ctx, b.BaseImage)
 	if err != nil {
 		return "", s.imageErr(err, b.BaseImage)
@@ -307,7 +341,7 @@ func (s *Scheduler) buildWorkspace(ctx context.Context, cli *client.Client, b *B
 		dockerfile = genDockerfileName
 	}
 	image, workdir := b.BaseImage, ws.dir
-	res, err := cli.ImageBuild(ctx, pr, client.ImageBuildOptions{
+	body, err := cli.ImageBuild(ctx, pr, dockerapi.BuildOptions{
 		Tags:        []string{tag},
 		Dockerfile:  dockerfile,
 		BuildArgs:   map[string]*string{"IMAGE": &image, "WORKSPACE": &workdir},
@@ -324,24 +358,9 @@ func (s *Scheduler) buildWorkspace(ctx context.Context, cli *client.Client, b *B
 	if err != nil {
 		return "", fmt.Errorf("building workspace image %s: %w", tag, s.engineErr(err))
 	}
-	defer res.Body.Close()
-	dec := json.NewDecoder(res.Body)
-	for {
-		var m buildMessage
-		if err := dec.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("building workspace image %s: reading the Engine's output: %w", tag, err)
-		}
-		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
-			m.Error = m.ErrorDetail.Message
-		}
-		if m.Error != "" {
-			return "", fmt.Errorf("building workspace image %s: %s", tag, strings.TrimSpace(m.Error))
-		}
-		if line := strings.TrimSpace(m.Stream); line != "" && !b.Quiet {
-			progress.Report("build: %s", line)
-		}
+	defer body.Close()
+	if err := readBuild(body, b.Quiet, progress); err != nil {
+		return "", fmt.Errorf("building workspace image %s: %w", tag, err)
 	}
 	if _, err := cli.ImageInspect(ctx, tag); err != nil {
 		return "", fmt.Errorf("building workspace image %s: the Engine reported no error but made no image: %w", tag, err)
