@@ -26,6 +26,7 @@ import (
 // before the replica died (by Pdeathsig) is in the stored log, once, in order. Then
 // the same 5 times with seq itself (whose count is unknown: order and wholeness).
 func TestKillNineLosesNoLine(t *testing.T) {
+	t.Parallel()
 	var kept, written []int
 	for range 20 {
 		count := filepath.Join(t.TempDir(), "count")

@@ -69,6 +69,7 @@ func TestRootCauseIsTheOldestErrorFile(t *testing.T) {
 // The app's error names rank 1 and its exception on every run, whichever node exits
 // first.
 func TestTorchrunRootCause(t *testing.T) {
+	t.Parallel()
 	torchrun := "/usr/bin/torchrun"
 	if _, err := os.Stat(torchrun); err != nil || exec.Command("/usr/bin/python3", "-c", "import torch").Run() != nil {
 		if os.Getenv("CI") == "true" {
@@ -83,36 +84,41 @@ func TestTorchrunRootCause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Three runs, at once: each its own state directory and port, and the order in
+	// which the nodes exit varies the more for the load they put on each other.
 	const runs = 3
 	for i := range runs {
-		s := testScheduler(t, false)
-		// A free port each run: a fixed one (29600) was found in use ("Address already
-		// in use") while other torch runs shared the machine.
-		port := testkit.FreePort(t)
-		// As TorchX's dist.ddp runs each node, with --tee 1 and PET_REDIRECTS=1:
-		// Debian's torch 1.13 crashes on --tee 3.
-		r := role("trainer", torchrun, "--nnodes", "2", "--nproc_per_node", "2", "--tee", "1",
-			"--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:"+itoaN(port), "--rdzv_id", "rc",
-			"--max_restarts", "0", script, "--fail-rank", "1", "--fail-step", "3")
-		r.NumReplicas = 2
-		r.Env = map[string]string{"PET_REDIRECTS": "1", "LOGLEVEL": "WARNING"}
-		id := start(t, s, appOf("ddp", r), spec.Cfg{OptStopTimeout: 10.0})
-		// Starting torch takes seconds, more on a loaded machine.
-		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(3*time.Minute))
-		st, err := s.Wait(ctx, id)
-		cancel()
-		if err != nil {
-			t.Fatalf("run %d: %v", i, err)
-		}
-		// Named as a cause found without an error file is: its global rank first.
-		const want = "rank 1: RuntimeError: rank 1 raised at step 3"
-		if st.State != spec.Failed || st.Msg != want || spec.ErrorMessage(st.StructuredError) != want {
-			var b strings.Builder
-			for k := range 2 {
-				b.WriteString(lineTexts(logLines(t, s, id, "trainer", k, sched.LogOptions{})))
+		t.Run("run"+strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			s := testScheduler(t, false)
+			// A free port each run: a fixed one (29600) was found in use ("Address
+			// already in use") while other torch runs shared the machine.
+			port := testkit.FreePort(t)
+			// As TorchX's dist.ddp runs each node, with --tee 1 and PET_REDIRECTS=1:
+			// Debian's torch 1.13 crashes on --tee 3.
+			r := role("trainer", torchrun, "--nnodes", "2", "--nproc_per_node", "2", "--tee", "1",
+				"--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:"+itoaN(port), "--rdzv_id", "rc",
+				"--max_restarts", "0", script, "--fail-rank", "1", "--fail-step", "3")
+			r.NumReplicas = 2
+			r.Env = map[string]string{"PET_REDIRECTS": "1", "LOGLEVEL": "WARNING"}
+			id := start(t, s, appOf("ddp", r), spec.Cfg{OptStopTimeout: 10.0})
+			// Starting torch takes seconds, more on a loaded machine.
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(3*time.Minute))
+			st, err := s.Wait(ctx, id)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Errorf("run %d: app %s %q, error %q; replicas %+v\n%s", i, st.State, st.Msg, spec.ErrorMessage(st.StructuredError), st.Roles, b.String())
-		}
+			// Named as a cause found without an error file is: its global rank first.
+			const want = "rank 1: RuntimeError: rank 1 raised at step 3"
+			if st.State != spec.Failed || st.Msg != want || spec.ErrorMessage(st.StructuredError) != want {
+				var b strings.Builder
+				for k := range 2 {
+					b.WriteString(lineTexts(logLines(t, s, id, "trainer", k, sched.LogOptions{})))
+				}
+				t.Errorf("app %s %q, error %q; replicas %+v\n%s", st.State, st.Msg, spec.ErrorMessage(st.StructuredError), st.Roles, b.String())
+			}
+		})
 	}
 }
 

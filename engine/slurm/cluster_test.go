@@ -173,6 +173,7 @@ func replica(st *spec.AppStatus, role string, k int) *spec.ReplicaStatus {
 }
 
 func TestClusterEcho(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	app := &spec.AppDef{Name: "echo", Roles: []spec.Role{testRole("echo", 1, "echo", "hello slurm", "${app_id}")}}
 	id := h.submit(app, nil)
@@ -211,6 +212,7 @@ func TestClusterEcho(t *testing.T) {
 // it starts: a task that fails before srun has launched them all escapes
 // --kill-on-bad-exit (a Slurm 22.05 race seen here) and lives until --wait=60.
 func TestClusterFailingReplica(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	role := testRole("train", 2, "sh", "-c", `echo "rank $WICK_REPLICA_ID"; if [ "$WICK_REPLICA_ID" = 1 ]; then sleep 1; echo boom >&2; printf '{"message": {"message": "ValueError: boom", "extraInfo": {}}}' >"$TORCHELASTIC_ERROR_FILE"; exit 3; fi; sleep 60`)
 	id := h.submit(&spec.AppDef{Name: "fail", Roles: []spec.Role{role}}, nil)
@@ -241,6 +243,7 @@ func TestClusterFailingReplica(t *testing.T) {
 }
 
 func TestClusterCancel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	id := h.submit(&spec.AppDef{Name: "sleep", Roles: []spec.Role{testRole("sleep", 1, "sleep", "300")}}, nil)
 	h.waitFor(id, "RUNNING", func(st *spec.AppStatus) bool { return st.State == spec.Running })
@@ -261,6 +264,7 @@ func TestClusterCancel(t *testing.T) {
 }
 
 func TestClusterTwoRoles(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	app := &spec.AppDef{Name: "pair", Roles: []spec.Role{
 		testRole("server", 1, "sh", "-c", "echo server $WICK_ROLE/$WICK_REPLICA_ID"),
@@ -292,6 +296,7 @@ func TestClusterTwoRoles(t *testing.T) {
 // directory (and another Scheduler sharing only $WICK_HOME): the lines come while the
 // job writes them, stdout and stderr both, and the iterator ends when the job does.
 func TestClusterFollowFromElsewhere(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	role := testRole("talk", 1, "sh", "-c", `for i in 1 2 3 4 5; do echo "out $i"; echo "err $i" >&2; sleep 0.3; done; printf 'no newline'`)
 	id := h.submit(&spec.AppDef{Name: "talk", Roles: []spec.Role{role}}, nil)
@@ -512,12 +517,13 @@ else:
 // TestClusterRendezvous: the replicas of a 2-node job find rank 0's host from the
 // environment (${rank0_env}) and talk over TCP, as torchrun's c10d rendezvous does.
 func TestClusterRendezvous(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
 		t.Skipf("%s: %v", python, err)
 	}
-	port := strconv.Itoa(20000 + os.Getpid()%20000)
+	port := strconv.Itoa(testkit.FreePort(t)) // the nodes are this machine
 	role := testRole("node", 2, python, "-c", rendezvous, "${rank0_env}", port)
 	id := h.submit(&spec.AppDef{Name: "rdzv", Roles: []spec.Role{role}}, nil)
 	st := h.wait(id)
@@ -538,6 +544,7 @@ func TestClusterRendezvous(t *testing.T) {
 // TorchX: it goes back to PENDING with a restart counted (Slurm holds a requeued job
 // for about two minutes, reason BeginTime, before the next attempt).
 func TestClusterRetryRequeues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	role := testRole("flaky", 1, "sh", "-c", `echo "attempt ${SLURM_RESTART_COUNT:-0}"; [ "${SLURM_RESTART_COUNT:-0}" -ge 1 ] || exit 3`)
 	role.MaxRetries = 1
@@ -561,6 +568,7 @@ func TestClusterRetryRequeues(t *testing.T) {
 // files, and never claims more than they say. The purge is stood in for by moving a
 // finished job's record to a job id slurmctld has never known.
 func TestClusterForgottenJob(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	app := &spec.AppDef{Name: "gone", Roles: []spec.Role{
 		testRole("ok", 1, "true"),
@@ -630,6 +638,7 @@ func TestClusterForgottenJob(t *testing.T) {
 // Without accounting it skips: the cluster CI starts has none (sacct's absence is what
 // the other tests cover).
 func TestClusterAccounting(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	if out, err := exec.Command("sacct", "-n", "-X", "-j", "1").CombinedOutput(); err != nil {
 		t.Skipf("no accounting on this cluster (sacct: %s); WICK_SLURM_ACCOUNTING=1 make slurm-up starts one with it", strings.TrimSpace(string(out)))
@@ -704,6 +713,7 @@ func TestClusterAccounting(t *testing.T) {
 // TestClusterReusedJobID: a record whose job id Slurm now gives another job (a cluster
 // whose ids started over) answers from the record, not from the stranger.
 func TestClusterReusedJobID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	other := h.submit(&spec.AppDef{Name: "other", Roles: []spec.Role{testRole("x", 1, "true")}}, nil)
 	h.wait(other)
@@ -733,6 +743,7 @@ func TestClusterReusedJobID(t *testing.T) {
 // TestClusterJobDir: job_dir, created when missing, holds the job's files even when its
 // path has spaces and quotes; the job runs there.
 func TestClusterJobDir(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dir := filepath.Join(t.TempDir(), "it's a dir", "runs")
 	id := h.submit(&spec.AppDef{Name: "where", Roles: []spec.Role{testRole("pwd", 1, "pwd")}}, spec.Cfg{OptJobDir: dir})
@@ -754,6 +765,7 @@ func TestClusterJobDir(t *testing.T) {
 // so that the combined view interleaves stdout and stderr as written and since/until
 // cut between them.
 func TestClusterLineTimes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	role := testRole("w", 1, "sh", "-c", `echo out 1; echo err 1 >&2; sleep 1; echo out 2; echo err 2 >&2; sleep 1; echo out 3`)
 	id := h.submit(&spec.AppDef{Name: "times", Roles: []spec.Role{role}}, nil)

@@ -51,6 +51,7 @@ func (h *harness) ghost(id, ghost string) {
 // and waiting or following its logs ends, with the status saying so, also when its
 // files say nothing.
 func TestClusterForgottenJobsEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testTimeout)
 	defer cancel()

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	testkit.UseSlurm() // SLURM_CONF once, for the Slurm tests run in parallel
 	dir, err := os.MkdirTemp("", "wick-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -261,11 +261,12 @@ func TestDDPPortInUse(t *testing.T) {
 // often as 0, which only the workers' environment says (the replica's wrapper records
 // it beside the exit file).
 func TestSlurmDDPRankLabels(t *testing.T) {
+	t.Parallel()
 	needSlurm(t)
 	h := multinodeHarness(t)
 	var swaps int
 	repeat(t, "every rank's lines carry its rank", func(t *testing.T, run int) {
-		args := multinodeArgs("2x1", nil, "2")
+		args := multinodeArgs("2x1", slurmPort(t), "2")
 		args[2] = "slurm"
 		r := execLong(h, args...)
 		if r.code != 0 {
@@ -291,6 +292,7 @@ func TestSlurmDDPRankLabels(t *testing.T) {
 // another job is killed by SIGKILL: the app's error names the rank, as on local_cwd,
 // whichever node c10d made group rank 1.
 func TestSlurmDDPRootCause(t *testing.T) {
+	t.Parallel()
 	needSlurm(t)
 	h := multinodeHarness(t)
 	for _, c := range []struct {
@@ -301,7 +303,7 @@ func TestSlurmDDPRootCause(t *testing.T) {
 		{[]string{"3", "--kill_rank", "1", "--fail_step", "3"}, "rank 1: killed by SIGKILL"},
 	} {
 		repeat(t, c.want, func(t *testing.T, run int) {
-			args := multinodeArgs("2x1", nil, c.script...)
+			args := multinodeArgs("2x1", slurmPort(t), c.script...)
 			args[2] = "slurm"
 			r := execLong(h, args...)
 			if r.code != 1 {

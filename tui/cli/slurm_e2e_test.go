@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,13 @@ func TestSlurmBadRunOptions(t *testing.T) {
 	}
 }
 
+// slurmPort is the rendezvous port option of a DDP job on the test cluster: a free
+// one, as the cluster's nodes are this machine, where other DDP jobs (other tests',
+// another run's) may hold TorchX's fixed 29500.
+func slurmPort(t *testing.T) []string {
+	return []string{"--rdzv_port", strconv.Itoa(testkit.FreePort(t))}
+}
+
 // needSlurm points t at the test cluster `make slurm-up` started (testkit.NeedSlurm):
 // without it t skips, or fails under CI=true.
 func needSlurm(t *testing.T) {
@@ -69,6 +77,7 @@ func needSlurm(t *testing.T) {
 // its result, a failing one, status, list, a detached app whose logs are followed from
 // another directory and which is cancelled from there, and delete.
 func TestSlurmThroughTheVerbs(t *testing.T) {
+	t.Parallel()
 	needSlurm(t)
 	h := newHarness(t)
 
@@ -176,12 +185,14 @@ func TestSlurmNotInstalled(t *testing.T) {
 // SLURM_JOB_NODELIST_HET_GROUP_0), and each worker learns its global rank. It runs
 // dist.ddp the way the README shows for torch 1.13 (--tee 1, PET_REDIRECTS=1).
 func TestSlurmDDP(t *testing.T) {
+	t.Parallel()
 	needSlurm(t)
 	h := ddpHarness(t)
 	// torch starts slowly on a busy machine: a longer deadline than h.exec's minute.
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(4*time.Minute))
 	defer cancel()
-	cmd := h.wickCmd(ctx, "run", "-s", "slurm", "dist.ddp", "-j", "2x1", "--tee", "1", "--env", "PET_REDIRECTS=1", "--script", "train.py")
+	args := append([]string{"run", "-s", "slurm", "dist.ddp", "-j", "2x1", "--tee", "1", "--env", "PET_REDIRECTS=1"}, slurmPort(t)...)
+	cmd := h.wickCmd(ctx, append(args, "--script", "train.py")...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

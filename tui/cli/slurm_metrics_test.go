@@ -28,6 +28,7 @@ done`
 // the table, every point as CSV (each replica's steps, values and the times the lines
 // were written), and the NaN alarm in describe.
 func TestSlurmMetrics(t *testing.T) {
+	t.Parallel()
 	needSlurm(t)
 	h := newHarness(t)
 	start := time.Now()

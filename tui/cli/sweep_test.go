@@ -416,6 +416,7 @@ func TestSweepStopOnNaN(t *testing.T) {
 // TestSweepOnSlurm: on slurm every app of the sweep is a job (Slurm queues them); the
 // sweep knows them by their job ids once submitted; --max-parallel is refused.
 func TestSweepOnSlurm(t *testing.T) {
+	t.Parallel()
 	needSlurm(t)
 	h := newHarness(t)
 	if r := h.exec("run", "-s", "slurm", "--max-parallel", "1", "--sweep", "msg=a,b", "utils.echo"); r.code != ExitUsage || !strings.Contains(r.stderr, "Slurm queues them") {

@@ -100,6 +100,7 @@ func helperApp(name, image string, n int, args ...string) *spec.AppDef {
 }
 
 func TestWallOverDocker(t *testing.T) {
+	t.Parallel()
 	img := helperImage(t)
 
 	t.Run("two replicas live to their end", func(t *testing.T) {

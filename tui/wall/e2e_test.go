@@ -16,6 +16,7 @@ import (
 // launched from another command, searches, zooms, pauses and resumes, and compares
 // what the zoomed pane holds with the replica's stdout.log.
 func TestE2EWallDemoTrain(t *testing.T) {
+	t.Parallel()
 	testkit.NeedTmux(t)
 	if buildErr != nil {
 		t.Fatal(buildErr)

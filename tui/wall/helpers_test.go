@@ -39,6 +39,7 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	time.Local = time.UTC
+	testkit.UseSlurm() // SLURM_CONF once, for the Slurm tests run in parallel
 	dir, err := os.MkdirTemp("", "wick-wall-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -32,6 +32,7 @@ const mergedLines = 6000
 // again. A match on disk only shows among its time's lines. The header counts the
 // lines on disk as a pane's title does.
 func TestWallMergedReadsBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// Each replica writes numbered lines, and a stderr line every 1000: the streams
 	// interleave, the replicas run side by side, some longer than others.

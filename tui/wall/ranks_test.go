@@ -78,6 +78,7 @@ func (e *env) runDDP(j string, script ...string) spec.Handle {
 // the rank and its node, holding that rank's lines without torchrun's prefix, and a
 // pane per node with the agent's own lines; the rank 0 progress bar is live.
 func TestWallPanePerRank(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.runDDP("2x2", "--epochs", "2", "--samples", "512", "--step_delay", "0.05")
 	d := e.open(h, 200, 60, nil)
@@ -99,6 +100,7 @@ func TestWallPanePerRank(t *testing.T) {
 // TestWallFocusesTheRaisingRank: when rank 1 of a 2x2 training raises, the wall
 // focuses rank 1's pane and shows its exception as the app's error.
 func TestWallFocusesTheRaisingRank(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.runDDP("2x2", "--epochs", "1", "--samples", "512", "--fail_rank", "1", "--fail_step", "1", "--step_delay", "0.05")
 	// The other node's agent takes a while to give up: wait for the end first.
@@ -135,12 +137,14 @@ func TestWallFocusesTheRaisingRank(t *testing.T) {
 // Opened after the app ended, or watching it fail: the traceback that reached the
 // node's pane moves to the rank's once the root cause names the rank.
 func TestWallNoRecordFailure(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		live  bool
 		delay string
 	}{{"after", false, "0"}, {"live", true, "0.5"}} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			needTorch(t)
 			src, err := os.ReadFile(filepath.Join("..", "..", "examples", "ddp", "multinode.py"))

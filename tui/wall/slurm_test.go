@@ -81,6 +81,7 @@ func (s *slurmUI) waitFor(want ...string) string {
 // TestE2EWallSlurmPendingReason: a slurm app Slurm cannot start yet says why in the
 // wall's header, as Slurm says it.
 func TestE2EWallSlurmPendingReason(t *testing.T) {
+	t.Parallel()
 	s := newSlurmUI(t)
 	// 512 CPUs: no node of the test cluster has them, so Slurm keeps the job pending.
 	handle := s.run("run", "-s", "slurm", "--detach", "dist.ddp", "-j", "1x1", "--cpu", "512", "--script", "train.py")
@@ -93,6 +94,7 @@ func TestE2EWallSlurmPendingReason(t *testing.T) {
 // replica, lines arriving live from the files Slurm writes, and each replica's end.
 // Without a cluster it skips; under CI=true it fails.
 func TestE2EWallSlurm(t *testing.T) {
+	t.Parallel()
 	s := newSlurmUI(t)
 	// Each replica prints 40 numbered lines on stdout and a few on stderr, 10 a second.
 	script := `for i in $(seq 1 40); do echo "line $i of $WICK_ROLE/$WICK_REPLICA_ID"; [ $((i % 10)) = 0 ] && echo "warn $i" >&2; sleep 0.1; done`
@@ -111,6 +113,7 @@ func TestE2EWallSlurm(t *testing.T) {
 // shows it with its handle and result, and describe shows each replica's node and exit
 // code, as for local apps.
 func TestE2EAppsSlurm(t *testing.T) {
+	t.Parallel()
 	s := newSlurmUI(t)
 	// Attached: returns when the app has ended; replica 1 fails with exit code 5. Replica
 	// 0 may end first (SUCCEEDED) or be stopped by wick when replica 1 fails first

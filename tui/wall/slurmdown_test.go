@@ -17,6 +17,7 @@ import (
 // slurm app of this WICK_HOME, at its last known state, with the controller's trouble
 // said; its wall shows the lines the replica keeps writing, from the files.
 func TestE2EUISlurmControllerDown(t *testing.T) {
+	t.Parallel()
 	s := newSlurmUI(t)
 	handle := s.run("run", "-s", "slurm", "--detach", "utils.sh", "--", "sh", "-c", "i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.5; done")
 	// Seen running once: that is the state last known.
