@@ -19,6 +19,10 @@ type NodeReport struct {
 	// Exits are when the node's workers exited, by pid, when the scheduler saw it
 	// (a local supervisor does); nil when unknown.
 	Exits map[int]time.Time
+	// Hosted is set when the scheduler saw a process of the job itself listen on
+	// the rendezvous port that this node could not bind: the node's failure to bind
+	// was the normal one of a node whose peer on the same machine hosts the store.
+	Hosted bool
 }
 
 // Cause is the root cause of a failed torchrun job: the first failure of a rank.
@@ -144,14 +148,13 @@ func earliestSignal(nodes []NodeReport) (best *signalAt, node *NodeReport, exact
 // commonUnbound returns the rendezvous port every node failed to bind.
 func commonUnbound(nodes []NodeReport) (int, bool) {
 	var ports []int
-	said, every, workers := 0, true, false
+	said, every, past := 0, true, false
 	for _, n := range nodes {
+		past = past || n.Hosted || n.Failures != nil && n.Failures.pastRendezvous()
 		if n.Failures == nil || len(n.Failures.Unbound) == 0 {
 			every = false
-			workers = workers || n.Failures != nil && (len(n.Failures.WorkerTracebacks()) > 0 || len(n.Failures.Summary) > 0)
 			continue
 		}
-		workers = workers || len(n.Failures.WorkerTracebacks()) > 0 || len(n.Failures.Summary) > 0
 		if said == 0 {
 			ports = slices.Clone(n.Failures.Unbound)
 		} else {
@@ -161,12 +164,35 @@ func commonUnbound(nodes []NodeReport) (int, bool) {
 	}
 	// Nodes on one machine all try to host the store, so a node that could not bind
 	// is normal when another did. The port is the cause when every node says so, or
-	// when some node says so and no worker failed: the job never left its
-	// rendezvous, and a node that said nothing was stopped before it could.
-	if said == 0 || len(ports) == 0 || !every && workers {
+	// when some node says so and nothing shows that the job got past its store: no
+	// worker failed (none ran), no agent died of anything but its rendezvous or a
+	// stop signal, and the scheduler saw no process of the job hold the port. A node
+	// that said nothing was then stopped before it could.
+	if said == 0 || len(ports) == 0 || !every && past {
 		return 0, false
 	}
 	return ports[0], true
+}
+
+// pastRendezvous reports whether the node's lines show that it got past its store:
+// a worker failed, or its agent died of something else than its rendezvous (torch's
+// Rendezvous*Error: a store that does not answer, or closes) or a stop
+// (SignalException), such as a crash while starting its workers.
+func (f *Failures) pastRendezvous() bool {
+	if len(f.Summary) > 0 {
+		return true
+	}
+	for _, tb := range f.Tracebacks {
+		if !tb.Agent {
+			return true
+		}
+		name, _, _ := strings.Cut(tb.Exception, ":")
+		name = name[strings.LastIndexByte(name, '.')+1:]
+		if !strings.HasPrefix(name, "Rendezvous") && name != "SignalException" {
+			return true
+		}
+	}
+	return false
 }
 
 // cause names the rank of a traceback of node n.
