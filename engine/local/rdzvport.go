@@ -98,30 +98,17 @@ func argvWithPort(argv []string, port int) []string {
 	return withRendezvousPort(argv, port)
 }
 
-// checkRendezvousPorts says why an app must not start: one of whose multi-node c10d torchrun
-// roles rendezvous on a port another program holds (the user chose it, or took it
+// checkRendezvousPorts says why an app must not start: one of its c10d torchrun roles
+// rendezvous here on a port another program holds (the user chose it, or it was taken
 // after planning). Every node would fail to bind it and connect to that program as to
 // their store: one that closes the connection ends the job with store errors, one
 // that accepts and never answers leaves it waiting for ever, with nothing in any log
 // to say why. The nodes all run here, so a port held before they start is not theirs.
+// A port taken after this check is found by checkRendezvousHeld (rdzvheld.go).
 func (sv *supervisor) checkRendezvousPorts() error {
-	nodes := map[string]int{}
-	for _, r := range sv.all {
-		nodes[r.role.req.Name]++
-	}
-	for _, r := range sv.all {
-		argv := r.req.Argv
-		if r.req.ID != 0 || nodes[r.role.req.Name] < 2 || !runsTorchrun(argv) || ranks.Flag(argv, "rdzv_backend") != "c10d" {
-			continue
-		}
-		ep := ranks.Flag(argv, "rdzv_endpoint")
-		k := strings.LastIndexByte(ep, ':')
-		p, err := strconv.Atoi(ep[k+1:])
-		if err != nil || p <= 0 || p > 65535 || k < 0 || !thisHost(ep[:k], r.req.Env) {
-			continue
-		}
-		if !portFree(p) {
-			return errors.New(ranks.PortInUse(p))
+	for _, rr := range sv.roles {
+		if len(rr.replicas) > 0 && rr.replicas[0].rdzvPort != 0 && !portFree(rr.replicas[0].rdzvPort) {
+			return errors.New(ranks.PortInUse(rr.replicas[0].rdzvPort))
 		}
 	}
 	return nil

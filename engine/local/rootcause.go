@@ -59,6 +59,9 @@ func (sv *supervisor) stoppedBySignal(r *replica, ws unix.WaitStatus, code int) 
 // exit (in a DDP job the others then fail too, in gloo). The replica that holds it is
 // FAILED, even if it was being stopped when it exited.
 func (sv *supervisor) rootCause() {
+	if sv.heldPortCause() {
+		return
+	}
 	reports := sv.torchrunReports()
 	// A rendezvous port another program held comes first: the error files that follow
 	// (the agent's RendezvousConnectionError) are its consequences.
@@ -360,6 +363,8 @@ func (sv *supervisor) torchrunReports() []*torchrunReport {
 			out = append(out, rep)
 		}
 		n := ranks.NodeReport{Replica: r.req.ID, NProc: ranks.NProcPerNode(r.req.Argv), GroupRank: -1, Failures: sv.nodeFailures(r)}
+		// Its failure to bind the rendezvous port was a peer's hosting the store.
+		n.Hosted = int(r.unbound.Load()) == r.attempt+1 && portHolder(r.held.Load()) == holderApp
 		if r.workers != nil {
 			n.GroupRank = r.workers.GroupRank()
 			n.Exits = r.workers.Exits()

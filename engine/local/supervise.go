@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -169,6 +171,14 @@ type replica struct {
 	forkAt      time.Time   // when this attempt was started
 	endMarked   bool
 	workers     *workerWatch // a torchrun node's workers (workers.go), or nil
+	// rdzvPort is the port on which the node tries to host its c10d rendezvous store
+	// here, 0 for none. unbound is 1 + the attempt whose stderr said it could not
+	// bind it, held who listened on it then (a portHolder), written by its tap
+	// (rdzvheld.go); leader is pid, for the tap.
+	rdzvPort int
+	unbound  atomic.Int32
+	held     atomic.Int32
+	leader   atomic.Int32
 }
 
 func (r *replica) name() string { return r.role.req.Name + "/" + strconv.Itoa(r.req.ID) }
@@ -230,6 +240,14 @@ type supervisor struct {
 	// unsavedSize bytes (reserve.go); nil when it could not be made.
 	unsaved     *os.File
 	unsavedSize int
+
+	// A rendezvous port no node could bind (rdzvheld.go): rdzvWake is rung when a
+	// node said so, rdzvCheck is set when checkRendezvousHeld is due (a node said so,
+	// or started), heldPort is the cause of an app failed for it (of role heldRole).
+	rdzvWake  chan struct{}
+	rdzvCheck bool
+	heldPort  *ranks.Cause
+	heldRole  string
 }
 
 func newSupervisor(appDir string) (*supervisor, error) {
@@ -261,6 +279,7 @@ func newSupervisor(appDir string) (*supervisor, error) {
 		pending: map[*replica]bool{},
 		env:     os.Environ(),
 	}
+	sv.rdzvWake = make(chan struct{}, 1)
 	sv.rec.SetWriteDelay(testWriteDelay)
 	sv.kids.beforeReap = sv.leaderExited
 	for i := range sv.req.Roles {
@@ -270,6 +289,7 @@ func newSupervisor(appDir string) (*supervisor, error) {
 		}
 		for j := range rr.req.Replicas {
 			r := &replica{role: rr, req: &rr.req.Replicas[j], st: &st.Roles[i].Replicas[j]}
+			r.rdzvPort = rendezvousPortHere(r.req)
 			rr.replicas = append(rr.replicas, r)
 			sv.all = append(sv.all, r)
 		}
@@ -427,6 +447,8 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 			sv.startReaper()
 		case <-sv.learned:
 			sv.learnRanks()
+		case <-sv.rdzvWake:
+			sv.rdzvCheck = true
 		}
 		// Take everything already queued before deciding and writing the state, so
 		// that 64 replicas exiting at once cost one write, not 64.
@@ -437,6 +459,10 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 			default:
 				drained = true
 			}
+		}
+		if sv.rdzvCheck {
+			sv.rdzvCheck = false
+			sv.checkRendezvousHeld()
 		}
 		sv.step()
 		if sv.readyPending == 0 && ready != nil {
@@ -508,6 +534,7 @@ func (sv *supervisor) start(r *replica) {
 	}
 	r.readers, r.pumps = []*os.File{outR, errR}, 2
 	r.pipeIDs = []int{sv.holdPipe(r.req.LogDir, sched.Stdout, outR), sv.holdPipe(r.req.LogDir, sched.Stderr, errR)}
+	sv.tapRendezvous(r, a)
 	sv.pump(r, a, sched.Stdout, outR, r.pipeIDs[0])
 	sv.pump(r, a, sched.Stderr, errR, r.pipeIDs[1])
 	env := mergeEnv(sv.env, r.req.Env)
@@ -600,9 +627,12 @@ func (sv *supervisor) handle(ev event) {
 			return
 		}
 		r.phase, r.pid, r.st.PID = running, ev.pid, ev.pid
+		r.leader.Store(int32(ev.pid))
 		r.st.State = spec.Running
 		sv.tellReaper('+', ev.pid)
 		sv.watchWorkers(r)
+		// Its bind failure may have come before its start was handled.
+		sv.rdzvCheck = sv.rdzvCheck || r.rdzvPort != 0
 		if sv.target != 0 || sv.pending[r] {
 			sv.stopReplica(r) // asked to stop while it was being forked
 		}

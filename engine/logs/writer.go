@@ -97,6 +97,9 @@ type Writer struct {
 	lastT   int64 // run times never go backwards, whatever the wall clock does
 	ended   bool
 
+	// taps, per stream code: who sees its lines as they are read (see Tap).
+	taps [3]atomic.Pointer[Tap]
+
 	mu   sync.Mutex
 	err  error    // the first write error, reported by Copy and Close
 	lost [3]int64 // per stream code: bytes read but not written to its file
@@ -299,6 +302,7 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		} else {
 			r.mem = buf[:carry+nl+1]
 		}
+		w.tap(code, attempt, r.mem)
 		if first := int64(bytes.IndexByte(chunk, '\n')); lineT != t && first < int64(nl) {
 			// The line begun earlier keeps its own time in a run of its own; the lines
 			// that began in this chunk get the chunk's time.
@@ -335,6 +339,7 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			bp = nil
 		}
 		sf.lineStart = sf.pos
+		w.tap(code, attempt, r.mem)
 	}
 	if bp != nil {
 		w.rec.bufs.Put(bp)
