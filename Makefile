@@ -4,6 +4,8 @@ BIN     ?= bin/wick
 PKGS    ?= ./...
 FUZZTIME ?= 20s
 TORCH_IMAGE ?= wick-torch:bookworm
+TEST_P ?= 4
+TEST_PARALLEL ?= 4
 
 # CYCLO_MAX is the most cyclomatic complexity a non-test function may have.
 # CYCLO_PENDING lists, as function@file, the functions over it that are
@@ -54,8 +56,11 @@ run: build
 ## WICK_TEST_SLURM_CONF); WICK_TEST_SLURM=0 skips them. Waits scale with the load
 ## (WICK_TEST_DEADLINE_FACTOR overrides): see internal/testkit. The timeout only
 ## stops a hung package: at load 30 on 2 cores engine/local alone takes 7.5 minutes.
+## Most of the suite waits (on Slurm's queue, Docker, torch's rendezvous, a replica's
+## sleep) rather than computes: TEST_P packages at once and TEST_PARALLEL parallel tests
+## in each, not go test's defaults (GOMAXPROCS: 2 and 2 here), keep both cores busy.
 test:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 20m $(PKGS)
 
 ## e2e-docker-torch: opt-in, not in CI: make an image with Debian's torch (TORCH_IMAGE,
 ## by scripts/docker-torch-image.sh: debootstrap + apt-get + docker import, 2 to 7

@@ -208,13 +208,15 @@ func TestClusterEcho(t *testing.T) {
 }
 
 // TestClusterFailingReplica: one replica exits 3; the app fails with that code and the
-// other replica is stopped (srun --kill-on-bad-exit). Replica 1 fails a second after
-// it starts: a task that fails before srun has launched them all escapes
-// --kill-on-bad-exit (a Slurm 22.05 race seen here) and lives until --wait=60.
+// other replica is stopped (srun --kill-on-bad-exit). Replica 1 fails once replica 0
+// runs (it touches a file: the nodes are this machine): a task that fails before srun
+// has launched them all escapes --kill-on-bad-exit (a Slurm 22.05 race seen here) and
+// lives until --wait=60, as a second's head start did not prevent at load 30.
 func TestClusterFailingReplica(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	role := testRole("train", 2, "sh", "-c", `echo "rank $WICK_REPLICA_ID"; if [ "$WICK_REPLICA_ID" = 1 ]; then sleep 1; echo boom >&2; printf '{"message": {"message": "ValueError: boom", "extraInfo": {}}}' >"$TORCHELASTIC_ERROR_FILE"; exit 3; fi; sleep 60`)
+	up := filepath.Join(t.TempDir(), "replica 0 runs")
+	role := testRole("train", 2, "sh", "-c", `echo "rank $WICK_REPLICA_ID"; if [ "$WICK_REPLICA_ID" = 1 ]; then while [ ! -e "$0" ]; do sleep 0.05; done; echo boom >&2; printf '{"message": {"message": "ValueError: boom", "extraInfo": {}}}' >"$TORCHELASTIC_ERROR_FILE"; exit 3; fi; touch "$0"; sleep 60`, up)
 	id := h.submit(&spec.AppDef{Name: "fail", Roles: []spec.Role{role}}, nil)
 	st := h.wait(id)
 	if st.State != spec.Failed {
