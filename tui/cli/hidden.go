@@ -14,18 +14,23 @@ import (
 	"github.com/wick-dev/wick/tui/common"
 )
 
-// addHidden adds the verbs wick runs itself: the per-app supervisor and the demo
-// training program. They are not for users and not in the help.
-func (a *app) addHidden(root *cobra.Command) {
-	root.AddCommand(&cobra.Command{
+// superviseCmd is the verb of the per-app supervisor, which wick runs itself: it is
+// not for users and not in the help.
+func (a *app) superviseCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:    local.SuperviseVerb + " APP_DIR",
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return local.Supervise(a.ctx, argv[0])
 		},
-	})
-	root.AddCommand(&cobra.Command{
+	}
+}
+
+// demoCmd is the verb of the demo training program (demo.train), which wick runs
+// itself: it is not for users and not in the help.
+func (a *app) demoCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:                demo.Verb,
 		Hidden:             true,
 		DisableFlagParsing: true,
@@ -42,7 +47,7 @@ func (a *app) addHidden(root *cobra.Command) {
 			}
 			return err
 		},
-	})
+	}
 }
 
 func (a *app) uiCmd() *cobra.Command {

@@ -17,10 +17,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/components/demo"
+	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/tui/render"
 )
 
@@ -216,7 +219,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 			_ = a.run.Close()
 		}
 	}()
-	root := a.rootCmd()
+	root := a.rootCmd(args)
 	if len(args) > 0 && args[0] == "run" {
 		args = append([]string{"run"}, FixSingleDashCfg(args[1:])...)
 	}
@@ -296,7 +299,52 @@ func typeUsageErrors(cmd *cobra.Command) {
 	}
 }
 
-func (a *app) rootCmd() *cobra.Command {
+// verb is one of wick's verbs and the function that makes its command.
+type verb struct {
+	name string
+	make func() *cobra.Command
+}
+
+// verbs are wick's verbs, the hidden ones (which wick runs itself) last.
+func (a *app) verbs() []verb {
+	return []verb{
+		{"run", a.runCmd}, {"builtins", a.builtinsCmd}, {"runopts", a.runoptsCmd}, {"version", a.versionCmd},
+		{"status", a.statusCmd}, {"describe", a.describeCmd}, {"list", a.listCmd}, {"log", a.logCmd},
+		{"cancel", a.cancelCmd}, {"delete", a.deleteCmd}, {"ui", a.uiCmd}, {"metrics", a.metricsCmd},
+		{"sweep", a.sweepCmd},
+		{sweep.QueueVerb, a.queueCmd}, {local.SuperviseVerb, a.superviseCmd}, {demo.Verb, a.demoCmd},
+	}
+}
+
+// rootCmd makes the command tree for args. When args name a verb, only that verb's
+// command is made: making all of them (their flags, their help) is a good part of
+// the start of a one-shot verb, and of every supervisor. Anything else (no verb,
+// help, completion, a mistyped verb) gets the whole tree.
+func (a *app) rootCmd(args []string) *cobra.Command {
+	root := a.newRoot()
+	all := a.verbs()
+	if len(args) > 0 {
+		for _, v := range all {
+			if v.name == args[0] {
+				root.AddCommand(v.make())
+				// No completion command to make: the verb is known.
+				root.CompletionOptions.DisableDefaultCmd = true
+				typeUsageErrors(root)
+				return root
+			}
+		}
+	}
+	for _, v := range all {
+		root.AddCommand(v.make())
+	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	typeUsageErrors(root)
+	return root
+}
+
+// newRoot makes the root command, without its verbs.
+func (a *app) newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "wick",
 		Short: "Launch and watch training jobs: TorchX apps as local processes, Docker containers or Slurm jobs",
@@ -327,17 +375,6 @@ Shell completion: wick completion bash|zsh|fish --help.`,
 	root.Args = unknownCommand
 	root.SuggestionsMinimumDistance = 2
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-	root.AddCommand(
-		a.runCmd(), a.builtinsCmd(), a.runoptsCmd(), a.versionCmd(),
-		a.statusCmd(), a.describeCmd(), a.listCmd(), a.logCmd(),
-		a.cancelCmd(), a.deleteCmd(), a.uiCmd(),
-	)
-	root.AddCommand(a.metricsCmd(), a.sweepCmd())
-	a.addSweepHidden(root)
-	a.addHidden(root)
-	root.InitDefaultHelpCmd()
-	root.InitDefaultCompletionCmd()
-	typeUsageErrors(root)
 	return root
 }
 

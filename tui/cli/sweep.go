@@ -482,16 +482,16 @@ func (a *app) runQueue(dir string) error {
 	return err
 }
 
-// addSweepHidden adds the hidden verb of a sweep's queue process.
-func (a *app) addSweepHidden(root *cobra.Command) {
-	root.AddCommand(&cobra.Command{
+// queueCmd is the hidden verb of a sweep's queue process.
+func (a *app) queueCmd() *cobra.Command {
+	return &cobra.Command{
 		Use:    sweep.QueueVerb + " SWEEP_DIR",
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return a.runQueue(argv[0])
 		},
-	})
+	}
 }
 
 // followSweep prints each app's changes of state until every app of the sweep has
