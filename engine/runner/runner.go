@@ -29,9 +29,11 @@ const (
 // Runner launches and observes apps through the registered schedulers. Schedulers are
 // created lazily, one per name. A Runner is safe for concurrent use.
 type Runner struct {
-	reg       *sched.Registry
-	cfg       sched.Config
-	sessionID string
+	reg *sched.Registry
+	cfg sched.Config
+	// sessionID is TorchX's session id, made on first use: a random one costs a
+	// read of the kernel's random source, which the verbs that launch nothing skip.
+	sessionID func() string
 
 	mu     sync.Mutex
 	scheds map[string]sched.Scheduler
@@ -46,11 +48,13 @@ func New(reg *sched.Registry, cfg sched.Config) *Runner {
 	if cfg.Session == "" {
 		cfg.Session = spec.DefaultSession
 	}
-	id := os.Getenv(EnvSessionID)
-	if id == "" {
-		id = uuid4()
-	}
-	r := &Runner{reg: reg, cfg: cfg, sessionID: id, scheds: map[string]sched.Scheduler{}}
+	r := &Runner{reg: reg, cfg: cfg, scheds: map[string]sched.Scheduler{}}
+	r.sessionID = sync.OnceValue(func() string {
+		if id := os.Getenv(EnvSessionID); id != "" {
+			return id
+		}
+		return uuid4()
+	})
 	if cfg.StateDir != "" {
 		r.sweeps = sweep.NewStore(cfg.StateDir)
 	}
@@ -118,7 +122,7 @@ func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string,
 	for i := range app.Roles {
 		env := app.Roles[i].Env
 		env[EnvJobID] = fmt.Sprintf("%s://%s/${%s}", schedName, r.cfg.Session, spec.MacroAppID)
-		env[EnvSessionID] = r.sessionID
+		env[EnvSessionID] = r.sessionID()
 		if parent != "" {
 			env[EnvParentRunID] = parent
 		}
