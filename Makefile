@@ -43,9 +43,10 @@ slurm-down:
 
 ## build: compile the wick binary into bin/, static (CGO_ENABLED=0): without the
 ## dynamic loader and libc each start of wick (every verb, every supervisor) costs
-## 1-2 ms of CPU less
+## 1-2 ms of CPU less; -trimpath keeps the build machine's paths out of the binary
+## (reproducible; 22 KB smaller, no faster)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) .
 
 ## run: build and open the UI
 run: build

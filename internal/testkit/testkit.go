@@ -114,11 +114,11 @@ func Load() float64 {
 }
 
 // BuildWick builds the wick main package in dir (the module root) into out as
-// `make build` does: static (CGO_ENABLED=0), so that the tests run the binary users
-// run, without the dynamic loader's cost at each of the many starts a test makes.
-// The error holds go build's output.
+// `make build` does: static (CGO_ENABLED=0) and -trimpath, so that the tests run the
+// binary users run, without the dynamic loader's cost at each of the many starts a
+// test makes. The error holds go build's output.
 func BuildWick(out, dir string) error {
-	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
