@@ -43,6 +43,18 @@ func (s *slurmBench) run(b *testing.B, args ...string) (handle, id string) {
 	return m[0], m[1]
 }
 
+// output runs wick to its end and returns what it printed to stdout.
+func (s *slurmBench) output(b *testing.B, args ...string) string {
+	b.Helper()
+	cmd := exec.Command(builtWick, args...)
+	cmd.Dir, cmd.Env = s.dir, s.env
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("wick %v: %v", args, err)
+	}
+	return string(out)
+}
+
 // bareSlurmRun is what a user without wick does: sbatch --wrap, then squeue every
 // 0.1 s until the job has left the running states.
 func (s *slurmBench) bareSlurmRun(b *testing.B) time.Duration {
@@ -89,6 +101,58 @@ func BenchmarkSlurmLog200k(b *testing.B) {
 	files := []string{
 		filepath.Join(s.dir, "slurm-"+id+"-sh-0.out"),
 		filepath.Join(s.dir, "slurm-"+id+"-sh-0.err"),
+	}
+	sum := paired(b,
+		timed("awk", s.dir, s.env, append([]string{"awk", `{print "sh/0 " $0}`}, files...)...),
+		timed("wick", s.dir, s.env, builtWick, "log", h),
+	)
+	b.ReportMetric(float64(sum[1])/float64(sum[0]), "wick/awk")
+}
+
+// bothStreamsJob is a training script's output shape: 200,000 lines, a progress line
+// to stderr after every 99 lines to stdout (block-buffered, as Python's is into a
+// file), pausing ten times for 0.3 s so that the replica's .times index samples the
+// files several times, some of them in the middle of a line.
+const bothStreamsJob = `import sys, time
+for i in range(200000):
+    if i % 100 == 99:
+        print(f"train: step {i}/200000 warning: grad norm {i % 7}.5 clipped", file=sys.stderr)
+    else:
+        print(f"step {i} loss {1 / (i + 1):.6f} lr 0.0003")
+    if i % 20000 == 19999:
+        time.sleep(0.3)
+`
+
+// BenchmarkSlurmLog200kBoth times `wick log` of a finished Slurm job of 200,000 lines
+// split over stdout and stderr (bothStreamsJob: what a torch job writes), which wick
+// prints in time order, beside awk prefixing each line of the same two files,
+// interleaved. The issue's bound: at most 2x.
+func BenchmarkSlurmLog200kBoth(b *testing.B) {
+	s := newSlurmBench(b)
+	script := filepath.Join(s.dir, "job.py")
+	if err := os.WriteFile(script, []byte(bothStreamsJob), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	h, id := s.run(b, "run", "-s", "slurm", "utils.sh", "--", "/usr/bin/python3", script)
+	files := []string{
+		filepath.Join(s.dir, "slurm-"+id+"-sh-0.out"),
+		filepath.Join(s.dir, "slurm-"+id+"-sh-0.err"),
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			b.Fatalf("%s: the job wrote nothing there (%v)", f, err)
+		}
+	}
+	// What is timed prints what the lines read one by one print (--timestamps reads
+	// them so), without their times.
+	plain, stamped := s.output(b, "log", h), s.output(b, "log", "--timestamps", h)
+	var want strings.Builder
+	for line := range strings.Lines(stamped) {
+		_, rest, _ := strings.Cut(line, " ")
+		want.WriteString(rest)
+	}
+	if n := strings.Count(plain, "\n"); plain != want.String() || n != 200000 {
+		b.Fatalf("wick log printed %d lines, not what the lines read one by one give (%d bytes, want %d)", n, len(plain), want.Len())
 	}
 	sum := paired(b,
 		timed("awk", s.dir, s.env, append([]string{"awk", `{print "sh/0 " $0}`}, files...)...),
