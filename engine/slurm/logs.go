@@ -251,8 +251,7 @@ type sizeAt struct {
 // maxTimes bounds the index read: 16 MB is days of a replica that never stops writing.
 const maxTimes = 16 << 20
 
-// loadTimes reads the index's samples of the iterator's stream, in order. A
-// malformed line (another date(1), a torn write) is skipped.
+// loadTimes reads the index's samples of the iterator's stream, in order.
 func (it *fileIter) loadTimes() {
 	if it.timesPath == "" {
 		return
@@ -261,10 +260,18 @@ func (it *fileIter) loadTimes() {
 	if err != nil {
 		return
 	}
+	it.times = parseTimes(b, it.stream)
+}
+
+// parseTimes reads the samples of stream's file from an index (see wrapper), in
+// order. A malformed line (another date(1), a torn write) is skipped, and so is a
+// sample smaller than the one before (a size never shrinks).
+func parseTimes(b []byte, stream sched.Stream) []sizeAt {
 	col := 1
-	if it.stream == sched.Stderr {
+	if stream == sched.Stderr {
 		col = 2
 	}
+	var times []sizeAt
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 3 {
@@ -272,11 +279,12 @@ func (it *fileIter) loadTimes() {
 		}
 		ms, err1 := strconv.ParseInt(f[0], 10, 64)
 		size, err2 := strconv.ParseInt(f[col], 10, 64)
-		if err1 != nil || err2 != nil || len(it.times) > 0 && size < it.times[len(it.times)-1].Size {
+		if err1 != nil || err2 != nil || len(times) > 0 && size < times[len(times)-1].Size {
 			continue
 		}
-		it.times = append(it.times, sizeAt{Time: time.UnixMilli(ms), Size: size})
+		times = append(times, sizeAt{Time: time.UnixMilli(ms), Size: size})
 	}
+	return times
 }
 
 // timeOf is when the byte before offset end was first seen in the file by the
