@@ -148,6 +148,7 @@ func rawIsLines(t *testing.T, s *Scheduler, id, role string) bool {
 // order of its lines, byte for byte, or, where runs cannot give that order, not at
 // all (sched.ErrNoRawLog: `wick log` reads the lines), never in another order.
 func TestRawMergedIsTheLines(t *testing.T) {
+	t.Parallel()
 	idx := func(s string) *string { return &s }
 	future := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
 	long := strings.Repeat("x", maxLine)
@@ -205,6 +206,7 @@ func TestRawMergedIsTheLines(t *testing.T) {
 // (samples in the middle of lines, repeated, ties between the files, a clock stepped
 // back, malformed lines).
 func TestRawMergedRandom(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(23, 5))
 	fast := 0
 	for n := range 300 {
@@ -302,6 +304,7 @@ func randomIndex(rng *rand.Rand, outSize, errSize int) string {
 // `wick log` reads its combined stream in runs (RawLog), byte for byte what the lines
 // read one by one give, in time order.
 func TestClusterRawMerged(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	role := testRole("w", 1, "sh", "-c", `for i in 1 2 3 4 5 6; do
   seq 1 300 | sed "s/^/out $i /"; echo "err $i" >&2
