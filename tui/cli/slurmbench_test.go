@@ -189,15 +189,32 @@ func BenchmarkSlurmStatusAndList(b *testing.B) {
 	b.ReportMetric(float64(sum[4])/float64(sum[3]), "floor/squeue")
 }
 
-// buildExecCopy builds testdata/execcopy as wick is built (static, -trimpath) and
-// returns its path.
-func buildExecCopy(b *testing.B) string {
+// buildExecCopy builds testdata/execcopy as wick is built and returns its path.
+func buildExecCopy(b *testing.B) string { return buildTestdata(b, "execcopy") }
+
+// buildTestdata builds the program testdata/NAME as wick is built (static,
+// -trimpath) and returns its path.
+func buildTestdata(b *testing.B, name string) string {
 	b.Helper()
-	out := filepath.Join(b.TempDir(), "execcopy")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "../../testdata/execcopy")
+	out := filepath.Join(b.TempDir(), name)
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "../../testdata/"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building execcopy: %v\n%s", err, msg)
+		b.Fatalf("building %s: %v\n%s", name, err, msg)
 	}
 	return out
+}
+
+// BenchmarkStartup times `wick --version`, the start every verb and every
+// supervisor pays, beside a Go program that prints a line (testdata/hello, built as
+// wick is), interleaved: what wick's own packages add to Go's start-up (their
+// initialisation, the page faults of a larger binary, the verb's command).
+func BenchmarkStartup(b *testing.B) {
+	dir := b.TempDir()
+	env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
+	sum := paired(b,
+		timed("hello", dir, env, buildTestdata(b, "hello")),
+		timed("wick", dir, env, builtWick, "--version"),
+	)
+	b.ReportMetric(float64(sum[1])/float64(sum[0]), "wick/hello")
 }
