@@ -317,11 +317,15 @@ func (a *app) verbs() []verb {
 }
 
 // rootCmd makes the command tree for args. When args name a verb, only that verb's
-// command is made: making all of them (their flags, their help) is a good part of
-// the start of a one-shot verb, and of every supervisor. Anything else (no verb,
-// help, completion, a mistyped verb) gets the whole tree.
+// command is made (none for --version alone): making all of them (their flags, their
+// help) is a good part of the start of a one-shot verb, and of every supervisor.
+// Anything else (no verb, help, completion, a mistyped verb) gets the whole tree.
 func (a *app) rootCmd(args []string) *cobra.Command {
 	root := a.newRoot()
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-v") {
+		root.CompletionOptions.DisableDefaultCmd = true // the version is all it prints
+		return root
+	}
 	all := a.verbs()
 	if len(args) > 0 {
 		for _, v := range all {
