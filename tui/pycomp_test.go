@@ -11,6 +11,7 @@ import (
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/components/pycomp"
 	"github.com/wick-dev/wick/engine/local"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // torchxVendor is ../shared/vendor/python beside the repository, made absolute when
@@ -43,7 +44,7 @@ func withTorchX(t *testing.T, e *env) components.FindOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	find := components.FindOptions{WorkDir: work, Dirs: components.DefaultDirs(work, ""), External: &pycomp.Bridge{Python: "/usr/bin/python3", Dir: work, Env: environ}}
+	find := components.FindOptions{WorkDir: work, Dirs: components.DefaultDirs(work, ""), External: &pycomp.Bridge{Python: "/usr/bin/python3", Dir: work, Env: environ, Timeout: testkit.Scale(pycomp.DefaultTimeout)}}
 	e.opts.Find = find
 	e.opts.Components = func() ([]*components.Component, error) {
 		all, errs := components.All(find)

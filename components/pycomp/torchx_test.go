@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // testPython is the interpreter the tests run TorchX with: Debian's, which imports the
@@ -64,11 +66,13 @@ func needTorchX(t testing.TB) {
 	t.Skip(msg)
 }
 
-// newBridge is a Bridge on the vendored TorchX, working in dir.
+// newBridge is a Bridge on the vendored TorchX, working in dir. Its time limit, which
+// stops a component that hangs, grows with the load (testkit.Scale): at load 30 on 2
+// cores importing TorchX took more than DefaultTimeout.
 func newBridge(t testing.TB, dir string, extra ...string) *Bridge {
 	t.Helper()
 	needTorchX(t)
-	return &Bridge{Python: testPython, Dir: dir, Env: torchxEnv(t, extra...)}
+	return &Bridge{Python: testPython, Dir: dir, Env: torchxEnv(t, extra...), Timeout: testkit.Scale(DefaultTimeout)}
 }
 
 // writeFile writes a test's component file.

@@ -31,7 +31,13 @@ func TestKillNineLosesNoLine(t *testing.T) {
 	for range 20 {
 		count := filepath.Join(t.TempDir(), "count")
 		r := role("seq", os.Args[0], helperVerb, "counted", count)
-		n := killDuring(t, r, time.Duration(rand.IntN(300))*time.Millisecond)
+		// The kill lands while the replica writes: after it has made its count (a
+		// loaded machine may start it later than any fixed delay), then at random.
+		started := func() bool {
+			fi, err := os.Stat(count)
+			return err == nil && fi.Size() == 8
+		}
+		n := killDuring(t, r, started, time.Duration(rand.IntN(300))*time.Millisecond)
 		b, err := os.ReadFile(count)
 		if err != nil || len(b) != 8 {
 			t.Fatalf("the replica's count: %v", err)
@@ -44,13 +50,14 @@ func TestKillNineLosesNoLine(t *testing.T) {
 	}
 	t.Logf("20 kills, no line lost or recorded twice; lines written (write returned) per kill: %v; lines kept: %v", written, kept)
 	for range 5 {
-		killDuring(t, role("seq", "seq", "1", "1000000000"), time.Duration(rand.IntN(300))*time.Millisecond)
+		killDuring(t, role("seq", "seq", "1", "1000000000"), nil, time.Duration(rand.IntN(300))*time.Millisecond)
 	}
 }
 
-// killDuring runs r, which must print 1, 2, 3..., kills its supervisor after wait,
-// checks the stored log and returns how many whole lines it holds.
-func killDuring(t *testing.T, r spec.Role, wait time.Duration) int {
+// killDuring runs r, which must print 1, 2, 3..., kills its supervisor wait after
+// started says yes (when not nil), checks the stored log and returns how many whole
+// lines it holds.
+func killDuring(t *testing.T, r spec.Role, started func() bool, wait time.Duration) int {
 	t.Helper()
 	s := testScheduler(t, false)
 	id := start(t, s, appOf("seq", r), nil)
@@ -59,6 +66,9 @@ func killDuring(t *testing.T, r spec.Role, wait time.Duration) int {
 		t.Fatal(err)
 	}
 	waitReaper(t, raw.Supervisor.PID)
+	if started != nil {
+		testkit.Wait(t, 30*time.Second, "the replica starts", func() (bool, string) { return started(), "not started" })
+	}
 	time.Sleep(wait)
 	if err := unix.Kill(raw.Supervisor.PID, unix.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -277,6 +277,19 @@ func TestClusterTwoRoles(t *testing.T) {
 	if st.State != spec.Succeeded || len(st.Roles) != 2 {
 		t.Fatalf("status %+v", st)
 	}
+	// The end may be known from the replicas' exit files while slurmctld, busy, does
+	// not answer (the status then comes from wick's record, which may not name the
+	// nodes): the nodes are what slurmctld says once it answers.
+	st = h.waitFor(id, "its replicas' nodes named", func(st *spec.AppStatus) bool {
+		for _, role := range st.Roles {
+			for _, r := range role.Replicas {
+				if r.Hostname == "" {
+					return false
+				}
+			}
+		}
+		return len(st.Roles) == 2
+	})
 	nodes := map[string]bool{}
 	for _, role := range []string{"server", "client"} {
 		r := replica(st, role, 0)

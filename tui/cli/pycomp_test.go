@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/components/pycomp"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/internal/testkit"
 )
@@ -42,8 +43,13 @@ func pyHarness(t *testing.T) *harness {
 	}
 	t.Setenv("PYTHONPATH", vendor)
 	t.Setenv("WICK_PYTHON", torchxPython) // for the binary; h.env for in-process runs
+	// The time limit that stops a component that hangs, grown with the load: at load
+	// 30 on 2 cores importing TorchX took more than its default 30 s.
+	timeout := testkit.Scale(pycomp.DefaultTimeout).String()
+	t.Setenv(pycomp.EnvTimeout, timeout)
 	h := newHarness(t)
 	h.env["WICK_PYTHON"] = torchxPython
+	h.env[pycomp.EnvTimeout] = timeout
 	if err := os.WriteFile(filepath.Join(h.work, "my_trainer.py"), []byte(pyTrainer), 0o644); err != nil {
 		t.Fatal(err)
 	}
