@@ -27,9 +27,8 @@ func NewNamerOf(d *sched.Description) *Namer {
 
 // Update takes a newer description of the app (a node's group rank learned since).
 func (n *Namer) Update(d *sched.Description) {
-	if len(n.ranks.Update(d)) > 0 {
-		clear(n.names) // ranks moved
-	}
+	n.ranks.Update(d)
+	clear(n.names) // ranks moved, or became known
 }
 
 // Observe learns from a committed line of a node (its rendezvous result).
@@ -46,7 +45,9 @@ func (n *Namer) Name(r Rank) string {
 		return s
 	}
 	s := r.String()
-	if r.Local >= 0 || n.ranks.NProc(r.Role) == 1 {
+	// A node whose group rank is not known yet (c10d: node k need not be group rank
+	// k) is named by its replica, not by a rank it may not be.
+	if (r.Local >= 0 || n.ranks.NProc(r.Role) == 1) && n.ranks.Known(r.Role, r.Replica) {
 		if g := n.ranks.Node(r.Role, r.Replica).Global(max(r.Local, 0)); g >= 0 {
 			s = "rank " + strconv.Itoa(g)
 			if n.ranks.Roles() > 1 {

@@ -65,7 +65,10 @@ func Parse(text string) (local int, rest string, ok bool) {
 type Node struct {
 	replica, nproc int
 
-	// What the latest complete rendezvous said.
+	// What the latest complete rendezvous said. known is set once the group rank is
+	// learned (a rendezvous block, a failure summary, the scheduler's word) rather
+	// than assumed from the replica index.
+	known       bool
 	exact       bool
 	groupRank   int
 	localRanks  []int
@@ -86,12 +89,20 @@ type Node struct {
 // wins: it is torchrun's own word on the latest rendezvous. It reports whether the
 // node's ranks changed.
 func (n *Node) SetGroupRank(g int) bool {
-	if g < 0 || n.exact || n.groupRank == g {
+	if g < 0 || n.exact {
+		return false
+	}
+	n.known = true
+	if n.groupRank == g {
 		return false
 	}
 	n.groupRank = g
 	return true
 }
+
+// Known reports whether the node's group rank was learned (SetGroupRank, a rendezvous
+// block, a failure summary), not assumed from its replica index.
+func (n *Node) Known() bool { return n.known }
 
 // GroupRank is the node's group rank as last learned (or assumed: its replica index).
 func (n *Node) GroupRank() int { return n.groupRank }
@@ -214,7 +225,7 @@ func (n *Node) endBlock() bool {
 	for i, l := range locals {
 		changed = changed || n.Global(l) != globals[i]
 	}
-	n.exact, n.groupRank, n.localRanks, n.globalRanks = true, g, locals, globals
+	n.known, n.exact, n.groupRank, n.localRanks, n.globalRanks = true, true, g, locals, globals
 	if n.nproc <= 0 {
 		n.nproc = len(locals)
 	}

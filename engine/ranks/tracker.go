@@ -18,7 +18,11 @@ type Tracker struct {
 	desc  *sched.Description // the latest description, or nil
 	roles int
 	nproc map[string]int
-	nodes map[replicaKey]*Node
+	// placed are the roles whose nodes' group ranks need not follow their replica
+	// index (several nodes of a c10d rendezvous): until learned, their ranks are
+	// not known.
+	placed map[string]bool
+	nodes  map[replicaKey]*Node
 	// The node of the last line: lines come in runs of one replica.
 	lastKey  replicaKey
 	lastNode *Node
@@ -32,15 +36,52 @@ type replicaKey struct {
 // NewTracker returns the tracker of the app d describes (d and its App may be nil:
 // no role is then known to run torchrun).
 func NewTracker(d *sched.Description) *Tracker {
-	t := &Tracker{nproc: map[string]int{}, nodes: map[replicaKey]*Node{}}
+	t := &Tracker{nproc: map[string]int{}, nodes: map[replicaKey]*Node{}, placed: map[string]bool{}}
 	if d != nil && d.App != nil {
 		t.roles = len(d.App.Roles)
 		for _, r := range d.App.Roles {
-			t.nproc[r.Name] = NProcPerNode(append([]string{r.Entrypoint}, r.Args...))
+			argv := append([]string{r.Entrypoint}, r.Args...)
+			t.nproc[r.Name] = NProcPerNode(argv)
+			t.placed[r.Name] = r.NumReplicas > 1 && RunsTorchrun(argv) && Flag(argv, "rdzv_backend") == "c10d"
 		}
 	}
 	t.desc = d
 	return t
+}
+
+// Known reports whether the ranks of replica k of role are known: its group rank was
+// learned (from the scheduler's status or its own lines), or its role's nodes take
+// their replica index as group rank (one node, or a static rendezvous). Under c10d
+// node k need not be group rank k: until it is learned, a line of the node may be any
+// of several ranks'.
+func (t *Tracker) Known(role string, k int) bool {
+	return !t.placed[role] || t.Node(role, k).Known()
+}
+
+// StatusKnows reports whether the latest description gives the group rank of every
+// node whose ranks are not known otherwise (see Known): asking the scheduler again
+// teaches nothing more.
+func (t *Tracker) StatusKnows() bool {
+	if t.desc == nil || t.desc.App == nil {
+		return true
+	}
+	for _, role := range t.desc.App.Roles {
+		if !t.placed[role.Name] {
+			continue
+		}
+		known := 0
+		for _, rs := range t.desc.Status.Roles {
+			for _, r := range rs.Replicas {
+				if rs.Role == role.Name && r.GroupRank != nil {
+					known++
+				}
+			}
+		}
+		if known < role.NumReplicas {
+			return false
+		}
+	}
+	return true
 }
 
 // Roles is how many roles the app has (0 when its AppDef is not known): a rank is

@@ -244,9 +244,18 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if !f.asJSON {
 		emit, retried = attemptDividers(&d.Status, refs, emit)
 	}
-	var prefixed func() bool
+	var rf *rankFilter
 	if len(f.ranks) > 0 {
-		emit, prefixed = rankFilter(d, f.ranks, emit)
+		// While following, the status is asked again until every node's group rank
+		// is known; the asking ends with the command.
+		ctx, cancel := context.WithCancel(a.ctx)
+		defer cancel()
+		var fresh <-chan *sched.Description
+		if opts.Follow {
+			fresh = refreshRanks(ctx, r, id.Handle, d)
+		}
+		rf = newRankFilter(d, f.ranks, fresh, emit)
+		emit, idle = rf.line, rf.idle(idle)
 	}
 	// Every line printed as stored: the file is copied (one replica), or the replicas
 	// are merged a run of lines at a time when their iterators can (sched.RunReader).
@@ -267,7 +276,14 @@ func (a *app) runLog(ident string, f logFlags) error {
 	emit, warn := a.emptyWindowWarning(ident, f, opts, emit)
 	defer warn()
 	err = a.streamLogsRuns(a.ctx, id.Handle, refs, opts, emit, idle, asStored)
-	if err == nil && prefixed != nil && !prefixed() {
+	if err == nil && rf != nil {
+		var final *sched.Description
+		if len(rf.held) > 0 {
+			final, _ = r.Describe(a.ctx, id.Handle) // none: the lines stay unshown
+		}
+		err = rf.finish(final, a.env.Stderr, id.Handle)
+	}
+	if err == nil && rf != nil && !rf.seen {
 		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
 	}
 	return err

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/render"
@@ -147,10 +148,23 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
 	defer w.Flush()
 	out := a.newMetricsPrinter(w, cfg, d, f)
+	// A node's group rank learned while the lines are followed names its ranks from
+	// then on (the table is drawn with the names known when it is drawn).
+	rctx, cancel := context.WithCancel(a.ctx)
+	defer cancel()
+	if f.follow {
+		out.fresh = refreshRanks(rctx, r, id.Handle, d)
+	}
 	opts := sched.LogOptions{Follow: f.follow, Streams: sched.Combined}
 	err = a.streamMetrics(ctx, id.Handle, refs, opts, out.store.Extractor(), out.emit, out.idle)
 	if err != nil && !(errors.Is(err, context.Canceled) && a.ctx.Err() == nil) {
 		return err
+	}
+	if !d.Status.State.Terminal() && !ranks.NewTracker(d).StatusKnows() {
+		// The app ran while it was read: its latest status may know more ranks.
+		if nd, err := r.Describe(a.ctx, id.Handle); err == nil {
+			out.names.Update(nd)
+		}
 	}
 	return out.finish(id.Handle)
 }
@@ -168,6 +182,21 @@ type metricsPrinter struct {
 	live   bool      // the table is redrawn while the logs are followed
 	drawn  int       // lines of the last live table, to redraw over
 	last   time.Time // when it was drawn
+	// fresh hands newer descriptions of the app while it is followed (refreshRanks).
+	fresh <-chan *sched.Description
+}
+
+// refresh takes a newer description of the app, if one came: the ranks it names.
+func (m *metricsPrinter) refresh() {
+	select {
+	case d, ok := <-m.fresh:
+		if !ok {
+			m.fresh = nil
+			return
+		}
+		m.names.Update(d)
+	default:
+	}
 }
 
 // newMetricsPrinter returns the printer of the metrics read with cfg from the logs of
@@ -192,6 +221,7 @@ func (a *app) newMetricsPrinter(w *bufio.Writer, cfg metrics.Config, d *sched.De
 // emit takes a line with its values extracted: what Store.Add does (see
 // streamMetrics), and the line's points when they are printed.
 func (m *metricsPrinter) emit(l sched.Line, p *metrics.Parsed) {
+	m.refresh()
 	m.names.Observe(l)
 	if l.Pending || len(p.Samples) == 0 && !p.HasStep {
 		return
@@ -207,6 +237,7 @@ func (m *metricsPrinter) emit(l sched.Line, p *metrics.Parsed) {
 // idle is called when the lines pause: a live table is redrawn (at most every
 // metricsRedraw), and what is written is flushed.
 func (m *metricsPrinter) idle() error {
+	m.refresh()
 	if m.live && time.Since(m.last) >= metricsRedraw {
 		m.last = time.Now()
 		m.erase()

@@ -87,17 +87,17 @@ func TestRankFilterGroupRankFromStatus(t *testing.T) {
 		{[]int{0, 2}, []string{"train/0 [0]:step 1 loss 2.5", "train/1 [0]:step 1 loss 0.5"}},
 	} {
 		var got []string
-		emit, prefixed := rankFilter(d, c.ranks, func(l sched.Line) error {
+		rf := newRankFilter(d, c.ranks, nil, func(l sched.Line) error {
 			got = append(got, l.Role+"/"+strconv.Itoa(l.Replica)+" "+l.Text)
 			return nil
 		})
 		for _, l := range lines {
-			if err := emit(l); err != nil {
+			if err := rf.line(l); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if !slices.Equal(got, c.want) || !prefixed() {
-			t.Errorf("--rank %v: %q (prefixed %v), want %q", c.ranks, got, prefixed(), c.want)
+		if !slices.Equal(got, c.want) || !rf.seen {
+			t.Errorf("--rank %v: %q (prefixed %v), want %q", c.ranks, got, rf.seen, c.want)
 		}
 	}
 }
