@@ -194,7 +194,12 @@ func (sv *supervisor) heldPortCause() bool {
 
 // holds reports whether a process of the app holds one of the sockets listeners.
 func (sv *supervisor) holds(listeners map[uint64]bool) bool {
+	seen := map[int]bool{}
 	for _, pid := range sv.appPids() {
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
 		fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
 		if err != nil {
 			continue
@@ -212,26 +217,28 @@ func (sv *supervisor) holds(listeners map[uint64]bool) bool {
 	return false
 }
 
-// appPids lists the app's processes: its cgroup's, else the replicas' process trees.
-// It is called from the replicas' log goroutines: it reads only what does not change
-// (sv.cg, sv.all) and the replicas' leaders, which are atomic.
+// appPids lists the app's processes: the replicas' process trees, and its cgroup's
+// (which also holds what left them). Both: a replica that could not be started in
+// the cgroup runs outside it, and missing a node that hosts the store would take its
+// port for another program's. It is called from the replicas' log goroutines: it
+// reads only what does not change (sv.cg, sv.all) and the replicas' leaders, which
+// are atomic.
 func (sv *supervisor) appPids() []int {
 	var pids []int
+	for _, r := range sv.all {
+		if pid := int(r.leader.Load()); pid > 0 {
+			pids = append(pids, pid)
+			for _, p := range descendants(pid) {
+				pids = append(pids, p.pid)
+			}
+		}
+	}
 	if sv.cg != nil {
 		if b, err := readBounded(filepath.Join(sv.cg.dir, "cgroup.procs"), make([]byte, 256<<10)); err == nil {
 			for _, f := range strings.Fields(string(b)) {
 				if pid, err := strconv.Atoi(f); err == nil {
 					pids = append(pids, pid)
 				}
-			}
-			return pids
-		}
-	}
-	for _, r := range sv.all {
-		if pid := int(r.leader.Load()); pid > 0 {
-			pids = append(pids, pid)
-			for _, p := range descendants(pid) {
-				pids = append(pids, p.pid)
 			}
 		}
 	}

@@ -201,3 +201,29 @@ func TestSlowRendezvousIsLeftAlone(t *testing.T) {
 		t.Errorf("node 0 did not train to the end:\n%s", out)
 	}
 }
+
+// Who listens on a port, as the supervisor tells it when a node could not bind it:
+// nobody, a process of the app (here the test itself, as a replica's leader), or
+// another program (on two looks).
+func TestPortHolder(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	r := &replica{}
+	sv := &supervisor{all: []*replica{r}}
+	if got := sv.portHolder(port); got != holderForeign {
+		t.Errorf("a listener outside the app: %d, want holderForeign", got)
+	}
+	r.leader.Store(int32(os.Getpid()))
+	if got := sv.portHolder(port); got != holderApp {
+		t.Errorf("the app's own listener: %d, want holderApp", got)
+	}
+	l.Close()
+	if got := sv.portHolder(port); got != holderNone {
+		t.Errorf("no listener: %d, want holderNone", got)
+	}
+}
