@@ -2,8 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +89,15 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			if sched == "" {
 				sched = DefaultScheduler
 			}
+			// WICK_CPUPROFILE (not in the help: for who measures the UI) writes a
+			// CPU profile of the whole session, for go tool pprof.
+			if path := a.env.Getenv("WICK_CPUPROFILE"); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			// Warnings of the engine (a damaged log index) wait until the UI has
 			// given the terminal back.
 			a.holdWarnings()
@@ -114,4 +125,20 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 	cmd.Flags().StringVar(&o.Theme, "theme", "", "theme: dark, light, high-contrast, or a user theme name")
 	cmd.Flags().IntVar(&o.RingLines, "ring", 100_000, "log lines kept in memory per replica (older ones are read back from disk)")
 	return cmd
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("WICK_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("WICK_CPUPROFILE %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
