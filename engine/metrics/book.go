@@ -223,6 +223,9 @@ type Book struct {
 	order []string              // kept's handles, oldest first
 	dirty bool                  // kept has changed since the file was written
 	saved time.Time             // when the file was last written
+	// watched counts, by handle, the views that read every line of the app
+	// themselves (a log wall): Scan leaves those apps alone.
+	watched map[string]int
 }
 
 // bookEntry is a running app's reading. Holding busy (a token) serializes the readings
@@ -277,6 +280,34 @@ func (b *Book) Config() Config {
 	return b.cfg
 }
 
+// Watch tells the Book that a view reads every line of app h itself (the log wall,
+// which extracts the same metrics): until release is called, Scan reads none of h's
+// lines and returns what it found before. A wall of 1,024 replicas otherwise paid
+// for a second reading of every line, merged in time order, each time the app list
+// asked.
+func (b *Book) Watch(h spec.Handle) (release func()) {
+	if b == nil {
+		return func() {}
+	}
+	key := h.String()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.watched == nil {
+		b.watched = map[string]int{}
+	}
+	b.watched[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.watched[key]--; b.watched[key] <= 0 {
+				delete(b.watched, key)
+			}
+		})
+	}
+}
+
 // Known returns what the Book knows of a finished app without reading anything; ok is
 // false when the app was not read to its end yet.
 func (b *Book) Known(h spec.Handle) (Found, bool) {
@@ -291,8 +322,9 @@ func (b *Book) Known(h spec.Handle) (Found, bool) {
 
 // Scan returns the alarms of app h, described by d (its status says whether it has
 // ended, and its replicas which logs to read). A finished app is read once; a running
-// one reads the lines written since its last reading, at most every rescanEvery. On an
-// error the alarms found so far are returned with it.
+// one reads the lines written since its last reading, at most every rescanEvery; a
+// watched one (see Watch) is not read. On an error the alarms found so far are
+// returned with it.
 func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (Found, error) {
 	if b == nil {
 		return Found{}, nil
@@ -304,6 +336,20 @@ func (b *Book) Scan(ctx context.Context, h spec.Handle, d *sched.Description) (F
 		return f, nil
 	}
 	e := b.live[key]
+	if b.watched[key] > 0 {
+		b.mu.Unlock()
+		if e == nil {
+			return Found{}, nil
+		}
+		// A reading under way may be writing it: take the token to read it.
+		select {
+		case e.busy <- struct{}{}:
+		case <-ctx.Done():
+			return Found{}, ctx.Err()
+		}
+		defer func() { <-e.busy }()
+		return e.found, nil
+	}
 	if e == nil {
 		e = &bookEntry{busy: make(chan struct{}, 1), store: NewAlarmStore(b.cfg), namer: NewNamerOf(d)}
 		b.live[key] = e

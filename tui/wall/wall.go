@@ -141,6 +141,8 @@ type Model struct {
 	rects []rect
 	// restored state, applied when the panes are known.
 	saved *state
+	// unwatch tells the app list's alarm Book that the wall no longer reads the app.
+	unwatch func()
 }
 
 // rect is where a pane was drawn, in body coordinates.
@@ -189,8 +191,14 @@ func (m *Model) describe(first bool) tea.Cmd {
 	}
 }
 
-// Init finds the app's replicas.
-func (m *Model) Init() tea.Cmd { return m.describe(true) }
+// Init finds the app's replicas. While the wall reads them, the alarm Book leaves the
+// app alone: the wall extracts the same metrics from the same lines (MetricAlarms).
+func (m *Model) Init() tea.Cmd {
+	if m.unwatch == nil {
+		m.unwatch = m.Ctx.Alarms.Watch(m.h)
+	}
+	return m.describe(true)
+}
 
 // Close stops the readers and the search, and saves the wall's state for next time.
 func (m *Model) Close() {
@@ -199,6 +207,9 @@ func (m *Model) Close() {
 	}
 	if m.find.stop != nil {
 		m.find.stop()
+	}
+	if m.unwatch != nil {
+		m.unwatch()
 	}
 	if len(m.panes) > 0 {
 		saveState(m.opts.StateDir, m.h, m.state())
