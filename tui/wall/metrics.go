@@ -38,13 +38,26 @@ func metricActions() []common.Action {
 
 // metricState is what the wall knows of the numbers in its lines: the store, and the
 // chart's state. The readers extract values off the UI loop and add them to the store
-// under mu, a chunk at a time; the UI reads it under mu. At 8 x 10k lines/s the UI
+// under mu, observeLines at a time; the UI reads it under mu. At 8 x 10k lines/s the UI
 // loop would otherwise spend a core-second a second on numbers.
 type metricState struct {
 	mu    *sync.Mutex
 	store *metrics.Store // guarded by mu; nil: metrics off
 	panel chart.Panel
 	chart bool // the chart replaces the panes
+}
+
+// observeLines is how many lines' values a reader adds to the store under one hold of
+// the lock: its buffers hold at most that many, whatever its chunks (1,024 readers
+// whose buffers grew to a chunk of 512 lines once kept 150 MB).
+const observeLines = 32
+
+// observedLine is a line's values: flat[lo:hi] of the reader's buffer.
+type observedLine struct {
+	rank   metrics.Rank
+	t      time.Time
+	info   metrics.LineInfo // the line's step, context, epoch
+	lo, hi int
 }
 
 func newMetricState(o Options) metricState {
@@ -78,18 +91,24 @@ func (s *metricState) observer() func([]sched.Line) {
 	if st == nil {
 		return nil
 	}
-	type item struct {
-		rank   metrics.Rank
-		t      time.Time
-		info   metrics.LineInfo // the line's step, context, epoch
-		lo, hi int
-	}
 	var (
 		ext   = st.Extractor()
 		p     metrics.Parsed
 		flat  []metrics.Sample
-		items []item
+		items []observedLine
 	)
+	add := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.store != st {
+			return false
+		}
+		for _, it := range items {
+			q := metrics.Parsed{Samples: flat[it.lo:it.hi], LineInfo: it.info}
+			st.AddParsed(it.rank, it.t, &q)
+		}
+		return true
+	}
 	return func(lines []sched.Line) {
 		flat, items = flat[:0], items[:0]
 		for i := range lines {
@@ -103,19 +122,16 @@ func (s *metricState) observer() func([]sched.Line) {
 			}
 			lo := len(flat)
 			flat = append(flat, p.Samples...)
-			items = append(items, item{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.LineInfo, lo, len(flat)})
+			items = append(items, observedLine{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.LineInfo, lo, len(flat)})
+			if len(items) == observeLines {
+				if !add() {
+					return
+				}
+				flat, items = flat[:0], items[:0]
+			}
 		}
-		if len(items) == 0 {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.store != st {
-			return
-		}
-		for _, it := range items {
-			q := metrics.Parsed{Samples: flat[it.lo:it.hi], LineInfo: it.info}
-			st.AddParsed(it.rank, it.t, &q)
+		if len(items) > 0 {
+			add()
 		}
 	}
 }

@@ -17,6 +17,12 @@ const DefaultRingLines = 100_000
 // eviction O(1). 4096 entries are 128 KB.
 const chunkLines = 4096
 
+// firstChunkLines is the size a ring's first chunk starts at; it doubles as lines
+// come, up to chunkLines (a doubled chunk is a copy: a snapshot keeps the one it
+// took). A wall of 1,024 replicas that logged 600 lines each holds 32 MB of chunks,
+// not 128 MB of mostly empty ones for the garbage collector to scan.
+const firstChunkLines = 64
+
 // Entry flags.
 const (
 	flagStderr  = 1 << iota // the line is from stderr
@@ -89,13 +95,14 @@ func cook(e entry) entry {
 	return e
 }
 
-type chunk [chunkLines]entry
+// chunk is chunkLines entries, or fewer in a ring's first chunk while it grows.
+type chunk []entry
 
 // ring holds the last lines of one replica, addressed by sequence number: the n-th
 // line the pane received (dividers included) has seq n-1 for as long as it is held.
 // Lines read back from the logs are put in front of the oldest held ones.
 type ring struct {
-	chunks []*chunk
+	chunks []chunk
 	base   int64 // seq of chunks[0][0]
 	first  int64 // seq of the oldest held entry
 	n      int64 // seq of the next entry appended
@@ -121,10 +128,20 @@ func (r *ring) at(seq int64) *entry {
 // push appends e and evicts the oldest chunk when the ring is over its limit.
 func (r *ring) push(e entry) {
 	i := r.n - r.base
-	if int(i/chunkLines) == len(r.chunks) {
-		r.chunks = append(r.chunks, new(chunk))
+	ci, off := int(i/chunkLines), int(i%chunkLines)
+	if ci == len(r.chunks) {
+		size := chunkLines
+		if ci == 0 {
+			size = firstChunkLines
+		}
+		r.chunks = append(r.chunks, make(chunk, size))
 	}
-	r.chunks[i/chunkLines][i%chunkLines] = e
+	if c := r.chunks[ci]; off == len(c) {
+		grown := make(chunk, min(2*len(c), chunkLines))
+		copy(grown, c)
+		r.chunks[ci] = grown
+	}
+	r.chunks[ci][off] = e
 	r.n++
 	if r.n-r.base-r.back > int64(r.limit)+chunkLines {
 		r.chunks[0] = nil
@@ -139,7 +156,7 @@ func (r *ring) push(e entry) {
 func (r *ring) prepend(es []entry) {
 	for i := len(es) - 1; i >= 0; i-- {
 		if r.first == r.base {
-			r.chunks = append([]*chunk{new(chunk)}, r.chunks...)
+			r.chunks = append([]chunk{make(chunk, chunkLines)}, r.chunks...)
 			r.base -= chunkLines
 		}
 		r.first--
@@ -205,13 +222,13 @@ func (r *ring) after(t int64, lo, hi int64) int64 {
 // snapshot is a read-only view of a ring's entries [first, n) at one moment, safe to
 // read from another goroutine while the ring grows.
 type snapshot struct {
-	chunks      []*chunk
+	chunks      []chunk
 	base        int64
 	first, last int64
 }
 
 func (r *ring) snapshot(from int64) snapshot {
-	return snapshot{chunks: append([]*chunk(nil), r.chunks...), base: r.base, first: max(from, r.first), last: r.n}
+	return snapshot{chunks: append([]chunk(nil), r.chunks...), base: r.base, first: max(from, r.first), last: r.n}
 }
 
 func (s *snapshot) at(seq int64) *entry {
