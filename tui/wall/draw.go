@@ -130,6 +130,7 @@ func (m *Model) View() string {
 	default:
 		body = m.drawGrid(W, H)
 	}
+	m.markDrawn()
 	var b strings.Builder
 	b.WriteString(widget.PadRight(m.header(), m.Ctx.Width))
 	for _, l := range body {

@@ -2,6 +2,7 @@ package wall
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -21,9 +22,22 @@ const (
 	// readChunk is how many lines a reader hands to the pump at once, as long as its
 	// iterator has more ready: one channel send per chunk, not per line.
 	readChunk = 512
+	// minChunk is the least a reader hands over at once when more is ready.
+	minChunk = 16
 	// maxPending bounds the lines the pump holds for a UI that is behind; readers then
 	// wait (the lines stay in the files, nothing is dropped).
 	maxPending = 64 << 10
+	// offScreenPace is how long the reader of a replica none of whose panes is on
+	// screen waits, once it has read every line ready, before it reads again: it
+	// then reads all that came meanwhile at once. A replica at 20 lines/s costs its
+	// reader a wake-up, a look at the index, a read of the text and a chunk for the
+	// pump a line; at 1,024 replicas those 20,000 wake-ups a second were most of the
+	// wall's CPU. Panes on screen are read as their lines come. A reader that is
+	// behind (its chunk full) never waits.
+	offScreenPace = 250 * time.Millisecond
+	// paceAbove is how many replicas an app has at most for its readers never to
+	// pace: a few dozen readers' wake-ups cost little.
+	paceAbove = 64
 )
 
 // source is what the feed reads: one replica of one app.
@@ -33,6 +47,9 @@ type source struct {
 	// observe, when set, sees every chunk before it goes to the pump, on the reader's
 	// goroutine (the metrics).
 	observe func([]sched.Line)
+	// onScreen, when set, says whether a pane of the replica is on screen; a reader
+	// of a replica off screen paces its reads (offScreenPace).
+	onScreen *atomic.Bool
 }
 
 // chunkMsg is a reader's handover to the pump.
@@ -55,8 +72,12 @@ type batchMsg struct {
 func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, opts func(i int) sched.LogOptions, id common.ViewID, gen int) tea.Cmd {
 	in := make(chan chunkMsg, len(srcs))
 	out := make(chan tea.Msg, 1)
+	// What the readers hold for a UI that is behind (a chunk in the channel and one
+	// in hand each) stays about maxPending lines however many they are: 1,024
+	// readers of 512 lines held a million lines (and their text) in flight.
+	chunk := min(readChunk, max(minChunk, maxPending/max(1, len(srcs))))
 	for i, s := range srcs {
-		go read(ctx, b, h, s, i, opts(i), in)
+		go read(ctx, b, h, s, i, opts(i), in, chunk)
 	}
 	go pump(ctx, len(srcs), in, out, gen)
 	return common.Stream(id, out)
@@ -64,7 +85,7 @@ func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, o
 
 // read opens one replica's iterator (off the UI loop: for docker it is a call to the
 // Engine) and sends its lines in chunks.
-func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int, opts sched.LogOptions, in chan<- chunkMsg) {
+func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int, opts sched.LogOptions, in chan<- chunkMsg, chunk int) {
 	send := func(c chunkMsg) bool {
 		select {
 		case in <- c:
@@ -81,6 +102,12 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 	defer it.Close()
 	ready, _ := it.(sched.Readier)
 	last := 1 // the length of the last chunk
+	var pace *time.Timer
+	defer func() {
+		if pace != nil {
+			pace.Stop()
+		}
+	}()
 	for {
 		l, err := it.Next(ctx)
 		if err != nil {
@@ -93,11 +120,11 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 		// line or two at a time: chunks of 512 were 60 KB of garbage a line).
 		size := 1
 		if ready != nil && ready.Ready() {
-			size = min(max(last, 16), readChunk)
+			size = min(max(last, minChunk), chunk)
 		}
 		lines := make([]sched.Line, 1, size)
 		lines[0] = l
-		for len(lines) < readChunk && ready != nil && ready.Ready() {
+		for len(lines) < chunk && ready != nil && ready.Ready() {
 			if l, err = it.Next(ctx); err != nil {
 				break
 			}
@@ -113,6 +140,18 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 		if err != nil {
 			send(chunkMsg{src: i, err: err})
 			return
+		}
+		if len(lines) < chunk && s.onScreen != nil && !s.onScreen.Load() {
+			if pace == nil {
+				pace = time.NewTimer(offScreenPace)
+			} else {
+				pace.Reset(offScreenPace)
+			}
+			select {
+			case <-pace.C:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }

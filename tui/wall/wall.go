@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -143,6 +145,12 @@ type Model struct {
 	saved *state
 	// unwatch tells the app list's alarm Book that the wall no longer reads the app.
 	unwatch func()
+	// onScreen says, by source, whether a pane of it was drawn by the last frame:
+	// the readers of the others pace their reads (see offScreenPace); nil for an
+	// app of at most paceAbove replicas. drawn is the sources of that frame, to
+	// update onScreen only when they change.
+	onScreen []atomic.Bool
+	drawn    []int
 }
 
 // rect is where a pane was drawn, in body coordinates.
@@ -247,8 +255,15 @@ func (m *Model) open() tea.Cmd {
 	ctx, cancel := context.WithCancel(m.Ctx.Ctx)
 	m.cancel = cancel
 	srcs := make([]source, len(m.srcs))
+	m.onScreen, m.drawn = nil, nil
+	if len(m.srcs) > paceAbove {
+		m.onScreen = make([]atomic.Bool, len(m.srcs))
+	}
 	for i, r := range m.srcs {
 		srcs[i] = source{role: r.role, k: r.k, observe: m.mx.observer()}
+		if m.onScreen != nil {
+			srcs[i].onScreen = &m.onScreen[i]
+		}
 	}
 	return feed(ctx, m.Ctx.Backend, m.h, srcs, func(int) sched.LogOptions {
 		// Pending: each stream's unfinished line (a progress bar) comes live.
@@ -624,6 +639,41 @@ func (m *Model) tick(now time.Time) {
 		p.rateN = p.ring.n
 	}
 	m.lastTick = now
+}
+
+// markDrawn tells the readers which sources the frame just drawn shows a pane of
+// (m.rects; the merged view and the chart show every visible pane): those are read
+// as their lines come, the others paced.
+func (m *Model) markDrawn() {
+	if len(m.onScreen) == 0 {
+		return
+	}
+	var drawn []int
+	if m.merged || m.mx.chart {
+		for _, p := range m.visible() {
+			drawn = append(drawn, m.panes[p].src)
+		}
+	} else {
+		for _, r := range m.rects {
+			if r.p >= 0 && r.p < len(m.panes) {
+				drawn = append(drawn, m.panes[r.p].src)
+			}
+		}
+	}
+	if slices.Equal(drawn, m.drawn) {
+		return
+	}
+	for _, src := range m.drawn {
+		if src < len(m.onScreen) {
+			m.onScreen[src].Store(false)
+		}
+	}
+	for _, src := range drawn {
+		if src < len(m.onScreen) {
+			m.onScreen[src].Store(true)
+		}
+	}
+	m.drawn = drawn
 }
 
 // visible lists the panes not hidden, in order.
