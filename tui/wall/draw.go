@@ -328,9 +328,8 @@ func (m *Model) title(i int, w int) string {
 	if u := m.usageBadge(p); u != "" {
 		parts = append(parts, t.Muted.Render(u))
 	}
-	k := m.walker(p.view, []int{i})
 	if !p.view.follow {
-		if n := k.count(); n > 0 {
+		if n := m.walker(p.view, []int{i}).count(); n > 0 {
 			parts = append(parts, t.Warning.Render(fmt.Sprintf("+%s new", count(n))))
 		} else {
 			parts = append(parts, t.Warning.Render("paused"))

@@ -235,7 +235,7 @@ func (m *Model) readUp(k *walker) []tea.Cmd {
 	var cmds []tea.Cmd
 	for _, p := range k.srcs {
 		r := k.ring(p)
-		if m.mb.busy[p] || r.first == 0 || r.len() == 0 || k.lo[p]-r.first >= readBack/2 {
+		if m.mb.busy[p] || r.first == 0 || r.len() == 0 || k.lo.at(p)-r.first >= readBack/2 {
 			continue
 		}
 		if !m.mb.windowed(p) && m.canFetch(p) {
@@ -254,7 +254,7 @@ func (m *Model) readUp(k *walker) []tea.Cmd {
 func (m *Model) readDown(k *walker) (cmds []tea.Cmd, grown bool) {
 	for _, p := range k.srcs {
 		w := m.mb.far[p]
-		if w == nil || m.mb.busy[p] || w.n-k.hi[p] >= readBack/2 {
+		if w == nil || m.mb.busy[p] || w.n-k.hi.at(p) >= readBack/2 {
 			continue
 		}
 		rg := m.panes[p].ring
@@ -377,7 +377,7 @@ func (m *Model) mergedResume() tea.Cmd {
 		b.reveal = false
 		k := m.walkerOf(m.mview)
 		h, tw := m.geometryOf(m.mview)
-		if p := b.at.p; p < len(m.panes) && b.at.seq >= k.lo[p] && b.at.seq < k.hi[p] {
+		if p := b.at.p; p < len(m.panes) && b.at.seq >= k.lo.at(p) && b.at.seq < k.hi.at(p) {
 			k.reveal(ref{p, b.at.seq}, h, tw)
 		}
 	case b.move != 0:

@@ -205,7 +205,7 @@ func (m *Model) save(path string) tea.Cmd {
 	k := m.walker(s, srcs)
 	from := make([]int64, len(m.panes))
 	for _, p := range srcs {
-		from[p] = k.lo[p]
+		from[p] = k.lo.at(p)
 	}
 	var b strings.Builder
 	n := 0

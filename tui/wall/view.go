@@ -1,6 +1,8 @@
 package wall
 
 import (
+	"slices"
+
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -104,27 +106,55 @@ type walker struct {
 	// lo and hi bound, by pane, the seqs the walk yields: [lo, hi). For a pane's own
 	// view they are what it holds; for the merged view, the lines whose place in time
 	// order is known (see clip).
-	lo, hi []int64
+	lo, hi paneSeqs
 }
 
+// paneSeqs is a seq for each pane of [off, off+len(v)), 0 for the others: a walker's
+// bounds, as many as the panes it walks, not one for each pane of the wall (at 1,024
+// panes, the walkers of a frame's panes were 30 MB of garbage a second).
+type paneSeqs struct {
+	off int
+	v   []int64
+}
+
+// newPaneSeqs returns the seqs of panes srcs, all 0.
+func newPaneSeqs(srcs []int) paneSeqs {
+	if len(srcs) == 0 {
+		return paneSeqs{}
+	}
+	lo, hi := slices.Min(srcs), slices.Max(srcs)
+	return paneSeqs{off: lo, v: make([]int64, hi-lo+1)}
+}
+
+func (s paneSeqs) at(p int) int64 {
+	if i := p - s.off; i >= 0 && i < len(s.v) {
+		return s.v[i]
+	}
+	return 0
+}
+
+// set sets the seq of pane p, one of the panes the seqs were made for.
+func (s paneSeqs) set(p int, seq int64) { s.v[p-s.off] = seq }
+
 func (w *Model) walker(s *scroller, srcs []int) *walker {
-	k := &walker{w: w, s: s, srcs: srcs, lo: make([]int64, len(w.panes)), hi: make([]int64, len(w.panes))}
+	k := &walker{w: w, s: s, srcs: srcs, lo: newPaneSeqs(srcs), hi: newPaneSeqs(srcs)}
 	for _, p := range srcs {
 		r := k.ring(p)
-		k.lo[p], k.hi[p] = r.first, r.n
+		k.lo.set(p, r.first)
+		k.hi.set(p, r.n)
 	}
 	if s == w.mview {
 		k.clip()
 	}
 	if s.follow {
 		for _, p := range srcs {
-			s.anchor[p] = k.hi[p]
+			s.anchor[p] = k.hi.at(p)
 		}
 	}
 	for _, p := range srcs {
 		// Only raised: a restored anchor beyond the lines read so far holds until they
 		// come.
-		s.anchor[p] = max(s.anchor[p], k.lo[p])
+		s.anchor[p] = max(s.anchor[p], k.lo.at(p))
 	}
 	return k
 }
@@ -167,12 +197,12 @@ func (k *walker) clip() {
 	}
 	for _, p := range k.srcs {
 		if haveLo {
-			k.lo[p] = k.from(p, lo, false)
+			k.lo.set(p, k.from(p, lo, false))
 		}
 		if haveHi {
-			k.hi[p] = k.from(p, hi, true)
+			k.hi.set(p, k.from(p, hi, true))
 		}
-		k.hi[p] = max(k.hi[p], k.lo[p])
+		k.hi.set(p, max(k.hi.at(p), k.lo.at(p)))
 	}
 }
 
@@ -211,7 +241,7 @@ func (k *walker) streamOK(e *entry) bool {
 // prev returns the last visible seq of pane p before s, or -1.
 func (k *walker) prev(p int, s int64) int64 {
 	pn, ms := k.ring(p), k.w.find.matchesOf(p)
-	lo, hi := k.lo[p], k.hi[p]
+	lo, hi := k.lo.at(p), k.hi.at(p)
 	only, c := k.w.find.onlyMatches(), int64(k.w.find.context())
 	for s = min(s, hi) - 1; s >= lo; s-- {
 		if only {
@@ -236,7 +266,7 @@ func (k *walker) prev(p int, s int64) int64 {
 // next returns the first visible seq of pane p at or after s, or -1.
 func (k *walker) next(p int, s int64) int64 {
 	pn, ms := k.ring(p), k.w.find.matchesOf(p)
-	lo, hi := k.lo[p], k.hi[p]
+	lo, hi := k.lo.at(p), k.hi.at(p)
 	only, c := k.w.find.onlyMatches(), int64(k.w.find.context())
 	s = max(s, lo)
 	for ; s < hi; s++ {
@@ -376,7 +406,7 @@ func (k *walker) down(n int) int {
 // top puts the first lines at the top of the window.
 func (k *walker) top(height, tw int) {
 	for _, p := range k.srcs {
-		k.s.anchor[p] = k.lo[p]
+		k.s.anchor[p] = k.lo.at(p)
 	}
 	used := 0
 	k.forward(k.s.anchor, func(r ref) bool {
@@ -401,7 +431,7 @@ func (k *walker) anchorsAt(r ref) []int64 {
 			continue
 		}
 		// The first seq of p whose key is after rk.
-		a[p] = min(max(k.from(p, rk, true), k.lo[p]), k.hi[p])
+		a[p] = min(max(k.from(p, rk, true), k.lo.at(p)), k.hi.at(p))
 	}
 	return a
 }
