@@ -29,11 +29,11 @@ const (
 	tmuxRate = 20
 	// tmuxAfter is how long the wall is watched after "end of logs": what it does
 	// once the app has ended counts too.
-	tmuxAfter = 5 * time.Second
+	tmuxAfter = 15 * time.Second
 )
 
 // BenchmarkSoakTmux1024 is the wall at 1,024 replicas in a real terminal: from its
-// start to 5 s after "end of logs" it reports the wall process's CPU (its average, and its
+// start to 15 s after "end of logs" it reports the wall process's CPU (its average, and its
 // busiest second, sampled every second from /proc/PID/stat) and peak RSS, and tmux's
 // CPU drawing it; then it searches every line ("[rank ", which every line of
 // demo.train without bars and warnings has) and fails unless the count of matches is
