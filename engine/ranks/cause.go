@@ -261,6 +261,19 @@ func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 		return -1, ranks
 	}
 	slices.SortStableFunc(failed, func(a, b Failure) int { return n.Exits[a.PID].Compare(n.Exits[b.PID]) })
+	// Workers seen to exit at one moment (the watch woke once for both, as on a busy
+	// machine) have no order: the traceback is one of theirs, not told which.
+	t := n.Exits[failed[idx].PID]
+	var tied []int
+	for _, s := range failed {
+		if n.Exits[s.PID].Equal(t) {
+			tied = append(tied, s.Rank)
+		}
+	}
+	if len(tied) > 1 {
+		slices.Sort(tied)
+		return -1, tied
+	}
 	return failed[idx].Rank, nil
 }
 

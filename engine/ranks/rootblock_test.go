@@ -41,3 +41,17 @@ func TestRootCauseBlockDoesNotNameTheRaisingRank(t *testing.T) {
 		t.Errorf("with exit times: cause %q, want %q", c.String(), want)
 	}
 }
+
+// Two workers whose exits were seen at one moment (a local supervisor's watch woke once
+// for both, as on a busy machine) have no order: the cause does not guess which raised.
+func TestRootCauseWithTiedExits(t *testing.T) {
+	f := feedFile(t, "tworaise_node.stderr", time.Date(2026, 11, 26, 3, 39, 30, 0, time.UTC))
+	exits := map[int]time.Time{}
+	for _, s := range f.Summary {
+		exits[s.PID] = time.Unix(10, 0)
+	}
+	c, _ := RootCause([]NodeReport{{Replica: 0, NProc: 2, GroupRank: -1, Failures: f, Exits: exits}})
+	if want := "rank 0 or 1: RuntimeError: loss diverged on rank 1 at step 3"; c.String() != want {
+		t.Errorf("cause %q, want %q", c.String(), want)
+	}
+}
