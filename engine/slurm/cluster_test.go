@@ -97,6 +97,10 @@ func (h *harness) trySubmit(app *spec.AppDef, cfg spec.Cfg) (string, error) {
 	return info.AppID, nil
 }
 
+// wait waits for the job's end and returns its status as slurmctld tells it. Wait may
+// answer from wick's record and the replicas' exit files while slurmctld, busy, does
+// not answer a ping (Slurm controller unreachable): the end is right, but what only
+// slurmctld knows (nodes, start) is missing; the tests check that too.
 func (h *harness) wait(id string) *spec.AppStatus {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(testTimeout))
@@ -105,7 +109,15 @@ func (h *harness) wait(id string) *spec.AppStatus {
 	if err != nil {
 		h.t.Fatalf("waiting for job %s: %v (last status %+v)", id, err, st)
 	}
-	return st
+	if fromSlurm(st) {
+		return st
+	}
+	return h.waitFor(id, "told by slurmctld", fromSlurm)
+}
+
+// fromSlurm reports whether st is slurmctld's answer, not one from wick's record.
+func fromSlurm(st *spec.AppStatus) bool {
+	return !st.LastKnown && !strings.Contains(st.Msg, "Slurm no longer knows")
 }
 
 // waitFor polls the job's status until ok, within testTimeout.
@@ -239,8 +251,10 @@ func TestClusterFailingReplica(t *testing.T) {
 	if got := texts(h.lines(id, "train", 1, sched.LogOptions{Streams: sched.Stderr})); got != "stderr:boom\n" {
 		t.Errorf("stderr of replica 1: %q", got)
 	}
-	if got := st.Duration(time.Now()); got <= 0 || got > 50*time.Second {
-		t.Errorf("duration %s: replica 0 was not stopped early", got)
+	// Replica 0's own run (from its start: a busy cluster may keep the job pending
+	// long), well short of its sleep 60.
+	if r0 := replica(st, "train", 0); r0 == nil || r0.Started.IsZero() || r0.Ended.Sub(r0.Started) > 50*time.Second {
+		t.Errorf("replica 0 was not stopped early: %+v", r0)
 	}
 }
 
@@ -277,19 +291,6 @@ func TestClusterTwoRoles(t *testing.T) {
 	if st.State != spec.Succeeded || len(st.Roles) != 2 {
 		t.Fatalf("status %+v", st)
 	}
-	// The end may be known from the replicas' exit files while slurmctld, busy, does
-	// not answer (the status then comes from wick's record, which may not name the
-	// nodes): the nodes are what slurmctld says once it answers.
-	st = h.waitFor(id, "its replicas' nodes named", func(st *spec.AppStatus) bool {
-		for _, role := range st.Roles {
-			for _, r := range role.Replicas {
-				if r.Hostname == "" {
-					return false
-				}
-			}
-		}
-		return len(st.Roles) == 2
-	})
 	nodes := map[string]bool{}
 	for _, role := range []string{"server", "client"} {
 		r := replica(st, role, 0)
