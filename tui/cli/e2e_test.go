@@ -174,13 +174,29 @@ func startAttached(t *testing.T, h *harness, args ...string) (*exec.Cmd, string)
 	if err != nil {
 		t.Fatalf("reading the handle: %v", err)
 	}
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() && !strings.Contains(lines.Text(), "alive") {
+	// The replica's first line, within a deadline: a follower that missed it would
+	// otherwise show it only at the app's end (or never), and the test would hang or
+	// misread the state after it.
+	shown := make(chan bool, 1)
+	start := time.Now()
+	go func() {
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() && !strings.Contains(lines.Text(), "alive") {
+		}
+		shown <- lines.Err() == nil && strings.Contains(lines.Text(), "alive")
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case ok := <-shown:
+		if !ok {
+			t.Fatal("the attached run never showed the replica's first line")
+		}
+	case <-time.After(testkit.Scale(30 * time.Second)):
+		t.Fatalf("the attached run did not show the replica's first line within %s (load factor %.1f)", testkit.Scale(30*time.Second), testkit.Factor())
 	}
-	if lines.Err() != nil || !strings.Contains(lines.Text(), "alive") {
-		t.Fatal("the attached run never showed the replica's first line")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Logf("the replica's first line took %s to show", took) // a clue if the state is off below
 	}
-	go io.Copy(io.Discard, stderr)
 	return cmd, strings.TrimSpace(handle)
 }
 
