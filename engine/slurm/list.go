@@ -33,9 +33,14 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 		err error
 	}
 	queued := make(chan queue, 1)
+	qctx, stopQueue := context.WithCancel(ctx)
+	defer stopQueue()
+	sq := start(qctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat) // here, before the records
 	go func() {
-		out, err := whileReachable(ctx, s, func(ctx context.Context) ([]byte, error) {
-			return command(ctx, nil, "squeue", "-h", "--me", "-t", "all", "-o", squeueFormat)
+		out, err := whileReachable(ctx, s, func(actx context.Context) ([]byte, error) {
+			// whileReachable gives up on squeue by cancelling actx.
+			defer context.AfterFunc(actx, stopQueue)()
+			return sq.wait()
 		})
 		queued <- queue{out, err}
 	}()

@@ -187,20 +187,53 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // PATH wraps ErrNoSlurm; a controller that cannot be reached wraps ErrControllerDown;
 // any other failure is a *CommandError with Slurm's message.
 func command(ctx context.Context, stdin io.Reader, name string, args ...string) ([]byte, error) {
+	return start(ctx, stdin, name, args...).wait()
+}
+
+// running is a Slurm command started by start: wait returns what command would.
+type running struct {
+	ctx       context.Context
+	name      string
+	cmd       *exec.Cmd
+	out, errw *limitWriter
+	err       error // the start's
+}
+
+// start starts one of Slurm's commands, in the calling goroutine: a verb starts it
+// before it reads its own records, so that the command (most of the verb's time)
+// runs meanwhile, not after a goroutine has been scheduled.
+func start(ctx context.Context, stdin io.Reader, name string, args ...string) *running {
+	r := &running{ctx: ctx, name: name}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s not found; install slurm-client, or run wick where Slurm is)", ErrNoSlurm, name)
+		r.err = fmt.Errorf("%w (%s not found; install slurm-client, or run wick where Slurm is)", ErrNoSlurm, name)
+		return r
 	}
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Stdin = stdin
-	out := &limitWriter{max: maxOutput}
-	errw := &limitWriter{max: maxStderr}
-	cmd.Stdout, cmd.Stderr = out, errw
+	r.cmd = exec.CommandContext(ctx, path, args...)
+	r.cmd.Stdin = stdin
+	r.out = &limitWriter{max: maxOutput}
+	r.errw = &limitWriter{max: maxStderr}
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.errw
 	// Slurm's commands talk to the controller only; they must not pick up a job's
 	// environment when wick itself runs inside a job (SLURM_JOB_ID and friends would
 	// change squeue's and sbatch's defaults).
-	cmd.Env = cleanEnv(os.Environ())
-	if err := cmd.Run(); err != nil {
+	r.cmd.Env = cleanEnv(os.Environ())
+	r.err = r.cmd.Start()
+	return r
+}
+
+// wait waits for the command to end and returns its stdout, or its failure as
+// command describes it.
+func (r *running) wait() ([]byte, error) {
+	if r.cmd == nil {
+		return nil, r.err // not found on PATH
+	}
+	ctx, name, out, errw := r.ctx, r.name, r.out, r.errw
+	err := r.err
+	if err == nil {
+		err = r.cmd.Wait()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
 		}

@@ -104,7 +104,11 @@ var errGone = errors.New("job not known to slurmctld")
 
 // scontrolJob asks scontrol for a job's components.
 func scontrolJob(ctx context.Context, id string) ([]component, error) {
-	out, err := command(ctx, nil, "scontrol", "show", "job", "-o", id)
+	return scontrolAnswer(start(ctx, nil, "scontrol", "show", "job", "-o", id).wait())
+}
+
+// scontrolAnswer reads scontrol's answer of a job's components.
+func scontrolAnswer(out []byte, err error) ([]component, error) {
 	if err != nil {
 		var ce *CommandError
 		if errors.As(err, &ce) && strings.Contains(ce.Stderr, "Invalid job id") {
@@ -230,8 +234,9 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	qctx, stopAsk := context.WithCancel(ctx)
 	defer stopAsk()
 	asked := make(chan job, 1)
+	sc := start(qctx, nil, "scontrol", "show", "job", "-o", appID) // here, before the record
 	go func() {
-		comps, err := scontrolJob(qctx, appID)
+		comps, err := scontrolAnswer(sc.wait())
 		asked <- job{comps, err}
 	}()
 	answer := func(ctx context.Context) ([]component, error) {
