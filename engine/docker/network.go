@@ -20,11 +20,11 @@ import (
 //     network halfway;
 //   - network-create.lock: exclusive around the check-then-create of a network.
 
-// lockDir is where the locks live: the state directory, or a per-user temp directory.
+// lockDir is where the locks live: a per-user temp directory, whatever the state
+// directory. The Engine's networks are the machine's: with a lock per WICK_HOME, a
+// launch from one home lost the network "wick" to another home's removal between
+// ensuring it and starting its containers ("network wick not found").
 func (s *Scheduler) lockDir() string {
-	if s.cfg.StateDir != "" {
-		return filepath.Join(s.cfg.StateDir, "docker")
-	}
 	return filepath.Join(os.TempDir(), "wick-docker-"+strconv.Itoa(os.Getuid()))
 }
 
