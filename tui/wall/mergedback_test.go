@@ -88,6 +88,9 @@ func TestWallMergedReadsBack(t *testing.T) {
 	d.keys("G", "/")
 	d.typ("w2 n 3000")
 	d.keys("enter")
+	// The jump reads the match's time back from disk: wait for its row (drain alone
+	// may look before the read has begun, and a loaded machine starts it late).
+	d.waitForRe(regexp.MustCompile(`(?m)^[ ▌]worker/2 +w2 n 3000$`))
 	d.drain()
 	rows := mergedRows(t, d)
 	at := slices.Index(want, rows[0])
