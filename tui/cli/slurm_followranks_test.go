@@ -23,7 +23,7 @@ func TestSlurmFollowRanks(t *testing.T) {
 	t.Parallel()
 	needSlurm(t)
 	h := multinodeHarness(t)
-	var early, swaps int
+	var early, swaps, named, byReplica int
 	repeat(t, "followers started at submission print only their rank's lines", func(t *testing.T, run int) {
 		args := multinodeArgs("2x1", slurmPort(t), "3")
 		args[2] = "slurm"
@@ -82,21 +82,25 @@ func TestSlurmFollowRanks(t *testing.T) {
 		for _, row := range csvRows(t, final.stdout) {
 			want[strings.Join(row, ",")] = true
 		}
-		named := 0
+		// How many points the follower could name by rank depends on when its status
+		// poll learned the ranks (on a busy machine, maybe after the last line): what
+		// it may never do is name a point by a rank that is not the point's, or leave
+		// a point nameless.
 		for _, row := range csvRows(t, met.out.String()) {
-			if !strings.HasPrefix(row[0], "rank ") {
-				continue // a node not known yet, named by its replica
+			switch {
+			case strings.HasPrefix(row[0], "rank "):
+				named++
+				if !want[strings.Join(row, ",")] {
+					t.Errorf("followed point %q is not that rank's; after the job:\n%s", row, final.stdout)
+				}
+			case strings.HasPrefix(row[0], "multinode/"):
+				byReplica++ // a node whose group rank was not known yet
+			default:
+				t.Errorf("followed point %q is named neither by rank nor by replica", row)
 			}
-			named++
-			if !want[strings.Join(row, ",")] {
-				t.Errorf("followed point %q is not that rank's; after the job:\n%s", row, final.stdout)
-			}
-		}
-		if named == 0 {
-			t.Errorf("no followed point was named by its rank:\n%s", met.out.String())
 		}
 	})
-	t.Logf("followers started before the status knew the group ranks in %d of %d runs; node 0 was group rank 1 in %d", early, *ddpRuns, swaps)
+	t.Logf("followers started before the status knew the group ranks in %d of %d runs; node 0 was group rank 1 in %d; followed points named by rank %d, by replica %d", early, *ddpRuns, swaps, named, byReplica)
 }
 
 // knowsGroupRanks reports whether st gives every replica's group rank.
