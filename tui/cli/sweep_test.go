@@ -199,6 +199,7 @@ func TestSweepCancelAndDelete(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, id)
 	var apps []spec.AppStatus
 	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
 		apps = sweepRows(t, h, id)
@@ -257,6 +258,7 @@ func TestSweepFailedLaunchDoesNotStopTheQueue(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &sw); err != nil {
 		t.Fatal(err)
 	}
+	cancelAtEnd(t, h, sw.Sweep)
 	// The second app's directory exists before the queue gets to it.
 	hd, err := spec.ParseHandle(sw.Apps[1].Handle)
 	if err != nil {
@@ -485,7 +487,7 @@ func TestSweepCompletion(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
-	t.Cleanup(func() { h.exec("cancel", id) })
+	cancelAtEnd(t, h, id)
 	var apps []spec.AppStatus
 	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
 		apps = sweepRows(t, h, id)
