@@ -9,15 +9,21 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -234,10 +240,12 @@ func (a *app) runLog(ident string, f logFlags) error {
 	p := &linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs),
 		sanitize: a.env.StdoutTTY && !f.raw && !f.asJSON}
 	emit, idle := p.print, w.Flush
+	named := p.printNamed
 	if opts.Follow && a.env.StdoutTTY && !f.asJSON {
 		lp := newLivePrinter(p, w, a.env.Stdout)
 		opts.Pending = true
 		emit, idle = lp.emit, lp.idle
+		named = func(name string, l sched.Line) error { lp.erase(); return p.printNamed(name, l) }
 		defer lp.finish()
 	}
 	retried := false
@@ -245,16 +253,21 @@ func (a *app) runLog(ident string, f logFlags) error {
 		emit, retried = attemptDividers(&d.Status, refs, emit)
 	}
 	var rf *rankFilter
+	ctx, stopFollow := a.ctx, func() os.Signal { return nil }
 	if len(f.ranks) > 0 {
 		// While following, the status is asked again until every node's group rank
 		// is known; the asking ends with the command.
-		ctx, cancel := context.WithCancel(a.ctx)
+		rctx, cancel := context.WithCancel(a.ctx)
 		defer cancel()
 		var fresh <-chan *sched.Description
 		if opts.Follow {
-			fresh = refreshRanks(ctx, r, id.Handle, d)
+			fresh = refreshRanks(rctx, r, id.Handle, d)
+			// Ctrl-C or SIGTERM ends the follow, not before the lines held for their
+			// node's rank are printed.
+			ctx, stopFollow = catchInterrupt(a.ctx)
+			defer stopFollow()
 		}
-		rf = newRankFilter(d, f.ranks, fresh, emit)
+		rf = newRankFilter(d, f.ranks, fresh, emit, named)
 		emit, idle = rf.line, rf.idle(idle)
 	}
 	// Every line printed as stored: the file is copied (one replica), or the replicas
@@ -275,18 +288,85 @@ func (a *app) runLog(ident string, f logFlags) error {
 	}
 	emit, warn := a.emptyWindowWarning(ident, f, opts, emit)
 	defer warn()
-	err = a.streamLogsRuns(a.ctx, id.Handle, refs, opts, emit, idle, asStored)
-	if err == nil && rf != nil {
-		var final *sched.Description
-		if len(rf.held) > 0 {
-			final, _ = r.Describe(a.ctx, id.Handle) // none: the lines stay unshown
-		}
-		err = rf.finish(final, a.env.Stderr, id.Handle)
-	}
-	if err == nil && rf != nil && !rf.seen {
-		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", id.Handle)
+	err = a.streamLogsRuns(ctx, id.Handle, refs, opts, emit, idle, asStored)
+	if rf != nil {
+		err = a.endRanks(rf, r, id.Handle, err, stopFollow())
 	}
 	return err
+}
+
+// endRanks ends the rank filter of a `wick log --rank` that ended with err, or was
+// interrupted by sig (nil if not): however it ended, the lines it still holds are
+// printed, named by node if their rank is still not known (see rankFilter.finish).
+// An interrupted follow ends as it would have without them (see interrupted).
+func (a *app) endRanks(rf *rankFilter, r *runner.Runner, h spec.Handle, err error, sig os.Signal) error {
+	var final *sched.Description
+	if sig == nil && len(rf.held) > 0 {
+		// Its latest status may know more ranks; without it, the lines go by node.
+		final, _ = r.Describe(a.ctx, h)
+	}
+	if ferr := rf.finish(final, a.env.Stderr, h); err == nil {
+		err = ferr
+	}
+	if s, ok := sig.(syscall.Signal); ok {
+		return interrupted{s}
+	}
+	if err == nil && !rf.seen {
+		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", h)
+	}
+	return err
+}
+
+// interrupted is the error of a command a signal ended after it caught the signal
+// to finish what it was writing: Main then ends wick by the same signal, so that its
+// exit status is the one the signal's default action gives (a shell's 130 for SIGINT).
+type interrupted struct{ sig syscall.Signal }
+
+func (e interrupted) Error() string { return "interrupted by " + unix.SignalName(e.sig) }
+
+// catchInterrupt returns a context that SIGINT or SIGTERM cancels, and stop, which
+// ends the catching and returns the signal that came, or nil. A signal the command
+// was started ignoring (a background job of a script) is left ignored, and a second
+// one, once the first was caught, ends wick at once, as before it was caught.
+func catchInterrupt(parent context.Context) (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(parent)
+	var wanted []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		if !signal.Ignored(s) {
+			wanted = append(wanted, s)
+		}
+	}
+	if len(wanted) == 0 {
+		return ctx, func() os.Signal { cancel(); return nil }
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, wanted...)
+	var got os.Signal
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case got = <-sigs:
+			signal.Stop(sigs)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var once sync.Once
+	return ctx, func() os.Signal {
+		once.Do(func() {
+			cancel()
+			<-done
+			signal.Stop(sigs)
+			if got == nil {
+				select {
+				case got = <-sigs: // came as the follow ended for another reason
+				default:
+				}
+			}
+		})
+		return got
+	}
 }
 
 // emptyWindowWarning counts the lines emit is given, when --since or --until is set;
@@ -681,6 +761,36 @@ func (p *linePrinter) print(l sched.Line) error {
 		return ls.end()
 	}
 	return p.writeText(prefix, l.Text)
+}
+
+// printNamed writes a line whose node's group rank is not known (see rankFilter),
+// named by its node and local rank (role/replica:local, as `wick metrics` names it)
+// whatever --no-prefix says: without the name it would pass for the asked rank's.
+// JSON gives the line with the name as "node".
+func (p *linePrinter) printNamed(name string, l sched.Line) error {
+	if p.asJSON {
+		b, err := json.Marshal(struct {
+			sched.Line
+			Node string `json:"node"`
+		}{l, name})
+		if err != nil {
+			return err
+		}
+		p.w.Write(b)
+		return p.w.WriteByte('\n')
+	}
+	prefix := name + " "
+	if p.timestamps {
+		prefix = sched.Timestamp(l.Time) + " " + prefix
+	}
+	_, text, _ := ranks.Parse(l.Text) // the name has its local rank
+	if p.sanitize {
+		text = render.Sanitize(text, 0)
+	}
+	if l.Cut {
+		text += fmt.Sprintf(" … [line of %d bytes cut]", l.Size)
+	}
+	return p.writeText(prefix, text)
 }
 
 // lineStream writes one line after its prefix as writeText does, a piece at a time,

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/runner"
@@ -21,8 +24,9 @@ import (
 // status (squeue, scontrol) for little.
 const rankRefresh = 2 * time.Second
 
-// maxHeld bounds the bytes of lines a rank filter holds while their node's group rank
-// is not known; past it the oldest are dropped (and counted).
+// maxHeld bounds the memory of the lines a rank filter holds while their node's group
+// rank is not known (their text and a Line each: see heldSize); past it the oldest go
+// out at once, named by their node (see rankFilter.unplace), rather than be lost.
 const maxHeld = 8 << 20
 
 // refreshRanks hands newer descriptions of the app h (d is the one read first) on the
@@ -70,26 +74,33 @@ func refreshRanks(ctx context.Context, r *runner.Runner, h spec.Handle, d *sched
 //
 // A worker's line of a node whose group rank is not known yet is held, not guessed:
 // it is passed (or not) once the rank is learned, from the node's own lines or from a
-// newer status (fresh), after the lines passed meanwhile. What is still held at the
-// end is not printed (see finish).
+// newer status (fresh), after the lines passed meanwhile. A held line is never lost:
+// what is still held at the end (the app ended, the follow was interrupted or failed)
+// goes to named, named by its node as `wick metrics` names it (role/replica:local),
+// and so do the oldest held lines past maxHeld (see finish).
 type rankFilter struct {
 	t     *ranks.Tracker
 	want  []int
 	emit  func(sched.Line) error
+	named func(name string, l sched.Line) error
 	fresh <-chan *sched.Description
 	// held are the lines waiting for their node's ranks, in order, and their size.
 	held      []sched.Line
 	heldBytes int
-	dropped   map[replicaRef]int
+	limit     int // maxHeld; smaller in tests
+	// unplaced counts, by node, the lines that went to named.
+	unplaced map[replicaRef]int
 	// seen is set once a line carried torchrun's prefix: without one (torchrun run
 	// without --tee) no line can be told to be a rank's.
 	seen bool
 }
 
 // newRankFilter returns the filter of the app d describes; fresh (nil for none) hands
-// it newer descriptions.
-func newRankFilter(d *sched.Description, want []int, fresh <-chan *sched.Description, emit func(sched.Line) error) *rankFilter {
-	return &rankFilter{t: ranks.NewTracker(d), want: want, emit: emit, fresh: fresh, dropped: map[replicaRef]int{}}
+// it newer descriptions; named prints a line whose node's ranks are not known, named
+// by that node.
+func newRankFilter(d *sched.Description, want []int, fresh <-chan *sched.Description, emit func(sched.Line) error, named func(string, sched.Line) error) *rankFilter {
+	return &rankFilter{t: ranks.NewTracker(d), want: want, emit: emit, named: named, fresh: fresh,
+		limit: maxHeld, unplaced: map[replicaRef]int{}}
 }
 
 // line takes the next line of the app.
@@ -103,7 +114,7 @@ func (f *rankFilter) line(l sched.Line) error {
 	if _, _, ok := ranks.Parse(l.Text); ok && !known {
 		f.seen = true
 		if !l.Pending { // a pending line is redrawn by the line that ends it
-			f.hold(l)
+			return f.hold(l)
 		}
 		return nil
 	}
@@ -126,15 +137,42 @@ func (f *rankFilter) pass(l sched.Line) error {
 	return nil
 }
 
-func (f *rankFilter) hold(l sched.Line) {
+// heldSize is what a held line costs: its text and its Line, so that the bound holds
+// for many short lines too.
+func heldSize(l sched.Line) int { return len(l.Text) + int(unsafe.Sizeof(l)) }
+
+// hold keeps l until its node's ranks are known. Past the bound, the oldest held lines
+// go out named by their node: memory stays bounded and no line is lost.
+func (f *rankFilter) hold(l sched.Line) error {
+	// A cut line's Full reader dies with its iterator, before the line may go out: a
+	// held line keeps the start it was given (as --json gives it).
+	l.Full = nil
 	f.held = append(f.held, l)
-	f.heldBytes += len(l.Text)
-	for f.heldBytes > maxHeld && len(f.held) > 0 {
-		old := f.held[0]
-		f.held = f.held[1:]
-		f.heldBytes -= len(old.Text)
-		f.dropped[replicaRef{old.Role, old.Replica}]++
+	f.heldBytes += heldSize(l)
+	n := 0
+	for f.heldBytes > f.limit && n < len(f.held) {
+		f.heldBytes -= heldSize(f.held[n])
+		n++
 	}
+	if n == 0 {
+		return nil
+	}
+	out := f.held[:n]
+	f.held = slices.Clone(f.held[n:]) // a fresh array: the old one's lines are freed
+	return f.unplace(out)
+}
+
+// unplace prints lines whose node's ranks are not known, named by their node.
+func (f *rankFilter) unplace(ls []sched.Line) error {
+	for _, l := range ls {
+		local, _, _ := ranks.Parse(l.Text)
+		name := l.Role + "/" + strconv.Itoa(l.Replica) + ":" + strconv.Itoa(local)
+		f.unplaced[replicaRef{l.Role, l.Replica}]++
+		if err := f.named(name, l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // refresh takes a newer description, if one came.
@@ -168,7 +206,7 @@ func (f *rankFilter) release() error {
 	for i, l := range f.held {
 		if !f.t.Known(l.Role, l.Replica) {
 			kept = append(kept, l)
-			f.heldBytes += len(l.Text)
+			f.heldBytes += heldSize(l)
 			continue
 		}
 		if err := f.pass(l); err != nil {
@@ -191,25 +229,33 @@ func (f *rankFilter) idle(next func() error) func() error {
 	}
 }
 
-// finish ends the filter once the lines are read: final (nil if it could not be had)
-// is the app's latest description, whose group ranks pass the lines still held. Lines
-// whose node's ranks are still not known are not printed: warn says how many, of
-// which node.
+// finish ends the filter, however the lines ended (read to the end, the follow
+// interrupted, an error): final (nil if it could not be had) is the app's latest
+// description, whose group ranks pass the lines still held, after a description the
+// refresh already handed over. The lines whose node's ranks are still not known are
+// printed named by their node, and warn says, in one line, how many of which node
+// were (those past maxHeld included).
 func (f *rankFilter) finish(final *sched.Description, warn io.Writer, h spec.Handle) error {
 	if len(f.held) > 0 {
+		if err := f.refresh(); err != nil {
+			return err
+		}
 		if err := f.learn(final); err != nil {
 			return err
 		}
 	}
-	for _, l := range f.held {
-		f.dropped[replicaRef{l.Role, l.Replica}]++
-	}
+	held := f.held
 	f.held, f.heldBytes = nil, 0
-	for _, ref := range sortedRefs(f.dropped) {
-		fmt.Fprintf(warn, "wick: warning: %d lines of %s/%s/%d are not shown: its group rank (which ranks its workers are) is not known\n",
-			f.dropped[ref], h, ref.role, ref.k)
+	err := f.unplace(held)
+	if len(f.unplaced) > 0 {
+		var parts []string
+		for _, ref := range sortedRefs(f.unplaced) {
+			parts = append(parts, fmt.Sprintf("%d lines of %s/%s/%d", f.unplaced[ref], h, ref.role, ref.k))
+		}
+		fmt.Fprintf(warn, "wick: warning: %s printed named by node (ROLE/REPLICA:LOCAL_RANK), not by rank: the node's group rank was not known yet\n",
+			strings.Join(parts, ", "))
 	}
-	return nil
+	return err
 }
 
 // sortedRefs are the keys of m, by role then replica.

@@ -90,6 +90,9 @@ func TestRankFilterGroupRankFromStatus(t *testing.T) {
 		rf := newRankFilter(d, c.ranks, nil, func(l sched.Line) error {
 			got = append(got, l.Role+"/"+strconv.Itoa(l.Replica)+" "+l.Text)
 			return nil
+		}, func(name string, l sched.Line) error {
+			t.Errorf("%s %q named by node: every rank is known", name, l.Text)
+			return nil
 		})
 		for _, l := range lines {
 			if err := rf.line(l); err != nil {

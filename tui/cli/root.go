@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -208,6 +211,7 @@ func (a *app) errs() render.Styler { return a.styler(a.env.StderrTTY) }
 // are printed as one line on stderr; nothing panics at the user.
 func Main(ctx context.Context, args []string, env Env) (code int) {
 	a := &app{env: env, ctx: ctx, home: StateHome(env.Getenv)}
+	var killed syscall.Signal // a signal a verb caught, to end wick by at last
 	tightenHome(a.home)
 	a.noColr = env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb"
 	defer func() {
@@ -217,6 +221,9 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		}
 		if a.run != nil {
 			_ = a.run.Close()
+		}
+		if killed != 0 {
+			code = reraise(killed)
 		}
 	}()
 	root := a.rootCmd(args)
@@ -230,6 +237,11 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	var intr interrupted
+	if errors.As(err, &intr) {
+		killed = intr.sig // once the runner is closed (see above)
+		return 128 + int(intr.sig)
 	}
 	var ee exitError
 	if errors.As(err, &ee) {
@@ -248,6 +260,19 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}
 	jsonError(env.Stdout, args, oneLine(err.Error()), code)
 	return code
+}
+
+// reraise ends wick by sig, which a verb caught to finish its output, as the signal's
+// default action would have ended it: a shell and a parent see the same status as
+// before it was caught. The signal goes to this thread, so that the runtime's handler
+// (which, sig no longer caught, kills the process by it) runs before Tgkill returns.
+// It returns what a shell would report, should wick still be alive (sig ignored).
+func reraise(sig syscall.Signal) int {
+	signal.Reset(sig)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
+	return 128 + int(sig)
 }
 
 // jsonError writes an error as a JSON object on stdout when the command was asked for
