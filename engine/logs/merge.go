@@ -18,6 +18,10 @@ const (
 	// mergeBatch is how many ready lines a source hands over at once: per-line channel
 	// sends would cost more than reading the lines.
 	mergeBatch = 256
+	// mergeLines and mergeMinBatch bound the batches of a merge of many sources
+	// (see batchFor).
+	mergeLines    = 64 << 10
+	mergeMinBatch = 32
 	// inexactWait is how long Merge waits for a line from a source that cannot say
 	// whether it has one (it does not implement Readier) before emitting a later line
 	// of another source. A line read by Docker or by a supervisor reaches its
@@ -54,28 +58,55 @@ type Merged struct {
 	its    []sched.LogIterator
 	ch     chan mergeMsg
 	free   sync.Pool
+	batch  int // lines a source hands over at once (batchFor)
 	srcs   []mergeSrc
 	live   int
 	err    error
 	timer  *time.Timer
+
+	// What pick needs, kept as the sources change rather than found by looking at
+	// every source for every line: with 1,024 replicas that look cost 40x reading
+	// them one by one.
+	heads     []headOf // the sources with lines queued: a min-heap by (head time, index)
+	reading   int      // exact sources whose pump is reading: no line queued, not idle, not ended
+	idleEmpty int      // exact sources with no line queued that said they have none ready, not ended
+	// The inexact sources with no line queued, not ended, in the order their queues
+	// emptied: a list through mergeSrc.prev/next (-1 ends it). A source joins it at
+	// its tail when its queue empties, so the tail emptied last (its emptySince is
+	// the latest): the wait for them all is the wait for it.
+	waitHead, waitTail int32
 }
 
 type mergeSrc struct {
-	credits    chan struct{} // one per batch the pump may hand over
-	held       int           // batches received since q was last empty
+	credits chan struct{} // one per batch the pump may hand over
+	// The source's lines waiting for the merge, a batch at a time as its pump handed
+	// them over: q is what is left of the first, which arrived at qAt; more, the
+	// batches after it. q is empty only when more is.
 	q          []sched.Line
-	arrivals   []arrival    // when the lines of q arrived, a batch at a time
-	batch      []sched.Line // the slice q came from, to recycle
-	exact      bool         // implements Readier
-	idle       bool         // said it has no line ready
+	qAt        time.Time    // with its monotonic reading: immune to wall-clock steps
+	batch      []sched.Line // the whole of q's batch, to recycle
+	more       []batchIn
+	exact      bool // implements Readier
+	idle       bool // said it has no line ready
 	done       bool
-	emptySince time.Time
+	emptySince time.Time // when q last emptied (inexact sources only)
+	// The neighbours of this source in the Merged's list of waited-for inexact
+	// sources, while it is in it.
+	prev, next int32
+	waiting    bool
 }
 
-// arrival is when n consecutive lines of a source's queue reached the Merged.
-type arrival struct {
-	n  int
-	at time.Time // with its monotonic reading: immune to wall-clock steps
+// headOf is a source in the heap of heads, with its head line's time: the heap
+// compares times without going through the sources (a cache miss each, at 1,024).
+type headOf struct {
+	t   time.Time
+	src int32
+}
+
+// batchIn is a batch of lines of a source and when it reached the Merged.
+type batchIn struct {
+	lines []sched.Line
+	at    time.Time
 }
 
 type mergeMsg struct {
@@ -95,27 +126,51 @@ func Merge(its ...sched.LogIterator) *Merged {
 	if len(its) == 1 {
 		return &Merged{single: its[0]}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &Merged{
-		ctx:    ctx,
-		cancel: cancel,
-		its:    its,
-		ch:     make(chan mergeMsg, len(its)),
-		srcs:   make([]mergeSrc, len(its)),
-		live:   len(its),
-	}
-	m.free.New = func() any { s := make([]sched.Line, 0, mergeBatch); return &s }
-	now := time.Now()
+	m := newMerged(its)
 	for i, it := range its {
-		_, exact := it.(Readier)
-		m.srcs[i] = mergeSrc{exact: exact, emptySince: now, credits: make(chan struct{}, mergeCredits)}
-		for range mergeCredits {
-			m.srcs[i].credits <- struct{}{}
-		}
 		m.wg.Add(1)
 		go m.pump(i, it)
 	}
 	return m
+}
+
+// newMerged returns the Merged of its, its pumps not started.
+func newMerged(its []sched.LogIterator) *Merged {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Merged{
+		ctx:      ctx,
+		cancel:   cancel,
+		its:      its,
+		ch:       make(chan mergeMsg, len(its)),
+		srcs:     make([]mergeSrc, len(its)),
+		live:     len(its),
+		heads:    make([]headOf, 0, len(its)),
+		waitHead: -1,
+		waitTail: -1,
+	}
+	m.batch = batchFor(len(its))
+	m.free.New = func() any { s := make([]sched.Line, 0, m.batch); return &s }
+	now := time.Now()
+	for i, it := range its {
+		_, exact := it.(Readier)
+		m.srcs[i] = mergeSrc{exact: exact, emptySince: now, credits: make(chan struct{}, mergeCredits), prev: -1, next: -1,
+			more: make([]batchIn, 0, mergeCredits)}
+		m.enter(i)
+		for range mergeCredits {
+			m.srcs[i].credits <- struct{}{}
+		}
+	}
+	return m
+}
+
+// batchFor returns how many lines each of n sources hands over at once: mergeBatch,
+// less past mergeLines/mergeBatch sources, so that what the pumps hold stays about
+// mergeLines lines (3 batches a source: its credits' and the one being filled). 1,024
+// sources with batches of 256 held 88 MB of lines; smaller batches cost no time
+// measurably there (BenchmarkMergeMany), as the lines of so many sources miss the
+// cache either way.
+func batchFor(n int) int {
+	return min(mergeBatch, max(mergeMinBatch, mergeLines/n))
 }
 
 // pump reads one source and hands its lines over in batches. It ends when the source
@@ -139,7 +194,7 @@ func (m *Merged) pump(i int, it sched.LogIterator) {
 				break
 			}
 			batch = append(batch, l)
-			if !exact || len(batch) == mergeBatch || !r.Ready() {
+			if !exact || len(batch) == m.batch || !r.Ready() {
 				break
 			}
 		}
@@ -172,8 +227,19 @@ func (m *Merged) send(msg mergeMsg) bool {
 	}
 }
 
+// apply takes in a message of a source's pump, and keeps what pick needs in step.
 func (m *Merged) apply(msg mergeMsg) {
 	s := &m.srcs[msg.src]
+	queued := len(s.q) > 0
+	m.leave(msg.src)
+	m.update(s, msg)
+	m.enter(msg.src)
+	if !queued && len(s.q) > 0 {
+		m.pushHead(msg.src)
+	}
+}
+
+func (m *Merged) update(s *mergeSrc, msg mergeMsg) {
 	switch {
 	case msg.err != nil:
 		s.done = true
@@ -185,29 +251,21 @@ func (m *Merged) apply(msg mergeMsg) {
 		s.idle = true
 	default:
 		s.idle = false
-		s.held++
-		s.arrivals = append(s.arrivals, arrival{n: len(msg.lines), at: time.Now()})
-		if len(s.q) == 0 {
-			m.recycle(s)
-			s.q, s.batch = msg.lines, msg.lines
+		// Queued as it came, not copied onto the lines before it: a batch is let
+		// go whole once its last line is delivered.
+		if at := time.Now(); len(s.q) == 0 {
+			s.q, s.batch, s.qAt = msg.lines, msg.lines, at
 		} else {
-			s.q = append(s.q, msg.lines...)
-			m.putBatch(msg.lines)
+			s.more = append(s.more, batchIn{msg.lines, at}) // within its capacity: a batch per credit
 		}
 	}
 }
 
-func (m *Merged) recycle(s *mergeSrc) {
-	if s.batch != nil {
-		m.putBatch(s.batch)
-		s.batch = nil
-	}
-}
-
-// putBatch returns a batch to the pool, cleared so that the pool holds no text.
+// putBatch returns a batch, all its lines delivered, to the pool, cleared so that the
+// pool holds no text. Only its length was ever written since it was last cleared.
 func (m *Merged) putBatch(b []sched.Line) {
+	clear(b)
 	b = b[:0]
-	clear(b[:cap(b)])
 	m.free.Put(&b)
 }
 
@@ -224,43 +282,35 @@ func (m *Merged) drain() {
 }
 
 // pick returns the source whose head line may be delivered now, or -1, and how long to
-// wait for an inexact source before trying again (0: no such wait).
-func (m *Merged) pick(now time.Time) (int, time.Duration) {
-	best := -1
-	for i := range m.srcs {
-		s := &m.srcs[i]
-		if len(s.q) > 0 && (best < 0 || s.q[0].Time.Before(m.srcs[best].q[0].Time)) {
-			best = i
-		}
-	}
-	if best < 0 {
+// wait for an inexact source before trying again (0: no such wait). The line is the
+// earliest of the queued heads (of equal times, the first source's): it is delivered
+// once no other source may still bring an earlier one. It costs no look at every
+// source: the heads are a heap, the sources that could hold the line back are
+// counted, and of the inexact ones the one to wait for longest, the last to empty,
+// is the last of their list.
+func (m *Merged) pick() (int, time.Duration) {
+	if len(m.heads) == 0 {
 		return -1, 0
 	}
+	if m.reading > 0 {
+		return -1, 0 // a pump is reading: a line or an idle notice is coming
+	}
+	best := int(m.heads[0].src)
+	if m.idleEmpty == 0 && m.waitTail < 0 {
+		return best, 0 // every other source has lines queued or has ended
+	}
+	now := time.Now()
 	var wait time.Duration
-	for i := range m.srcs {
-		s := &m.srcs[i]
-		if i == best || s.done || len(s.q) > 0 {
-			continue
-		}
-		if s.exact {
-			if !s.idle {
-				return -1, 0 // its pump is reading: a line or an idle notice is coming
-			}
-			// The line's stamp says how old it is, unless the wall clock was stepped
-			// back since it was read: then it looks younger than it is, by the size
-			// of the step. When it reached this Merged bounds the wait either way.
-			left := followGrace - now.Sub(m.srcs[best].q[0].Time)
-			if a := m.srcs[best].arrivals; len(a) > 0 {
-				left = min(left, followGrace-now.Sub(a[0].at))
-			}
-			if left > 0 {
-				wait = max(wait, left)
-			}
-			continue
-		}
-		if left := inexactWait - now.Sub(s.emptySince); left > 0 {
-			wait = max(wait, left)
-		}
+	if m.idleEmpty > 0 {
+		// The line's stamp says how old it is, unless the wall clock was stepped
+		// back since it was read: then it looks younger than it is, by the size
+		// of the step. When it reached this Merged bounds the wait either way.
+		left := followGrace - now.Sub(m.srcs[best].q[0].Time)
+		left = min(left, followGrace-now.Sub(m.srcs[best].qAt))
+		wait = max(wait, left)
+	}
+	if m.waitTail >= 0 {
+		wait = max(wait, inexactWait-now.Sub(m.srcs[m.waitTail].emptySince))
 	}
 	if wait > 0 {
 		return -1, wait
@@ -268,24 +318,148 @@ func (m *Merged) pick(now time.Time) (int, time.Duration) {
 	return best, 0
 }
 
-func (m *Merged) pop(i int, now time.Time) sched.Line {
+// pop takes the head line of source i, which pick returned: the first of heads.
+func (m *Merged) pop(i int) sched.Line {
 	s := &m.srcs[i]
 	l := s.q[0]
 	s.q = s.q[1:]
-	if len(s.arrivals) > 0 {
-		if s.arrivals[0].n--; s.arrivals[0].n == 0 {
-			s.arrivals = s.arrivals[1:]
-		}
-	}
 	if len(s.q) == 0 {
-		s.emptySince = now
-		m.recycle(s)
-		s.q = nil
-		for ; s.held > 0; s.held-- {
-			s.credits <- struct{}{} // never blocks: at most mergeCredits are out
+		// The batch is spent: its credit goes back to the pump.
+		m.putBatch(s.batch)
+		s.credits <- struct{}{} // never blocks: at most mergeCredits are out
+		s.q, s.batch = nil, nil
+		if len(s.more) > 0 {
+			b := s.more[0]
+			s.q, s.batch, s.qAt = b.lines, b.lines, b.at
+			s.more = append(s.more[:0], s.more[1:]...)
 		}
 	}
+	if len(s.q) > 0 {
+		m.heads[0].t = s.q[0].Time // its next line is its new head
+		m.siftDown(0)
+		return l
+	}
+	m.popHead()
+	if !s.exact {
+		s.emptySince = time.Now()
+	}
+	m.enter(i)
 	return l
+}
+
+// The sources that can hold a line back, by what they are: leave is called before a
+// source changes, enter after.
+
+func (m *Merged) leave(i int) {
+	s := &m.srcs[i]
+	switch {
+	case s.done || len(s.q) > 0:
+	case !s.exact:
+		m.unwait(i)
+	case s.idle:
+		m.idleEmpty--
+	default:
+		m.reading--
+	}
+}
+
+func (m *Merged) enter(i int) {
+	s := &m.srcs[i]
+	switch {
+	case s.done || len(s.q) > 0:
+	case !s.exact:
+		m.await(i)
+	case s.idle:
+		m.idleEmpty++
+	default:
+		m.reading++
+	}
+}
+
+// await appends inexact source i to the list of those waited for: its queue emptied
+// just now, after every other's in the list.
+func (m *Merged) await(i int) {
+	s := &m.srcs[i]
+	if s.waiting {
+		return
+	}
+	s.waiting, s.prev, s.next = true, m.waitTail, -1
+	if m.waitTail >= 0 {
+		m.srcs[m.waitTail].next = int32(i)
+	} else {
+		m.waitHead = int32(i)
+	}
+	m.waitTail = int32(i)
+}
+
+// unwait takes source i out of the list of inexact sources waited for.
+func (m *Merged) unwait(i int) {
+	s := &m.srcs[i]
+	if !s.waiting {
+		return
+	}
+	if s.prev >= 0 {
+		m.srcs[s.prev].next = s.next
+	} else {
+		m.waitHead = s.next
+	}
+	if s.next >= 0 {
+		m.srcs[s.next].prev = s.prev
+	} else {
+		m.waitTail = s.prev
+	}
+	s.waiting, s.prev, s.next = false, -1, -1
+}
+
+// before reports whether head a comes before head b: the earlier time, or, of equal
+// times, the source given first to Merge.
+func before(a, b *headOf) bool {
+	if a.t.Before(b.t) {
+		return true
+	}
+	return !b.t.Before(a.t) && a.src < b.src
+}
+
+// pushHead adds source i, whose queue was empty, to the heap of heads.
+func (m *Merged) pushHead(i int) {
+	m.heads = append(m.heads, headOf{t: m.srcs[i].q[0].Time, src: int32(i)})
+	for j := len(m.heads) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !before(&m.heads[j], &m.heads[p]) {
+			break
+		}
+		m.heads[j], m.heads[p] = m.heads[p], m.heads[j]
+		j = p
+	}
+}
+
+// popHead removes the first of the heads, whose queue emptied.
+func (m *Merged) popHead() {
+	last := len(m.heads) - 1
+	m.heads[0] = m.heads[last]
+	m.heads = m.heads[:last]
+	if last > 0 {
+		m.siftDown(0)
+	}
+}
+
+// siftDown moves the head at j down the heap to its place.
+func (m *Merged) siftDown(j int) {
+	h := m.heads
+	for {
+		c := 2*j + 1
+		if c >= len(h) {
+			return
+		}
+		if r := c + 1; r < len(h) && before(&h[r], &h[c]) {
+			c = r
+		}
+		if !before(&h[c], &h[j]) {
+			return
+		}
+		h[j], h[c] = h[c], h[j]
+		j = c
+	}
 }
 
 // Ready reports whether Next would return without blocking. A source that implements
@@ -307,11 +481,11 @@ func (m *Merged) Ready() bool {
 		if m.err != nil || m.live == 0 {
 			return true
 		}
-		if i, _ := m.pick(time.Now()); i >= 0 {
+		if i, _ := m.pick(); i >= 0 {
 			return true
 		}
-		if !m.reading() {
-			return false
+		if m.reading == 0 {
+			return false // no pump of a source that implements Readier is reading
 		}
 		if timeout == nil {
 			t := time.NewTimer(readyWait)
@@ -329,17 +503,6 @@ func (m *Merged) Ready() bool {
 	}
 }
 
-// reading reports whether the pump of a source that implements Readier is reading:
-// the source has neither lines waiting nor said it has none ready, nor ended.
-func (m *Merged) reading() bool {
-	for i := range m.srcs {
-		if s := &m.srcs[i]; s.exact && !s.idle && !s.done && len(s.q) == 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // Next returns the next line in time order, io.EOF after the last, or the first error
 // of a source.
 func (m *Merged) Next(ctx context.Context) (sched.Line, error) {
@@ -351,10 +514,9 @@ func (m *Merged) Next(ctx context.Context) (sched.Line, error) {
 		if m.err != nil {
 			return sched.Line{}, m.err
 		}
-		now := time.Now()
-		i, wait := m.pick(now)
+		i, wait := m.pick()
 		if i >= 0 {
-			return m.pop(i, now), nil
+			return m.pop(i), nil
 		}
 		if m.live == 0 && wait == 0 {
 			return sched.Line{}, io.EOF

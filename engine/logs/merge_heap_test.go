@@ -1,0 +1,363 @@
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// readySlice is a finished source that says it is ready (a Readier), as an iterator
+// over a finished replica's logs does: Merge orders its lines exactly.
+type readySlice struct{ lines []sched.Line }
+
+func (s *readySlice) Next(context.Context) (sched.Line, error) {
+	if len(s.lines) == 0 {
+		return sched.Line{}, io.EOF
+	}
+	l := s.lines[0]
+	s.lines = s.lines[1:]
+	return l, nil
+}
+func (s *readySlice) Ready() bool  { return true }
+func (s *readySlice) Close() error { return nil }
+
+// scanMerge is the order Merge promises, as the merge before the heap found it: the
+// head line with the earliest time, of equal times the first source's, one line at a
+// time, each source's lines in their own order (even out of time order).
+func scanMerge(in [][]sched.Line) []sched.Line {
+	srcs := append([][]sched.Line(nil), in...)
+	var out []sched.Line
+	for {
+		best := -1
+		for i, q := range srcs {
+			if len(q) > 0 && (best < 0 || q[0].Time.Before(srcs[best][0].Time)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, srcs[best][0])
+		srcs[best] = srcs[best][1:]
+	}
+}
+
+// randomSources returns n sources of up to max lines, their times drawn from a few
+// values so that many are equal, on both streams; each source's times never go back
+// unless unordered.
+func randomSources(r *rand.Rand, n, maxLines int, unordered bool) [][]sched.Line {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	srcs := make([][]sched.Line, n)
+	for k := range srcs {
+		step := 0
+		for j := range r.IntN(maxLines + 1) {
+			if unordered {
+				step = r.IntN(8)
+			} else {
+				step += r.IntN(3) // 0: the same time as the line before
+			}
+			s := sched.Stdout
+			if r.IntN(3) == 0 {
+				s = sched.Stderr
+			}
+			srcs[k] = append(srcs[k], sched.Line{Time: t0.Add(time.Duration(step) * time.Millisecond), Stream: s,
+				Replica: k, Text: fmt.Sprintf("%d.%d", k, j)})
+		}
+	}
+	return srcs
+}
+
+func lineKey(l sched.Line) string {
+	return fmt.Sprintf("%d %s %s %d %s", l.Replica, l.Stream, l.Role, l.Time.UnixNano(), l.Text)
+}
+
+// mergeAll reads m to its end within a deadline.
+func mergeAll(t *testing.T, m sched.LogIterator) []sched.Line {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
+	defer cancel()
+	var out []sched.Line
+	for {
+		l, err := m.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+	}
+}
+
+func sameLines(t *testing.T, what string, got, want []sched.Line) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d lines, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if g, w := lineKey(got[i]), lineKey(want[i]); g != w {
+			t.Fatalf("%s: line %d is %q, want %q", what, i, g, w)
+		}
+	}
+}
+
+// TestMergeOrderMatchesLineByLineScan: the merge delivers, line for line, what the
+// scan of every source's head (the merge before its heap) delivers, on 400 random
+// sets of finished sources: 2 to 300 of them, many lines of equal times (ties go to
+// the source given first: a Slurm replica's stdout before its stderr, replica 0
+// before 1), some sources out of time order, some empty.
+func TestMergeOrderMatchesLineByLineScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 1))
+	for set := range 400 {
+		n := 2 + r.IntN(30)
+		if set%20 == 0 {
+			n = 100 + r.IntN(200)
+		}
+		srcs := randomSources(r, n, 1+r.IntN(60), set%4 == 3)
+		its := make([]sched.LogIterator, n)
+		for k, q := range srcs {
+			its[k] = &readySlice{lines: q}
+		}
+		want := scanMerge(srcs)
+		m := Merge(its...)
+		got := mergeAll(t, m)
+		m.Close()
+		sameLines(t, "set "+strconv.Itoa(set), got, want)
+	}
+}
+
+// TestMergeOfReplicaLogsMatchesLineByLineScan is the same on replicas' log files read
+// by their iterators, and on Merges of Merges (a Slurm replica's two files).
+func TestMergeOfReplicaLogsMatchesLineByLineScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 2))
+	base := t.TempDir()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for set := range 30 {
+		n := 2 + r.IntN(40)
+		var dirs []string
+		var files [][]sched.Line // what each replica's iterator gives
+		for k := range n {
+			dir := filepath.Join(base, strconv.Itoa(set), strconv.Itoa(k))
+			step := int64(0)
+			if err := writeRunLog(dir, r.IntN(80), func(int) (int64, bool) {
+				step += int64(r.IntN(3))
+				return t0 + step*int64(time.Millisecond), r.IntN(3) == 0
+			}); err != nil {
+				t.Fatal(err)
+			}
+			dirs = append(dirs, dir)
+			it, err := Open(Source{Dir: dir, Role: "sh", Replica: k}, sched.LogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, mergeAll(t, it))
+			it.Close()
+		}
+		want := scanMerge(files)
+		var its []sched.LogIterator
+		for k, dir := range dirs {
+			it, err := Open(Source{Dir: dir, Role: "sh", Replica: k}, sched.LogOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			its = append(its, it)
+		}
+		m := Merge(its...)
+		sameLines(t, "set "+strconv.Itoa(set), mergeAll(t, m), want)
+		m.Close()
+
+		// Each replica as its stdout and stderr merged, as a Slurm replica is read.
+		var nodes []sched.LogIterator
+		for k, dir := range dirs {
+			var pair []sched.LogIterator
+			for _, s := range []sched.Stream{sched.Stdout, sched.Stderr} {
+				it, err := Open(Source{Dir: dir, Role: "sh", Replica: k}, sched.LogOptions{Streams: s})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pair = append(pair, it)
+			}
+			nodes = append(nodes, Merge(pair...))
+		}
+		var byFile [][]sched.Line
+		for _, lines := range files {
+			var out, errs []sched.Line
+			for _, l := range lines {
+				if l.Stream == sched.Stderr {
+					errs = append(errs, l)
+				} else {
+					out = append(out, l)
+				}
+			}
+			byFile = append(byFile, scanMerge([][]sched.Line{out, errs}))
+		}
+		m = Merge(nodes...)
+		sameLines(t, "nested set "+strconv.Itoa(set), mergeAll(t, m), scanMerge(byFile))
+		m.Close()
+	}
+}
+
+// scanPick is the merge's decision as the scan of every source made it before the
+// heap: the source whose head may be delivered now (or -1), whether to wait.
+func scanPick(m *Merged, now time.Time) (int, bool) {
+	best := -1
+	for i := range m.srcs {
+		s := &m.srcs[i]
+		if len(s.q) > 0 && (best < 0 || s.q[0].Time.Before(m.srcs[best].q[0].Time)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return -1, false
+	}
+	var wait time.Duration
+	for i := range m.srcs {
+		s := &m.srcs[i]
+		if i == best || s.done || len(s.q) > 0 {
+			continue
+		}
+		if s.exact {
+			if !s.idle {
+				return -1, false
+			}
+			left := followGrace - now.Sub(m.srcs[best].q[0].Time)
+			left = min(left, followGrace-now.Sub(m.srcs[best].qAt))
+			if left > 0 {
+				wait = max(wait, left)
+			}
+			continue
+		}
+		if left := inexactWait - now.Sub(s.emptySince); left > 0 {
+			wait = max(wait, left)
+		}
+	}
+	if wait > 0 {
+		return -1, true
+	}
+	return best, false
+}
+
+// scanReading is whether a Readier source's pump is reading, as the scan found it.
+func scanReading(m *Merged) bool {
+	for i := range m.srcs {
+		if s := &m.srcs[i]; s.exact && !s.idle && !s.done && len(s.q) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMergePickMatchesScan drives a Merged's state by hand, as its pumps would, with
+// random batches, idle notices, ends and errors of following sources, exact and not,
+// and checks after every step that the heap and its counts decide what the scan of
+// every source decided: which line goes next, or whether to wait (for a source
+// reading, one idle a grace after a line's stamp or arrival, one inexact since its
+// queue emptied). Times are an hour or more from now, so that the test's own pace
+// changes no decision.
+func TestMergePickMatchesScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 3))
+	var picked, waited, blocked int // what the decisions were, to know each was tested
+	for run := range 400 {
+		n := 2 + r.IntN(6)
+		if run%10 == 0 {
+			n = 10 + r.IntN(30)
+		}
+		its := make([]sched.LogIterator, n)
+		for k := range its {
+			if r.IntN(4) == 0 {
+				its[k] = &sliceIter{}
+			} else {
+				its[k] = &readySlice{}
+			}
+		}
+		m := newMerged(its)
+		now := time.Now()
+		// The inexact sources' queues emptied in this order, at these times: at
+		// first hours ago, later ones after now (never within minutes of it), so
+		// that some waited for long enough and some not are waited for together.
+		for i := range m.srcs {
+			m.srcs[i].emptySince = now.Add(-150 * time.Minute)
+		}
+		emptied := now.Add(-50 * time.Minute)
+		lineBase := now.Add(-2 * time.Hour)
+		if run%2 == 1 {
+			lineBase = now.Add(2 * time.Hour)
+		}
+		step := 0
+		for ; step < 400 && m.live > 0; step++ {
+			i := r.IntN(n)
+			s := &m.srcs[i]
+			switch op := r.IntN(20); {
+			case op < 6 && !s.done:
+				if !s.exact && i%2 == 0 && r.IntN(10) > 0 {
+					continue // a quiet source: its old emptying stays beside newer ones
+				}
+				select {
+				case <-s.credits: // as the pump takes one
+				default:
+					continue
+				}
+				batch := make([]sched.Line, 1+r.IntN(m.batch))
+				for j := range batch {
+					batch[j] = sched.Line{Replica: i, Text: strconv.Itoa(j),
+						Time: lineBase.Add(time.Duration(r.IntN(6)) * time.Second)}
+				}
+				m.apply(mergeMsg{src: i, lines: batch})
+				if r.IntN(2) == 0 {
+					s.qAt = now.Add(-time.Hour) // arrived long ago (or, later, just now)
+				} else {
+					s.qAt = now.Add(time.Hour)
+				}
+			case op < 11 && s.exact && !s.done:
+				m.apply(mergeMsg{src: i, idle: true})
+			case op == 11 && !s.done:
+				err := io.EOF
+				if r.IntN(4) == 0 {
+					err = errors.New("broken")
+				}
+				m.apply(mergeMsg{src: i, err: err})
+			default:
+				want, wantWait := scanPick(m, time.Now())
+				got, wait := m.pick()
+				if got != want || (wait > 0) != wantWait {
+					t.Fatalf("run %d step %d: pick %d (wait %v), the scan %d (wait %v)", run, step, got, wait, want, wantWait)
+				}
+				switch {
+				case got >= 0:
+					picked++
+				case wait > 0:
+					waited++
+				case len(m.heads) > 0:
+					blocked++
+				}
+				if got >= 0 {
+					l := m.pop(got)
+					if l.Replica != got {
+						t.Fatalf("run %d step %d: popped a line of %d from %d", run, step, l.Replica, got)
+					}
+					if ps := &m.srcs[got]; !ps.exact && len(ps.q) == 0 {
+						emptied = emptied.Add(83 * time.Minute) // from 33 minutes from now
+						ps.emptySince = emptied
+					}
+				}
+			}
+			if got, want := m.reading > 0, scanReading(m); got != want {
+				t.Fatalf("run %d step %d: reading %v, the scan %v", run, step, got, want)
+			}
+		}
+		m.cancel()
+	}
+	t.Logf("%d lines picked, %d waits, %d blocked by a reading source", picked, waited, blocked)
+	if picked < 100 || waited < 100 || blocked < 100 {
+		t.Fatalf("too few of some decision to tell: %d picked, %d waits, %d blocked", picked, waited, blocked)
+	}
+}
