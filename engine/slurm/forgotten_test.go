@@ -23,7 +23,7 @@ func (h *harness) ghost(id, ghost string) {
 	if err != nil || rec == nil {
 		h.t.Fatal(err, rec)
 	}
-	rec.JobID = ghost
+	rec.JobID, rec.Ended = ghost, false
 	for i := range rec.Replicas {
 		rec.Replicas[i].ExitFile += ".missing"
 	}
@@ -128,7 +128,8 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 
 	// Nothing in the files: the job is over, how is not known. Wait returns (not
 	// forever), the status says why, and a follower of its logs ends.
-	rec, _ := h.s.loadRecord("990000011")
+	h.ghost("990000011", "990000015")
+	rec, _ := h.s.loadRecord("990000015")
 	rec.BatchLog += ".missing"
 	for i := range rec.Replicas {
 		rec.Replicas[i].Stderr += ".missing"
@@ -136,17 +137,17 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	if err := h.s.saveRecord(rec); err != nil {
 		t.Fatal(err)
 	}
-	st, err := h.s.Wait(ctx, "990000011")
+	st, err := h.s.Wait(ctx, "990000015")
 	if err != nil {
 		t.Fatalf("waiting for a forgotten job: %v", err)
 	}
-	if st.State != spec.UnknownState || !strings.Contains(st.Msg, "Slurm no longer knows job 990000011") || !strings.Contains(st.Msg, "do not say how it ended") {
+	if st.State != spec.UnknownState || !strings.Contains(st.Msg, "Slurm no longer knows job 990000015") || !strings.Contains(st.Msg, "do not say how it ended") {
 		t.Errorf("forgotten job, nothing in its files: %s %q", st.State, st.Msg)
 	}
 	if r := replica(st, "k", 0); r == nil || r.State == spec.Running || r.Ended.IsZero() {
 		t.Errorf("its replica: %+v, want not RUNNING, and ended", r)
 	}
-	it, err := h.s.Logs(ctx, "990000011", "k", 0, sched.LogOptions{Follow: true})
+	it, err := h.s.Logs(ctx, "990000015", "k", 0, sched.LogOptions{Follow: true})
 	if err != nil {
 		t.Fatal(err)
 	}

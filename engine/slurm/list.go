@@ -59,9 +59,12 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	if errors.Is(qerr, ErrControllerDown) {
 		s.noteReach(qerr)
 	}
-	forgotten := qerr == nil
-	if errors.Is(qerr, ErrNoSlurm) {
-		qerr = nil // answer from the records alone
+	why := slurmForgot // what squeue does not list, slurmctld no longer holds
+	switch {
+	case errors.Is(qerr, ErrNoSlurm):
+		why, qerr = noSlurmHere, nil // answer from the records alone
+	case qerr != nil:
+		why = slurmUnreachable
 	}
 	jobs := map[string][]component{}
 	if qerr == nil {
@@ -82,7 +85,7 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 		case errors.Is(qerr, ErrControllerDown):
 			st = s.lastKnown(rec, qerr)
 		default:
-			st = s.fromRecord(rec, forgotten)
+			st = s.fromRecord(rec, why)
 		}
 		st.Handle = spec.Handle{Scheduler: Name, Session: rec.Session, AppID: id}.String()
 		apps = append(apps, st)

@@ -141,7 +141,7 @@ func (s *Scheduler) noteReach(err error) {
 // lastKnown is the status of a job whose controller does not answer: what the
 // replicas' exit files say, else the state last seen, marked as such.
 func (s *Scheduler) lastKnown(rec *record, cause error) spec.AppStatus {
-	st := s.fromRecord(rec, false)
+	st := s.fromRecord(rec, slurmUnreachable)
 	if st.State.Terminal() {
 		return st
 	}

@@ -32,6 +32,17 @@ type record struct {
 	Last *spec.AppStatus `json:"last,omitempty"`
 	// Seen is when Last was seen.
 	Seen time.Time `json:"seen,omitzero"`
+	// Ended says Last is the job's end and slurmctld no longer holds the job: it said
+	// so (or holds another job under its id) once the job had ended. A purged job
+	// cannot be requeued, so nothing can change that status any more, and status
+	// answers from Last without asking Slurm (a job slurmctld still holds may be
+	// requeued, even once it has completed, so it is asked every time).
+	Ended bool `json:"ended,omitempty"`
+}
+
+// ended reports whether the record holds the job's last status for good (Ended).
+func (r *record) ended() bool {
+	return r != nil && r.Ended && r.Last != nil && r.Last.State.Terminal()
 }
 
 // validJobID accepts Slurm job ids: digits only, so an id can never name another path.

@@ -226,7 +226,61 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	if err := validJobID(appID); err != nil {
 		return nil, false, err
 	}
-	// scontrol runs while the record is read.
+	rec, err := s.loadRecord(appID)
+	if err != nil {
+		return nil, false, err
+	}
+	if rec.ended() {
+		// Nothing can change the end of a job slurmctld has purged: it is not asked.
+		return s.recordDescription(rec, s.fromRecord(rec, slurmForgot)), false, nil
+	}
+	comps, gone, err := s.askJob(ctx, appID, rec)
+	var down *downError
+	switch {
+	case errors.As(err, &down):
+		return s.recordDescription(rec, s.lastKnown(rec, down.err)), false, nil
+	case errors.Is(err, ErrNoSlurm) && rec != nil:
+		return s.recordDescription(rec, s.fromRecord(rec, noSlurmHere)), false, nil
+	case errors.Is(err, errGone) && rec == nil:
+		return nil, false, fmt.Errorf("%w: job %s is not known to Slurm and was not submitted by wick from here", sched.ErrNotFound, appID)
+	case errors.Is(err, errGone):
+		st := s.fromRecord(rec, slurmForgot)
+		if st.State.Terminal() && !rec.Ended {
+			last := st
+			rec.Last, rec.Ended = &last, true
+			_ = s.saveRecord(rec) // best effort: without it, Slurm is asked again
+		}
+		return s.recordDescription(rec, st), !st.State.Terminal(), nil
+	case err != nil:
+		return nil, false, err
+	}
+	if rec == nil && !isWick(comps) {
+		return nil, false, fmt.Errorf("%w: job %s was not submitted by wick (its name does not start with %q)", sched.ErrNotFound, appID, JobNamePrefix)
+	}
+	st := buildStatus(appID, comps, rec)
+	ended := gone && st.State.Terminal() // from the accounting database: final too
+	if rec != nil && (rec.Last == nil || rec.Ended != ended || rec.Last.State != st.State || rec.Last.NumRestarts != st.NumRestarts || runningChanged(rec.Last, &st)) {
+		last := st
+		rec.Last, rec.Seen, rec.Ended = &last, time.Now().UTC(), ended
+		_ = s.saveRecord(rec) // best effort: the record only backs up Slurm's answer
+	}
+	if rec != nil {
+		return s.recordDescription(rec, st), false, nil
+	}
+	return &sched.Description{Status: st, App: appFromComponents(comps)}, false, nil
+}
+
+// recordDescription describes a job wick has a record of.
+func (s *Scheduler) recordDescription(rec *record, st spec.AppStatus) *sched.Description {
+	return &sched.Description{Status: st, App: rec.App, Cfg: s.RunOpts().CfgValues(rec.Cfg)}
+}
+
+// askJob asks slurmctld for the job's components and, once it no longer holds the job
+// (gone: it said so, or holds another job under the id), the accounting database,
+// which returns errGone when it is disabled or knows no such job either. With a
+// record, a controller that does not answer is not waited on: the error is a
+// *downError (see whileReachable).
+func (s *Scheduler) askJob(ctx context.Context, appID string, rec *record) (comps []component, gone bool, err error) {
 	type job struct {
 		comps []component
 		err   error
@@ -234,7 +288,7 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	qctx, stopAsk := context.WithCancel(ctx)
 	defer stopAsk()
 	asked := make(chan job, 1)
-	sc := start(qctx, nil, "scontrol", "show", "job", "-o", appID) // here, before the record
+	sc := start(qctx, nil, "scontrol", "show", "job", "-o", appID)
 	go func() {
 		comps, err := scontrolAnswer(sc.wait())
 		asked <- job{comps, err}
@@ -248,70 +302,30 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 			return nil, ctx.Err()
 		}
 	}
-	rec, err := s.loadRecord(appID)
-	if err != nil {
-		return nil, false, err
-	}
-	fromRec := func(st spec.AppStatus) *sched.Description {
-		return &sched.Description{Status: st, App: rec.App, Cfg: s.RunOpts().CfgValues(rec.Cfg)}
-	}
-	var comps []component
 	if rec != nil {
 		// Ping only if no answer comes soon (see whileReachable).
 		comps, err = whileReachable(ctx, s, answer)
-		var down *downError
-		if errors.As(err, &down) {
-			return fromRec(s.lastKnown(rec, down.err)), false, nil
-		}
 	} else {
 		comps, err = answer(ctx)
 	}
-	if errors.Is(err, ErrControllerDown) {
+	var down *downError
+	if errors.Is(err, ErrControllerDown) && !errors.As(err, &down) {
 		s.noteReach(err)
 		if rec != nil {
-			return fromRec(s.lastKnown(rec, err)), false, nil
+			err = &downError{err}
 		}
 	}
 	if err == nil && rec != nil && !rec.owns(comps) {
-		// The id is another job's now (a cluster whose job ids started over).
+		err = errGone // the id is another job's now (a cluster whose job ids started over)
+	}
+	if !errors.Is(err, errGone) {
+		return comps, false, err
+	}
+	comps, err = sacctJob(ctx, appID)
+	if errors.Is(err, ErrNoSlurm) || err == nil && rec != nil && !rec.owns(comps) {
 		err = errGone
 	}
-	if errors.Is(err, errGone) {
-		comps, err = sacctJob(ctx, appID)
-		if err == nil && rec != nil && !rec.owns(comps) {
-			err = errGone
-		}
-	}
-	forgotten := true
-	if errors.Is(err, ErrNoSlurm) && rec != nil {
-		err, forgotten = errGone, false // no Slurm here: answer from the record
-	}
-	switch {
-	case errors.Is(err, errGone):
-		if rec == nil {
-			return nil, false, fmt.Errorf("%w: job %s is not known to Slurm and was not submitted by wick from here", sched.ErrNotFound, appID)
-		}
-		st := s.fromRecord(rec, forgotten)
-		return fromRec(st), forgotten && !st.State.Terminal(), nil
-	case err != nil:
-		return nil, false, err
-	}
-	if rec == nil && !isWick(comps) {
-		return nil, false, fmt.Errorf("%w: job %s was not submitted by wick (its name does not start with %q)", sched.ErrNotFound, appID, JobNamePrefix)
-	}
-	st := buildStatus(appID, comps, rec)
-	if rec != nil && (rec.Last == nil || rec.Last.State != st.State || rec.Last.NumRestarts != st.NumRestarts || runningChanged(rec.Last, &st)) {
-		last := st
-		rec.Last, rec.Seen = &last, time.Now().UTC()
-		_ = s.saveRecord(rec) // best effort: the record only backs up Slurm's answer
-	}
-	d := &sched.Description{Status: st}
-	if rec != nil {
-		d.App, d.Cfg = rec.App, s.RunOpts().CfgValues(rec.Cfg)
-	} else {
-		d.App = appFromComponents(comps)
-	}
-	return d, false, nil
+	return comps, true, err
 }
 
 // runningChanged reports whether the count of running or ended replicas changed.
@@ -591,14 +605,35 @@ func applyGroupRank(rep *spec.ReplicaStatus, exitFile string) {
 	}
 }
 
+// unasked is why a status comes from wick's record rather than from Slurm.
+type unasked int
+
+const (
+	slurmForgot      unasked = iota // slurmctld answered, and holds no such job
+	slurmUnreachable                // slurmctld did not answer
+	noSlurmHere                     // Slurm's commands are not installed here
+)
+
+// from says where a status from the record came from, for its message.
+func (u unasked) from() string {
+	switch u {
+	case slurmForgot:
+		return "Slurm no longer knows the job"
+	case noSlurmHere:
+		return "no Slurm commands here"
+	default:
+		return "Slurm controller unreachable"
+	}
+}
+
 // fromRecord answers from wick's record: the last status wick saw, with the replicas'
 // exit files. Every replica that left an exit status decides the state. When Slurm
-// has forgotten the job (forgotten: it answered, and knows no such job), the job has
+// has forgotten the job (slurmForgot: it answered, and knows no such job), the job has
 // ended: what its files say of the end (the batch log's "srun exited with code N",
 // slurmstepd's "CANCELLED AT ... DUE TO TIME LIMIT") decides for the replicas that
 // left none, and none of them stays RUNNING; with no such word the state is UNKNOWN,
 // never a guess.
-func (s *Scheduler) fromRecord(rec *record, forgotten bool) spec.AppStatus {
+func (s *Scheduler) fromRecord(rec *record, why unasked) spec.AppStatus {
 	var st spec.AppStatus
 	if rec.Last != nil {
 		st = *rec.Last
@@ -640,14 +675,14 @@ func (s *Scheduler) fromRecord(rec *record, forgotten bool) spec.AppStatus {
 		st.State = spec.Failed
 	case all:
 		st.State = spec.Succeeded
-	case forgotten:
+	case why == slurmForgot:
 		s.concludeForgotten(rec, &st)
 	default:
 		st.State = spec.UnknownState
-		st.Msg = fmt.Sprintf("Slurm no longer knows job %s (no accounting); last seen %s", rec.JobID, lastSeen(rec))
+		st.Msg = fmt.Sprintf("%s: last known state %s", why.from(), lastSeen(rec))
 	}
 	if all {
-		st.Msg = "ended; Slurm no longer knows the job: state from the replicas' exit files"
+		st.Msg = "ended; " + why.from() + ": state from the replicas' exit files"
 	}
 	if st.State.Terminal() {
 		for _, r := range st.Roles {

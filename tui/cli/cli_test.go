@@ -27,6 +27,9 @@ type harness struct {
 	work string // working directory
 	self string // the wick binary, for supervisors
 	env  map[string]string
+	// cmdEnv is added to the environment of the wick processes the harness starts
+	// (its last word wins), for tests that must run beside others.
+	cmdEnv []string
 }
 
 func newHarness(t *testing.T) *harness {

@@ -25,6 +25,7 @@ func (h *harness) wickCmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, h.self, args...)
 	cmd.Dir = h.work
 	cmd.Env = append(os.Environ(), "WICK_HOME="+h.home, "HOME="+h.user, "NO_COLOR=1")
+	cmd.Env = append(cmd.Env, h.cmdEnv...)
 	return cmd
 }
 
