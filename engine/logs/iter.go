@@ -17,9 +17,18 @@ import (
 )
 
 const (
-	// recordBatch is how many index records one read fetches: 16 KB, a few hundred
-	// runs.
+	// recordBatch is how many index records one read fetches at most: 16 KB, a few
+	// hundred runs. The buffer starts at minRecords and doubles while reads fill it:
+	// a follower of a replica that writes a line now and then reads a record or two
+	// at a time, and 1,024 of them held 16 MB of buffers sized for a backlog.
 	recordBatch = 256
+	minRecords  = 4
+	// idleRecords, idleSpans and idleScan are the most an iterator keeps of its
+	// record buffer, its block's spans and its pending scan buffer while it waits
+	// (see trim): what reading a backlog grew goes once it is read.
+	idleRecords = 16
+	idleSpans   = 16
+	idleScan    = 1 << 10
 	// blockSize is how much of combined.log one read fetches when consecutive runs
 	// are wanted: fewer, larger reads. A longer run is read a window at a time.
 	blockSize = 256 << 10
@@ -79,9 +88,13 @@ type Iterator struct {
 	opts sched.LogOptions
 
 	idx, comb *os.File
-	buf       []byte   // index read buffer
-	recs      []record // records read and not yet consumed
-	nextRec   int64    // number of the next record to read from the index
+	// Records read from the index: buf[ri*recordSize:rn*recordSize] are sound and
+	// not yet consumed (decoded again as they are: a record is 64 bytes in buf and
+	// 48 decoded, no need to hold both).
+	buf     []byte
+	ri, rn  int
+	bufFull bool  // the last read filled buf: the next may use a larger one
+	nextRec int64 // number of the next record to read from the index
 
 	// The block being read: consecutive runs of combined.log, described by spans.
 	text  string
@@ -142,7 +155,7 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 	if _, err := sched.ParseStream(string(opts.Streams)); err != nil {
 		return nil, err
 	}
-	it := &Iterator{src: src, opts: opts, closed: make(chan struct{}), buf: make([]byte, recordBatch*recordSize)}
+	it := &Iterator{src: src, opts: opts, closed: make(chan struct{})}
 	it.checked = startMark()
 	// The directory is walked once, following no link; its files are opened in it.
 	d, err := safefs.OpenDir(src.Dir)
@@ -276,10 +289,11 @@ func (it *Iterator) seek() error {
 		need := int64(it.opts.Tail)
 		var after record
 		hasAfter := false
+		buf := make([]byte, min(n-lo, recordBatch)*recordSize)
 	walk:
 		for end := n; end > lo && need > 0; {
 			start := max(lo, end-recordBatch)
-			b := it.buf[:(end-start)*recordSize]
+			b := buf[:(end-start)*recordSize]
 			if _, err := it.idx.ReadAt(b, (start+1)*recordSize); err != nil {
 				return err
 			}
@@ -414,15 +428,19 @@ func (it *Iterator) countMatches(f *os.File, off, n int64) (int64, error) {
 // are checked as they are read; the first unsound one sets it.dmg and is not returned,
 // nor is anything after it.
 func (it *Iterator) nextRecord() (record, bool, error) {
-	if len(it.recs) == 0 {
+	if it.ri == it.rn {
 		if it.dmg != nil {
 			return record{}, false, nil
+		}
+		if len(it.buf) == 0 || it.bufFull && len(it.buf) < recordBatch*recordSize {
+			it.buf = make([]byte, min(max(2*len(it.buf), minRecords*recordSize), recordBatch*recordSize))
 		}
 		n, err := it.idx.ReadAt(it.buf, (it.nextRec+1)*recordSize)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return record{}, false, fmt.Errorf("read %s: %w", it.idx.Name(), err)
 		}
 		k := n / recordSize
+		it.bufFull = k == len(it.buf)/recordSize
 		if k == 0 {
 			return record{}, false, nil
 		}
@@ -432,7 +450,7 @@ func (it *Iterator) nextRecord() (record, bool, error) {
 		if err != nil {
 			return record{}, false, err
 		}
-		it.recs = it.recs[:0]
+		it.ri, it.rn = 0, 0
 		for i := range k {
 			r := decodeRecord(it.buf[i*recordSize:])
 			why := badRecord(&r, size)
@@ -443,18 +461,41 @@ func (it *Iterator) nextRecord() (record, bool, error) {
 				it.dmg = &damage{rec: it.nextRec + int64(i), why: why}
 				break
 			}
-			it.recs = append(it.recs, r)
+			it.rn++
 			it.checked = r
 			it.noteSound(&r)
 		}
-		if len(it.recs) == 0 {
+		if it.rn == 0 {
 			return record{}, false, nil
 		}
 	}
-	r := it.recs[0]
-	it.recs = it.recs[1:]
-	it.nextRec++
+	r := it.peekRecord()
+	it.takeRecord()
 	return r, true, nil
+}
+
+// peekRecord returns the next record read and not yet consumed; there must be one.
+func (it *Iterator) peekRecord() record { return decodeRecord(it.buf[it.ri*recordSize:]) }
+
+// takeRecord consumes the record peekRecord returns.
+func (it *Iterator) takeRecord() {
+	it.ri++
+	it.nextRec++
+}
+
+// trim lets go of the buffers a backlog grew, before the iterator waits for more:
+// a follower of a replica that writes a line now and then needs little, and the wall
+// holds one for each of 1,024 replicas.
+func (it *Iterator) trim() {
+	if it.ri == it.rn && len(it.buf) > idleRecords*recordSize {
+		it.buf, it.bufFull = nil, false
+	}
+	if cap(it.spans) > idleSpans && it.pos >= len(it.text) && !it.hasHead {
+		it.spans = nil
+	}
+	if len(it.scanBuf) > idleScan {
+		it.scanBuf = nil
+	}
 }
 
 // fill finds the next line if one is available now. It returns false when Next would
@@ -535,13 +576,12 @@ func (it *Iterator) loadBlock(first record) error {
 	total := first.length
 	addSpan(&first, int(total))
 	last := first
-	for len(it.recs) > 0 && total < blockSize {
-		r := it.recs[0]
+	for it.ri < it.rn && total < blockSize {
+		r := it.peekRecord()
 		if !it.wantRun(&r) || r.combOff != last.combOff+last.length || total+r.length > blockSize {
 			break
 		}
-		it.recs = it.recs[1:]
-		it.nextRec++
+		it.takeRecord()
 		it.lastAttempt = int(r.attempt)
 		if it.pend != nil {
 			it.commit(&r)
@@ -728,6 +768,7 @@ func (it *Iterator) Next(ctx context.Context) (sched.Line, error) {
 // wait blocks until the index may have grown, the writer is gone, Until passes, the
 // iterator is closed or ctx is done.
 func (it *Iterator) wait(ctx context.Context) error {
+	it.trim()
 	var until <-chan time.Time
 	if !it.opts.Until.IsZero() {
 		d := time.Until(it.opts.Until)

@@ -223,7 +223,7 @@ func (it *Iterator) fallBack() error {
 	}
 	stream := it.opts.Streams
 	it.lr = &lineReader{f: f, off: from, end: st.Size(), grow: true, sp: span{time: t, stream: stream, attempt: it.lastAttempt}}
-	it.recs, it.text, it.pos = nil, "", 0
+	it.ri, it.rn, it.text, it.pos = 0, 0, "", 0
 	if !it.opts.Since.IsZero() && t.Before(it.opts.Since) || !it.opts.Until.IsZero() && !t.Before(it.opts.Until) {
 		it.lr, it.done = nil, true
 		return nil

@@ -185,3 +185,73 @@ func BenchmarkMergeMany(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFollowerHeap measures what an iterator that follows a replica holds, as
+// the wall keeps one for each of 1,024 running replicas (Follow and Pending, one
+// Watcher): each replica has written 100 lines and is drawing a progress bar, and
+// each follower has read all of it and waits for more. KB/follower is the live heap
+// after a collection, less what it was before the followers were opened, by follower.
+func BenchmarkFollowerHeap(b *testing.B) {
+	const reps, lines = 1024, 100
+	dirs := manyReplicas(b, reps, lines)
+	for _, d := range dirs {
+		// Still running: no end mark yet, and a bar drawn on stdout.
+		idx := filepath.Join(d, IndexFile)
+		st, err := os.Stat(idx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Truncate(idx, st.Size()-recordSize); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(d, StdoutFile), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.WriteString("epoch 1  37%|███▋      | 37/100\r")
+		f.Close()
+	}
+	var perFollower float64
+	var ms runtime.MemStats
+	waited, stop := context.WithCancel(context.Background())
+	stop() // Next then waits as a follower does, and returns at once
+	for b.Loop() {
+		w := NewWatcher()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before := ms.HeapAlloc
+		its := make([]*Iterator, reps)
+		for k, d := range dirs {
+			it, err := Open(Source{Dir: d, Role: "sh", Replica: k, Watcher: w}, sched.LogOptions{Follow: true, Pending: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			its[k] = it
+			n, pending := 0, 0
+			for it.Ready() {
+				l, err := it.Next(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if l.Pending {
+					pending++
+				} else {
+					n++
+				}
+			}
+			if n != lines || pending != 1 {
+				b.Fatalf("replica %d: %d lines and %d pending, want %d and 1", k, n, pending, lines)
+			}
+			if _, err := it.Next(waited); !errors.Is(err, context.Canceled) {
+				b.Fatalf("replica %d: %v, want no more lines yet", k, err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		perFollower = float64(ms.HeapAlloc-before) / reps / 1024
+		for _, it := range its {
+			it.Close()
+		}
+	}
+	b.ReportMetric(perFollower, "KB/follower")
+}

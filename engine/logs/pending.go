@@ -201,8 +201,14 @@ func (it *Iterator) scanPending(p *pendingStream) (sched.Line, bool, error) {
 		p.reset(size)
 		return sched.Line{}, false, nil
 	}
-	if it.scanBuf == nil && size > p.scanned {
-		it.scanBuf = make([]byte, pendingScan)
+	if need := min(size-p.scanned, pendingScan); int64(len(it.scanBuf)) < need {
+		// Sized to what came, a power of two up to pendingScan: a bar's update is
+		// a few dozen bytes, and the wall follows 1,024 replicas.
+		n := int64(256)
+		for n < need {
+			n *= 2
+		}
+		it.scanBuf = make([]byte, n)
 	}
 	for p.scanned < size && !p.nl {
 		n, err := p.f.ReadAt(it.scanBuf[:min(int64(len(it.scanBuf)), size-p.scanned)], p.scanned)
