@@ -44,13 +44,13 @@ func slurmSpy(t *testing.T, h *harness) (calls func() string) {
 // forgetJob moves a job's record to a job id slurmctld has never held, as if it had
 // purged the job (MinJobAge after its end, no accounting), and returns the handle
 // under which wick now knows it.
-func forgetJob(t *testing.T, h *harness, handle, ghost string) string {
+func forgetJob(t testing.TB, home, handle, ghost string) string {
 	t.Helper()
 	m := regexp.MustCompile(`^slurm://([^/]+)/([0-9]+)$`).FindStringSubmatch(handle)
 	if m == nil {
 		t.Fatalf("not a slurm handle: %q", handle)
 	}
-	jobs := filepath.Join(h.home, "slurm", "jobs")
+	jobs := filepath.Join(home, "slurm", "jobs")
 	b, err := os.ReadFile(filepath.Join(jobs, m[2]+".json"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestSlurmEndedJobIsNotAsked(t *testing.T) {
 		t.Errorf("status of a job slurmctld holds ran %q, want scontrol show job", asked)
 	}
 
-	ghost := forgetJob(t, h, hd, "990000101")
+	ghost := forgetJob(t, h.home, hd, "990000101")
 	before = calls()
 	first := h.exec("status", ghost)
 	if first.code != 0 || !strings.Contains(first.stdout, "FAILED") || !strings.Contains(first.stdout, "sh/0 exited with code 3") {

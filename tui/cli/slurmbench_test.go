@@ -166,10 +166,18 @@ func BenchmarkSlurmLog200kBoth(b *testing.B) {
 // interleaved. The issue's bound: at most 1.5x each. Beside them, the floor of any Go
 // tool that wraps the same command (testdata/execcopy: a minimal Go program, built as
 // wick is, that runs it and copies its output): status/floor and list/floor are what
-// wick adds beyond Go's own start-up and a fork/exec.
+// wick adds beyond Go's own start-up and a fork/exec. And `wick status` of a job
+// slurmctld has purged (MinJobAge after its end, stood in for by moving its record to
+// an id Slurm never held): once a status has seen it gone, its end is final and
+// status asks Slurm nothing (purged/scontrol).
 func BenchmarkSlurmStatusAndList(b *testing.B) {
 	s := newSlurmBench(b)
 	floor := buildExecCopy(b)
+	purgedHandle, _ := s.run(b, "run", "-s", "slurm", "utils.echo", "--msg", "bye")
+	purged := forgetJob(b, filepath.Join(s.dir, "state"), purgedHandle, "990000201")
+	if out := s.output(b, "status", purged); !strings.Contains(out, "SUCCEEDED") {
+		b.Fatalf("status of the purged job:\n%s", out)
+	}
 	h, id := s.run(b, "run", "-s", "slurm", "utils.echo", "--msg", "hi")
 	scontrol := []string{"scontrol", "show", "job", "-o", id}
 	squeue := []string{"squeue", "-h", "--me", "-t", "all", "-o", "%i|%A|%T|%r|%N|%V|%S|%e|%j"}
@@ -180,6 +188,7 @@ func BenchmarkSlurmStatusAndList(b *testing.B) {
 		timed("squeue", s.dir, s.env, squeue...),
 		timed("floor-list", s.dir, s.env, append([]string{floor}, squeue...)...),
 		timed("list", s.dir, s.env, builtWick, "list", "-s", "slurm"),
+		timed("status-purged", s.dir, s.env, builtWick, "status", purged),
 	)
 	b.ReportMetric(float64(sum[2])/float64(sum[0]), "status/scontrol")
 	b.ReportMetric(float64(sum[2])/float64(sum[1]), "status/floor")
@@ -187,6 +196,7 @@ func BenchmarkSlurmStatusAndList(b *testing.B) {
 	b.ReportMetric(float64(sum[5])/float64(sum[3]), "list/squeue")
 	b.ReportMetric(float64(sum[5])/float64(sum[4]), "list/floor")
 	b.ReportMetric(float64(sum[4])/float64(sum[3]), "floor/squeue")
+	b.ReportMetric(float64(sum[6])/float64(sum[0]), "purged/scontrol")
 }
 
 // buildExecCopy builds testdata/execcopy as wick is built and returns its path.
