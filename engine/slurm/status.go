@@ -226,15 +226,21 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 	if err := validJobID(appID); err != nil {
 		return nil, false, err
 	}
-	rec, err := s.loadRecord(appID)
+	b, err := s.readRecord(appID)
 	if err != nil {
 		return nil, false, err
 	}
-	if rec.ended() {
-		// Nothing can change the end of a job slurmctld has purged: it is not asked.
-		return s.recordDescription(rec, s.fromRecord(rec, slurmForgot)), false, nil
+	var rec *record
+	if b != nil && endedRecord(b) {
+		if rec, err = decodeRecord(appID, b); err != nil {
+			return nil, false, err
+		}
+		if rec.ended() {
+			// Nothing can change the end of a job slurmctld has purged: it is not asked.
+			return s.recordDescription(rec, s.fromRecord(rec, slurmForgot)), false, nil
+		}
 	}
-	comps, gone, err := s.askJob(ctx, appID, rec)
+	comps, gone, err := s.askJob(ctx, appID, b, &rec)
 	var down *downError
 	switch {
 	case errors.As(err, &down):
@@ -245,7 +251,7 @@ func (s *Scheduler) describe(ctx context.Context, appID string) (*sched.Descript
 		return nil, false, fmt.Errorf("%w: job %s is not known to Slurm and was not submitted by wick from here", sched.ErrNotFound, appID)
 	case errors.Is(err, errGone):
 		st := s.fromRecord(rec, slurmForgot)
-		if st.State.Terminal() && !rec.Ended {
+		if st.State.Terminal() && !endedRecord(b) {
 			last := st
 			rec.Last, rec.Ended = &last, true
 			_ = s.saveRecord(rec) // best effort: without it, Slurm is asked again
@@ -277,10 +283,11 @@ func (s *Scheduler) recordDescription(rec *record, st spec.AppStatus) *sched.Des
 
 // askJob asks slurmctld for the job's components and, once it no longer holds the job
 // (gone: it said so, or holds another job under the id), the accounting database,
-// which returns errGone when it is disabled or knows no such job either. With a
+// which returns errGone when it is disabled or knows no such job either. The record,
+// from its bytes b (nil: none), is decoded into *recp while scontrol runs. With a
 // record, a controller that does not answer is not waited on: the error is a
 // *downError (see whileReachable).
-func (s *Scheduler) askJob(ctx context.Context, appID string, rec *record) (comps []component, gone bool, err error) {
+func (s *Scheduler) askJob(ctx context.Context, appID string, b []byte, recp **record) (comps []component, gone bool, err error) {
 	type job struct {
 		comps []component
 		err   error
@@ -301,6 +308,13 @@ func (s *Scheduler) askJob(ctx context.Context, appID string, rec *record) (comp
 			stopAsk()
 			return nil, ctx.Err()
 		}
+	}
+	rec := *recp
+	if rec == nil && b != nil {
+		if rec, err = decodeRecord(appID, b); err != nil {
+			return nil, false, err
+		}
+		*recp = rec
 	}
 	if rec != nil {
 		// Ping only if no answer comes soon (see whileReachable).
