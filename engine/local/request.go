@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -128,14 +129,15 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		}
 	}
 	appLogDir := filepath.Join(logDir, session, sub.AppID)
-	if err := checkLogDir(appLogDir); err != nil {
+	stateDir := filepath.Join(s.appsDir(), sub.AppID)
+	if err := checkLogDir(appLogDir, stateDir); err != nil {
 		return nil, err
 	}
 	req := &Request{
 		AppID:       sub.AppID,
 		Session:     session,
 		LogDir:      appLogDir,
-		StateDir:    filepath.Join(s.appsDir(), sub.AppID),
+		StateDir:    stateDir,
 		StopTimeout: stop,
 	}
 	gpus, warn := assignGPUs(ctx, app, cfg.Bool(OptAutoCuda))
@@ -306,11 +308,12 @@ func fdBudget(n int, limit uint64) error {
 }
 
 // checkLogDir tells, without creating anything, whether the app's log directory can
-// be created: it must not exist yet, every existing directory above it must be safe
-// from other users (owned by root or us, and writable by nobody else unless sticky:
-// see package safefs), and the nearest one must be writable.
-func checkLogDir(appLogDir string) error {
-	if _, err := os.Lstat(appLogDir); err == nil {
+// be created: it must not exist yet (unless a launch of the app cut short left it:
+// cutShort), every existing directory above it must be safe from other users (owned
+// by root or us, and writable by nobody else unless sticky: see package safefs), and
+// the nearest one must be writable.
+func checkLogDir(appLogDir, appDir string) error {
+	if _, err := os.Lstat(appLogDir); err == nil && !cutShort(appLogDir, appDir) {
 		return fmt.Errorf("log directory %s already exists", appLogDir)
 	}
 	if err := safefs.CheckPath(appLogDir); err != nil {
@@ -355,4 +358,60 @@ func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool) (map[string][]
 		}
 	}
 	return out, ""
+}
+
+// cutShort says whether the app's log directory is what a launch of it killed before
+// it wrote the app's state left behind (kill -9 of a sweep's queue, which then
+// launches the app again when resumed): no state file (without it the app does not
+// exist: Describe says not found), and in the log directory nothing but the empty
+// directories of roles and replicas. Anything else is refused as another app's.
+func cutShort(logDir, appDir string) bool {
+	if _, err := os.Lstat(filepath.Join(appDir, stateFile)); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	_, ok := emptyTree(logDir)
+	return ok
+}
+
+// emptyTree lists the directories of logDir (itself, its roles', their replicas'),
+// deepest last, and says whether that is all it holds: no file, no link, nothing in
+// a replica's directory.
+func emptyTree(logDir string) ([]string, bool) {
+	dirs := []string{logDir}
+	for depth, level := 0, []string{logDir}; len(level) > 0; depth++ {
+		var next []string
+		for _, d := range level {
+			ents, err := os.ReadDir(d)
+			if err != nil || (depth == 2 && len(ents) > 0) {
+				return nil, false
+			}
+			for _, e := range ents {
+				if !e.IsDir() || len(dirs) > maxCutShortDirs {
+					return nil, false
+				}
+				next = append(next, filepath.Join(d, e.Name()))
+			}
+		}
+		dirs = append(dirs, next...)
+		level = next
+	}
+	return dirs, true
+}
+
+// maxCutShortDirs bounds the directories emptyTree reads: more than an app's replicas.
+const maxCutShortDirs = 1 << 16
+
+// removeCutShort removes what a launch cut short left (cutShort), deepest first; a
+// directory that is no longer empty stops it.
+func removeCutShort(logDir string) error {
+	dirs, ok := emptyTree(logDir)
+	if !ok {
+		return fmt.Errorf("log directory %s already exists", logDir)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(dirs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -150,7 +150,7 @@ func (s *Scheduler) selfCommand() ([]string, error) {
 // the session's must be trusted (see package safefs), and the app's is new, so that
 // nobody else can put anything below it.
 func makeLogDirs(req *Request) (rerr error) {
-	if err := checkLogDir(req.LogDir); err != nil {
+	if err := checkLogDir(req.LogDir, req.StateDir); err != nil {
 		return err
 	}
 	fail := func(err error) error {
@@ -159,6 +159,16 @@ func makeLogDirs(req *Request) (rerr error) {
 			err = pe.Err
 		}
 		return fmt.Errorf("log directory %s cannot be created: %w", req.LogDir, err)
+	}
+	if _, err := os.Lstat(req.LogDir); err == nil {
+		// Left by a launch of this app cut short (checkLogDir): made again, and its
+		// state directory, which holds no state, with it.
+		if err := removeCutShort(req.LogDir); err != nil {
+			return fail(err)
+		}
+		if err := os.RemoveAll(req.StateDir); err != nil {
+			return fmt.Errorf("state directory: %w", err)
+		}
 	}
 	session, err := safefs.MkdirAllDir(filepath.Dir(req.LogDir))
 	if err != nil {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -349,7 +351,7 @@ func reconcile(appDir string, st *state) *state {
 		if !st.Supervisor.IsZero() {
 			owner, reason = st.Supervisor, reasonDied
 		}
-		if owner.Alive() {
+		if owner.Alive() || (st.Supervisor.IsZero() && supervisorComing(appDir)) {
 			return st
 		}
 		// The owner may have written a terminal state (or handed over to the
@@ -369,6 +371,35 @@ func reconcile(appDir string, st *state) *state {
 		st = fresh
 	}
 	return st
+}
+
+// supervisorComing says whether a supervisor of the app at appDir runs that has not
+// taken the app over yet: its launcher died just after starting it (kill -9 of a
+// sweep's queue), and it takes the app over in a moment. The app is not dead then;
+// judging it so would have the sweep launch it again beside it. Its command line
+// (SELF... __supervise APP_DIR) is looked for among the processes: only for an app
+// in that moment's state, whose launcher is gone.
+func supervisorComing(appDir string) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := safefs.ReadFile("/proc/"+e.Name()+"/cmdline", 64<<10)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == SuperviseVerb && args[i+1] == appDir {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // markDead sets st to FAILED because its owner died.
