@@ -5,17 +5,19 @@
 //
 // A sweep lives on disk, under $WICK_HOME/sweeps/<id>/:
 //
-//	sweep.json   the sweep: its names, its apps (values, handle, state in the queue)
+//	sweep.json   the sweep: its names, its apps (values, handle, state in the queue), as
+//	             of its last compaction (its generation, Gen)
+//	journal      the changes since: one line per change, appended (see journal.go)
 //	plans.json   what each app is launched from (AppDef, run options), read by the queue
-//	lock         flock'ed around every change of sweep.json (the queue, cancel, delete)
-//	queue.log    the queue process's own messages
+//	lock         flock'ed around every change (the queue, cancel, delete)
+//	queue.log    the queue process's own messages, and the journal's notes
 //
 // The queue is a detached process (wick re-executed as `wick __sweep DIR`, in its own
 // session, as the per-app supervisor is), so a sweep goes on after its launcher is
 // gone (kill -9 included). It launches each app through the Runner, like `wick run
 // --detach` would, and waits for apps to end to start the next. Apps it has launched
 // are ordinary apps of their scheduler; the sweep only remembers their handles. Apps
-// not launched yet are listed by the Runner from sweep.json, as QUEUED.
+// not launched yet are listed by the Runner from the sweep, as QUEUED.
 package sweep
 
 import (

@@ -157,13 +157,15 @@ func (q *Queue) Run(ctx context.Context) error {
 		if err := r.fill(ctx); err != nil {
 			return err
 		}
-		cur, err := q.Store.Load(q.ID)
-		if err != nil {
+		// The sweep as in memory, with the changes of other wicks (a cancel) read
+		// from its journal.
+		waiting := 0
+		if err := q.Store.view(q.ID, func(s *Sweep) { waiting = s.Waiting() }); err != nil {
 			return err
 		}
 		// Nothing left to launch: the queue's work is done, unless it watches the
 		// running apps for a NaN until they end.
-		if cur.Waiting() == 0 && (!r.stopOnNaN || len(r.running) == 0) {
+		if waiting == 0 && (!r.stopOnNaN || len(r.running) == 0) {
 			r.logf("nothing left to launch")
 			return nil
 		}
@@ -186,7 +188,7 @@ func (r *run) own() (*Sweep, error) {
 		return nil, err
 	}
 	r.self = self
-	return r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+	err = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
 		if s.Queue != self && s.Queue.Alive() {
 			return fmt.Errorf("%w (pid %d)", ErrQueueRunning, s.Queue.PID)
 		}
@@ -200,11 +202,15 @@ func (r *run) own() (*Sweep, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return r.q.Store.Load(r.q.ID)
 }
 
 // disown says the queue has stopped.
 func (r *run) disown() {
-	_, _ = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+	_ = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
 		if s.Queue == r.self {
 			s.Queue = logs.Proc{}
 		}
@@ -254,6 +260,15 @@ func (r *run) adopt(ctx context.Context, s *Sweep) error {
 		switch {
 		case errors.Is(err, sched.ErrNotFound) && e.Launched.IsZero():
 			relaunch = append(relaunch, e.Handle)
+		case err == nil && e.Launched.IsZero() && d.Status.State.Terminal() && neverStarted(&d.Status):
+			switch r.cutShort(ctx, sch, h, d) {
+			case cutRelaunch:
+				relaunch = append(relaunch, e.Handle)
+			case cutRunning:
+				r.running[e.Handle] = e.Devices
+				r.devs.Hold(e.Devices)
+				r.watch(h)
+			}
 		case err == nil && !d.Status.State.Terminal():
 			r.running[e.Handle] = e.Devices
 			r.devs.Hold(e.Devices)
@@ -263,7 +278,7 @@ func (r *run) adopt(ctx context.Context, s *Sweep) error {
 	if len(relaunch) == 0 {
 		return nil
 	}
-	_, err := r.q.Store.Update(r.q.ID, func(s *Sweep) error {
+	return r.q.Store.Update(r.q.ID, func(s *Sweep) error {
 		for _, h := range relaunch {
 			if e := s.Entry(h); e != nil && e.State == Launched {
 				e.State = Queued
@@ -271,7 +286,65 @@ func (r *run) adopt(ctx context.Context, s *Sweep) error {
 		}
 		return nil
 	})
-	return err
+}
+
+// cutShortGrace is how long the queue gives the app process of an app whose launch
+// a dead queue began to take the app over before judging its launch cut short.
+const cutShortGrace = 5 * time.Second
+
+type cutVerdict int
+
+const (
+	cutGone     cutVerdict = iota // nothing to do: it ended, or cannot be deleted
+	cutRunning                    // its app process took it over late: watch it
+	cutRelaunch                   // deleted: launch it again
+)
+
+// cutShort deals with an app an earlier queue was launching when it died and that its
+// scheduler says ended without any replica having started: its launcher (that queue)
+// died before the app's own process (a local app's supervisor) took it over. That
+// process may still come, late on a busy machine: it is given cutShortGrace to do so.
+// If it does not, nothing of the app ran; it is deleted and launched again.
+func (r *run) cutShort(ctx context.Context, sch sched.Scheduler, h spec.Handle, d *sched.Description) cutVerdict {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(cutShortGrace)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return cutGone
+		case <-t.C:
+		}
+		cur, err := sch.Describe(ctx, h.AppID)
+		if err != nil {
+			return cutGone
+		}
+		if !cur.Status.State.Terminal() || !neverStarted(&cur.Status) {
+			r.logf("%s: taken over late by its own process", h)
+			if cur.Status.State.Terminal() {
+				return cutGone
+			}
+			return cutRunning
+		}
+	}
+	if err := sch.Delete(ctx, h.AppID, true); err != nil {
+		r.logf("%s: its launch was cut short; deleting it: %v", h, err)
+		return cutGone
+	}
+	r.logf("%s: its launch was cut short (%s): launching it again", h, oneLine(d.Status.Msg))
+	return cutRelaunch
+}
+
+// neverStarted says that no replica of the app ever started.
+func neverStarted(st *spec.AppStatus) bool {
+	for _, r := range st.Roles {
+		for _, rep := range r.Replicas {
+			if !rep.Started.IsZero() || rep.PID != 0 || rep.ContainerID != "" || len(rep.Attempts) > 0 || rep.ExitCode != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fill launches queued apps, in queue order, while there are free slots and devices.
@@ -308,11 +381,12 @@ func (r *run) fill(ctx context.Context) error {
 // launched records how the launch of e went (h: the handle its scheduler gave it);
 // cancelIt is a cancel that came while it was launched.
 func (r *run) launched(e *Entry, h spec.Handle, lerr error) (cancelIt bool, err error) {
-	_, err = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
-		cur := s.Entry(e.Handle)
-		if cur == nil {
+	err = r.q.Store.Change(r.q.ID, func(s *Sweep, edit func(int) *Entry) error {
+		i := s.index(e.Handle)
+		if i < 0 {
 			return nil
 		}
+		cur := edit(i)
 		if lerr != nil {
 			cur.State, cur.Error, cur.Ended = NotLaunched, oneLine(lerr.Error()), time.Now()
 			return nil
@@ -331,21 +405,23 @@ func (r *run) launched(e *Entry, h spec.Handle, lerr error) (cancelIt bool, err 
 func (q *Queue) next(nrunning int, devs *Devices, plans map[int]*Plan) (*Entry, *Plan, error) {
 	var picked Entry
 	found := false
-	_, err := q.Store.Update(q.ID, func(s *Sweep) error {
+	err := q.Store.Change(q.ID, func(s *Sweep, edit func(int) *Entry) error {
 		if s.MaxParallel > 0 && nrunning >= s.MaxParallel {
 			return nil
 		}
 		for i := range s.Entries {
-			c := &s.Entries[i]
-			if c.State != Queued {
+			if s.Entries[i].State != Queued {
 				continue
 			}
+			c := &s.Entries[i]
 			if plans[c.Index] == nil {
+				c = edit(i)
 				c.State, c.Error, c.Ended = NotLaunched, "no plan for it in the sweep (plans.json)", time.Now()
 				continue
 			}
 			need := c.GPUs
 			if devs.Len() > 0 && need > devs.Len() {
+				c = edit(i)
 				c.State, c.Ended = NotLaunched, time.Now()
 				c.Error = fmt.Sprintf("it needs %d GPUs; this machine has %d", need, devs.Len())
 				continue
@@ -357,6 +433,7 @@ func (q *Queue) next(nrunning int, devs *Devices, plans map[int]*Plan) (*Entry, 
 					return nil // the first in line waits for devices: no overtaking
 				}
 			}
+			c = edit(i)
 			c.State, c.LaunchStarted, c.Devices = Launching, time.Now(), got
 			picked, found = *c, true
 			return nil

@@ -50,9 +50,9 @@ func (r *run) watchNaN(ctx context.Context, mr MetricsReader, h spec.Handle) {
 				why += fmt.Sprintf(" at step %d", a.Step)
 			}
 			r.logf("%s: %s: cancelling it (--stop-on-nan)", h, why)
-			_, _ = r.q.Store.Update(r.q.ID, func(s *Sweep) error {
-				if e := s.Entry(h.String()); e != nil {
-					e.Stopped = why
+			_ = r.q.Store.Change(r.q.ID, func(s *Sweep, edit func(int) *Entry) error {
+				if i := s.index(h.String()); i >= 0 {
+					edit(i).Stopped = why
 				}
 				return nil
 			})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,11 +21,13 @@ import (
 
 // Files of a sweep's directory.
 const (
-	sweepFile    = "sweep.json"
-	plansFile    = "plans.json"
-	lockFile     = "lock"
-	QueueLog     = "queue.log"
-	storeVersion = 1
+	sweepFile = "sweep.json"
+	plansFile = "plans.json"
+	lockFile  = "lock"
+	// QueueLog is the queue process's own messages, and the journal's notes.
+	QueueLog = "queue.log"
+	// storeVersion 2: sweep.json is a snapshot, its journal the changes since.
+	storeVersion = 2
 	// maxSweepFile bounds what is read of sweep.json: 10,000 apps are a few MB.
 	maxSweepFile = 64 << 20
 	// IDPrefix starts every sweep id, so that a sweep id is never read as an app id.
@@ -79,7 +82,10 @@ type Entry struct {
 
 // Sweep is a group of apps launched together by `wick run --sweep`.
 type Sweep struct {
-	Version   int       `json:"version"`
+	Version int `json:"version"`
+	// Gen is the generation of the snapshot (sweep.json): one more at each
+	// compaction of the journal. Readers compare it with the journal's.
+	Gen       uint64    `json:"gen,omitempty"`
 	ID        string    `json:"id"`
 	Created   time.Time `json:"created"`
 	Component string    `json:"component"`
@@ -112,12 +118,20 @@ func (s *Sweep) Ref(e *Entry) *spec.SweepRef {
 
 // Entry returns the entry of handle h, or nil.
 func (s *Sweep) Entry(h string) *Entry {
-	for i := range s.Entries {
-		if s.Entries[i].Handle == h {
-			return &s.Entries[i]
-		}
+	if i := s.index(h); i >= 0 {
+		return &s.Entries[i]
 	}
 	return nil
+}
+
+// index is the place of the entry of handle h, or -1.
+func (s *Sweep) index(h string) int {
+	for i := range s.Entries {
+		if s.Entries[i].Handle == h {
+			return i
+		}
+	}
+	return -1
 }
 
 // Waiting counts the entries not launched yet (queued or being launched).
@@ -150,11 +164,22 @@ func PlanOf(info *sched.DryRunInfo) Plan {
 		Cfg: spec.CfgStrings(info.Cfg), Workspace: info.Workspace, Call: info.Call}
 }
 
-// Store is the sweeps of one WICK_HOME.
-type Store struct{ dir string }
+// Store is the sweeps of one WICK_HOME. It keeps each sweep it has read in memory,
+// with how far it read its journal, so that reading a sweep again reads only what
+// changed since (see journal.go). It is safe for concurrent use.
+type Store struct {
+	dir string
+	mu  sync.Mutex
+	// cache is the sweeps read, by id.
+	cache map[string]*cached
+	// compactAt, when not 0, is the journal size that triggers a compaction (tests).
+	compactAt int64
+}
 
 // NewStore returns the sweeps kept under stateDir.
-func NewStore(stateDir string) *Store { return &Store{dir: filepath.Join(stateDir, "sweeps")} }
+func NewStore(stateDir string) *Store {
+	return &Store{dir: filepath.Join(stateDir, "sweeps"), cache: map[string]*cached{}}
+}
 
 // NewID makes a new sweep id.
 func NewID() string { return IDPrefix + spec.RandomID()[:8] }
@@ -187,15 +212,20 @@ func (st *Store) Create(s *Sweep, plans []Plan) (string, error) {
 	if err := os.Mkdir(dir, safefs.DirMode); err != nil {
 		return "", fmt.Errorf("sweep directory: %w", err)
 	}
-	s.Version = storeVersion
+	s.Version, s.Gen = storeVersion, 0
 	if err := writeJSON(dir, plansFile, plans); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
-	if err := writeJSON(dir, sweepFile, s); err != nil {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// The first snapshot, of generation 1, and its empty journal; s stays the caller's.
+	if err := st.compact(dir, s.clone()); err != nil {
+		delete(st.cache, s.ID)
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
+	s.Gen = 1
 	return dir, nil
 }
 
@@ -210,28 +240,28 @@ func writeJSON(dir, name string, v any) error {
 	return nil
 }
 
-// Load reads sweep id.
+// Load reads sweep id: the copy returned is the caller's.
 func (st *Store) Load(id string) (*Sweep, error) {
-	dir, err := st.Dir(id)
-	if err != nil {
-		return nil, err
-	}
-	return loadDir(dir)
+	var out *Sweep
+	err := st.view(id, func(s *Sweep) { out = s.clone() })
+	return out, err
 }
 
-func loadDir(dir string) (*Sweep, error) {
-	data, err := safefs.ReadFile(filepath.Join(dir, sweepFile), maxSweepFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNoSweep, filepath.Base(dir))
-	}
+// view calls fn with sweep id as on disk now, without copying it: fn must not change
+// it or keep it.
+func (st *Store) view(id string, fn func(*Sweep)) error {
+	dir, err := st.Dir(id)
 	if err != nil {
-		return nil, fmt.Errorf("sweep %s: %w", filepath.Base(dir), err)
+		return err
 	}
-	var s Sweep
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("sweep %s: corrupt %s: %w", filepath.Base(dir), sweepFile, err)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c, err := st.refresh(dir, false)
+	if err != nil {
+		return err
 	}
-	return &s, nil
+	fn(c.s)
+	return nil
 }
 
 // Plans reads the plans of sweep id, in entry index order.
@@ -251,28 +281,80 @@ func (st *Store) Plans(id string) ([]Plan, error) {
 	return plans, nil
 }
 
-// Update changes sweep id under its lock: fn gets the sweep as on disk, and what it
-// leaves is written back (unless it returns an error). Every writer (the queue,
-// cancel, delete, another terminal) goes through Update, so none loses another's
-// change.
-func (st *Store) Update(id string, fn func(*Sweep) error) (*Sweep, error) {
+// Update changes sweep id under its lock: fn gets a copy of the sweep as on disk, and
+// what it changes is written (unless it returns an error): the entries it changed, as
+// one line appended to the sweep's journal. Every writer (the queue, cancel, delete,
+// another terminal) goes through Update, so none loses another's change.
+func (st *Store) Update(id string, fn func(*Sweep) error) error {
 	dir, err := st.Dir(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	unlock, err := lock(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer unlock()
-	s, err := loadDir(dir)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c, err := st.refresh(dir, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := fn(s); err != nil {
-		return s, err
+	work := c.s.clone()
+	if err := fn(work); err != nil {
+		return err
 	}
-	return s, writeJSON(dir, sweepFile, s)
+	return st.commit(dir, c, work)
+}
+
+// Change is Update for a change of a few entries, which it makes without copying
+// the sweep (the queue's changes, a cancel): fn reads s as on disk, and must not
+// change it, but changes the entries edit gives it, edit(i) being a copy of
+// s.Entries[i]. What it changes is written, unless it returns an error.
+func (st *Store) Change(id string, fn func(s *Sweep, edit func(i int) *Entry) error) error {
+	dir, err := st.Dir(id)
+	if err != nil {
+		return err
+	}
+	unlock, err := lock(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	c, err := st.refresh(dir, true)
+	if err != nil {
+		return err
+	}
+	edits := map[int]*Entry{}
+	var order []int
+	edit := func(i int) *Entry {
+		if e := edits[i]; e != nil {
+			return e
+		}
+		e := c.s.Entries[i]
+		edits[i] = &e
+		order = append(order, i)
+		return &e
+	}
+	if err := fn(c.s, edit); err != nil {
+		return err
+	}
+	rec := record{Seq: c.seq + 1}
+	for _, i := range order {
+		if !entryEqual(edits[i], &c.s.Entries[i]) {
+			rec.Entries = append(rec.Entries, *edits[i])
+		}
+	}
+	return st.write(dir, c, &rec, func() *Sweep {
+		w := c.s.clone()
+		for _, i := range order {
+			w.Entries[i] = *edits[i]
+		}
+		return w
+	})
 }
 
 // lock takes the sweep's flock. Writers hold it for a read and a write, never across
@@ -301,37 +383,59 @@ func lock(dir string) (func(), error) {
 // All reads every sweep, newest first. Sweeps that cannot be read are skipped: a
 // sweep being created or deleted.
 func (st *Store) All() ([]*Sweep, error) {
+	var out []*Sweep
+	err := st.each(func(s *Sweep) bool {
+		out = append(out, s.clone())
+		return true
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
+	return out, err
+}
+
+// each calls fn with every sweep that can be read (not a copy: fn must not change or
+// keep it), until fn returns false. It forgets the sweeps no longer on disk.
+func (st *Store) each(fn func(*Sweep) bool) error {
 	ents, err := os.ReadDir(st.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list sweeps: %w", err)
+		return fmt.Errorf("list sweeps: %w", err)
 	}
-	var out []*Sweep
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	seen := make(map[string]bool, len(ents))
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), IDPrefix) {
 			continue
 		}
-		s, err := loadDir(filepath.Join(st.dir, e.Name()))
+		seen[e.Name()] = true
+		c, err := st.refresh(filepath.Join(st.dir, e.Name()), false)
 		if err != nil {
 			continue
 		}
-		out = append(out, s)
+		if !fn(c.s) {
+			return nil
+		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.After(out[j].Created) })
-	return out, nil
+	for id := range st.cache {
+		if !seen[id] {
+			delete(st.cache, id)
+		}
+	}
+	return nil
 }
 
 // Find returns the sweep that holds the app of handle h, and whether one does.
 func (st *Store) Find(h string) (*Sweep, bool) {
-	all, _ := st.All()
-	for _, s := range all {
+	var found *Sweep
+	_ = st.each(func(s *Sweep) bool {
 		if s.Entry(h) != nil {
-			return s, true
+			found = s.clone()
 		}
-	}
-	return nil, false
+		return found == nil
+	})
+	return found, found != nil
 }
 
 // Remove deletes sweep id's directory (its apps are deleted by their schedulers).
@@ -340,5 +444,8 @@ func (st *Store) Remove(id string) error {
 	if err != nil {
 		return err
 	}
+	st.mu.Lock()
+	delete(st.cache, id)
+	st.mu.Unlock()
 	return os.RemoveAll(dir)
 }

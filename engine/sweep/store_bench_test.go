@@ -1,12 +1,16 @@
 package sweep
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/internal/testkit"
 )
 
@@ -27,70 +31,164 @@ func benchSweep(b *testing.B, n int) (*Store, *Sweep) {
 	return store, s
 }
 
-// BenchmarkStateChange is one state change of one app of a 1,000- and a 10,000-app sweep, as the
-// queue makes three per app (launching, launched, and a Load of the whole sweep per
-// round): Update reads sweep.json whole and writes it whole again. Beside it,
-// BenchmarkWriteOnce is the write alone and BenchmarkLoad the read alone.
+// wchar is the bytes this process has passed to write(2) so far (/proc/self/io).
+func wchar(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skipf("no /proc/self/io: %v", err)
+	}
+	for line := range bytes.Lines(data) {
+		if v, ok := bytes.CutPrefix(line, []byte("wchar: ")); ok {
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			return n
+		}
+	}
+	b.Skip("no wchar in /proc/self/io")
+	return 0
+}
+
+// BenchmarkStateChange is one state change of one app of a 1,000- and a 10,000-app
+// sweep (the app marked launching, as the queue does before each launch), made by
+// the queue's Store: "journal" is Change, as the queue makes them (a line appended to
+// the journal, and a compaction, the sweep written whole, whenever the journal
+// reaches its cap), "journal-update" the same through Update (which copies the sweep
+// and compares: what a cancel of a whole sweep pays), "rewrite" the baseline: what
+// Update did before, sweep.json read whole, changed and written whole again.
+// bytes/change counts every byte written (write(2)), the compactions included.
 func BenchmarkStateChange(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
-		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) { benchStateChange(b, n) })
+		for _, how := range []string{"journal", "journal-update", "rewrite"} {
+			b.Run(fmt.Sprintf("apps=%d/%s", n, how), func(b *testing.B) { benchStateChange(b, n, how) })
+		}
 	}
 }
 
-func benchStateChange(b *testing.B, n int) {
+func benchStateChange(b *testing.B, n int, how string) {
 	store, s := benchSweep(b, n)
+	dir, _ := store.Dir(s.ID)
 	b.Logf("load %.1f", testkit.Load())
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		k := i % len(s.Entries)
-		if _, err := store.Update(s.ID, func(s *Sweep) error {
+	change := func(k int) func(*Sweep) error {
+		return func(s *Sweep) error {
 			e := &s.Entries[k]
 			e.State, e.LaunchStarted = Launching, time.Now()
+			return nil
+		}
+	}
+	w0 := wchar(b)
+	start := time.Now()
+	i := 0
+	for b.Loop() {
+		var err error
+		switch k := i % n; how {
+		case "rewrite":
+			err = rewriteUpdate(dir, change(k))
+		case "journal-update":
+			err = store.Update(s.ID, change(k))
+		default:
+			err = store.Change(s.ID, func(s *Sweep, edit func(int) *Entry) error {
+				e := edit(k)
+				e.State, e.LaunchStarted = Launching, time.Now()
+				return nil
+			})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "changes/s")
+	b.ReportMetric(float64(wchar(b)-w0)/float64(i), "bytes/change")
+}
+
+// rewriteUpdate is Update as it was before the journal: under the lock, sweep.json
+// read whole, changed, and written whole again (the baseline of BenchmarkStateChange).
+func rewriteUpdate(dir string, fn func(*Sweep) error) error {
+	unlock, err := lock(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	data, err := safefs.ReadFile(filepath.Join(dir, sweepFile), maxSweepFile)
+	if err != nil {
+		return err
+	}
+	var s Sweep
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	if err := fn(&s); err != nil {
+		return err
+	}
+	return writeJSON(dir, sweepFile, &s)
+}
+
+// BenchmarkLoad reads a 10,000-app sweep as a new process does (a new Store: wick
+// list, status, sweep list): "compacted" just after a compaction (sweep.json alone),
+// "journal-full" with its journal at its cap (the most a reader reads: sweep.json and
+// as many bytes of changes), "again" a Store that has read it before reading it again
+// after one more change (the UI, the queue: the journal's new line only).
+func BenchmarkLoad(b *testing.B) {
+	const n = 10_000
+	b.Run("apps=10000/compacted", func(b *testing.B) {
+		store, s := benchSweep(b, n)
+		benchLoad(b, s.ID, func() *Store { return NewStore(filepath.Dir(store.dir)) }, nil)
+	})
+	b.Run("apps=10000/journal-full", func(b *testing.B) {
+		store, s := benchSweep(b, n)
+		fillJournal(b, store, s.ID)
+		benchLoad(b, s.ID, func() *Store { return NewStore(filepath.Dir(store.dir)) }, nil)
+	})
+	b.Run("apps=10000/again", func(b *testing.B) {
+		store, s := benchSweep(b, n)
+		reader := NewStore(filepath.Dir(store.dir))
+		k := 0
+		benchLoad(b, s.ID, func() *Store { return reader }, func() {
+			if err := store.Update(s.ID, func(s *Sweep) error {
+				s.Entries[k%n].State, s.Entries[k%n].LaunchStarted = Launching, time.Now()
+				k++
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
+// fillJournal changes apps until the journal of sweep id is one change short of its
+// cap.
+func fillJournal(b *testing.B, store *Store, id string) {
+	dir, _ := store.Dir(id)
+	for k := 0; ; k++ {
+		store.mu.Lock()
+		c := store.cache[id]
+		full := c.off+600 > store.compactLimit(c)
+		store.mu.Unlock()
+		if full {
+			break
+		}
+		if err := store.Update(id, func(s *Sweep) error {
+			s.Entries[k].State, s.Entries[k].LaunchStarted = Launching, time.Now()
 			return nil
 		}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.StopTimer()
-	dir, _ := store.Dir(s.ID)
-	if fi, err := os.Stat(filepath.Join(dir, sweepFile)); err == nil {
-		b.ReportMetric(float64(fi.Size()), "bytes/write")
+	fi, err := os.Stat(filepath.Join(dir, journalFile))
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.ReportMetric(float64(fi.Size()), "journal_bytes")
 }
 
-// BenchmarkWriteOnce writes the sweep.json of a 1,000- and a 10,000-app sweep once.
-func BenchmarkWriteOnce(b *testing.B) {
-	for _, n := range []int{1_000, 10_000} {
-		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) { benchWriteOnce(b, n) })
-	}
-}
-
-func benchWriteOnce(b *testing.B, n int) {
-	store, s := benchSweep(b, n)
-	dir, _ := store.Dir(s.ID)
+func benchLoad(b *testing.B, id string, reader func() *Store, between func()) {
 	b.Logf("load %.1f", testkit.Load())
-	b.ResetTimer()
 	for b.Loop() {
-		if err := writeJSON(dir, sweepFile, s); err != nil {
-			b.Fatal(err)
+		if between != nil {
+			b.StopTimer()
+			between()
+			b.StartTimer()
 		}
-	}
-}
-
-// BenchmarkLoad reads the sweep.json of a 1,000- and a 10,000-app sweep once (what every Load,
-// Find and the queue's every round cost).
-func BenchmarkLoad(b *testing.B) {
-	for _, n := range []int{1_000, 10_000} {
-		b.Run(fmt.Sprintf("apps=%d", n), func(b *testing.B) { benchLoad(b, n) })
-	}
-}
-
-func benchLoad(b *testing.B, n int) {
-	store, s := benchSweep(b, n)
-	b.Logf("load %.1f", testkit.Load())
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := store.Load(s.ID); err != nil {
+		if _, err := reader().Load(id); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -113,17 +113,16 @@ func (a *app) comparedApps(argv []string, sweepID string) ([]*compared, []string
 		if err != nil {
 			return nil, nil, usageError{err}
 		}
+		ahead := 0 // queued apps before e
 		for i := range sw.Entries {
 			e := &sw.Entries[i]
-			if e.State == sweep.Deleted {
-				continue
+			if h, err := spec.ParseHandle(e.Handle); err == nil && e.State != sweep.Deleted {
+				st := a.sweepAppStatus(sw, e, ahead)
+				apps = append(apps, &compared{handle: h, ref: sw.Ref(e), state: st.State})
 			}
-			h, err := spec.ParseHandle(e.Handle)
-			if err != nil {
-				continue
+			if e.State == sweep.Queued {
+				ahead++
 			}
-			st := a.sweepAppStatus(sw, e)
-			apps = append(apps, &compared{handle: h, ref: sw.Ref(e), state: st.State})
 		}
 		return apps, sw.Names, nil
 	}

@@ -513,14 +513,18 @@ func (a *app) followSweep(id string, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		done := 0
+		done, ahead := 0, 0
 		for i := range sw.Entries {
 			e := &sw.Entries[i]
+			queued := e.State == sweep.Queued
 			if _, ok := final[e.Handle]; ok {
 				done++
 				continue
 			}
-			st := a.sweepAppStatus(sw, e)
+			st := a.sweepAppStatus(sw, e, ahead)
+			if queued {
+				ahead++
+			}
 			if st.State != seen[e.Handle] {
 				seen[e.Handle] = st.State
 				if !asJSON {
@@ -560,7 +564,8 @@ func (a *app) followSweep(id string, asJSON bool) error {
 
 // sweepAppStatus is the status of one app of a sweep: its scheduler's once launched,
 // else the queue's.
-func (a *app) sweepAppStatus(sw *sweep.Sweep, e *sweep.Entry) *spec.AppStatus {
+// ahead is the number of queued apps before e.
+func (a *app) sweepAppStatus(sw *sweep.Sweep, e *sweep.Entry, ahead int) *spec.AppStatus {
 	if e.State == sweep.Launched {
 		if h, err := spec.ParseHandle(e.Handle); err == nil {
 			if st, err := a.runner().Status(a.ctx, h); err == nil {
@@ -569,7 +574,7 @@ func (a *app) sweepAppStatus(sw *sweep.Sweep, e *sweep.Entry) *spec.AppStatus {
 		}
 		return &spec.AppStatus{Handle: e.Handle, State: spec.UnknownState}
 	}
-	st := sw.Status(e)
+	st := sw.StatusAt(e, ahead)
 	return &st
 }
 
@@ -842,7 +847,7 @@ compares them. These verbs act on its queue.`,
 			if !ok {
 				return usagef("%s is not an app of a sweep", h)
 			}
-			_, err = store.Update(sw.ID, func(s *sweep.Sweep) error { return s.Move(h.String(), to) })
+			err = store.Update(sw.ID, func(s *sweep.Sweep) error { return s.Move(h.String(), to) })
 			if err != nil {
 				return usageError{err}
 			}

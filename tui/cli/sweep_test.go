@@ -354,17 +354,9 @@ func TestSweepResumeAfterQueueKilled(t *testing.T) {
 	if r := h.exec("sweep", "move", apps[0].Handle); r.code != ExitUsage || !strings.Contains(r.stderr, "is not queued") {
 		t.Errorf("moving a running app: %d %s", r.code, r.stderr)
 	}
-	data, err := os.ReadFile(filepath.Join(h.home, "sweeps", id, "sweep.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sw struct {
-		Queue struct {
-			PID int `json:"pid"`
-		} `json:"queue"`
-	}
-	if err := json.Unmarshal(data, &sw); err != nil || sw.Queue.PID == 0 {
-		t.Fatalf("no queue process in sweep.json: %v %s", err, data)
+	sw, err := sweep.NewStore(h.home).Load(id)
+	if err != nil || sw.Queue.PID == 0 {
+		t.Fatalf("no queue process in the sweep: %v %+v", err, sw)
 	}
 	if err := syscall.Kill(sw.Queue.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -389,6 +381,114 @@ func TestSweepResumeAfterQueueKilled(t *testing.T) {
 	if r := h.exec("cancel", id); r.code != 0 {
 		t.Fatalf("cancel of the sweep: %d %s", r.code, r.stderr)
 	}
+}
+
+// TestSweepQueueKill9LosesNoApp: the queue process is SIGKILLed again and again while
+// it works (each time as soon as its sweep's journal has changed: mid-launch, mid-write
+// of a change, mid-compaction) and started again with wick sweep resume: in the end
+// every app of the sweep ran, each once; no app was lost, none launched twice.
+func TestSweepQueueKill9LosesNoApp(t *testing.T) {
+	const n = 40
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "msg="+seq(n), "--max-parallel", "2", "utils.echo")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, id)
+	store := sweep.NewStore(h.home)
+	journal := filepath.Join(h.home, "sweeps", id, "journal")
+	// stamp tells one state of the journal from another: a change appends to it, a
+	// compaction replaces it.
+	stamp := func() string {
+		fi, err := os.Stat(journal)
+		if err != nil {
+			return err.Error()
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		return fmt.Sprint(fi.Size(), st.Ino)
+	}
+	kills := 0
+	for round := 0; ; round++ {
+		if round > 3*n {
+			t.Fatalf("the sweep is not done after %d kills and resumes", kills)
+		}
+		sw, err := store.Load(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sw.QueueRunning() {
+			if sw.Waiting() == 0 {
+				break
+			}
+			if r := h.exec("sweep", "resume", id); r.code != 0 {
+				t.Fatalf("sweep resume: %d %s", r.code, r.stderr)
+			}
+			continue
+		}
+		if kills >= 12 {
+			// Enough: let the queue finish.
+			testkit.Wait(t, 30*time.Second, "the queue done", func() (bool, string) {
+				sw, err := store.Load(id)
+				return err == nil && !sw.QueueRunning(), fmt.Sprint(err)
+			})
+			continue
+		}
+		before := stamp()
+		testkit.Wait(t, 20*time.Second, "the journal changed", func() (bool, string) {
+			return stamp() != before || !sw.Queue.Alive(), stamp()
+		})
+		if err := syscall.Kill(sw.Queue.PID, syscall.SIGKILL); err == nil {
+			kills++
+		}
+		testkit.Wait(t, 20*time.Second, "the queue gone", func() (bool, string) { return !sw.Queue.Alive(), "" })
+	}
+	if kills < 3 {
+		t.Fatalf("the queue was killed %d times only: the test tested little", kills)
+	}
+	var apps []spec.AppStatus
+	testkit.Wait(t, 30*time.Second, "every app ended", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		for _, a := range apps {
+			if !a.State.Terminal() {
+				return false, states(apps)
+			}
+		}
+		return true, ""
+	})
+	for _, a := range apps {
+		if a.State != spec.Succeeded {
+			t.Errorf("%s: %s: %s", a.Handle, a.State, a.Msg)
+		}
+	}
+	sw, err := sweep.NewStore(h.home).Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.Gen < 2 {
+		t.Errorf("the journal was never compacted (generation %d): no kill could land in a compaction", sw.Gen)
+	}
+	log, err := os.ReadFile(filepath.Join(h.home, "sweeps", id, sweep.QueueLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range sw.Entries {
+		if e.State != sweep.Launched || e.Error != "" {
+			t.Errorf("%s: %s %s", e.Handle, e.State, e.Error)
+		}
+		if c := strings.Count(string(log), "launched "+e.Handle+"\n"); c > 1 {
+			t.Errorf("%s launched %d times", e.Handle, c)
+		}
+	}
+	if strings.Contains(string(log), "already exists") || t.Failed() {
+		t.Errorf("queue.log:\n%s", log)
+	}
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "cut short") || strings.Contains(l, "taken over late") || strings.Contains(l, "journal:") {
+			t.Log(l)
+		}
+	}
+	t.Logf("%d kills; generation %d", kills, sw.Gen)
 }
 
 // TestSweepStopOnNaN: with --stop-on-nan the queue cancels the app whose loss went
