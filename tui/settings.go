@@ -154,22 +154,27 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// pickTheme chooses the theme: none at all under NO_COLOR (or TERM=dumb); else the
-// flag, then the settings file; "" or "auto" starts dark and follows the terminal's
-// background once it answers.
+// pickTheme chooses the theme: the flag, then the settings file; "" or "auto" starts
+// dark and follows the terminal's background once it answers. Under NO_COLOR (or
+// TERM=dumb) there is none at all, but a theme that does not load is still an error:
+// the same command must not fail only once the colours come back.
 func pickTheme(flag string, s Settings, dir string, getenv func(string) string) (t *themes.Theme, auto bool, err error) {
-	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
-		return themes.Plain(), false, nil
-	}
 	name := flag
 	if name == "" {
 		name = s.Theme
 	}
-	if name == "" || name == themes.AutoName {
+	if name != "" && name != themes.AutoName {
+		t, err = themes.Load(name, dir)
+	}
+	switch {
+	case err != nil:
+		return nil, false, err
+	case getenv("NO_COLOR") != "" || getenv("TERM") == "dumb":
+		return themes.Plain(), false, nil
+	case t == nil:
 		return themes.Default(), true, nil
 	}
-	t, err = themes.Load(name, dir)
-	return t, false, err
+	return t, false, nil
 }
 
 // keyNames are the names of the keys that are not one character, as the terminal

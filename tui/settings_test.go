@@ -97,6 +97,13 @@ func TestNoColor(t *testing.T) {
 		}
 	}
 	d.contains("▸ "+s.serve, "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
+
+	// A theme that does not exist is refused under NO_COLOR too, not only once the
+	// colours come back.
+	opts.Theme = "nosuch"
+	if _, err := tui.NewModel(opts); err == nil || !strings.Contains(err.Error(), `unknown theme "nosuch"`) {
+		t.Errorf("--theme nosuch under NO_COLOR: %v", err)
+	}
 }
 
 func TestAutoThemeFollowsBackground(t *testing.T) {
