@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
@@ -90,6 +91,9 @@ type Scheduler struct {
 	failures failuresCache
 	// stats keeps containers' previous CPU samples (see Usage).
 	stats statsCache
+	// cleanupTimeout replaces the package's when set (tests of a rollback that
+	// cannot finish).
+	cleanupTimeout time.Duration
 }
 
 // New makes the local_docker scheduler. It does not contact the Engine: the first call

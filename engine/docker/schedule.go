@@ -30,6 +30,15 @@ const callTimeout = 5 * time.Minute
 // caller's context is cancelled (Ctrl-C during a launch must not leave containers).
 const cleanupTimeout = 60 * time.Second
 
+// lateCreate is how long a rollback watches for the container of a create whose answer
+// never came (the connection broke, the call timed out): the Engine may have made it
+// all the same, after the rollback began.
+const lateCreate = 10 * time.Second
+
+// rollbackPause is the first pause between two rounds of a rollback; it doubles up to
+// a second.
+const rollbackPause = 50 * time.Millisecond
+
 // Schedule launches the app: it builds the workspace image if there is one, checks that
 // every image is present, ensures the network, then creates and starts every
 // container, concurrently. On any failure it removes what it created: no half-launched
@@ -87,11 +96,10 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		progress.Report("created network %s", req.Network)
 	}
 
-	if err := s.launch(ctx, cli, req, containers, users, progress); err != nil {
+	if unsure, err := s.launch(ctx, cli, req, containers, users, progress); err != nil {
 		// Unlock first: removing the network we created takes the lock exclusively.
 		unlock()
-		s.rollback(ctx, cli, req.AppID, req.Network, created)
-		return err
+		return joinErrs(err, s.rollback(ctx, cli, req.AppID, unsure, req.Network, created))
 	}
 	return nil
 }
@@ -119,14 +127,16 @@ func retag(cs []Container, role, image string) []Container {
 // the starts made every replica wait for the slowest create. Should one create or
 // start fail, the caller removes every container of the app, the started ones too.
 // The calls themselves are not cancelled halfway (a create the Engine finishes after
-// we gave up would escape the cleanup); ctx is checked between them.
-func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) error {
+// we gave up would escape the cleanup); ctx is checked between them. It returns the
+// names of the containers whose create got no answer of the Engine (the connection
+// broke, callTimeout passed): the Engine may have made them, or may yet.
+func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) (unsure []string, err error) {
 	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	progress.Report("creating %s", spec.Count(len(cs), "container"))
 	var mu sync.Mutex
 	started := 0
-	err := forEach(ctx, len(cs), func(i int) error {
+	err = forEach(ctx, len(cs), func(i int) error {
 		c := &cs[i]
 		opts, err := createOptions(c, req.record)
 		if err != nil {
@@ -137,6 +147,12 @@ func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Requ
 		}
 		res, err := cli.ContainerCreate(calls, opts.Name, opts.CreateRequest)
 		if err != nil {
+			var answer *dockerapi.Error
+			if !errors.As(err, &answer) {
+				mu.Lock()
+				unsure = append(unsure, c.Name)
+				mu.Unlock()
+			}
 			return s.createErr(err, c)
 		}
 		if c.Env[envErrorFile] == errorFile && !rootUser(users[c.Image]) {
@@ -159,13 +175,13 @@ func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Requ
 		return nil
 	})
 	if err != nil {
-		return err
+		return unsure, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err // cancelled while the last ones started: the caller gave up
+		return nil, err // cancelled while the last ones started: the caller gave up
 	}
 	progress.Report("launched %s: %s", req.AppID, spec.Count(len(cs), "container"))
-	return nil
+	return nil, nil
 }
 
 // forEach runs f(0..n-1) at most maxParallel at a time and returns the first error.
@@ -216,20 +232,84 @@ func forEach(ctx context.Context, n int, f func(i int) error) error {
 	return first
 }
 
-// rollback removes every container of the app and the network when this launch made
-// it and nothing else uses it.
-func (s *Scheduler) rollback(ctx context.Context, cli *dockerapi.Client, appID, netName string, createdNet bool) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+// rollback removes every container of the app, and the network when this launch made
+// it and nothing else uses it, within cleanupTimeout even when ctx is cancelled. It
+// finds the containers by wick's labels for the app, not by the ids the creates
+// answered, and lists them again until a listing finds none: a remove the Engine
+// fails (under load: a kill whose exit event comes late, a mount still busy) is tried
+// again, and the container of a create that got no answer (unsure, by name) may still
+// appear, so it is watched for until seen or lateCreate has passed. It returns what
+// it could not remove, by name, or nil.
+func (s *Scheduler) rollback(ctx context.Context, cli *dockerapi.Client, appID string, unsure []string, netName string, createdNet bool) error {
+	limit := cleanupTimeout
+	if s.cleanupTimeout > 0 {
+		limit = s.cleanupTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
-	if cs, _, err := s.containers(ctx, cli, appID); err == nil {
-		_ = forEach(ctx, len(cs), func(i int) error {
-			err := cli.ContainerRemove(ctx, cs[i].ID, true, true)
-			return err
-		})
+	watch := map[string]bool{}
+	for _, name := range unsure {
+		watch[name] = true
 	}
-	if createdNet {
-		_ = s.removeNetworkIfUnused(ctx, cli, netName)
+	lateUntil := time.Now().Add(lateCreate)
+	var left error // what the last round could not remove, or list
+	for pause := rollbackPause; ; pause = min(2*pause, time.Second) {
+		sums, _, err := s.containers(ctx, cli, appID)
+		if err != nil {
+			left = fmt.Errorf("listing the containers of %s to remove them: %w", appID, err)
+			if errors.Is(err, ErrUnreachable) {
+				return left // gone, not slow: asking again would only wait
+			}
+		} else {
+			for _, c := range sums {
+				delete(watch, trimSlash(first(c.Names)))
+			}
+			left = s.removeAll(ctx, cli, sums)
+			if len(sums) == 0 && (len(watch) == 0 || time.Now().After(lateUntil)) {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			// Out of time: the network stays, with what may still be on it.
+			for name := range watch {
+				left = joinErrs(left, fmt.Errorf("container %s, whose create got no answer, may yet appear (docker rm -f %[1]s)", name))
+			}
+			return left
+		case <-time.After(pause):
+		}
 	}
+	return s.rollbackNetwork(ctx, cli, netName, createdNet)
+}
+
+// removeAll removes the containers, concurrently, each whatever befalls the others;
+// it returns those it could not remove, with the Engine's reason.
+func (s *Scheduler) removeAll(ctx context.Context, cli *dockerapi.Client, sums []dockerapi.ContainerSummary) error {
+	errs := make([]error, len(sums))
+	for i, c := range sums {
+		// Until its remove answers: forEach skips the rest once ctx is done.
+		errs[i] = fmt.Errorf("could not remove container %s in time (docker rm -f %[1]s)", trimSlash(first(c.Names)))
+	}
+	_ = forEach(ctx, len(sums), func(i int) error {
+		err := cli.ContainerRemove(ctx, sums[i].ID, true, true)
+		switch {
+		case err == nil || dockerapi.IsNotFound(err):
+			errs[i] = nil
+		case ctx.Err() == nil:
+			name := trimSlash(first(sums[i].Names))
+			errs[i] = fmt.Errorf("could not remove container %s (docker rm -f %s): %s", name, name, engineMessage(s.engineErr(err)))
+		}
+		return nil // the others are removed all the same
+	})
+	return joinErrs(errs...)
+}
+
+// rollbackNetwork removes the network a failed launch made, unless something uses it.
+func (s *Scheduler) rollbackNetwork(ctx context.Context, cli *dockerapi.Client, name string, created bool) error {
+	if !created {
+		return nil
+	}
+	return s.removeNetworkIfUnused(ctx, cli, name)
 }
 
 // createCall is a container create: the container's name and the request.
