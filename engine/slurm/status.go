@@ -718,17 +718,7 @@ func (s *Scheduler) concludeForgotten(rec *record, st *spec.AppStatus) {
 	if end.IsZero() {
 		end = rec.Seen
 	}
-	state, why := spec.UnknownState, ""
-	switch {
-	case ev.timeLimit:
-		state, why = spec.Failed, "killed by Slurm at its time limit (DUE TO TIME LIMIT in "+ev.source+")"
-	case ev.cancelled:
-		state, why = spec.Cancelled, "cancelled (CANCELLED in "+ev.source+")"
-	case ev.code != nil && *ev.code == 0:
-		state, why = spec.Succeeded, "srun exited with code 0 (in "+ev.source+")"
-	case ev.code != nil:
-		state, why = spec.Failed, fmt.Sprintf("srun exited with code %d (in %s)", *ev.code, ev.source)
-	}
+	state, why := ev.verdict()
 	var open []*spec.ReplicaStatus // the replicas that left no exit status
 	for i := range st.Roles {
 		for j := range st.Roles[i].Replicas {
@@ -738,20 +728,7 @@ func (s *Scheduler) concludeForgotten(rec *record, st *spec.AppStatus) {
 		}
 	}
 	for _, rep := range open {
-		// It ran, or waited, when last seen: it is over now, however it ended.
-		rep.State = state
-		switch {
-		case ev.timeLimit || ev.cancelled:
-			// Slurm ended the whole job: every replica that was left.
-		case ev.code != nil && *ev.code == 0:
-			// srun exits 0 only when every task did.
-			rep.ExitCode = spec.IntPtr(0)
-		case len(open) == 1 && ev.code != nil:
-			// srun's status is this replica's: the others left their own.
-			rep.ExitCode = spec.IntPtr(*ev.code)
-		default:
-			rep.State = spec.UnknownState
-		}
+		ev.close(rep, state, len(open) == 1)
 		if rep.Ended.IsZero() && !rep.Started.IsZero() {
 			rep.Ended = end
 		}
@@ -775,6 +752,41 @@ func (s *Scheduler) concludeForgotten(rec *record, st *spec.AppStatus) {
 	st.Msg = "ended; Slurm no longer knows the job: " + why
 	if state == spec.Failed && st.StructuredError == "" {
 		st.StructuredError = why
+	}
+}
+
+// verdict is the state the evidence gives the job, and why; UNKNOWN and "" when it
+// says nothing.
+func (ev evidence) verdict() (spec.AppState, string) {
+	switch {
+	case ev.timeLimit:
+		return spec.Failed, "killed by Slurm at its time limit (DUE TO TIME LIMIT in " + ev.source + ")"
+	case ev.cancelled:
+		return spec.Cancelled, "cancelled (CANCELLED in " + ev.source + ")"
+	case ev.code != nil && *ev.code == 0:
+		return spec.Succeeded, "srun exited with code 0 (in " + ev.source + ")"
+	case ev.code != nil:
+		return spec.Failed, fmt.Sprintf("srun exited with code %d (in %s)", *ev.code, ev.source)
+	}
+	return spec.UnknownState, ""
+}
+
+// close ends a replica that left no exit status (it ran, or waited, when last seen:
+// it is over now, however it ended) in the job's state; alone says it is the only
+// such replica, whose exit status srun's is.
+func (ev evidence) close(rep *spec.ReplicaStatus, state spec.AppState, alone bool) {
+	rep.State = state
+	switch {
+	case ev.timeLimit || ev.cancelled:
+		// Slurm ended the whole job: every replica that was left.
+	case ev.code != nil && *ev.code == 0:
+		// srun exits 0 only when every task did.
+		rep.ExitCode = spec.IntPtr(0)
+	case alone && ev.code != nil:
+		// srun's status is this replica's: the others left their own.
+		rep.ExitCode = spec.IntPtr(*ev.code)
+	default:
+		rep.State = spec.UnknownState
 	}
 }
 
