@@ -38,6 +38,9 @@ type Request struct {
 
 	app *spec.AppDef
 	cfg spec.Cfg
+	// rdzvPort is set when a role's rendezvous port is picked when the job starts
+	// (rdzvport.go).
+	rdzvPort bool
 }
 
 // Replica is one component of the heterogeneous job.
@@ -198,6 +201,10 @@ func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 		if len(role.PortMap) > 0 {
 			req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: port_map is informational on slurm (replicas share the nodes' network)", role.Name))
 		}
+		if keepsDefaultPort(role) {
+			req.rdzvPort = true
+			req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: rendezvous port: not TorchX's default %d (another job's store may hold it on the same host) but one free on rank 0's node when the job starts, picked by the batch script (%s in the command); the batch log says which", role.Name, defaultRdzvPort, RdzvPortVar))
+		}
 	}
 	req.MaxRetries = retries
 
@@ -242,6 +249,10 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 	}
 
 	r := spec.Macros{AppID: appIDMark, ReplicaID: strconv.Itoa(k), ImgRoot: role.Image, Rank0Env: spec.Rank0Env}.Apply(role)
+	if keepsDefaultPort(role) { // rdzvport.go
+		argv := withPortMark(append([]string{r.Entrypoint}, r.Args...))
+		r.Entrypoint, r.Args = argv[0], argv[1:]
+	}
 	env := map[string]string{}
 	for key, v := range r.Env {
 		env[key] = v
@@ -276,7 +287,7 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 		Stdout: out, Stderr: errf, ExitFile: exitFile,
 	}
 	for _, w := range cmd {
-		rep.Command = append(rep.Command, strings.ReplaceAll(w, appIDMark, JobIDVar))
+		rep.Command = append(rep.Command, strings.NewReplacer(appIDMark, JobIDVar, portMark, RdzvPortVar).Replace(w))
 	}
 	return rep, append(opts, strings.Join(quoteWords(cmd), " "))
 }
@@ -300,13 +311,18 @@ case "$*" in *torchrun*|*torch.distributed.run*) t=1;; *) t=;; esac
 kill "$s" 2>/dev/null; m
 echo "$c" >"$WICK_EXIT_FILE"; exit "$c"`
 
-// quoteWords quotes words for bash, with appIDMark turned into "$SLURM_JOB_ID".
+// quoteWords quotes words for bash, with appIDMark turned into "$SLURM_JOB_ID" and
+// portMark into "$WICK_RDZV_PORT".
 func quoteWords(words []string) []string {
 	out := make([]string, len(words))
 	for i, w := range words {
 		parts := strings.Split(w, appIDMark)
 		for j, p := range parts {
-			parts[j] = shellQuote(p)
+			sub := strings.Split(p, portMark)
+			for k, q := range sub {
+				sub[k] = shellQuote(q)
+			}
+			parts[j] = strings.Join(sub, `"$WICK_RDZV_PORT"`)
 		}
 		out[i] = strings.Join(parts, `"$SLURM_JOB_ID"`)
 		out[i] = strings.TrimPrefix(strings.TrimSuffix(out[i], "''"), "''")
@@ -362,6 +378,11 @@ func script(req *Request, groups [][]string) []string {
 		`wick_node0=$(scontrol show hostnames "${SLURM_JOB_NODELIST_HET_GROUP_0:-$SLURM_JOB_NODELIST}" | head -n 1)`,
 		`wick_addr0=$(scontrol show node -o "$wick_node0" 2>/dev/null | sed -n 's/.* NodeAddr=\([^ ]*\).*/\1/p')`,
 		`export TORCHX_RANK0_HOST="${wick_addr0:-$wick_node0}"`,
+	)
+	if req.rdzvPort {
+		lines = append(lines, rdzvPortLines()...)
+	}
+	lines = append(lines,
 		"# A retry starts without the exit statuses and errors of the last attempt.",
 		"rm -f "+shellQuote(req.JobDir)+`/slurm-"$SLURM_JOB_ID"-*.exit `+shellQuote(req.JobDir)+`/slurm-"$SLURM_JOB_ID"-*.error.json`,
 		"# (The .times files stay: the logs they time are appended to, not replaced.)",

@@ -1,0 +1,116 @@
+package slurm
+
+import (
+	"regexp"
+	"strconv"
+	"sync"
+
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Two dist.ddp jobs whose first nodes share a host, each with TorchX's default
+// --rdzv_port 29500, would share one c10d store there: the second job's head node
+// fails to bind the port, connects to the first job's store, trains under its own
+// rendezvous id until the first job ends, and then dies of a store error (or its
+// rendezvous waits on a store that never answers). The local schedulers give such a
+// role a free port when they plan it (engine/local/rdzvport.go); on Slurm the head node
+// is known only when the job starts, so the batch script, which runs there (the first
+// node of component 0, rank 0's host), picks a port free on it then and hands it to
+// every node's torchrun in the srun command line (and in WICK_RDZV_PORT, which srun
+// exports to the tasks).
+//
+// Only a multi-node torchrun role that kept the default port and names it in its
+// --rdzv_endpoint gets one; a port the user chose is kept (if it is taken, torchrun on
+// rank 0's node says so on its stderr, which the status reads for the root cause:
+// "rendezvous port N is in use", ranks.RootCause). The AppDef stays TorchX's: only the srun command lines of the
+// request carry the port. All such roles of a job share the one port, as they shared
+// 29500: TORCHX_RANK0_HOST is one host for the whole job.
+
+// defaultRdzvPort is dist.ddp's --rdzv_port default in TorchX.
+const defaultRdzvPort = 29500
+
+// The ports the script tries, as the local schedulers do: torch's customary range above
+// the default, below the kernel's ephemeral ports (which gloo's own connections take).
+// The first one tried is the job id's, spread over the range (times rdzvPortSpread,
+// which is prime to the count, so ids that differ by less than the count start
+// apart): jobs starting at once each see every port free, and with consecutive ids
+// (as sbatch gives jobs submitted together) a job whose first port is taken would
+// otherwise move on to the next job's first port.
+const (
+	rdzvPortFirst  = defaultRdzvPort + 1
+	rdzvPortCount  = 2000
+	rdzvPortSpread = 997
+)
+
+// RdzvPortVar stands for the rendezvous port the batch script picks, in the replicas'
+// command lines of a plan (as the dry run shows them).
+const RdzvPortVar = "${WICK_RDZV_PORT}"
+
+// portMark stands for the picked port while a replica's words are planned; the script
+// turns it into "$WICK_RDZV_PORT". No argument can hold a NUL byte.
+const portMark = "\x00rdzv_port\x00"
+
+// endpointPort matches the port of torchrun's --rdzv_endpoint (either spelling, with a
+// space or "=") when it is the default: the same words engine/local replaces.
+var endpointPort = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(--rdzv[_-]endpoint[= ]\S*:)` + strconv.Itoa(defaultRdzvPort) + `\b`)
+})
+
+// keepsDefaultPort reports whether a role's replicas rendezvous on a port the batch
+// script picks: a multi-node torchrun role whose c10d port is the default and whose
+// --rdzv_endpoint names it.
+func keepsDefaultPort(role spec.Role) bool {
+	if role.NumReplicas < 2 || role.PortMap["c10d"] != defaultRdzvPort {
+		return false
+	}
+	for _, a := range append([]string{role.Entrypoint}, role.Args...) {
+		if endpointPort().MatchString(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// withPortMark returns argv with the default port of its rendezvous endpoint replaced
+// by portMark.
+func withPortMark(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = endpointPort().ReplaceAllString(a, "${1}"+portMark)
+	}
+	return out
+}
+
+// rdzvPortLines are the lines of the batch script that pick the rendezvous port, on the
+// node it runs on, and say it in the batch log.
+//
+// A port is taken when a socket there has it as its local port in /proc/net/tcp or
+// tcp6: listening, connected, or closing (TIME_WAIT, which could refuse a bind), of
+// any program. That needs nothing on the node but sed and tr (the script already
+// uses sed); bash's /dev/tcp would see listeners only, and only those it can reach,
+// and a Python bind test would need a python3 on the node that the job's may not be.
+// A socket that is bound but not listening is not in /proc/net/tcp and so not seen:
+// c10d's store binds and listens at once, and so do the other servers a port in
+// this range is for. Nor is a port another job picks in the seconds before its store
+// binds (the spread start keeps two jobs apart). When the port is taken after all
+// (or every port is, or /proc cannot be read and the job id's port is used), the
+// nodes say so on their stderr and the root cause reads "rendezvous port N is in use"
+// (ranks.RootCause).
+func rdzvPortLines() []string {
+	first, n, spread := strconv.Itoa(rdzvPortFirst), strconv.Itoa(rdzvPortCount), strconv.Itoa(rdzvPortSpread)
+	return []string{
+		"# The rendezvous port of the torchrun roles that kept TorchX's default 29500: one",
+		"# free on this node (rank 0's) now, so that jobs whose first nodes share a host do",
+		"# not share one c10d store. Tried in " + first + "-" + strconv.Itoa(rdzvPortFirst+rdzvPortCount-1) + " from the job id's; taken: the local",
+		"# port of a socket in /proc/net/tcp* (listening, connected or closing).",
+		`wick_used=" $(sed -n 's/^ *[0-9]*: [0-9A-F]*:\([0-9A-F]*\) .*/\1/p' /proc/net/tcp /proc/net/tcp6 2>/dev/null | tr '\n' ' ')"`,
+		"WICK_RDZV_PORT=$((" + first + " + SLURM_JOB_ID * " + spread + " % " + n + "))",
+		"for ((wick_i = 0; wick_i < " + n + "; wick_i++)); do",
+		"    wick_p=$((" + first + " + (SLURM_JOB_ID * " + spread + " + wick_i) % " + n + "))",
+		`    printf -v wick_h '%04X' "$wick_p"`,
+		`    case $wick_used in *" $wick_h "*) ;; *) WICK_RDZV_PORT=$wick_p; break ;; esac`,
+		"done",
+		"export WICK_RDZV_PORT",
+		`echo "wick: rendezvous port $WICK_RDZV_PORT (free on ${SLURMD_NODENAME:-$(hostname)} when the job started; its torchrun roles kept the default 29500)"`,
+	}
+}
