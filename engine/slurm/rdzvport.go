@@ -31,15 +31,17 @@ const defaultRdzvPort = 29500
 
 // The ports the script tries, as the local schedulers do: torch's customary range above
 // the default, below the kernel's ephemeral ports (which gloo's own connections take).
-// The first one tried is the job id's, spread over the range (times rdzvPortSpread,
-// which is prime to the count, so ids that differ by less than the count start
-// apart): jobs starting at once each see every port free, and with consecutive ids
-// (as sbatch gives jobs submitted together) a job whose first port is taken would
-// otherwise move on to the next job's first port.
+// The first one tried is the job id's, spread over the range: jobs starting at once
+// each see every port free, and with near ids (sbatch numbers jobs submitted together
+// in a row, a heterogeneous job taking one id per component) a job whose first port is
+// taken would otherwise move on to its neighbour's first port. The spread,
+// rdzvPortSpread times the id, is prime to the count (ids that differ by less than
+// the count start apart) and of those the one that keeps ids 1 to 20 apart furthest
+// apart: at least 95 ports (997, say, puts ids 2 apart 6 ports apart).
 const (
 	rdzvPortFirst  = defaultRdzvPort + 1
 	rdzvPortCount  = 2000
-	rdzvPortSpread = 997
+	rdzvPortSpread = 381
 )
 
 // RdzvPortVar stands for the rendezvous port the batch script picks, in the replicas'

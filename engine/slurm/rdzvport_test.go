@@ -204,8 +204,9 @@ func TestRdzvPortScript(t *testing.T) {
 	})
 }
 
-// TestRdzvPortSpread: jobs with neighbouring ids start far apart in the range, so that
-// one moving past a taken port does not land on its neighbour's first port.
+// TestRdzvPortSpread: jobs with near ids start far apart in the range, so that one
+// moving past a taken port does not land on its neighbour's first port; every id of
+// the count starts at a port of its own.
 func TestRdzvPortSpread(t *testing.T) {
 	t.Parallel()
 	seen := map[int]int{}
@@ -215,8 +216,11 @@ func TestRdzvPortSpread(t *testing.T) {
 			t.Fatalf("jobs %d and %d both start at %d", other, id, p)
 		}
 		seen[p] = id
-		if next := rdzvPortAt(id+1, 0); next-p < 50 && p-next < 50 {
-			t.Errorf("jobs %d and %d start at %d and %d", id, id+1, p, next)
+		for k := 1; k <= 20; k++ {
+			d := (rdzvPortAt(id+k, 0) - p + rdzvPortCount) % rdzvPortCount
+			if d = min(d, rdzvPortCount-d); d < 95 {
+				t.Errorf("jobs %d and %d start %d ports apart", id, id+k, d)
+			}
 		}
 	}
 }
