@@ -24,8 +24,8 @@ const (
 	recordBatch = 256
 	minRecords  = 4
 	// idleRecords, idleSpans and idleScan are the most an iterator keeps of its
-	// record buffer, its block's spans and its pending scan buffer while it waits
-	// (see trim): what reading a backlog grew goes once it is read.
+	// record buffer, its block's spans and its pending scan buffer once it has read
+	// everything there is (see trim): what reading a backlog grew goes.
 	idleRecords = 16
 	idleSpans   = 16
 	idleScan    = 1 << 10
@@ -483,9 +483,9 @@ func (it *Iterator) takeRecord() {
 	it.nextRec++
 }
 
-// trim lets go of the buffers a backlog grew, before the iterator waits for more:
-// a follower of a replica that writes a line now and then needs little, and the wall
-// holds one for each of 1,024 replicas.
+// trim lets go of the buffers a backlog grew, once the iterator has read everything
+// there is: a follower of a replica that writes a line now and then needs little,
+// and the wall holds one for each of 1,024 replicas.
 func (it *Iterator) trim() {
 	if it.ri == it.rn && len(it.buf) > idleRecords*recordSize {
 		it.buf, it.bufFull = nil, false
@@ -534,6 +534,9 @@ func (it *Iterator) fill() bool {
 			if it.ended || !it.opts.Follow || it.gone || it.untilPassed() {
 				it.done = true
 			}
+			// Caught up: a reader that comes back later rather than wait (the
+			// wall's, for a replica off screen) lets go of what a backlog grew too.
+			it.trim()
 			return false
 		}
 		if r.end() {
@@ -768,7 +771,6 @@ func (it *Iterator) Next(ctx context.Context) (sched.Line, error) {
 // wait blocks until the index may have grown, the writer is gone, Until passes, the
 // iterator is closed or ctx is done.
 func (it *Iterator) wait(ctx context.Context) error {
-	it.trim()
 	var until <-chan time.Time
 	if !it.opts.Until.IsZero() {
 		d := time.Until(it.opts.Until)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -359,5 +360,56 @@ func TestMergePickMatchesScan(t *testing.T) {
 	t.Logf("%d lines picked, %d waits, %d blocked by a reading source", picked, waited, blocked)
 	if picked < 100 || waited < 100 || blocked < 100 {
 		t.Fatalf("too few of some decision to tell: %d picked, %d waits, %d blocked", picked, waited, blocked)
+	}
+}
+
+// TestFollowerLetsGoOfWhatABacklogGrew: a follower that read a backlog of hundreds
+// of runs and a long bar keeps small buffers once it has read everything (the wall
+// holds one for each of 1,024 replicas), and reads what comes next as before.
+func TestFollowerLetsGoOfWhatABacklogGrew(t *testing.T) {
+	r := newReplicaLogs(t, nil)
+	const backlog = 300
+	for i := range backlog {
+		r.write(sched.Stdout, "line "+strconv.Itoa(i)+"\n")
+	}
+	r.write(sched.Stderr, strings.Repeat("bar\r", 2000))
+	it, err := Open(Source{Dir: r.dir}, sched.LogOptions{Follow: true, Pending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n, bars := 0, 0
+	for it.Ready() {
+		l, err := nextWithin(t, it, testkit.Scale(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Pending {
+			bars++
+		} else if l.Text != "line "+strconv.Itoa(n) {
+			t.Fatalf("line %d is %q", n, l.Text)
+		} else {
+			n++
+		}
+	}
+	if n != backlog || bars != 1 {
+		t.Fatalf("%d lines and %d bars, want %d and 1", n, bars, backlog)
+	}
+	if len(it.buf) > idleRecords*recordSize || cap(it.spans) > idleSpans || len(it.scanBuf) > idleScan {
+		t.Errorf("caught up, the follower holds %d bytes of records, %d spans and %d bytes of scan buffer; want at most %d, %d, %d",
+			len(it.buf), cap(it.spans), len(it.scanBuf), idleRecords*recordSize, idleSpans, idleScan)
+	}
+	r.write(sched.Stdout, "after\n")
+	for {
+		l, err := nextWithin(t, it, testkit.Scale(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.Pending {
+			if l.Text != "after" {
+				t.Fatalf("the line after the backlog is %q", l.Text)
+			}
+			break
+		}
 	}
 }

@@ -242,6 +242,8 @@ func BenchmarkFollowerHeap(b *testing.B) {
 			if n != lines || pending != 1 {
 				b.Fatalf("replica %d: %d lines and %d pending, want %d and 1", k, n, pending, lines)
 			}
+			// The wall's reader of a replica off screen comes back later; one on
+			// screen waits.
 			if _, err := it.Next(waited); !errors.Is(err, context.Canceled) {
 				b.Fatalf("replica %d: %v, want no more lines yet", k, err)
 			}
