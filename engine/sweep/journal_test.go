@@ -338,3 +338,37 @@ func TestJournalRecordsAreSmall(t *testing.T) {
 		t.Errorf("the record: %v %s", err, line)
 	}
 }
+
+// TestSweepOfAnOlderWick: a sweep written before journals (sweep.json alone, no
+// generation) is read as it is, and its first change starts its journal.
+func TestSweepOfAnOlderWick(t *testing.T) {
+	store, s, dir := journalSweep(t, 3)
+	data, err := os.ReadFile(filepath.Join(dir, sweepFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old map[string]any
+	if err := json.Unmarshal(data, &old); err != nil {
+		t.Fatal(err)
+	}
+	delete(old, "gen")
+	old["version"] = 1
+	data, _ = json.Marshal(old)
+	if err := os.WriteFile(filepath.Join(dir, sweepFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, journalFile)); err != nil {
+		t.Fatal(err)
+	}
+	if got := statesOf(t, other(store), s.ID); got != want(3, 0) {
+		t.Fatalf("an older sweep reads as %s", got)
+	}
+	launch(t, other(store), s.ID, 0)
+	launch(t, other(store), s.ID, 1)
+	if got := statesOf(t, other(store), s.ID); got != want(3, 2) {
+		t.Fatalf("after two changes: %s", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
+		t.Errorf("no journal after a change: %v", err)
+	}
+}

@@ -168,3 +168,124 @@ func BenchmarkListSweeps(b *testing.B) {
 		}
 	})
 }
+
+// finishedApps makes n finished local apps in h's WICK_HOME, copies of one real
+// finished app of utils.echo, each under its own id, and returns their handles.
+func finishedApps(b *testing.B, h *benchHome, n int, prefix string) []string {
+	handle := strings.TrimSpace(h.wick("run", "utils.echo", "--msg", "hi"))
+	src, err := spec.ParseHandle(handle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apps := filepath.Join(h.home, "local", "apps")
+	files := map[string][]byte{}
+	for _, name := range []string{"state.json", "launch.json"} {
+		if files[name], err = os.ReadFile(filepath.Join(apps, src.AppID, name)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(apps, src.AppID)); err != nil {
+		b.Fatal(err)
+	}
+	out := make([]string, n)
+	for i := range n {
+		id := fmt.Sprintf("%s%07d", prefix, i)
+		dir := filepath.Join(apps, id)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), bytes.ReplaceAll(data, []byte(src.AppID), []byte(id)), 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+		out[i] = "local_cwd://wick/" + id
+	}
+	return out
+}
+
+// BenchmarkSweep10k times `wick sweep list` and `wick list --sweep ID` (the
+// processes, start to end, paired: interleaved, medians) over a sweep of 10,000 apps
+// of which the first 1,000 have run (finished local apps) and 9,000 are queued.
+// "journal": the sweep as its queue leaves it, its 1,000 launches in its journal (one
+// line each: the journal near its cap, the most a new reader reads); "compacted":
+// the same sweep in sweep.json alone, as every sweep was before the journal (what a
+// reader read then). Baseline: `wick list` of the same 1,000 apps without a sweep.
+func BenchmarkSweep10k(b *testing.B) {
+	homes := map[string]*benchHome{}
+	for _, v := range []string{"journal", "compacted", "none"} {
+		h := newBenchHome(b)
+		homes[v] = h
+		mk := setupSweep10k(b, h)
+		switch v {
+		case "journal":
+			mk("sweep-j0000000", false)
+			fi, err := os.Stat(filepath.Join(h.home, "sweeps", "sweep-j0000000", "journal"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("journal %d bytes", fi.Size())
+		case "compacted":
+			mk("sweep-c0000000", true)
+		}
+	}
+	for v, id := range map[string]string{"journal": "sweep-j0000000", "compacted": "sweep-c0000000"} {
+		if got := strings.Count(homes[v].wick("list", "--sweep", id), "\n"); got != sweep10kApps+2 {
+			b.Fatalf("wick list --sweep printed %d lines, want a title, a header and %d apps", got, sweep10kApps)
+		}
+	}
+	env := func(h *benchHome) []string { return append(os.Environ(), "WICK_HOME="+h.home, "NO_COLOR=1") }
+	j, c, none := homes["journal"], homes["compacted"], homes["none"]
+	paired(b,
+		timed("sweep-list-journal", j.work, env(j), builtWick, "sweep", "list"),
+		timed("sweep-list-compacted", c.work, env(c), builtWick, "sweep", "list"),
+		timed("list-sweep-journal", j.work, env(j), builtWick, "list", "--sweep", "sweep-j0000000"),
+		timed("list-sweep-compacted", c.work, env(c), builtWick, "list", "--sweep", "sweep-c0000000"),
+		timed("baseline-list-no-sweep", none.work, env(none), builtWick, "list"),
+	)
+}
+
+// sweep10kApps is the size of BenchmarkSweep10k's sweep, sweep10kRan how many of its
+// apps have run.
+const sweep10kApps, sweep10kRan = 10_000, 1_000
+
+// setupSweep10k makes BenchmarkSweep10k's finished apps in h and returns what makes
+// its sweep: its launches recorded in its journal, or, when launched is true, in its
+// snapshot.
+func setupSweep10k(b *testing.B, h *benchHome) func(id string, launched bool) {
+	const n, ran = sweep10kApps, sweep10kRan
+	handles := finishedApps(b, h, ran, "echo-b")
+	store := sweep.NewStore(h.home)
+	mk := func(id string, launched bool) {
+		sw := &sweep.Sweep{ID: id, Created: time.Now(), Component: "utils.echo", Scheduler: "local_cwd",
+			Session: "wick", Names: []string{"msg", "seed"}, MaxParallel: 4}
+		for i := range n {
+			e := sweep.Entry{Index: i, Values: []string{strconv.Itoa(i % 100), strconv.Itoa(i / 100)},
+				Name: fmt.Sprintf("echo-msg%d-seed%d", i%100, i/100), State: sweep.Queued,
+				Handle: fmt.Sprintf("local_cwd://wick/echo-msg%d-seed%d-q%07d", i%100, i/100, i)}
+			if i < ran {
+				e.Handle = handles[i]
+				if launched {
+					e.State, e.LaunchStarted, e.Launched = sweep.Launched, time.Now(), time.Now()
+				}
+			}
+			sw.Entries = append(sw.Entries, e)
+		}
+		if _, err := store.Create(sw, nil); err != nil {
+			b.Fatal(err)
+		}
+		if launched {
+			return
+		}
+		for i := range ran {
+			if err := store.Change(id, func(s *sweep.Sweep, edit func(int) *sweep.Entry) error {
+				e := edit(i)
+				e.State, e.LaunchStarted, e.Launched = sweep.Launched, time.Now(), time.Now()
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return mk
+}
