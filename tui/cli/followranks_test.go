@@ -255,3 +255,31 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// BenchmarkRankFilterPastBound: a line of a node whose rank is not known, taken past
+// the 8 MiB bound (each pushes the oldest out, named by node), beside the baseline of
+// a line of a node whose rank is known, which only passes.
+func BenchmarkRankFilterPastBound(b *testing.B) {
+	discard := func(string, sched.Line) error { return nil }
+	for _, c := range []struct {
+		name string
+		d    *sched.Description
+	}{{"held", c10dApp(nil, nil)}, {"known baseline", c10dApp(spec.IntPtr(0), spec.IntPtr(1))}} {
+		b.Run(c.name, func(b *testing.B) {
+			rf := newRankFilter(c.d, []int{0}, nil, func(sched.Line) error { return nil }, discard)
+			l := sched.Line{Role: "train", Replica: 0, Text: "[0]:epoch 3 step 120 loss 0.4321"}
+			for range maxHeld / 100 { // fill to the bound first
+				if err := rf.line(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := rf.line(l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

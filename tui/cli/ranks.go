@@ -142,20 +142,22 @@ func (f *rankFilter) pass(l sched.Line) error {
 func heldSize(l sched.Line) int { return len(l.Text) + int(unsafe.Sizeof(l)) }
 
 // hold keeps l until its node's ranks are known. Past the bound, the oldest held lines
-// go out named by their node: memory stays bounded and no line is lost.
+// go out named by their node, down to three quarters of it (so that the held lines
+// are copied once per quarter of the bound, not once per line): memory stays bounded
+// and no line is lost.
 func (f *rankFilter) hold(l sched.Line) error {
 	// A cut line's Full reader dies with its iterator, before the line may go out: a
 	// held line keeps the start it was given (as --json gives it).
 	l.Full = nil
 	f.held = append(f.held, l)
 	f.heldBytes += heldSize(l)
+	if f.heldBytes <= f.limit {
+		return nil
+	}
 	n := 0
-	for f.heldBytes > f.limit && n < len(f.held) {
+	for f.heldBytes > f.limit/4*3 && n < len(f.held) {
 		f.heldBytes -= heldSize(f.held[n])
 		n++
-	}
-	if n == 0 {
-		return nil
 	}
 	out := f.held[:n]
 	f.held = slices.Clone(f.held[n:]) // a fresh array: the old one's lines are freed
