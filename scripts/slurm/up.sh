@@ -39,7 +39,9 @@ if [ -f "$DBDCONF" ] && ! grep -qF "$MARK" "$DBDCONF"; then
   die "$DBDCONF exists and was not written by this script; refusing to overwrite it"
 fi
 
-if scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%N %t' 2>/dev/null | grep -c idle || true)" -ge 2 ]; then
+# Up: the controller answers and both nodes serve (idle, or running jobs: another
+# test run may be using the cluster).
+if scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -cE '^(idle|mix|alloc|comp)$' || true)" -ge 2 ]; then
   want=none; [ "$ACCOUNTING" = 1 ] && want=slurmdbd
   if grep -q "^AccountingStorageType=accounting_storage/$want$" "$CONF" && grep -q "^MinJobAge=$MIN_JOB_AGE$" "$CONF"; then
     echo "slurm-up: already up"; sinfo
