@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // benchHome is a private WICK_HOME and working directory for a benchmark.
@@ -288,4 +290,76 @@ func setupSweep10k(b *testing.B, h *benchHome) func(id string, launched bool) {
 		}
 	}
 	return mk
+}
+
+// BenchmarkSweepQueueRate runs a 10,000-app sweep of utils.echo on local_cwd with
+// --max-parallel 2 for a few seconds and reports the rate at which its queue launches
+// apps (apps/s, from the first launch to the last within the window), beside what the
+// machine can do: two loops of `wick run utils.echo` (attached: to the app's end), each
+// launching the next app as soon as the last one ended, at most two at once as in the
+// sweep, for as long (baseline-apps/s). The sweep is cancelled and deleted at the end.
+// WICK_BENCH_QUEUE_SECONDS sets the window (10).
+func BenchmarkSweepQueueRate(b *testing.B) {
+	window := 10 * time.Second
+	if v, err := strconv.Atoi(os.Getenv("WICK_BENCH_QUEUE_SECONDS")); err == nil && v > 0 {
+		window = time.Duration(v) * time.Second
+	}
+	for range b.N {
+		h := newBenchHome(b)
+		vals := make([]string, sweep.MaxApps)
+		for i := range vals {
+			vals[i] = strconv.Itoa(i)
+		}
+		id := strings.TrimSpace(h.wick("run", "--detach", "--sweep", "msg="+strings.Join(vals, ","), "--max-parallel", "2", "utils.echo"))
+		time.Sleep(window) // the queue runs on its own: this is the window it is given
+		h.wick("cancel", id)
+		sw, err := sweep.NewStore(h.home).Load(id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var first, last time.Time
+		n := 0
+		for _, e := range sw.Entries {
+			if e.State != sweep.Launched || e.Launched.IsZero() {
+				continue
+			}
+			n++
+			if first.IsZero() || e.LaunchStarted.Before(first) {
+				first = e.LaunchStarted
+			}
+			if e.Launched.After(last) {
+				last = e.Launched
+			}
+		}
+		if n < 2 {
+			b.Fatalf("the queue launched %d apps in %s", n, window)
+		}
+		b.ReportMetric(float64(n)/last.Sub(first).Seconds(), "apps/s")
+		h.wick("delete", "--force", id)
+
+		// The baseline: two launchers, each launching an app as soon as its last ended.
+		base := newBenchHome(b)
+		deadline := time.Now().Add(window)
+		counts := make([]int, 2)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for k := range counts {
+			wg.Go(func() {
+				for time.Now().Before(deadline) {
+					cmd := exec.Command(builtWick, "run", "utils.echo", "--msg", "hi")
+					cmd.Dir, cmd.Env = base.work, append(os.Environ(), "WICK_HOME="+base.home, "NO_COLOR=1")
+					if err := cmd.Run(); err != nil {
+						b.Errorf("wick run: %v", err)
+						return
+					}
+					counts[k]++
+				}
+			})
+		}
+		wg.Wait()
+		baseline := float64(counts[0]+counts[1]) / time.Since(start).Seconds()
+		b.ReportMetric(baseline, "baseline-apps/s")
+		b.ReportMetric(float64(n)/last.Sub(first).Seconds()/baseline, "queue/baseline")
+		b.ReportMetric(testkit.Load(), "load")
+	}
 }
