@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,5 +88,50 @@ func TestSlurmDDPTwoJobsAtOnce(t *testing.T) {
 		if attempt == 3 {
 			t.Fatalf("the two jobs never ran at once in %d attempts (the cluster's cores were taken): %+v %+v", attempt, a, b)
 		}
+	}
+}
+
+// TestSlurmDDPPortInUse: a rendezvous port the user chose is kept on Slurm, and when
+// another program holds it (here one that closes what connects) the job's error says
+// so, read from the nodes' stderr once the job has failed, not the store errors that
+// follow from it.
+func TestSlurmDDPPortInUse(t *testing.T) {
+	t.Parallel()
+	needSlurm(t)
+	h := multinodeHarness(t)
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	defer func() {
+		l.Close()
+		<-done
+	}()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	args := multinodeArgs("2x1", []string{"--cpu", "1", "--rdzv_port", port}, "1")
+	args[2] = "slurm"
+	r := execLong(h, args...)
+	want := "rendezvous port " + port + " is in use"
+	if r.code == 0 || lastLine(r.stderr) != "wick: "+want {
+		t.Errorf("exit %d, last line %q, want %q\n%s", r.code, lastLine(r.stderr), "wick: "+want, r.stderr)
+	}
+	handle := handleOf(t, r)
+	if st := h.status(handle); st.State != spec.Failed || spec.ErrorMessage(st.StructuredError) != want {
+		t.Errorf("status %s %q", st.State, st.StructuredError)
+	}
+	b, err := os.ReadFile(filepath.Join(h.work, "slurm-"+handle[strings.LastIndexByte(handle, '/')+1:]+".out"))
+	if err != nil || batchLogPort.Match(b) {
+		t.Errorf("the batch script picked a port for a job whose port was chosen: %v\n%s", err, b)
 	}
 }
