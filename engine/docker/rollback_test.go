@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
 )
@@ -313,9 +314,10 @@ func TestRollbackSaysWhatItCouldNotRemove(t *testing.T) {
 			cancel()
 		}
 	})
-	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "\n") ||
-		!strings.Contains(err.Error(), "could not remove container "+f.alwaysFail+" (docker rm -f "+f.alwaysFail+"): Could not kill") {
-		t.Fatalf("Schedule: %v; want context.Canceled and the container it could not remove, in one line", err)
+	var lb *sched.LeftBehindError
+	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "\n") || !errors.As(err, &lb) ||
+		!strings.Contains(lb.Left.Error(), "could not remove container "+f.alwaysFail+" (docker rm -f "+f.alwaysFail+"): Could not kill") {
+		t.Fatalf("Schedule: %v; want context.Canceled and, as a LeftBehindError, the container it could not remove, in one line", err)
 	}
 	left := leftBehind(t, info.AppID)
 	if len(left) != 1 || !strings.Contains(left[0], f.alwaysFail) {

@@ -99,7 +99,10 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if unsure, err := s.launch(ctx, cli, req, containers, users, progress); err != nil {
 		// Unlock first: removing the network we created takes the lock exclusively.
 		unlock()
-		return joinErrs(err, s.rollback(ctx, cli, req.AppID, unsure, req.Network, created))
+		if left := s.rollback(ctx, cli, req.AppID, unsure, req.Network, created); left != nil {
+			return &sched.LeftBehindError{Err: err, Left: left}
+		}
+		return err
 	}
 	return nil
 }

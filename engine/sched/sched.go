@@ -21,6 +21,20 @@ var ErrNotFound = errors.New("no such app")
 // ErrRunning is returned by Delete for an app that is still running without force.
 var ErrRunning = errors.New("app is still running")
 
+// LeftBehindError is a launch that failed, or was stopped, and whose rollback could
+// not remove all it had made: Left names what remains and how to remove it.
+type LeftBehindError struct {
+	Err  error // why the launch did not complete
+	Left error // what the rollback could not remove
+}
+
+func (e *LeftBehindError) Error() string {
+	return e.Err.Error() + "; its rollback left: " + e.Left.Error()
+}
+
+// Unwrap gives both errors to errors.Is and errors.As.
+func (e *LeftBehindError) Unwrap() []error { return []error{e.Err, e.Left} }
+
 // Submission is everything a scheduler needs to plan an app. Its JSON keys are
 // snake_case, as in every --json output (docs/json.md).
 type Submission struct {

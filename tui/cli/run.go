@@ -308,7 +308,12 @@ func (a *app) printHandle(h spec.Handle, asJSON bool) error {
 // interruptedLaunch reports a launch stopped by sig: rolled back by the scheduler
 // (err), or, when the launch completed all the same, the app cancelled.
 func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
-	if err != nil {
+	var left *sched.LeftBehindError
+	switch {
+	case errors.As(err, &left):
+		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped, but its rollback left some of it: %s\n", sig, render.Escape(oneLine(left.Left.Error())))
+		return exitError{code: ExitFailure}
+	case err != nil:
 		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped and rolled back (%s)\n", sig, render.Escape(oneLine(err.Error())))
 		return exitError{code: ExitFailure}
 	}

@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // TestDescribeEscapesATamperedRoleName: a role name rewritten in launch.json to hold a
@@ -110,5 +116,32 @@ func TestWarningsWaitForTheUI(t *testing.T) {
 	a.warn("\x1b]0;x\x07 later")
 	if got := buf.String()[len(want):]; got != "wick: warning: \\x1b]0;x\\a later\n" {
 		t.Fatalf("after the flush: %q", got)
+	}
+}
+
+// TestInterruptedLaunchSaysWhatWasLeft: a launch stopped by a signal whose rollback
+// could not remove everything says so, and what is left, in one line; one that was
+// rolled back says that. (engine/docker's TestRollbackSaysWhatItCouldNotRemove makes
+// the error against the real Engine.)
+func TestInterruptedLaunchSaysWhatWasLeft(t *testing.T) {
+	var buf strings.Builder
+	a := &app{env: Env{Stderr: &buf}}
+	left := &sched.LeftBehindError{
+		Err:  fmt.Errorf("starting container stuck-main-2: %w", context.Canceled),
+		Left: errors.New("could not remove container stuck-main-2 (docker rm -f stuck-main-2): Could not kill running container"),
+	}
+	if err := a.interruptedLaunch(os.Interrupt, spec.Handle{}, left); err == nil {
+		t.Fatal("exit 0")
+	}
+	want := "wick: interrupt during the launch: the launch was stopped, but its rollback left some of it: could not remove container stuck-main-2 (docker rm -f stuck-main-2): Could not kill running container\n"
+	if buf.String() != want {
+		t.Errorf("got %q\nwant %q", buf.String(), want)
+	}
+	buf.Reset()
+	if err := a.interruptedLaunch(os.Interrupt, spec.Handle{}, fmt.Errorf("starting container x: %w", context.Canceled)); err == nil {
+		t.Fatal("exit 0")
+	}
+	if want := "wick: interrupt during the launch: the launch was stopped and rolled back (starting container x: context canceled)\n"; buf.String() != want {
+		t.Errorf("got %q\nwant %q", buf.String(), want)
 	}
 }
