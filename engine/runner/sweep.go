@@ -30,8 +30,8 @@ func (r *Runner) sweepDescription(h spec.Handle) (*sched.Description, bool) {
 		return nil, false // its scheduler forgot it, or it was deleted
 	}
 	d := &sched.Description{Status: s.Status(e)}
-	if plans, err := r.sweeps.Plans(s.ID); err == nil && e.Index < len(plans) {
-		d.App = plans[e.Index].App
+	if p, err := r.sweeps.Plan(s.ID, e.Index); err == nil {
+		d.App = p.App
 	}
 	return d, true
 }

@@ -8,7 +8,7 @@
 //	sweep.json   the sweep: its names, its apps (values, handle, state in the queue), as
 //	             of its last compaction (its generation, Gen)
 //	journal      the changes since: one line per change, appended (see journal.go)
-//	plans.json   what each app is launched from (AppDef, run options), read by the queue
+//	plans.jsonl  what each app is launched from (AppDef, run options), a line each
 //	lock         flock'ed around every change (the queue, cancel, delete)
 //	queue.log    the queue process's own messages, and the journal's notes
 //

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // journalSweep creates a sweep of n queued apps in a new WICK_HOME and returns a
@@ -371,4 +373,45 @@ func TestSweepOfAnOlderWick(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
 		t.Errorf("no journal after a change: %v", err)
 	}
+}
+
+// TestPlanReadsOneApp: the plan of one app is read alone (wick status of a queued
+// app), from the sweep's plans.jsonl or from the plans.json of an older sweep.
+func TestPlanReadsOneApp(t *testing.T) {
+	store := NewStore(t.TempDir())
+	s := &Sweep{ID: NewID(), Created: time.Now(), Scheduler: "local_cwd", Names: []string{"x"}}
+	var plans []Plan
+	for i := range 3 {
+		id := fmt.Sprint("app", i)
+		s.Entries = append(s.Entries, Entry{Index: i, Handle: "local_cwd://wick/" + id, State: Queued})
+		plans = append(plans, Plan{Scheduler: "local_cwd", AppID: id, App: &spec.AppDef{Name: id}})
+	}
+	dir, err := store.Create(s, plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string) {
+		t.Helper()
+		for i := range 3 {
+			p, err := store.Plan(s.ID, i)
+			if err != nil || p.AppID != fmt.Sprint("app", i) || p.App.Name != p.AppID {
+				t.Errorf("%s: plan %d: %v %+v", how, i, err, p)
+			}
+		}
+		if _, err := store.Plan(s.ID, 3); err == nil || !strings.Contains(err.Error(), "no plan of app 3") {
+			t.Errorf("%s: plan 3 of 3: %v", how, err)
+		}
+		if all, err := store.Plans(s.ID); err != nil || len(all) != 3 || all[2].AppID != "app2" {
+			t.Errorf("%s: plans: %v %d", how, err, len(all))
+		}
+	}
+	check("plans.jsonl")
+	old, _ := json.Marshal(plans)
+	if err := os.WriteFile(filepath.Join(dir, oldPlansFile), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, plansFile)); err != nil {
+		t.Fatal(err)
+	}
+	check("plans.json")
 }

@@ -416,7 +416,7 @@ func (q *Queue) next(nrunning int, devs *Devices, plans map[int]*Plan) (*Entry, 
 			c := &s.Entries[i]
 			if plans[c.Index] == nil {
 				c = edit(i)
-				c.State, c.Error, c.Ended = NotLaunched, "no plan for it in the sweep (plans.json)", time.Now()
+				c.State, c.Error, c.Ended = NotLaunched, "no plan for it in the sweep (plans.jsonl)", time.Now()
 				continue
 			}
 			need := c.GPUs

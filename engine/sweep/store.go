@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,11 @@ import (
 // Files of a sweep's directory.
 const (
 	sweepFile = "sweep.json"
-	plansFile = "plans.json"
+	// plansFile holds the plans, one JSON line per app in index order, so that one
+	// app's plan is read without decoding the others (wick status of a queued app);
+	// oldPlansFile is the JSON array of sweeps made before.
+	plansFile    = "plans.jsonl"
+	oldPlansFile = "plans.json"
 	lockFile  = "lock"
 	// QueueLog is the queue process's own messages, and the journal's notes.
 	QueueLog = "queue.log"
@@ -213,9 +218,19 @@ func (st *Store) Create(s *Sweep, plans []Plan) (string, error) {
 		return "", fmt.Errorf("sweep directory: %w", err)
 	}
 	s.Version, s.Gen = storeVersion, 0
-	if err := writeJSON(dir, plansFile, plans); err != nil {
+	var lines bytes.Buffer
+	for i := range plans {
+		b, err := json.Marshal(&plans[i])
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return "", fmt.Errorf("plan of app %d: %w", i, err)
+		}
+		lines.Write(b)
+		lines.WriteByte('\n')
+	}
+	if err := safefs.WriteFileAtomic(dir, plansFile, lines.Bytes()); err != nil {
 		_ = os.RemoveAll(dir)
-		return "", err
+		return "", fmt.Errorf("write %s: %w", plansFile, err)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -266,19 +281,80 @@ func (st *Store) view(id string, fn func(*Sweep)) error {
 
 // Plans reads the plans of sweep id, in entry index order.
 func (st *Store) Plans(id string) ([]Plan, error) {
-	dir, err := st.Dir(id)
+	data, old, err := st.readPlans(id)
 	if err != nil {
 		return nil, err
 	}
-	data, err := safefs.ReadFile(filepath.Join(dir, plansFile), maxSweepFile*4)
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: plans: %w", id, err)
-	}
 	var plans []Plan
-	if err := json.Unmarshal(data, &plans); err != nil {
-		return nil, fmt.Errorf("sweep %s: corrupt %s: %w", id, plansFile, err)
+	if old {
+		if err := json.Unmarshal(data, &plans); err != nil {
+			return nil, fmt.Errorf("sweep %s: corrupt %s: %w", id, oldPlansFile, err)
+		}
+		return plans, nil
+	}
+	for i := 0; len(data) > 0; i++ {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		data = rest
+		var p Plan
+		if err := json.Unmarshal(line, &p); err != nil {
+			return nil, fmt.Errorf("sweep %s: corrupt %s: the plan of app %d: %w", id, plansFile, i, err)
+		}
+		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// Plan reads the plan of the app of index i of sweep id (decoding it alone).
+func (st *Store) Plan(id string, i int) (*Plan, error) {
+	data, old, err := st.readPlans(id)
+	if err != nil {
+		return nil, err
+	}
+	if old {
+		plans, err := st.Plans(id)
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 || i >= len(plans) {
+			return nil, fmt.Errorf("sweep %s: no plan of app %d", id, i)
+		}
+		return &plans[i], nil
+	}
+	for k := 0; k < i && len(data) > 0; k++ {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			data = nil
+			break
+		}
+		data = data[nl+1:]
+	}
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	if i < 0 || len(line) == 0 {
+		return nil, fmt.Errorf("sweep %s: no plan of app %d", id, i)
+	}
+	var p Plan
+	if err := json.Unmarshal(line, &p); err != nil {
+		return nil, fmt.Errorf("sweep %s: corrupt %s: the plan of app %d: %w", id, plansFile, i, err)
+	}
+	return &p, nil
+}
+
+// readPlans reads the plans file of sweep id; old says it is the JSON array of a sweep
+// made before plans.jsonl.
+func (st *Store) readPlans(id string) (data []byte, old bool, err error) {
+	dir, err := st.Dir(id)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err = safefs.ReadFile(filepath.Join(dir, plansFile), maxSweepFile*4)
+	if errors.Is(err, fs.ErrNotExist) {
+		old = true
+		data, err = safefs.ReadFile(filepath.Join(dir, oldPlansFile), maxSweepFile*4)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("sweep %s: plans: %w", id, err)
+	}
+	return data, old, nil
 }
 
 // Update changes sweep id under its lock: fn gets a copy of the sweep as on disk, and

@@ -212,7 +212,9 @@ func finishedApps(b *testing.B, h *benchHome, n int, prefix string) []string {
 // "journal": the sweep as its queue leaves it, its 1,000 launches in its journal (one
 // line each: the journal near its cap, the most a new reader reads); "compacted":
 // the same sweep in sweep.json alone, as every sweep was before the journal (what a
-// reader read then). Baseline: `wick list` of the same 1,000 apps without a sweep.
+// reader read then, its plans in one JSON array as well). `wick status` of a queued
+// app (the 5,001st) reads the sweep and that app's plan. Baseline: `wick list` of the
+// same 1,000 apps without a sweep.
 func BenchmarkSweep10k(b *testing.B) {
 	homes := map[string]*benchHome{}
 	for _, v := range []string{"journal", "compacted", "none"} {
@@ -236,6 +238,7 @@ func BenchmarkSweep10k(b *testing.B) {
 			b.Fatalf("wick list --sweep printed %d lines, want a title, a header and %d apps", got, sweep10kApps)
 		}
 	}
+	queued := fmt.Sprintf("local_cwd://wick/echo-msg0-seed50-q%07d", 5000)
 	env := func(h *benchHome) []string { return append(os.Environ(), "WICK_HOME="+h.home, "NO_COLOR=1") }
 	j, c, none := homes["journal"], homes["compacted"], homes["none"]
 	paired(b,
@@ -243,6 +246,8 @@ func BenchmarkSweep10k(b *testing.B) {
 		timed("sweep-list-compacted", c.work, env(c), builtWick, "sweep", "list"),
 		timed("list-sweep-journal", j.work, env(j), builtWick, "list", "--sweep", "sweep-j0000000"),
 		timed("list-sweep-compacted", c.work, env(c), builtWick, "list", "--sweep", "sweep-c0000000"),
+		timed("status-queued-journal", j.work, env(j), builtWick, "status", queued),
+		timed("status-queued-compacted", c.work, env(c), builtWick, "status", queued),
 		timed("baseline-list-no-sweep", none.work, env(none), builtWick, "list"),
 	)
 }
@@ -273,10 +278,26 @@ func setupSweep10k(b *testing.B, h *benchHome) func(id string, launched bool) {
 			}
 			sw.Entries = append(sw.Entries, e)
 		}
-		if _, err := store.Create(sw, nil); err != nil {
+		plans := make([]sweep.Plan, n)
+		for i := range plans {
+			h, _ := spec.ParseHandle(sw.Entries[i].Handle)
+			r := spec.NewRole("echo", "unused", "echo", "msg"+sw.Entries[i].Values[0])
+			plans[i] = sweep.Plan{Scheduler: "local_cwd", AppID: h.AppID, Session: "wick",
+				App: &spec.AppDef{Name: sw.Entries[i].Name, Roles: []spec.Role{r}}, Cfg: map[string]string{}}
+		}
+		dir, err := store.Create(sw, plans)
+		if err != nil {
 			b.Fatal(err)
 		}
 		if launched {
+			// The old format: the plans in one JSON array too.
+			old, _ := json.Marshal(plans)
+			if err := os.WriteFile(filepath.Join(dir, "plans.json"), old, 0o600); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(dir, "plans.jsonl")); err != nil {
+				b.Fatal(err)
+			}
 			return
 		}
 		for i := range ran {
