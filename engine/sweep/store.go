@@ -28,7 +28,7 @@ const (
 	// oldPlansFile is the JSON array of sweeps made before.
 	plansFile    = "plans.jsonl"
 	oldPlansFile = "plans.json"
-	lockFile  = "lock"
+	lockFile     = "lock"
 	// QueueLog is the queue process's own messages, and the journal's notes.
 	QueueLog = "queue.log"
 	// storeVersion 2: sweep.json is a snapshot, its journal the changes since.
