@@ -244,17 +244,6 @@ func (st *Store) Create(s *Sweep, plans []Plan) (string, error) {
 	return dir, nil
 }
 
-func writeJSON(dir, name string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if err := safefs.WriteFileAtomic(dir, name, append(data, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
-}
-
 // Load reads sweep id: the copy returned is the caller's.
 func (st *Store) Load(id string) (*Sweep, error) {
 	var out *Sweep

@@ -123,6 +123,19 @@ func rewriteUpdate(dir string, fn func(*Sweep) error) error {
 	return writeJSON(dir, sweepFile, &s)
 }
 
+// writeJSON writes v whole to dir/name, as the Store wrote sweep.json at every change
+// before the journal (rewriteUpdate).
+func writeJSON(dir, name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := safefs.WriteFileAtomic(dir, name, append(data, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
 // BenchmarkLoad reads a 10,000-app sweep as a new process does (a new Store: wick
 // list, status, sweep list), paired (interleaved, medians): "compacted" just after a
 // compaction (sweep.json alone: what every reader read before the journal),
