@@ -194,6 +194,10 @@ func (st *Store) refresh(dir string, locked bool) (*cached, error) {
 	id := filepath.Base(dir)
 	for attempt := 0; ; attempt++ {
 		c, retry, err := st.refreshOnce(dir, locked, attempt == 2)
+		if errors.Is(err, ErrNoSweep) {
+			delete(st.cache, id)
+			return nil, err // it names the sweep
+		}
 		if err != nil {
 			delete(st.cache, id)
 			return nil, fmt.Errorf("sweep %s: %w", id, err)
@@ -209,6 +213,9 @@ func (st *Store) refresh(dir string, locked bool) (*cached, error) {
 // reading of the journal and of the snapshot. last accepts a journal older than the
 // snapshot: a compaction cut short.
 func (st *Store) refreshOnce(dir string, locked, last bool) (c *cached, retry bool, err error) {
+	if err := checkDir(dir); err != nil {
+		return nil, false, err
+	}
 	j, err := openJournal(dir, false)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, err

@@ -247,6 +247,25 @@ func TestJournalFilesArePrivateAndNotFollowed(t *testing.T) {
 	if data, _ := os.ReadFile(target); string(data) != "theirs\n" {
 		t.Errorf("the link's target was changed: %q", data)
 	}
+	// A sweep directory that is a link to another sweep's: refused too.
+	_, s2, dir2 := journalSweep(t, 1)
+	link := filepath.Join(filepath.Dir(dir), s2.ID+"x")
+	if err := os.Symlink(dir2, link); err != nil {
+		t.Fatal(err)
+	}
+	id := filepath.Base(link)
+	if _, err := other(store).Load(id); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a symlinked sweep directory read: %v", err)
+	}
+	if err := other(store).Update(id, func(s *Sweep) error { s.MaxParallel = 9; return nil }); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a symlinked sweep directory written: %v", err)
+	}
+	all, _ := other(store).All()
+	for _, sw := range all {
+		if sw.ID == id || sw.ID == s2.ID {
+			t.Errorf("All lists the sweep behind the link: %s", sw.ID)
+		}
+	}
 }
 
 // TestJournalConcurrentWritersAndReaders: two Stores (two processes) change entries
@@ -414,4 +433,48 @@ func TestPlanReadsOneApp(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("plans.json")
+}
+
+// FuzzJournalTail: whatever follows a journal's header (a damaged disk, another
+// program), reading the sweep and writing it after never panics, and a read that
+// succeeds holds the sweep's apps, each once.
+func FuzzJournalTail(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"entries":[{"index":1,"state":"launched"}]}` + "\n"))
+	f.Add([]byte(`{"seq":1,"sweep":{"id":"x","max_parallel":3}}` + "\n" + `{"seq":2,"entries":[{"index":0}]}`))
+	f.Add([]byte(`{"seq":2}` + "\n"))
+	f.Add([]byte(`{"seq":1,"entries":[{"index":7}]}` + "\n"))
+	f.Add([]byte("\x00\x00\n{"))
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		store, s, dir := journalSweep(t, 3)
+		jpath := filepath.Join(dir, journalFile)
+		head, err := os.ReadFile(jpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(jpath, append(head, tail...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check := func() {
+			got, err := other(store).Load(s.ID)
+			if err != nil {
+				return
+			}
+			seen := map[int]bool{}
+			for _, e := range got.Entries {
+				if seen[e.Index] || e.Index < 0 || e.Index > 2 {
+					t.Fatalf("entries %+v", got.Entries)
+				}
+				seen[e.Index] = true
+			}
+			if len(seen) != 3 {
+				t.Fatalf("entries %+v", got.Entries)
+			}
+		}
+		check()
+		_ = other(store).Change(s.ID, func(s *Sweep, edit func(int) *Entry) error {
+			edit(2).Error = "x"
+			return nil
+		})
+		check()
+	})
 }

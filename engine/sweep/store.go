@@ -422,9 +422,30 @@ func (st *Store) Change(id string, fn func(s *Sweep, edit func(i int) *Entry) er
 	})
 }
 
+// checkDir refuses a sweep directory that is a symbolic link (or no directory):
+// its files are opened through it, and none is followed.
+func checkDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", ErrNoSweep, filepath.Base(dir))
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (%s): refused", dir, fi.Mode().Type())
+	}
+	return nil
+}
+
 // lock takes the sweep's flock. Writers hold it for a read and a write, never across
 // a launch, so waiting on it is short.
 func lock(dir string) (func(), error) {
+	if err := checkDir(dir); errors.Is(err, ErrNoSweep) {
+		return nil, err
+	} else if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", filepath.Base(dir), err)
+	}
 	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", ErrNoSweep, filepath.Base(dir))
