@@ -301,7 +301,14 @@ func (st *Store) tornTail(dir string, c *cached, locked bool, n int, what string
 	if !locked {
 		return nil
 	}
-	if err := os.Truncate(filepath.Join(dir, journalFile), c.off); err != nil {
+	f, err := openJournal(dir, true) // not a path: no link followed
+	if err == nil {
+		err = f.Truncate(c.off)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("journal: drop %s: %w", what, err)
 	}
 	note := fmt.Sprintf("%s journal: dropped %s (%d bytes at byte %d), a write cut short by a crash: that change never happened; the sweep is as of change %d\n",
