@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -78,7 +79,7 @@ func TestSupervisorComingIsNotDead(t *testing.T) {
 	}
 	pending := func() *state {
 		st := &state{Owner: logs.Proc{PID: gone.Process.Pid, Start: 1}}
-		st.State = spec.Pending
+		st.State, st.Created = spec.Pending, time.Now()
 		return st
 	}
 	// A process whose command line is a supervisor's of dir.
@@ -89,6 +90,12 @@ func TestSupervisorComingIsNotDead(t *testing.T) {
 	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
 	if st := reconcile(dir, pending()); st.State != spec.Pending {
 		t.Errorf("with its supervisor coming: %s %s", st.State, st.Msg)
+	}
+	// Launched long ago: not looked for.
+	old := pending()
+	old.Created = time.Now().Add(-2 * comingWindow)
+	if st := reconcile(dir, old); st.State != spec.Failed {
+		t.Errorf("launched %s ago, its supervisor still not there: %s", 2*comingWindow, st.State)
 	}
 	sup.Process.Kill()
 	sup.Wait()

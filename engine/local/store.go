@@ -351,7 +351,7 @@ func reconcile(appDir string, st *state) *state {
 		if !st.Supervisor.IsZero() {
 			owner, reason = st.Supervisor, reasonDied
 		}
-		if owner.Alive() || (st.Supervisor.IsZero() && supervisorComing(appDir)) {
+		if owner.Alive() || (st.Supervisor.IsZero() && time.Since(st.Created) < comingWindow && supervisorComing(appDir)) {
 			return st
 		}
 		// The owner may have written a terminal state (or handed over to the
@@ -372,6 +372,12 @@ func reconcile(appDir string, st *state) *state {
 	}
 	return st
 }
+
+// comingWindow bounds how long after its launch an app whose launcher died is looked
+// for a supervisor coming (supervisorComing): one that has not taken the app over a
+// minute after it was started is not coming, and the look, a read of every process's
+// command line, is not paid by every listing of an app that died so long ago.
+const comingWindow = time.Minute
 
 // supervisorComing says whether a supervisor of the app at appDir runs that has not
 // taken the app over yet: its launcher died just after starting it (kill -9 of a
