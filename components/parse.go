@@ -286,6 +286,11 @@ func (c *Component) joinBoolWords(argv []string) ([]string, error) {
 				return append(out, argv[i:]...), nil
 			}
 			out = append(out, tok)
+		case len(strings.SplitN(tok, "=", 2)[0]) > 2 && tok[1] != '-' && c.param(strings.SplitN(tok[1:], "=", 2)[0]) != nil:
+			// -replicas: one dash before a long name. pflag would read it as -r with
+			// the value "eplicas" and take the next argument for a positional one.
+			name := strings.SplitN(tok[1:], "=", 2)[0]
+			return nil, fmt.Errorf("unknown flag -%s for %s (did you mean --%s?)", shown(name), c.Name, name)
 		case strings.HasPrefix(tok, "--"):
 			name, _, hasVal := strings.Cut(tok[2:], "=")
 			p := c.param(strings.ReplaceAll(name, "-", "_"))
@@ -349,8 +354,19 @@ func (c *Component) flagError(err error) error {
 		if c.Varargs != "" {
 			hint = " (arguments for the program go after --)"
 		}
-		if notExist.GetSpecifiedShortnames() != "" {
-			return fmt.Errorf("unknown flag -%s for %s%s", name, c.Name, hint)
+		if group := notExist.GetSpecifiedShortnames(); group != "" {
+			// A group of several letters is most often a long flag written with one
+			// dash (-cfg, TorchX's spelling; -lr, Python's habit): name it whole, as
+			// typed, rather than its first letter alone.
+			group, _, _ = strings.Cut(group, "=")
+			if len(group) < 2 {
+				return fmt.Errorf("unknown flag -%s for %s%s", name, c.Name, hint)
+			}
+			// Two letters are too few to guess from (-zq is not a typo of --n).
+			if dym := didYouMeanFlag(group, c.paramNames()); dym != "" && len(group) > 2 {
+				hint = dym
+			}
+			return fmt.Errorf("unknown flag -%s in -%s for %s%s", name, shown(group), c.Name, hint)
 		}
 		if dym := didYouMeanFlag(name, c.paramNames()); dym != "" {
 			hint = dym

@@ -118,6 +118,11 @@ func TestParseErrors(t *testing.T) {
 		{"", []string{"--msg", "a", "--zzzzzz"}, nil, `unknown flag --zzzzzz for test.comp`},
 		{"", []string{"--msg", "a", "-x"}, nil, `unknown flag -x for test.comp`},
 		{"", []string{"--msg", "a", "--x\ny"}, nil, `unknown flag --"x\ny" for test.comp`},
+		// One dash before a long name: named whole, as typed, not as its first letter.
+		{"", []string{"--msg", "a", "-rdzv_port", "1"}, nil, `unknown flag -rdzv_port for test.comp (did you mean --rdzv_port?)`},
+		{"", []string{"--msg", "a", "-ratio=2"}, nil, `unknown flag -ratio for test.comp (did you mean --ratio?)`},
+		{"", []string{"--msg", "a", "-vzq"}, nil, `unknown flag -z in -zq for test.comp`},
+		{"", []string{"-mgs", "a"}, nil, `unknown flag -m in -mgs for test.comp (did you mean --msg?)`},
 		{"", []string{"--msg"}, nil, "flag --msg needs a value"},
 		{"", []string{"--msg", "a", "extra"}, nil, `unexpected argument "extra": test.comp takes no positional arguments`},
 		{"", []string{"--msg", "a", "--", "extra"}, nil, `unexpected argument "extra": test.comp takes no positional arguments`},

@@ -143,6 +143,40 @@ func TestMistypedAndMisplacedWickFlags(t *testing.T) {
 	}
 }
 
+// TestSingleDashFlagsAfterTheComponent: TorchX's -cfg, or any long flag written with
+// one dash, after the component is named whole in the one-line error, with where it
+// goes; before, -cfg read "unknown flag -c", -replicas 2 "unexpected argument "2"",
+// and -test.v (or any one-dash name of several letters among wick's) stopped wick
+// with "internal error: can not look up shorthand".
+func TestSingleDashFlagsAfterTheComponent(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"run", "-s", "slurm", "utils.echo", "-cfg", "time=1:00"},
+			"utils.echo: unknown flag -cfg for utils.echo: -cfg is wick's own flag; wick's flags go before the component (wick run -cfg utils.echo ...)"},
+		{[]string{"run", "utils.echo", "-cfg=time=1:00"}, "unknown flag -cfg for utils.echo: -cfg is wick's own flag"},
+		{[]string{"run", "utils.echo", "--msg", "hi", "-dryrun"},
+			"unknown flag -dryrun for utils.echo: -dryrun is wick's own flag; wick's flags go before the component (wick run --dryrun utils.echo ...)"},
+		{[]string{"run", "demo.train", "-replicas", "2"}, "demo.train: unknown flag -replicas for demo.train (did you mean --replicas?)"},
+		{[]string{"run", "utils.echo", "-mgs", "hi"}, "unknown flag -m in -mgs for utils.echo (did you mean --msg?)"},
+		{[]string{"run", "utils.echo", "--msg", "hi", "-test.v"}, "unknown flag -test.v for utils.echo"},
+	} {
+		r := h.run(tc.argv...)
+		if r.code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d (%q)", tc.argv, r.code, ExitUsage, r.stderr)
+		}
+		assertOneLineError(t, r.stderr, tc.want)
+		if strings.Contains(r.stderr, "internal error") {
+			t.Errorf("%q: %q", tc.argv, r.stderr)
+		}
+	}
+	if r := h.run("list", "--json"); strings.Contains(r.stdout, "echo-") || strings.Contains(r.stdout, "demo-train-") {
+		t.Errorf("something was launched: %s", r.stdout)
+	}
+}
+
 // TestUILogsTakesAnAppIDPrefix: `wick ui --logs PREFIX` opens the UI on that app's
 // logs, as `wick log PREFIX` prints them; an unknown id is the error every verb gives.
 func TestUILogsTakesAnAppIDPrefix(t *testing.T) {

@@ -106,7 +106,9 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 }
 
 // unknownCompFlag finds the flag a component did not know in its parse error.
-var unknownCompFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`unknown flag (--?)([^\s=]+) for (\S+)`) })
+var unknownCompFlag = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`unknown flag (--?)([^\s=]+)(?: in -([^\s=]+))? for (\S+)`)
+})
 
 // wickFlagAfterComponent adds to a component's "unknown flag" error, when the flag is
 // one of wick run's own (--json after the component), where wick's flags go.
@@ -119,16 +121,32 @@ func wickFlagAfterComponent(fl *pflag.FlagSet, err error) error {
 	if m == nil {
 		return err
 	}
+	dash, name, comp := m[1], m[2], m[4]
+	if m[3] != "" {
+		name = m[3] // -cfg: a group of letters pflag failed on at its first
+	}
 	var f *pflag.Flag
-	if m[1] == "--" {
-		f = fl.Lookup(m[2])
-	} else {
-		f = fl.ShorthandLookup(m[2])
+	switch {
+	case dash == "--" || len(name) > 1:
+		// One dash before a long name (-cfg, TorchX's spelling) is wick's flag too;
+		// pflag's ShorthandLookup panics on a name of more than one letter.
+		f = fl.Lookup(name)
+	default:
+		f = fl.ShorthandLookup(name)
 	}
 	if f == nil || f.Hidden {
 		return err
 	}
-	return usagef("%v: %s%s is wick's own flag; wick's flags go before the component (wick run %s%s %s ...)", err, m[1], m[2], m[1], m[2], m[3])
+	typed, use := dash+name, dash+name
+	if m[3] != "" {
+		// The component's own hint (one of its flags a few letters away) is beside
+		// the point: the flag is wick's.
+		err = fmt.Errorf("%s: unknown flag %s for %s", comp, typed, comp)
+		if name != "cfg" { // -cfg is read by wick (FixSingleDashCfg); -json is not
+			use = "--" + name
+		}
+	}
+	return usagef("%v: %s is wick's own flag; wick's flags go before the component (wick run %s %s ...)", err, typed, use, comp)
 }
 
 // FixSingleDashCfg rewrites TorchX's single-dash -cfg flag (which pflag cannot read) to
