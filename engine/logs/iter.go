@@ -94,14 +94,17 @@ type Iterator struct {
 	buf     []byte
 	ri, rn  int
 	bufFull bool  // the last read filled buf: the next may use a larger one
+	recMax  int   // records one read fetches at most: recordBatch, less in a Merge of many
 	nextRec int64 // number of the next record to read from the index
 
 	// The block being read: consecutive runs of combined.log, described by spans.
-	text  string
-	spans []span
-	si    int // current span
-	pos   int // offset in text of the next line
-	skip  int // matching lines still to skip (Tail)
+	// A block joins runs up to blockMax bytes (blockSize, less in a Merge of many).
+	blockMax int64
+	text     string
+	spans    []span
+	si       int // current span
+	pos      int // offset in text of the next line
+	skip     int // matching lines still to skip (Tail)
 	// The next line, when fill found one: text[headA:headB] of spans[headSpan]. Plain
 	// offsets rather than a Line: Next builds the Line on the stack, which spares the
 	// garbage collector a write barrier per field per line.
@@ -155,7 +158,7 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 	if _, err := sched.ParseStream(string(opts.Streams)); err != nil {
 		return nil, err
 	}
-	it := &Iterator{src: src, opts: opts, closed: make(chan struct{})}
+	it := &Iterator{src: src, opts: opts, closed: make(chan struct{}), blockMax: blockSize, recMax: recordBatch}
 	it.checked = startMark()
 	// The directory is walked once, following no link; its files are opened in it.
 	d, err := safefs.OpenDir(src.Dir)
@@ -432,8 +435,8 @@ func (it *Iterator) nextRecord() (record, bool, error) {
 		if it.dmg != nil {
 			return record{}, false, nil
 		}
-		if len(it.buf) == 0 || it.bufFull && len(it.buf) < recordBatch*recordSize {
-			it.buf = make([]byte, min(max(2*len(it.buf), minRecords*recordSize), recordBatch*recordSize))
+		if len(it.buf) == 0 || it.bufFull && len(it.buf) < it.recMax*recordSize {
+			it.buf = make([]byte, min(max(2*len(it.buf), minRecords*recordSize), it.recMax*recordSize))
 		}
 		n, err := it.idx.ReadAt(it.buf, (it.nextRec+1)*recordSize)
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -570,7 +573,7 @@ func (it *Iterator) fill() bool {
 }
 
 // loadBlock reads run first and the wanted runs that follow it in combined.log, up to
-// blockSize, as one block.
+// blockMax, as one block.
 func (it *Iterator) loadBlock(first record) error {
 	it.spans = it.spans[:0]
 	addSpan := func(r *record, end int) {
@@ -579,9 +582,9 @@ func (it *Iterator) loadBlock(first record) error {
 	total := first.length
 	addSpan(&first, int(total))
 	last := first
-	for it.ri < it.rn && total < blockSize {
+	for it.ri < it.rn && total < it.blockMax {
 		r := it.peekRecord()
-		if !it.wantRun(&r) || r.combOff != last.combOff+last.length || total+r.length > blockSize {
+		if !it.wantRun(&r) || r.combOff != last.combOff+last.length || total+r.length > it.blockMax {
 			break
 		}
 		it.takeRecord()
@@ -607,6 +610,16 @@ func (it *Iterator) loadBlock(first record) error {
 	}
 	it.text, it.pos, it.si = text, 0, 0
 	return nil
+}
+
+// limitBlock makes the iterator's blocks at most n bytes (runs longer than that are
+// still read whole, up to blockSize), and its reads of the index as many records
+// less than recordBatch as n is less than blockSize. Merge asks it of the iterators
+// of many replicas: each holds its block while its lines wait to be merged, and
+// 1,024 blocks of 256 KB were 265 MB.
+func (it *Iterator) limitBlock(n int64) {
+	it.blockMax = min(it.blockMax, n)
+	it.recMax = min(it.recMax, max(minRecords, int(recordBatch*it.blockMax/blockSize)))
 }
 
 // readRunText reads n bytes of combined.log at off into the iterator's reused block.

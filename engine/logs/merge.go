@@ -22,6 +22,10 @@ const (
 	// (see batchFor).
 	mergeLines    = 64 << 10
 	mergeMinBatch = 32
+	// mergeText and mergeMinBlock bound the blocks the iterators of a merge of many
+	// sources read at once (see blockFor).
+	mergeText     = 16 << 20
+	mergeMinBlock = 16 << 10
 	// inexactWait is how long Merge waits for a line from a source that cannot say
 	// whether it has one (it does not implement Readier) before emitting a later line
 	// of another source. A line read by Docker or by a supervisor reaches its
@@ -127,6 +131,13 @@ func Merge(its ...sched.LogIterator) *Merged {
 		return &Merged{single: its[0]}
 	}
 	m := newMerged(its)
+	if n := blockFor(len(its)); n < blockSize {
+		for _, it := range its {
+			if l, ok := it.(blockLimiter); ok {
+				l.limitBlock(n)
+			}
+		}
+	}
 	for i, it := range its {
 		m.wg.Add(1)
 		go m.pump(i, it)
@@ -172,6 +183,18 @@ func newMerged(its []sched.LogIterator) *Merged {
 func batchFor(n int) int {
 	return min(mergeBatch, max(mergeMinBatch, mergeLines/n))
 }
+
+// blockFor returns how much of its log each of n sources that are this package's
+// iterators reads at once: blockSize, less past mergeText/blockSize sources, so that
+// the blocks whose lines wait to be merged stay about mergeText (each source holds
+// its block while its lines wait).
+func blockFor(n int) int64 {
+	return min(blockSize, max(mergeMinBlock, mergeText/int64(n)))
+}
+
+// blockLimiter is implemented by the sources whose blocks Merge can bound (Iterator).
+// It is asked before their pumps start: they are read by no one else then.
+type blockLimiter interface{ limitBlock(n int64) }
 
 // pump reads one source and hands its lines over in batches. It ends when the source
 // ends or fails, or when the Merged is closed.

@@ -137,7 +137,9 @@ func TestMergeOrderMatchesLineByLineScan(t *testing.T) {
 }
 
 // TestMergeOfReplicaLogsMatchesLineByLineScan is the same on replicas' log files read
-// by their iterators, and on Merges of Merges (a Slurm replica's two files).
+// by their iterators (runs of 1 to 6 lines; every other set with the small blocks a
+// merge of many replicas asks of them), and on Merges of Merges (a Slurm replica's
+// two files).
 func TestMergeOfReplicaLogsMatchesLineByLineScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 2))
 	base := t.TempDir()
@@ -149,7 +151,7 @@ func TestMergeOfReplicaLogsMatchesLineByLineScan(t *testing.T) {
 		for k := range n {
 			dir := filepath.Join(base, strconv.Itoa(set), strconv.Itoa(k))
 			step := int64(0)
-			if err := writeRunLog(dir, r.IntN(80), func(int) (int64, bool) {
+			if err := writeRunsLog(dir, r.IntN(80), 1+r.IntN(6), func(int) (int64, bool) {
 				step += int64(r.IntN(3))
 				return t0 + step*int64(time.Millisecond), r.IntN(3) == 0
 			}); err != nil {
@@ -169,6 +171,11 @@ func TestMergeOfReplicaLogsMatchesLineByLineScan(t *testing.T) {
 			it, err := Open(Source{Dir: dir, Role: "sh", Replica: k}, sched.LogOptions{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if set%2 == 1 {
+				// Blocks as small as a merge of thousands of replicas reads, or
+				// smaller than a run.
+				it.limitBlock(int64(1 + r.IntN(400)))
 			}
 			its = append(its, it)
 		}

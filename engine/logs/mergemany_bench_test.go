@@ -17,12 +17,12 @@ import (
 	"github.com/wick-dev/wick/engine/sched"
 )
 
-// writeRunLog writes the files of a finished replica's logs directly, as a Writer
-// would have: n lines of 50 bytes, line j read on its own (one run, one record) at
-// time t(j) (non-decreasing), to stderr if t says so, then the end mark. Many
-// replicas are set up in milliseconds this way, where pipes and a Writer each take
-// minutes.
-func writeRunLog(dir string, n int, t func(j int) (time int64, stderr bool)) error {
+// writeRunsLog writes the files of a finished replica's logs directly, as a Writer
+// would have: n lines of 50 bytes, perRun of them a run (read at once, one record):
+// run k holds lines k*perRun on, at the time t gives its first (non-decreasing), to
+// stderr if t says so; then the end mark. Many replicas are set up in milliseconds
+// this way, where pipes and a Writer each take minutes.
+func writeRunsLog(dir string, n, perRun int, t func(j int) (time int64, stderr bool)) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -34,23 +34,31 @@ func writeRunLog(dir string, n int, t func(j int) (time int64, stderr bool)) err
 	copy(idx, b[:])
 	line := []byte("line 0000000 ....................................\n")
 	last := int64(0)
+	var run record
+	si, code := 0, uint8(codeStdout)
 	for j := range n {
 		v := j
 		for k := 11; k >= 5; k-- {
 			line[k] = byte('0' + v%10)
 			v /= 10
 		}
-		var stderr bool
-		last, stderr = t(j)
-		si, code := 0, uint8(codeStdout)
-		if stderr {
-			si, code = 1, codeStderr
+		if j%perRun == 0 {
+			var stderr bool
+			last, stderr = t(j)
+			si, code = 0, uint8(codeStdout)
+			if stderr {
+				si, code = 1, codeStderr
+			}
+			run = record{time: last, combOff: int64(len(comb)), streamOff: int64(len(streams[si])), stream: code}
 		}
-		r := record{time: last, combOff: int64(len(comb)), streamOff: int64(len(streams[si])), length: int64(len(line)), lines: 1, stream: code}
-		r.encode(&b)
-		idx = append(idx, b[:]...)
+		run.length += int64(len(line))
+		run.lines++
 		comb = append(comb, line...)
 		streams[si] = append(streams[si], line...)
+		if run.lines == int64(perRun) || j == n-1 {
+			run.encode(&b)
+			idx = append(idx, b[:]...)
+		}
 	}
 	end := record{time: last, flags: flagEnd}
 	end.encode(&b)
@@ -67,13 +75,18 @@ func writeRunLog(dir string, n int, t func(j int) (time int64, stderr bool)) err
 // wrote their lines at the same time: line j of replica k at j ms plus k's own offset
 // below a millisecond, so that a merge takes them in turn.
 func manyReplicas(b *testing.B, reps, n int) []string {
+	return manyReplicaRuns(b, reps, n, 1)
+}
+
+// manyReplicaRuns is manyReplicas with perRun lines a run, the runs perRun ms apart.
+func manyReplicaRuns(b *testing.B, reps, n, perRun int) []string {
 	base := b.TempDir()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	dirs := make([]string, reps)
 	for k := range reps {
 		dirs[k] = filepath.Join(base, strconv.Itoa(k))
 		off := int64(k*7919%1000) * int64(time.Microsecond)
-		if err := writeRunLog(dirs[k], n, func(j int) (int64, bool) { return t0 + int64(j)*int64(time.Millisecond) + off, false }); err != nil {
+		if err := writeRunsLog(dirs[k], n, perRun, func(j int) (int64, bool) { return t0 + int64(j)*int64(time.Millisecond) + off, false }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -130,16 +143,22 @@ func heapPeak(stop <-chan struct{}, peak *atomic.Uint64) {
 }
 
 // BenchmarkMergeMany merges the finished logs of 256 and 1,024 replicas of 1,000
-// lines each, and of 2 replicas of 500,000 (50 bytes; the replicas wrote at the same
-// time, so the merge takes them in turn), beside reading the same replicas one by
-// one, interleaved in each op: merged/sum is the merge against the sum of the single
+// lines each, and of 2 replicas of 500,000 (50 bytes, each line read on its own;
+// the replicas wrote at the same time, so the merge takes them in turn), and of
+// 1,024 replicas of 5,000 lines read 50 at a time (a replica's log, 250 KB, is then
+// one block of its iterator), beside reading the same replicas one by one,
+// interleaved in each op: merged/sum is the merge against the sum of the single
 // reads. allocs/merge and MB-peak are the merge's own (the live heap's highest,
 // sampled every millisecond, less what it was before).
 func BenchmarkMergeMany(b *testing.B) {
-	for _, c := range []struct{ reps, lines int }{{2, 500_000}, {256, 1000}, {1024, 1000}} {
+	for _, c := range []struct{ reps, lines, perRun int }{{2, 500_000, 1}, {256, 1000, 1}, {1024, 1000, 1}, {1024, 5000, 50}} {
 		reps, lines := c.reps, c.lines
-		b.Run(fmt.Sprintf("replicas=%d", reps), func(b *testing.B) {
-			dirs := manyReplicas(b, reps, lines)
+		name := fmt.Sprintf("replicas=%d", reps)
+		if c.perRun > 1 {
+			name += fmt.Sprintf("/lines=%d/run=%d", lines, c.perRun)
+		}
+		b.Run(name, func(b *testing.B) {
+			dirs := manyReplicaRuns(b, reps, lines, c.perRun)
 			var merged, sum time.Duration
 			var allocs uint64
 			var peak atomic.Uint64
