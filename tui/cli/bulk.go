@@ -3,8 +3,10 @@ package cli
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/tui/render"
 )
 
@@ -24,6 +26,42 @@ func (a *app) resolveHandles(argv []string) ([]spec.Handle, error) {
 		}
 	}
 	return hs, nil
+}
+
+// checkArgs reads every argument of cancel or delete (done: "cancelled", "deleted")
+// before any is acted on: the sweep ids (whose queues those verbs empty at once) and
+// the handles. Every argument that names nothing is in the one-line error, which says
+// that nothing was done: a typo among several apps, or after a sweep id, stops them all
+// (a sweep's queue was emptied before the typo was read).
+func (a *app) checkArgs(argv []string, done string) error {
+	store := a.runner().Sweeps()
+	var first error
+	var more []string
+	for _, s := range argv {
+		var err error
+		if id := trimSlash(s); store != nil && sweep.IsID(id) {
+			if _, lerr := store.Load(id); lerr != nil {
+				err = usageError{lerr}
+			}
+		} else {
+			_, err = a.resolveHandle(s)
+		}
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+		default:
+			more = append(more, oneLine(err.Error()))
+		}
+	}
+	if first == nil || len(argv) == 1 {
+		return first
+	}
+	rest := ""
+	if len(more) > 0 {
+		rest = "; " + strings.Join(more, "; ")
+	}
+	return fmt.Errorf("%w%s; nothing %s: every argument is read before any app is touched", first, rest, done)
 }
 
 // finishedApps lists the apps of this WICK_HOME that have ended, oldest first.

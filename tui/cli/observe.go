@@ -260,10 +260,14 @@ Waits until every app is terminal unless --no-wait. Cancelling a finished app do
 nothing. Cancelling again does not shorten the grace period; --now kills at once
 (SIGKILL, no TERM trap runs) on local_cwd, local_dir and local_docker. Slurm always
 sends SIGTERM and waits its KillWait first: there --now is refused, and nothing is
-stopped. Every handle is read before any app is touched; one that fails does not stop
-the others, and the exit code is 1 if any failed.`,
+stopped. Every handle and sweep id is read before any app is touched: one that names
+nothing stops them all; one that fails to stop does not stop the others, and the exit
+code is 1 if any failed.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.checkArgs(argv, "cancelled"); err != nil {
+				return err
+			}
 			argv, _, err := a.sweepArgs(argv, false, false)
 			if err != nil {
 				return err
@@ -316,8 +320,9 @@ func (a *app) deleteCmd() *cobra.Command {
 		Short:             "Remove apps' state, logs and containers (refuses a running app without --force)",
 		Long: `Remove the state, logs and containers of one app or several, or with --all-finished
 of every finished app of this WICK_HOME (what the UI's P does). A running app is
-refused unless --force, which cancels it first. Every handle is read before any app is
-touched; one that fails does not stop the others, and the exit code is 1 if any failed.`,
+refused unless --force, which cancels it first. Every handle and sweep id is read
+before any app is touched: one that names nothing stops them all; one that fails to be
+deleted does not stop the others, and the exit code is 1 if any failed.`,
 		Args: args(func(cmd *cobra.Command, argv []string) error {
 			switch {
 			case finished && len(argv) > 0:
@@ -328,6 +333,9 @@ touched; one that fails does not stop the others, and the exit code is 1 if any 
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if err := a.checkArgs(argv, "deleted"); err != nil {
+				return err
+			}
 			argv, sweepIDs, err := a.sweepArgs(argv, true, force)
 			if err != nil {
 				return err

@@ -624,3 +624,51 @@ func TestSweepCompletion(t *testing.T) {
 		t.Errorf("sweep move <TAB> should offer the queued app %s only:\n%s", apps[1].Handle, out)
 	}
 }
+
+// TestTypoAmongSeveralStopsThemAll: cancel or delete of several arguments with one (or
+// two) naming nothing acts on none of them, and the one-line error names every bad
+// one and says nothing was done. Before, a typo after a sweep id failed only once the
+// sweep's queue had been emptied (its apps CANCELLED without having run), and of two
+// typos only the first was named.
+func TestTypoAmongSeveralStopsThemAll(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "rate=1,2", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, id)
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		s := states(sweepRows(t, h, id))
+		return s == "RUNNING QUEUED", s
+	})
+	r = h.exec("run", "--detach", "utils.sh", "--", "sleep", "60")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	app := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, app)
+
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"cancel", id, "nosuch-xq1"}, `no app id starts with "nosuch-xq1" (wick list shows them); nothing cancelled: every argument is read before any app is touched`},
+		{[]string{"cancel", app, "nosuch-xq1", "nosuch-xq2"}, `no app id starts with "nosuch-xq1" (wick list shows them); no such app: no app id starts with "nosuch-xq2" (wick list shows them); nothing cancelled`},
+		{[]string{"cancel", "--now", id, "sweep-zzzzzzzz"}, "no such sweep: sweep-zzzzzzzz; nothing cancelled"},
+		{[]string{"delete", "--force", id, app, "nosuch-xq1"}, `no app id starts with "nosuch-xq1" (wick list shows them); nothing deleted`},
+	} {
+		r := h.exec(tc.argv...)
+		if r.code == 0 {
+			t.Errorf("%q: exit 0, want an error", tc.argv)
+		}
+		assertOneLineError(t, r.stderr, tc.want)
+	}
+	if s := states(sweepRows(t, h, id)); s != "RUNNING QUEUED" {
+		t.Errorf("the sweep was acted on: %s", s)
+	}
+	if st := h.status(app); st.State != spec.Running {
+		t.Errorf("the app was acted on: %s", st.State)
+	}
+}
