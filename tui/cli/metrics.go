@@ -523,8 +523,35 @@ func (a *app) metricAlarms(h spec.Handle, d *sched.Description) ([]metrics.Alarm
 		return nil, nil, namer
 	}
 	store := metrics.NewAlarmStore(cfg)
+	if neverStarted(d.Status) {
+		// No replica ran (queued in a sweep, a launch rolled back): no log holds a
+		// line, and a warning that its files are missing says nothing the status
+		// does not.
+		return nil, nil, namer
+	}
 	if _, err := metrics.Read(a.ctx, a.runner(), h, d, time.Time{}, store, namer); err != nil {
 		fmt.Fprintf(a.env.Stderr, "wick: metrics: reading the logs: %s\n", render.Escape(oneLine(err.Error())))
 	}
 	return store.Alarms(), store.Notices(), namer
+}
+
+// neverStarted tells an app none of whose replicas ever started: queued in its sweep,
+// or ended before its first replica started (a launch interrupted and rolled back).
+func neverStarted(st spec.AppStatus) bool {
+	if st.State == spec.Queued {
+		return true
+	}
+	if !st.State.Terminal() {
+		return false
+	}
+	n := 0
+	for _, role := range st.Roles {
+		for _, r := range role.Replicas {
+			if !r.Started.IsZero() || r.PID != 0 || r.ContainerID != "" || len(r.Attempts) > 0 {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
 }

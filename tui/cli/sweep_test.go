@@ -672,3 +672,28 @@ func TestTypoAmongSeveralStopsThemAll(t *testing.T) {
 		t.Errorf("the app was acted on: %s", st.State)
 	}
 }
+
+// TestDescribeOfAQueuedAppWarnsNothing: describe of an app still queued in its sweep
+// shows it QUEUED with nothing on stderr; before, it warned "metrics: reading the
+// logs: ... is queued in sweep ...: no logs until it starts".
+func TestDescribeOfAQueuedAppWarnsNothing(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "rate=1,2", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, id)
+	var apps []spec.AppStatus
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "RUNNING QUEUED", states(apps)
+	})
+	for _, argv := range [][]string{{"describe", apps[1].Handle}, {"describe", "--json", apps[1].Handle}} {
+		r := h.exec(argv...)
+		if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "QUEUED") {
+			t.Errorf("%q: exit %d, stderr %q, stdout:\n%s", argv, r.code, r.stderr, r.stdout)
+		}
+	}
+}
