@@ -260,95 +260,123 @@ func (it *Iterator) seek() error {
 	if err != nil {
 		return err
 	}
-	failed := func(i int64, why string) error {
-		it.dmg, it.seekFailed = &damage{rec: i, why: why}, true
-		return nil
-	}
-	// Run times never decrease, so the first run at or after Since is found by
-	// bisection; an end mark sorts last.
-	lo, hi := int64(0), n
-	if !it.opts.Since.IsZero() {
-		since := it.opts.Since.UnixNano()
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			r, err := it.readRecord(mid)
-			if err != nil {
-				return err
-			}
-			if why := badRecord(&r, size); why != "" {
-				return failed(mid, why)
-			}
-			if r.time < since && !r.end() {
-				lo = mid + 1
-			} else {
-				hi = mid
-			}
-		}
+	lo, err := it.seekSince(n, size)
+	if err != nil || it.seekFailed {
+		return err
 	}
 	it.nextRec = lo
 	if it.opts.Tail > 0 {
-		// Walk back from the end counting lines that pass the filters, a batch of
-		// records at a time, checking each record against the one after it.
-		need := int64(it.opts.Tail)
-		var after record
-		hasAfter := false
-		buf := make([]byte, min(n-lo, recordBatch)*recordSize)
-	walk:
-		for end := n; end > lo && need > 0; {
-			start := max(lo, end-recordBatch)
-			b := buf[:(end-start)*recordSize]
-			if _, err := it.idx.ReadAt(b, (start+1)*recordSize); err != nil {
-				return err
-			}
-			for i := end - 1; i >= start; i-- {
-				r := decodeRecord(b[(i-start)*recordSize:])
-				why := badRecord(&r, size)
-				if why == "" && hasAfter {
-					if why = badNext(&r, &after); why != "" {
-						return failed(i+1, why)
-					}
-				}
-				if why != "" {
-					return failed(i, why)
-				}
-				after, hasAfter = r, true
-				if !it.wantRun(&r) {
-					continue
-				}
-				m := r.lines
-				if it.opts.Regex != nil {
-					if m, err = it.countMatches(it.comb, r.combOff, r.length); err != nil {
-						return err
-					}
-				}
-				if m >= need {
-					it.nextRec = i
-					it.skip = int(m - need)
-					break walk
-				}
-				need -= m
-			}
-			end = start
+		if err := it.seekTail(lo, n, size); err != nil || it.seekFailed {
+			return err
 		}
 	}
 	if it.nextRec > 0 {
-		// The record before the first one read is what that one is checked against.
-		r, err := it.readRecord(it.nextRec - 1)
+		return it.checkBeforeFirst(size)
+	}
+	return nil
+}
+
+// failSeek gives the seek up at a damaged record i: the lines are read as a damaged
+// index is (see damage).
+func (it *Iterator) failSeek(i int64, why string) {
+	it.dmg, it.seekFailed = &damage{rec: i, why: why}, true
+}
+
+// seekSince returns the first of the n records at or after Since (0 without one).
+// Run times never decrease, so it is found by bisection; an end mark sorts last.
+func (it *Iterator) seekSince(n, size int64) (int64, error) {
+	lo, hi := int64(0), n
+	if it.opts.Since.IsZero() {
+		return lo, nil
+	}
+	since := it.opts.Since.UnixNano()
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		r, err := it.readRecord(mid)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if why := badRecord(&r, size); why != "" {
-			return failed(it.nextRec-1, why)
+			it.failSeek(mid, why)
+			return 0, nil
 		}
-		first, err := it.readRecord(it.nextRec)
-		if err == nil && badRecord(&first, size) == "" {
-			if why := badNext(&r, &first); why != "" {
-				return failed(it.nextRec, why)
-			}
+		if r.time < since && !r.end() {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
-		it.checked = r
-		it.noteSound(&r)
 	}
+	return lo, nil
+}
+
+// seekTail moves the start back from the end to the Tail-th last line that passes
+// the filters, no earlier than record lo: it walks back a batch of records at a time,
+// checking each record against the one after it.
+func (it *Iterator) seekTail(lo, n, size int64) error {
+	need := int64(it.opts.Tail)
+	var after record
+	hasAfter := false
+	buf := make([]byte, min(n-lo, recordBatch)*recordSize)
+	for end := n; end > lo && need > 0; end = max(lo, end-recordBatch) {
+		start := max(lo, end-recordBatch)
+		b := buf[:(end-start)*recordSize]
+		if _, err := it.idx.ReadAt(b, (start+1)*recordSize); err != nil {
+			return err
+		}
+		for i := end - 1; i >= start; i-- {
+			r := decodeRecord(b[(i-start)*recordSize:])
+			if why := badRecord(&r, size); why != "" {
+				it.failSeek(i, why)
+				return nil
+			}
+			if hasAfter {
+				if why := badNext(&r, &after); why != "" {
+					it.failSeek(i+1, why) // the record after it does not follow it
+					return nil
+				}
+			}
+			after, hasAfter = r, true
+			if !it.wantRun(&r) {
+				continue
+			}
+			m := r.lines
+			if it.opts.Regex != nil {
+				var err error
+				if m, err = it.countMatches(it.comb, r.combOff, r.length); err != nil {
+					return err
+				}
+			}
+			if m >= need {
+				it.nextRec, it.skip = i, int(m-need)
+				return nil
+			}
+			need -= m
+		}
+	}
+	return nil
+}
+
+// checkBeforeFirst checks the record before the first one read, which that one is
+// checked against, and the first one against it.
+func (it *Iterator) checkBeforeFirst(size int64) error {
+	// The record before the first one read is what that one is checked against.
+	r, err := it.readRecord(it.nextRec - 1)
+	if err != nil {
+		return err
+	}
+	if why := badRecord(&r, size); why != "" {
+		it.failSeek(it.nextRec-1, why)
+		return nil
+	}
+	first, err := it.readRecord(it.nextRec)
+	if err == nil && badRecord(&first, size) == "" {
+		if why := badNext(&r, &first); why != "" {
+			it.failSeek(it.nextRec, why)
+			return nil
+		}
+	}
+	it.checked = r
+	it.noteSound(&r)
 	return nil
 }
 
