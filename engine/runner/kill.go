@@ -11,7 +11,8 @@ import (
 
 // Kill stops the app like Cancel, but without the grace period (sched.Killer). A
 // scheduler that cannot is an error saying so, and nothing is stopped: a quiet
-// graceful cancel is not what --now asked for.
+// graceful cancel is not what --now asked for. An app of such a scheduler that has
+// ended is left as it is, without error, as Cancel leaves it.
 func (r *Runner) Kill(ctx context.Context, h spec.Handle) error {
 	s, err := r.schedulerOf(h)
 	if err != nil {
@@ -19,6 +20,15 @@ func (r *Runner) Kill(ctx context.Context, h spec.Handle) error {
 	}
 	k, ok := s.(sched.Killer)
 	if !ok {
+		// An app that is not there, or has ended, is answered as cancel answers it
+		// (no such app; nothing to do), not with a refusal that suggests a cancel.
+		d, err := r.Describe(ctx, h)
+		if err != nil {
+			return err
+		}
+		if d.Status.State.Terminal() {
+			return nil
+		}
 		return fmt.Errorf("%s cannot kill an app at once: `wick cancel %s` (without --now) stops it with its grace period", h.Scheduler, h)
 	}
 	if _, err := r.Describe(ctx, h); err != nil && errors.Is(err, sched.ErrNotFound) {

@@ -42,7 +42,7 @@ func downSlurmConf(t *testing.T) string {
 // TestSlurmControllerDown: with slurmctld unreachable, the logs of a job come from its
 // files (-n 2 and -f), status and list show the last known state marked as such, and
 // cancel says it cannot reach the controller. cancel --now is refused on slurm, which
-// always sends SIGTERM first, and stops nothing.
+// always sends SIGTERM first, and stops nothing; of an ended job it says its state.
 func TestSlurmControllerDown(t *testing.T) {
 	needSlurm(t)
 	h := newHarness(t)
@@ -108,6 +108,18 @@ func TestSlurmControllerDown(t *testing.T) {
 	// The controller back: nothing was stopped by any of it.
 	if st := h.status(hd); st.State != spec.Running {
 		t.Errorf("after: %s", st.State)
+	}
+	// Once the job has ended, --now has nothing to refuse: it says the job's state
+	// and exits 0, as a cancel of a finished app does; a job Slurm never had is
+	// "no such app". Both were "slurm cannot kill an app at once".
+	if r := h.exec("cancel", hd); r.code != 0 || !strings.Contains(r.stderr, "CANCELLED") {
+		t.Fatalf("cancel: %d %q", r.code, r.stderr)
+	}
+	if r := h.exec("cancel", "--now", hd); r.code != 0 || r.stderr != hd+" CANCELLED\n" {
+		t.Errorf("cancel --now of an ended job: %d %q", r.code, r.stderr)
+	}
+	if r := h.exec("cancel", "--now", "slurm://wick/2000000000"); r.code != 1 || r.stderr != "wick: no such app: slurm://wick/2000000000\n" {
+		t.Errorf("cancel --now of no job: %d %q", r.code, r.stderr)
 	}
 }
 
