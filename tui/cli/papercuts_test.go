@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +289,43 @@ func TestCompletionLeavesOutOtherHomesApps(t *testing.T) {
 	}
 	if r := h.run("__complete", "status", ""); !strings.Contains(r.stdout, mine+"\t") {
 		t.Errorf("status <TAB> lacks this home's app %s:\n%s", mine, r.stdout)
+	}
+}
+
+// TestHomeThatIsAFile: a WICK_HOME that is a file (or a link to one) is one line naming
+// it, exit 2, for every verb that keeps state, and the file is left as it was; help,
+// version and completion still work. Before, wick list printed an empty table and
+// exited 0 (with a warning per scheduler), and wick run said "local_cwd: log_dir: not
+// a directory".
+func TestHomeThatIsAFile(t *testing.T) {
+	h := newHarness(t)
+	file := filepath.Join(h.work, "not-a-dir")
+	if err := os.WriteFile(file, []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(h.work, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []string{file, link} {
+		h.home = home
+		for _, argv := range [][]string{
+			{"list"}, {"run", "utils.echo", "--msg", "hi"}, {"run", "--detach", "demo.train"},
+			{"status", "echo-x"}, {"log", "echo-x"}, {"sweep", "list"}, {"ui"},
+		} {
+			r := h.run(argv...)
+			if r.code != ExitUsage || r.stdout != "" {
+				t.Errorf("%s %q: exit %d, stdout %q", home, argv, r.code, r.stdout)
+			}
+			assertOneLineError(t, r.stderr, "WICK_HOME "+home+" is not a directory")
+		}
+		for _, argv := range [][]string{{"version"}, {"--help"}, {"run", "--help"}, {"completion", "bash"}} {
+			if r := h.run(argv...); r.code != ExitOK {
+				t.Errorf("%s %q: exit %d %q", home, argv, r.code, r.stderr)
+			}
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "mine\n" {
+		t.Errorf("the file: %q %v", b, err)
 	}
 }

@@ -404,7 +404,34 @@ Shell completion: wick completion bash|zsh|fish --help.`,
 	root.Args = unknownCommand
 	root.SuggestionsMinimumDistance = 2
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		for c := cmd; c != nil; c = c.Parent() {
+			switch c.Name() {
+			case "help", "version", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+				return nil // what needs no state
+			}
+		}
+		if cmd == root {
+			return nil
+		}
+		return a.checkHome()
+	}
 	return root
+}
+
+// checkHome refuses a state directory that is there but is not a directory (a file,
+// a link to one): every verb failed on it with a message naming some path below it
+// ("local_cwd: log_dir: not a directory"), and wick list printed an empty table
+// and exited 0.
+func (a *app) checkHome() error {
+	fi, err := os.Stat(a.home)
+	if err != nil || fi.IsDir() {
+		return nil
+	}
+	if a.env.Getenv("WICK_HOME") != "" {
+		return usageError{fmt.Errorf("WICK_HOME %s is not a directory", a.home)}
+	}
+	return usageError{fmt.Errorf("wick's state directory %s is not a directory (set WICK_HOME to use another)", a.home)}
 }
 
 // flagError makes a bad flag of a verb a usage error, with the nearest flag of the
