@@ -231,6 +231,9 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := errNeverRan(id.Handle, d.Status); err != nil {
+		return err
+	}
 	refs, err := selectReplicas(id, &d.Status, d.App)
 	if err != nil {
 		return err

@@ -134,6 +134,9 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := errNeverRan(id.Handle, d.Status); err != nil {
+		return err
+	}
 	refs, err := selectReplicas(id, &d.Status, d.App)
 	if err != nil {
 		return err
@@ -553,5 +556,23 @@ func neverStarted(st spec.AppStatus) bool {
 			n++
 		}
 	}
-	return n > 0
+	// A sweep's app cancelled in its queue has no replica at all.
+	return n > 0 || st.Sweep != nil
+}
+
+// errNeverRan is the error of the logs (or metrics) of an app that ended before any
+// of its replicas started, nil for any other: its log files were never made, and the
+// scheduler's "no such app" or "open .../lines.idx" said less than its status does.
+func errNeverRan(h spec.Handle, st spec.AppStatus) error {
+	if st.State == spec.Queued || !neverStarted(st) {
+		return nil
+	}
+	why := st.Msg
+	if why == "" {
+		why = st.StructuredError
+	}
+	if why != "" {
+		why = " (" + oneLine(why) + ")"
+	}
+	return fmt.Errorf("%s is %s and none of its replicas ever started%s: it has no logs", h, st.State, why)
 }

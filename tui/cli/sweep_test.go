@@ -673,10 +673,11 @@ func TestTypoAmongSeveralStopsThemAll(t *testing.T) {
 	}
 }
 
-// TestDescribeOfAQueuedAppWarnsNothing: describe of an app still queued in its sweep
-// shows it QUEUED with nothing on stderr; before, it warned "metrics: reading the
-// logs: ... is queued in sweep ...: no logs until it starts".
-func TestDescribeOfAQueuedAppWarnsNothing(t *testing.T) {
+// TestAppThatNeverRanSaysSo: describe of an app still queued in its sweep shows it
+// QUEUED with nothing on stderr (before, it warned "metrics: reading the logs: ... is
+// queued in sweep ...: no logs until it starts"); once it is cancelled in the queue,
+// wick log and wick metrics say it never started.
+func TestAppThatNeverRanSaysSo(t *testing.T) {
 	h := newHarness(t)
 	r := h.exec("run", "--detach", "--sweep", "rate=1,2", "--max-parallel", "1",
 		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
@@ -695,5 +696,22 @@ func TestDescribeOfAQueuedAppWarnsNothing(t *testing.T) {
 		if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "QUEUED") {
 			t.Errorf("%q: exit %d, stderr %q, stdout:\n%s", argv, r.code, r.stderr, r.stdout)
 		}
+	}
+
+	// Cancelled in the queue, it never ran: its logs and metrics say so, where they
+	// said "no such app" of an app wick status shows.
+	if r := h.exec("cancel", apps[1].Handle); r.code != 0 {
+		t.Fatalf("cancel: %d %s", r.code, r.stderr)
+	}
+	want := apps[1].Handle + " is CANCELLED and none of its replicas ever started (cancelled before it was launched): it has no logs"
+	for _, argv := range [][]string{{"log", apps[1].Handle}, {"log", "-f", apps[1].Handle}, {"metrics", apps[1].Handle}} {
+		r := h.exec(argv...)
+		if r.code != ExitFailure || r.stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q", argv, r.code, r.stdout)
+		}
+		assertOneLineError(t, r.stderr, want)
+	}
+	if r := h.exec("describe", apps[1].Handle); r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "CANCELLED") {
+		t.Errorf("describe of the cancelled app: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
