@@ -441,11 +441,11 @@ func (m *Model) run(name common.ActionName) tea.Cmd {
 // quit ends the UI; running apps keep running, and the note says so.
 func (m *Model) quit() tea.Cmd {
 	if n := m.home.Running(); n > 0 {
-		what := "1 app is"
+		what, keep, them := "1 app is", "keeps", "it"
 		if n > 1 {
-			what = fmt.Sprintf("%d apps are", n)
+			what, keep, them = fmt.Sprintf("%d apps are", n), "keep", "them"
 		}
-		m.quitNote = fmt.Sprintf("wick: %s still running and keep running; `wick list` shows them, `wick ui` comes back to them", what)
+		m.quitNote = fmt.Sprintf("wick: %s still running and %s running; `wick list` shows %s, `wick ui` comes back to %s", what, keep, them, them)
 	}
 	return tea.Quit
 }
