@@ -524,6 +524,38 @@ func TestInterruptedScheduleCancelsTheApp(t *testing.T) {
 	}
 }
 
+// TestInterruptedScheduleWhoseSupervisorDied: a Ctrl-C that reaches the supervisor
+// between its fork and its setsid (it is still in the launcher's process group then)
+// kills it before it takes the app over. The launcher, still the app's owner, ends
+// the app CANCELLED; it was left to read as FAILED ("wick exited before the
+// supervisor started"), its duration growing with every look. The supervisor here
+// is a stand-in killed at that moment: the real window is a few microseconds wide.
+func TestInterruptedScheduleWhoseSupervisorDied(t *testing.T) {
+	s := testScheduler(t, false)
+	s.cfg.Self = []string{"sh", "-c", `sleep 0.3; kill -KILL $$`}
+	info := dryRun(t, s, appOf("late", role("late", "sleep", "100")), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.Schedule(ctx, info, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Schedule: %v", err)
+	}
+	d, err := s.Describe(context.Background(), info.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := d.Status
+	if st.State != spec.Cancelled || st.Msg != "cancelled before it started" || st.Ended.IsZero() {
+		t.Fatalf("interrupted start whose supervisor died: %s %q ended %v", st.State, st.Msg, st.Ended)
+	}
+	if r := replicaOf(t, &st, "late", 0); r.State != spec.Cancelled || r.PID != 0 {
+		t.Errorf("replica: %+v", r)
+	}
+	// A second look: the end of an ended app stays where it was.
+	if again, err := s.Describe(context.Background(), info.AppID); err != nil || !again.Status.Ended.Equal(st.Ended) {
+		t.Errorf("ended %v, then %v (%v)", st.Ended, again.Status.Ended, err)
+	}
+}
+
 // The stop timeout protects a replica's whole process group, not only its leader: a
 // worker that saves a checkpoint after its agent died of SIGTERM (torchrun) finishes.
 func TestStopTimeoutCoversTheGroup(t *testing.T) {

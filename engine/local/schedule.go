@@ -278,7 +278,15 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 		// would read as a launch that died.
 		t := time.NewTimer(cancelReportWait)
 		select {
-		case <-got:
+		case res = <-got:
+			if len(bytes.TrimSpace(res.msg)) == 0 {
+				// The supervisor ended without a word: the interrupt killed it
+				// between its fork and its setsid, when it was still in this
+				// launcher's process group (a Ctrl-C reaches the whole group). This
+				// launcher still owns the app: it ends it as cancelled, or its exit
+				// would read as a launch that died (FAILED, its duration growing).
+				cancelUnstarted(appDir)
+			}
 		case <-t.C:
 			pr.Close()
 			<-got
@@ -309,6 +317,26 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 		why = "no message"
 	}
 	return failed(fmt.Errorf("the supervisor exited before starting the app: %s", why))
+}
+
+// cancelUnstarted ends, as cancelled, an app whose supervisor is gone before it took
+// the app over (its launcher, still the owner, was interrupted). An app that has ended
+// or been taken over is left as it is.
+func cancelUnstarted(appDir string) {
+	st, err := readState(appDir)
+	if err != nil || st.State.Terminal() || !st.Supervisor.IsZero() {
+		return
+	}
+	now := time.Now()
+	st.State, st.Msg, st.Ended = spec.Cancelled, "cancelled before it started", now
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			if r := &st.Roles[i].Replicas[j]; !r.State.Terminal() {
+				r.State = spec.Cancelled
+			}
+		}
+	}
+	_ = st.save(appDir)
 }
 
 // maxReport bounds the supervisor's report of its start ("ok" or "error: ...").
