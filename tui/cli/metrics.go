@@ -169,7 +169,7 @@ func (a *app) runMetrics(ident string, f metricsFlags) error {
 			out.names.Update(nd)
 		}
 	}
-	return out.finish(id.Handle)
+	return out.finish(id.Handle, f.only)
 }
 
 // metricsPrinter is what `wick metrics` of one app writes as its lines come: every
@@ -258,17 +258,50 @@ func (m *metricsPrinter) erase() {
 
 // finish writes what comes after the last line of the app h: the table (over the
 // live one), or a notice on stderr when no metric was found.
-func (m *metricsPrinter) finish(h spec.Handle) error {
+func (m *metricsPrinter) finish(h spec.Handle, only []string) error {
 	if m.points {
-		return m.w.Flush()
+		if err := m.w.Flush(); err != nil {
+			return err
+		}
+		return m.unmatched(h, only)
 	}
 	m.erase()
 	if len(m.store.AllNames()) == 0 {
+		if len(only) > 0 {
+			return m.unmatched(h, only)
+		}
 		fmt.Fprintf(m.a.env.Stderr, "wick: no metrics found in the logs of %s\n", h)
 		return nil
 	}
 	m.a.writeMetricsTable(m.w, m.store, m.names)
-	return m.w.Flush()
+	if err := m.w.Flush(); err != nil {
+		return err
+	}
+	return m.unmatched(h, only)
+}
+
+// unmatched says which metrics -m named that no line had (a typo: -m lss): an error
+// when none of them was found, which printed nothing and exited 0 before, else a
+// warning beside the others' table.
+func (m *metricsPrinter) unmatched(h spec.Handle, only []string) error {
+	found := map[string]bool{}
+	for _, n := range m.store.AllNames() {
+		found[n] = true
+	}
+	var missing []string
+	for _, n := range only {
+		if n = strings.TrimSpace(n); !found[metrics.CanonicalName(n)] && !found[n] {
+			missing = append(missing, render.Escape(n))
+		}
+	}
+	switch {
+	case len(missing) == 0:
+		return nil
+	case len(missing) == len(only):
+		return fmt.Errorf("-m %s matched no metric in the logs of %s (without -m, wick metrics lists the metrics found)", strings.Join(missing, ","), h)
+	}
+	fmt.Fprintf(m.a.env.Stderr, "wick: warning: -m %s matched no metric in the logs of %s\n", strings.Join(missing, ","), h)
+	return nil
 }
 
 // extractBatch is how many lines streamMetrics extracts before handing them over at

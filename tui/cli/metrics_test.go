@@ -250,6 +250,35 @@ func TestMetricsBadInput(t *testing.T) {
 	}
 }
 
+// TestMetricsOfAMistypedName: -m naming a metric no line has (a typo: -m lss) is one
+// line and exit 1, where it printed "no metrics found" (nothing with --csv) and exited
+// 0; a list of which some match prints their table and warns of the others.
+func TestMetricsOfAMistypedName(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "utils.sh", "sh", "-c", "echo step 1 loss 2 lr 0.1; echo step 2 loss 1.5 lr 0.1")
+	handle := strings.TrimSpace(r.stdout)
+	if r.code != 0 || handle == "" {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	miss := "-m lss matched no metric in the logs of " + handle + " (without -m, wick metrics lists the metrics found)"
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"metrics", "-m", "lss", handle}, 1, "", "wick: " + miss + "\n"},
+		{[]string{"metrics", "--csv", "-m", "lss", handle}, 1, "rank,step,time,name,value\n", "wick: " + miss + "\n"},
+		{[]string{"metrics", "-m", "loss,lss", handle}, 0, "loss", "wick: warning: -m lss matched no metric in the logs of " + handle + "\n"},
+		{[]string{"metrics", "-m", "loss", handle}, 0, "loss", ""},
+	} {
+		got := h.exec(c.args...)
+		if got.code != c.code || got.stderr != c.stderr || !strings.Contains(got.stdout, c.stdout) || c.stdout == "" && got.stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.args, got.code, got.stdout, got.stderr, c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
 // TestMetricsOfTheDDPExample trains the real DDP example (examples/ddp, torch) on two
 // workers and reads its losses back through torchrun's [N]: prefixes.
 func TestMetricsOfTheDDPExample(t *testing.T) {
