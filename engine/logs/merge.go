@@ -71,9 +71,9 @@ type Merged struct {
 	// What pick needs, kept as the sources change rather than found by looking at
 	// every source for every line: with 1,024 replicas that look cost 40x reading
 	// them one by one.
-	heads     []headOf // the sources with lines queued: a min-heap by (head time, index)
-	reading   int      // exact sources whose pump is reading: no line queued, not idle, not ended
-	idleEmpty int      // exact sources with no line queued that said they have none ready, not ended
+	heads     Heads // the sources with lines queued, by head time (Heads)
+	reading   int   // exact sources whose pump is reading: no line queued, not idle, not ended
+	idleEmpty int   // exact sources with no line queued that said they have none ready, not ended
 	// The inexact sources with no line queued, not ended, in the order their queues
 	// emptied: a list through mergeSrc.prev/next (-1 ends it). A source joins it at
 	// its tail when its queue empties, so the tail emptied last (its emptySince is
@@ -98,13 +98,6 @@ type mergeSrc struct {
 	// sources, while it is in it.
 	prev, next int32
 	waiting    bool
-}
-
-// headOf is a source in the heap of heads, with its head line's time: the heap
-// compares times without going through the sources (a cache miss each, at 1,024).
-type headOf struct {
-	t   time.Time
-	src int32
 }
 
 // batchIn is a batch of lines of a source and when it reached the Merged.
@@ -155,7 +148,7 @@ func newMerged(its []sched.LogIterator) *Merged {
 		ch:       make(chan mergeMsg, len(its)),
 		srcs:     make([]mergeSrc, len(its)),
 		live:     len(its),
-		heads:    make([]headOf, 0, len(its)),
+		heads:    NewHeads(len(its)),
 		waitHead: -1,
 		waitTail: -1,
 	}
@@ -258,7 +251,7 @@ func (m *Merged) apply(msg mergeMsg) {
 	m.update(s, msg)
 	m.enter(msg.src)
 	if !queued && len(s.q) > 0 {
-		m.pushHead(msg.src)
+		m.heads.Push(msg.src, s.q[0].Time)
 	}
 }
 
@@ -312,13 +305,13 @@ func (m *Merged) drain() {
 // counted, and of the inexact ones the one to wait for longest, the last to empty,
 // is the last of their list.
 func (m *Merged) pick() (int, time.Duration) {
-	if len(m.heads) == 0 {
+	if m.heads.Len() == 0 {
 		return -1, 0
 	}
 	if m.reading > 0 {
 		return -1, 0 // a pump is reading: a line or an idle notice is coming
 	}
-	best := int(m.heads[0].src)
+	best := m.heads.First()
 	if m.idleEmpty == 0 && m.waitTail < 0 {
 		return best, 0 // every other source has lines queued or has ended
 	}
@@ -358,11 +351,10 @@ func (m *Merged) pop(i int) sched.Line {
 		}
 	}
 	if len(s.q) > 0 {
-		m.heads[0].t = s.q[0].Time // its next line is its new head
-		m.siftDown(0)
+		m.heads.Advance(s.q[0].Time) // its next line is its new head
 		return l
 	}
-	m.popHead()
+	m.heads.Pop()
 	if !s.exact {
 		s.emptySince = time.Now()
 	}
@@ -432,57 +424,6 @@ func (m *Merged) unwait(i int) {
 		m.waitTail = s.prev
 	}
 	s.waiting, s.prev, s.next = false, -1, -1
-}
-
-// before reports whether head a comes before head b: the earlier time, or, of equal
-// times, the source given first to Merge.
-func before(a, b *headOf) bool {
-	if a.t.Before(b.t) {
-		return true
-	}
-	return !b.t.Before(a.t) && a.src < b.src
-}
-
-// pushHead adds source i, whose queue was empty, to the heap of heads.
-func (m *Merged) pushHead(i int) {
-	m.heads = append(m.heads, headOf{t: m.srcs[i].q[0].Time, src: int32(i)})
-	for j := len(m.heads) - 1; j > 0; {
-		p := (j - 1) / 2
-		if !before(&m.heads[j], &m.heads[p]) {
-			break
-		}
-		m.heads[j], m.heads[p] = m.heads[p], m.heads[j]
-		j = p
-	}
-}
-
-// popHead removes the first of the heads, whose queue emptied.
-func (m *Merged) popHead() {
-	last := len(m.heads) - 1
-	m.heads[0] = m.heads[last]
-	m.heads = m.heads[:last]
-	if last > 0 {
-		m.siftDown(0)
-	}
-}
-
-// siftDown moves the head at j down the heap to its place.
-func (m *Merged) siftDown(j int) {
-	h := m.heads
-	for {
-		c := 2*j + 1
-		if c >= len(h) {
-			return
-		}
-		if r := c + 1; r < len(h) && before(&h[r], &h[c]) {
-			c = r
-		}
-		if !before(&h[c], &h[j]) {
-			return
-		}
-		h[j], h[c] = h[c], h[j]
-		j = c
-	}
 }
 
 // Ready reports whether Next would return without blocking. A source that implements

@@ -344,7 +344,7 @@ func TestMergePickMatchesScan(t *testing.T) {
 					picked++
 				case wait > 0:
 					waited++
-				case len(m.heads) > 0:
+				case m.heads.Len() > 0:
 					blocked++
 				}
 				if got >= 0 {
