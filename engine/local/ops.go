@@ -406,9 +406,9 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.logCache.launch(dir)
+	logDirs, err := s.logCache.replicaDirs(dir, appID, refs)
 	if err != nil {
-		return nil, fmt.Errorf("read app %s: %w", appID, err)
+		return nil, err
 	}
 	writer := ls.writer()
 	var chime *logs.Chime
@@ -432,12 +432,8 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 		}
 		return nil, err
 	}
-	for _, ref := range refs {
-		logDir, err := replicaDirOf(l, appID, ref.Role, ref.Replica)
-		if err != nil {
-			return fail(err)
-		}
-		it, err := logs.Open(logs.Source{Dir: logDir, Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Chime: chime, Warn: s.cfg.Warn}, opts)
+	for i, ref := range refs {
+		it, err := logs.Open(logs.Source{Dir: logDirs[i], Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Chime: chime, Warn: s.cfg.Warn}, opts)
 		if err != nil {
 			return fail(err)
 		}
@@ -479,15 +475,11 @@ func (s *Scheduler) replicaLogDir(appID, role string, k int) (string, logState, 
 	if err != nil {
 		return "", logState{}, err
 	}
-	l, err := s.logCache.launch(dir)
-	if err != nil {
-		return "", logState{}, fmt.Errorf("read app %s: %w", appID, err)
-	}
-	logDir, err := replicaDirOf(l, appID, role, k)
+	logDirs, err := s.logCache.replicaDirs(dir, appID, []sched.ReplicaRef{{Role: role, Replica: k}})
 	if err != nil {
 		return "", logState{}, err
 	}
-	return logDir, ls, nil
+	return logDirs[0], ls, nil
 }
 
 // replicaDirOf finds the log directory of replica k of role in an app's launch.

@@ -148,6 +148,7 @@ type logCache struct {
 	mu       sync.Mutex
 	launches map[string]cachedLaunch
 	states   map[string]cachedState
+	dirs     map[string]cachedDirs // log directories of some replicas (DescribeReplicas)
 }
 
 // fileKey identifies a version of a file.
@@ -156,6 +157,13 @@ type fileKey struct{ ino, size, mtime, ctime int64 }
 type cachedLaunch struct {
 	key fileKey
 	l   *launch
+}
+
+// cachedDirs is what a version of an app's launch file says of the log directories of
+// some of its replicas.
+type cachedDirs struct {
+	key  fileKey
+	dirs map[sched.ReplicaRef]string
 }
 
 type cachedState struct {
@@ -261,6 +269,49 @@ func (c *logCache) put(appDir string, key fileKey, ls logState) {
 		c.states = map[string]cachedState{}
 	}
 	c.states[appDir] = cachedState{key, ls}
+}
+
+// putDirs records the log directories of some replicas, as the version key of the
+// app's launch file says.
+func (c *logCache) putDirs(appDir string, key fileKey, dirs map[sched.ReplicaRef]string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dirs == nil || len(c.dirs) >= maxCached {
+		c.dirs = map[string]cachedDirs{}
+	}
+	c.dirs[appDir] = cachedDirs{key, dirs}
+}
+
+// replicaDirs returns the log directories of the replicas of refs: those recorded by
+// putDirs if the launch file is unchanged since and they are all there, or else from
+// the launch file, read whole.
+func (c *logCache) replicaDirs(appDir, appID string, refs []sched.ReplicaRef) ([]string, error) {
+	out := make([]string, len(refs))
+	if key, ok := statKey(filepath.Join(appDir, launchFile)); c != nil && ok {
+		c.mu.Lock()
+		e, hit := c.dirs[appDir]
+		c.mu.Unlock()
+		all := hit && e.key == key
+		for i := 0; all && i < len(refs); i++ {
+			out[i], all = e.dirs[refs[i]]
+		}
+		if all {
+			return out, nil
+		}
+	}
+	l, err := c.launch(appDir)
+	if err != nil {
+		return nil, fmt.Errorf("read app %s: %w", appID, err)
+	}
+	for i, ref := range refs {
+		if out[i], err = replicaDirOf(l, appID, ref.Role, ref.Replica); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func readState(appDir string) (*state, error) {

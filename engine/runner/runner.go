@@ -183,11 +183,29 @@ func notFound(h spec.Handle, err error) error {
 
 // Describe returns what the app's scheduler knows of it: status, AppDef, run options.
 func (r *Runner) Describe(ctx context.Context, h spec.Handle) (*sched.Description, error) {
+	return r.describe(ctx, h, nil)
+}
+
+// DescribeReplicas is Describe for a caller that looks at the replicas of refs only:
+// the status may hold, of each role, only theirs. A scheduler that can read them alone
+// (sched.ReplicaDescriber) does, so that the cost grows with those replicas, not with
+// the app's; the others describe the whole app.
+func (r *Runner) DescribeReplicas(ctx context.Context, h spec.Handle, refs []sched.ReplicaRef) (*sched.Description, error) {
+	return r.describe(ctx, h, refs)
+}
+
+// describe is Describe, of the replicas of refs only if refs is not nil.
+func (r *Runner) describe(ctx context.Context, h spec.Handle, refs []sched.ReplicaRef) (*sched.Description, error) {
 	s, err := r.schedulerOf(h)
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Describe(ctx, h.AppID)
+	var d *sched.Description
+	if rd, ok := s.(sched.ReplicaDescriber); ok && refs != nil {
+		d, err = rd.DescribeReplicas(ctx, h.AppID, refs)
+	} else {
+		d, err = s.Describe(ctx, h.AppID)
+	}
 	if err != nil {
 		if sd, ok := r.sweepDescription(h); ok && isNotFound(err) {
 			return sd, nil // queued in its sweep

@@ -97,6 +97,15 @@ type Description struct {
 	Cfg spec.Cfg
 }
 
+// ReplicaDescriber is implemented by schedulers that can describe an app for a caller
+// that looks at some of its replicas only, at a cost that grows with those replicas
+// rather than with the app (the local schedulers: `wick log APP/ROLE/K` of a
+// thousand-replica app). The Description's Status holds, of each role, the statuses
+// of the replicas of refs only (more is allowed); the rest is Describe's.
+type ReplicaDescriber interface {
+	DescribeReplicas(ctx context.Context, appID string, refs []ReplicaRef) (*Description, error)
+}
+
 // Scheduler launches, observes and stops apps. Every method that blocks takes a
 // context. Implementations must be safe for concurrent use.
 type Scheduler interface {

@@ -227,7 +227,7 @@ func (a *app) runLog(ident string, f logFlags) error {
 		return err
 	}
 	r := a.runner()
-	d, err := r.Describe(a.ctx, id.Handle)
+	d, err := describeFor(a.ctx, r, id, f)
 	if err != nil {
 		return err
 	}
@@ -296,6 +296,21 @@ func (a *app) runLog(ident string, f logFlags) error {
 		err = a.endRanks(rf, r, id.Handle, err, stopFollow())
 	}
 	return err
+}
+
+// describeFor describes the app of id for its log: when id names replicas (and no
+// --rank asks for every node's ranks), those replicas only, so that the log of one
+// replica of a thousand-replica app costs about one replica's reading, not the app's
+// (runner.DescribeReplicas).
+func describeFor(ctx context.Context, r *runner.Runner, id spec.LogID, f logFlags) (*sched.Description, error) {
+	if id.Role == "" || len(id.Replicas) == 0 || len(f.ranks) > 0 {
+		return r.Describe(ctx, id.Handle)
+	}
+	refs := make([]sched.ReplicaRef, len(id.Replicas))
+	for i, k := range id.Replicas {
+		refs[i] = sched.ReplicaRef{Role: id.Role, Replica: k}
+	}
+	return r.DescribeReplicas(ctx, id.Handle, refs)
 }
 
 // endRanks ends the rank filter of a `wick log --rank` that ended with err, or was
