@@ -51,7 +51,9 @@ func manyReplicasApp(b *testing.B, reps, lines int) (dir string, env []string, h
 //     beside the sum of the N replicas read one by one (singles, the baseline of the
 //     README's merge rows), in one process, the iterators' opening included;
 //   - one: `wick log APP/sh/500`, one replica of the 1,024, beside `cat` of that
-//     replica's log file (what the machine can do).
+//     replica's log file (what the machine can do) and beside `wick log` of the
+//     replica of an app of one replica that wrote the same (alone: what reading one
+//     replica costs wick).
 func BenchmarkLogManyReplicas(b *testing.B) {
 	const reps, lines = 1024, 50
 	dir, env, h := manyReplicasApp(b, reps, lines)
@@ -122,10 +124,15 @@ func BenchmarkLogManyReplicas(b *testing.B) {
 		if _, err := os.Stat(file); err != nil {
 			b.Fatalf("replica 500's log: %v", err)
 		}
+		// The same replica's log in an app of one replica: what the other 1,023
+		// add to reading one.
+		dir1, env1, h1 := manyReplicasApp(b, 1, lines)
 		med := paired(b,
 			timed("wick", dir, env, builtWick, "log", h+"/sh/500"),
+			timed("alone", dir1, env1, builtWick, "log", h1+"/sh/0"),
 			timed("cat", dir, env, "cat", file),
 		)
-		b.ReportMetric(float64(med[0])/float64(med[1]), "wick/cat")
+		b.ReportMetric(float64(med[0])/float64(med[2]), "wick/cat")
+		b.ReportMetric(float64(med[0])/float64(med[1]), "wick/alone")
 	})
 }
