@@ -310,7 +310,13 @@ func describeFor(ctx context.Context, r *runner.Runner, id spec.LogID, f logFlag
 	for i, k := range id.Replicas {
 		refs[i] = sched.ReplicaRef{Role: id.Role, Replica: k}
 	}
-	return r.DescribeReplicas(ctx, id.Handle, refs)
+	d, err := r.DescribeReplicas(ctx, id.Handle, refs)
+	if err == nil && neverStarted(d.Status) {
+		// Those replicas never started: whether any of the app's did (errNeverRan)
+		// is the whole app's to say.
+		return r.Describe(ctx, id.Handle)
+	}
+	return d, err
 }
 
 // endRanks ends the rank filter of a `wick log --rank` that ended with err, or was
