@@ -234,6 +234,17 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if err := errNeverRan(id.Handle, d.Status); err != nil {
 		return err
 	}
+	if st := d.Status; st.State == spec.Pending && st.Msg != "" {
+		// A job its scheduler holds back (Slurm: no resources, a dependency) has no
+		// line yet: say why, rather than print nothing, or follow in silence a job
+		// that may never start.
+		then := "no logs yet"
+		if opts.Follow {
+			then = "following its logs once it starts"
+		}
+		why := strings.TrimPrefix(oneLine(st.Msg), "pending: ")
+		fmt.Fprintf(a.env.Stderr, "wick: %s is PENDING (%s): %s\n", id.Handle, render.Escape(why), then)
+	}
 	refs, err := selectReplicas(id, &d.Status, d.App)
 	if err != nil {
 		return err

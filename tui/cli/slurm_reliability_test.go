@@ -139,3 +139,44 @@ func TestSlurmMultiLineComment(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 and one line naming comment", r.code, r.stderr)
 	}
 }
+
+// TestSlurmLogOfAPendingJob: wick log of a job Slurm holds back says so and why on
+// stderr, where it printed nothing (and -f followed in silence a job that may never
+// start). Three replicas are three components of one heterogeneous job, which the
+// test cluster's two nodes cannot hold: it stays PENDING (Resources).
+func TestSlurmLogOfAPendingJob(t *testing.T) {
+	needSlurm(t)
+	h := newHarness(t)
+	r := h.exec("run", "-s", "slurm", "--detach", "-cfg", "time=1", "demo.train", "--replicas", "3", "--duration", "5s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	hd := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("cancel", hd) })
+	var st spec.AppStatus
+	testkit.Wait(t, 30*time.Second, "the job pending with a reason", func() (bool, string) {
+		st = h.status(hd)
+		return st.State == spec.Pending && st.Msg != "", st.State.String() + " " + st.Msg
+	})
+	why := strings.TrimPrefix(st.Msg, "pending: ")
+	if r := h.exec("log", hd); r.code != 0 || r.stdout != "" || r.stderr != "wick: "+hd+" is PENDING ("+why+"): no logs yet\n" {
+		t.Errorf("log: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	cmd := h.wickCmd(ctx, "log", "-f", hd)
+	errp, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(errp).ReadString('\n')
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if want := "wick: " + hd + " is PENDING (" + why + "): following its logs once it starts\n"; line != want {
+		t.Errorf("log -f: %q, want %q", line, want)
+	}
+}
