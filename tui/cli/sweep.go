@@ -847,11 +847,24 @@ compares them. These verbs act on its queue.`,
 			if !ok {
 				return usagef("%s is not an app of a sweep", h)
 			}
-			err = store.Update(sw.ID, func(s *sweep.Sweep) error { return s.Move(h.String(), to) })
+			place, last := to, ""
+			err = store.Update(sw.ID, func(s *sweep.Sweep) error {
+				// Move puts an app asked past the end at the end: say where it went.
+				n := 0
+				for i := range s.Entries {
+					if s.Entries[i].State == sweep.Queued {
+						n++
+					}
+				}
+				if to >= n {
+					place, last = n, " (the last)"
+				}
+				return s.Move(h.String(), to)
+			})
 			if err != nil {
 				return usageError{err}
 			}
-			fmt.Fprintf(a.env.Stderr, "%s: place %d of the queue of sweep %s\n", h, to, sw.ID)
+			fmt.Fprintf(a.env.Stderr, "%s: place %d of the queue of sweep %s%s\n", h, place, sw.ID, last)
 			return nil
 		},
 	}

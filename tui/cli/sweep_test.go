@@ -715,3 +715,31 @@ func TestAppThatNeverRanSaysSo(t *testing.T) {
 		t.Errorf("describe of the cancelled app: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestSweepMovePastTheEnd: sweep move --to N past the queue's end puts the app last
+// and says at which place; it said "place 99" of a queue of two.
+func TestSweepMovePastTheEnd(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "rate=1,2,3", "--max-parallel", "1",
+		"demo.train", "--replicas", "1", "--duration", "60s", "--progress=false")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, id)
+	var apps []spec.AppStatus
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "RUNNING QUEUED QUEUED", states(apps)
+	})
+	first := apps[1].Handle
+	if r := h.exec("sweep", "move", first, "--to", "99"); r.code != 0 || r.stderr != first+": place 2 of the queue of sweep "+id+" (the last)\n" {
+		t.Errorf("move --to 99: %d %q", r.code, r.stderr)
+	}
+	if rows := sweepRows(t, h, id); rows[2].Handle != first || !strings.Contains(rows[2].Msg, "1 ahead of it") {
+		t.Errorf("after the move: %s %q", rows[2].Handle, rows[2].Msg)
+	}
+	if r := h.exec("sweep", "move", first, "--to", "1"); r.code != 0 || r.stderr != first+": place 1 of the queue of sweep "+id+"\n" {
+		t.Errorf("move --to 1: %d %q", r.code, r.stderr)
+	}
+}
