@@ -53,8 +53,13 @@ func TestBadInput(t *testing.T) {
 		{"empty entrypoint", []string{"run", "--dryrun", "utils.binary", "--entrypoint", ""}, "entrypoint"},
 		{"unknown verb", []string{"rnu"}, `unknown command "rnu" for "wick" (did you mean "run"?)`},
 		{"unknown shell", []string{"completion", "tcsh"}, `unknown command "tcsh" for "wick completion"`},
-		{"extra argument", []string{"list", "extra"}, `unknown command "extra" for "wick list"`},
-		{"two handles", []string{"status", "local_cwd://wick/a", "local_cwd://wick/b"}, "accepts 1 arg(s), received 2"},
+		// The verb and its usage line, where cobra said "unknown command" of an argument
+		// and "accepts 1 arg(s), received 0" without naming the verb.
+		{"extra argument", []string{"list", "extra"}, `list takes no argument, got "extra" (usage: wick list [flags])`},
+		{"two handles", []string{"status", "local_cwd://wick/a", "local_cwd://wick/b"}, "status: accepts 1 arg(s), received 2 (usage: wick status HANDLE [flags])"},
+		{"no identifier", []string{"log"}, "log needs IDENTIFIER (usage: wick log IDENTIFIER [flags])"},
+		{"no handle", []string{"cancel"}, "cancel needs HANDLE... (usage: wick cancel HANDLE... [flags])"},
+		{"no sweep id", []string{"sweep", "resume"}, "sweep resume needs SWEEP_ID (usage: wick sweep resume SWEEP_ID [flags])"},
 		{"unknown flag", []string{"list", "--bogus"}, "unknown flag"},
 		{"missing component", []string{"run"}, "missing component"},
 		{"bad --since", []string{"log", "--since", "yesterday-ish", "local_cwd://wick/echo-bcdfghjklmnp"}, "--since"},

@@ -460,10 +460,22 @@ func flagError(cmd *cobra.Command, err error) error {
 // args wraps a cobra positional-args validator so that its errors exit with ExitUsage.
 func args(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
-		if err := v(cmd, a); err != nil {
-			return usageError{err}
+		err := v(cmd, a)
+		var ue usageError
+		if err == nil || errors.As(err, &ue) {
+			return err // wrapped twice (typeUsageErrors): said once
 		}
-		return nil
+		// cobra's "accepts 1 arg(s), received 0" names neither the verb nor what it
+		// wants: the usage line says both.
+		path := strings.TrimPrefix(cmd.CommandPath(), "wick ")
+		if _, want, ok := strings.Cut(cmd.Use, " "); ok && len(a) == 0 {
+			return usagef("%s needs %s (usage: %s)", path, want, cmd.UseLine())
+		}
+		if !cmd.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command ") {
+			// cobra.NoArgs calls an argument a command.
+			return usagef("%s takes no argument, got %q (usage: %s)", path, a[0], cmd.UseLine())
+		}
+		return usageError{fmt.Errorf("%s: %w (usage: %s)", path, err, cmd.UseLine())}
 	}
 }
 
