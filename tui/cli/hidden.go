@@ -98,6 +98,18 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 				}
 				defer stop()
 			}
+			// WICK_MEMPROFILE, the same for the heap (startMemProfile).
+			if path := a.env.Getenv("WICK_MEMPROFILE"); path != "" {
+				stop, err := startMemProfile(path)
+				if err != nil {
+					return err
+				}
+				defer func() {
+					if err := stop(); err != nil {
+						fmt.Fprintln(a.env.Stderr, "wick:", err)
+					}
+				}()
+			}
 			// Warnings of the engine (a damaged log index) wait until the UI has
 			// given the terminal back.
 			a.holdWarnings()

@@ -77,3 +77,15 @@ func (m *Model) Search(query string) tea.Cmd {
 // Matches is the number of matches found so far, and whether the search of the
 // rings (running) or of the logs on disk (disk) is still under way.
 func (m *Model) Matches() (n int, running, disk bool) { return m.find.total() }
+
+// MaxInFlight is the budget of the bytes of lines read and not yet in the rings.
+const MaxInFlight = maxInFlight
+
+// InFlight returns the bytes of lines the current feed has in flight (read, not yet
+// in the rings), and the most it ever had.
+func (m *Model) InFlight() (now, peak int64) {
+	if m.room == nil {
+		return 0, 0
+	}
+	return m.room.used.Load(), m.room.peak.Load()
+}

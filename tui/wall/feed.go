@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	tea "charm.land/bubbletea/v2"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -27,6 +29,16 @@ const (
 	// maxPending bounds the lines the pump holds for a UI that is behind; readers then
 	// wait (the lines stay in the files, nothing is dropped).
 	maxPending = 64 << 10
+	// maxInFlight bounds the bytes of the lines read and not yet in the rings, over
+	// every reader, the pump and the batches on their way to the UI (lineCost: a
+	// line's record and its text): a reader takes room for each line it reads,
+	// waiting for it when there is none (the lines stay in the files), and the wall
+	// gives it back once it has put a batch in the rings. Bounded by lines alone, a
+	// wall of 1,024 replicas catching up held 40 MB of lines in flight (a chunk in each
+	// reader's hand, a chunk each in the channel, the pump's 64k), most of its live
+	// heap over the soft memory limit. 8 MB is ~40k lines of 80 bytes: more than a
+	// frame's worth at 80k lines/s, so the UI never waits for the readers.
+	maxInFlight = 8 << 20
 	// offScreenPace is how long the reader of a replica none of whose panes is on
 	// screen waits, once it has read every line ready, before it reads again: it
 	// then reads all that came meanwhile at once. A replica at 20 lines/s costs its
@@ -56,6 +68,7 @@ type source struct {
 type chunkMsg struct {
 	src   int
 	lines []sched.Line
+	cost  int64 // the room its lines took (lineCost)
 	err   error // the iterator's end (io.EOF) or failure; the last chunk of src
 }
 
@@ -65,11 +78,71 @@ type batchMsg struct {
 	gen   int
 	lines [][]sched.Line // by source
 	ended map[int]error
+	// room is the feed's budget (maxInFlight), and cost what the batch's lines took
+	// of it: the wall gives it back once it has ingested (or dropped) the batch.
+	room *inFlight
+	cost int64
+}
+
+// done gives the batch's room back to the readers.
+func (b *batchMsg) done() {
+	if b.room != nil {
+		b.room.give(b.cost)
+	}
+}
+
+// lineSize is the size of a line's record.
+const lineSize = int64(unsafe.Sizeof(sched.Line{}))
+
+// lineCost is the room line l takes in flight: its record and its text, at most the
+// whole budget (a line longer than that goes alone).
+func lineCost(l *sched.Line) int64 { return min(lineSize+int64(len(l.Text)), maxInFlight) }
+
+// inFlight is the budget of the lines in flight (maxInFlight): readers wait in turn
+// for room. It also keeps the most ever taken at once, for the tests.
+type inFlight struct {
+	sem        *semaphore.Weighted
+	used, peak atomic.Int64
+}
+
+func newInFlight(n int64) *inFlight { return &inFlight{sem: semaphore.NewWeighted(n)} }
+
+// take waits for n bytes of room (n at most the budget), or until ctx is done.
+func (r *inFlight) take(ctx context.Context, n int64) error {
+	if err := r.sem.Acquire(ctx, n); err != nil {
+		return err
+	}
+	r.took(n)
+	return nil
+}
+
+// tryTake takes n bytes of room if there is that much free and nobody waits.
+func (r *inFlight) tryTake(n int64) bool {
+	if !r.sem.TryAcquire(n) {
+		return false
+	}
+	r.took(n)
+	return true
+}
+
+func (r *inFlight) took(n int64) {
+	used := r.used.Add(n)
+	for p := r.peak.Load(); used > p && !r.peak.CompareAndSwap(p, used); p = r.peak.Load() {
+	}
+}
+
+// give gives n bytes back.
+func (r *inFlight) give(n int64) {
+	if n > 0 {
+		r.used.Add(-n)
+		r.sem.Release(n)
+	}
 }
 
 // feed starts a reader per source and the pump, and returns the command that delivers
-// the batches to view id. Every goroutine ends when ctx is done or the logs end.
-func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, opts func(i int) sched.LogOptions, id common.ViewID, gen int) tea.Cmd {
+// the batches to view id; room bounds the lines in flight. Every goroutine ends when
+// ctx is done or the logs end.
+func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, room *inFlight, opts func(i int) sched.LogOptions, id common.ViewID, gen int) tea.Cmd {
 	in := make(chan chunkMsg, len(srcs))
 	out := make(chan tea.Msg, 1)
 	// What the readers hold for a UI that is behind (a chunk in the channel and one
@@ -77,15 +150,15 @@ func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, o
 	// readers of 512 lines held a million lines (and their text) in flight.
 	chunk := min(readChunk, max(minChunk, maxPending/max(1, len(srcs))))
 	for i, s := range srcs {
-		go read(ctx, b, h, s, i, opts(i), in, chunk)
+		go read(ctx, b, h, s, i, opts(i), in, chunk, room)
 	}
-	go pump(ctx, len(srcs), in, out, gen)
+	go pump(ctx, len(srcs), in, out, gen, room)
 	return common.Stream(id, out)
 }
 
 // read opens one replica's iterator (off the UI loop: for docker it is a call to the
-// Engine) and sends its lines in chunks.
-func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int, opts sched.LogOptions, in chan<- chunkMsg, chunk int) {
+// Engine) and sends its lines in chunks, each line once it has room (maxInFlight).
+func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int, opts sched.LogOptions, in chan<- chunkMsg, chunk int, room *inFlight) {
 	send := func(c chunkMsg) bool {
 		select {
 		case in <- c:
@@ -101,47 +174,65 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 	}
 	defer it.Close()
 	ready, _ := it.(sched.Readier)
+	more := func() bool { return ready != nil && ready.Ready() }
 	last := 1 // the length of the last chunk
-	var pace *time.Timer
+	var (
+		pace *time.Timer
+		held sched.Line // a line read for which there was no room yet
+		hold bool
+	)
 	defer func() {
 		if pace != nil {
 			pace.Stop()
 		}
 	}()
 	for {
-		l, err := it.Next(ctx)
-		if err != nil {
-			send(chunkMsg{src: i, err: err})
+		l := held
+		if !hold {
+			if l, err = it.Next(ctx); err != nil {
+				send(chunkMsg{src: i, err: err})
+				return
+			}
+		}
+		cost := lineCost(&l)
+		if room.take(ctx, cost) != nil {
 			return
 		}
+		hold = false
 		// A reader that has more ready is likely to fill a chunk as large as its last
 		// one: size it so rather than growing it (the growth was most of the UI's
 		// garbage at 80k lines/s), but no larger (1,024 replicas at 20 lines/s read a
 		// line or two at a time: chunks of 512 were 60 KB of garbage a line).
 		size := 1
-		if ready != nil && ready.Ready() {
+		if more() {
 			size = min(max(last, minChunk), chunk)
 		}
 		lines := make([]sched.Line, 1, size)
 		lines[0] = l
-		for len(lines) < chunk && ready != nil && ready.Ready() {
+		for len(lines) < chunk && more() {
 			if l, err = it.Next(ctx); err != nil {
 				break
 			}
+			// No room: the line waits in hand for the next chunk.
+			if c := lineCost(&l); !room.tryTake(c) {
+				held, hold = l, true
+				break
+			}
 			lines = append(lines, l)
+			cost += lineCost(&l)
 		}
 		last = len(lines)
 		if s.observe != nil {
 			s.observe(lines)
 		}
-		if !send(chunkMsg{src: i, lines: lines}) {
+		if !send(chunkMsg{src: i, lines: lines, cost: cost}) {
 			return
 		}
 		if err != nil {
 			send(chunkMsg{src: i, err: err})
 			return
 		}
-		if len(lines) < chunk && s.onScreen != nil && !s.onScreen.Load() {
+		if len(lines) < chunk && !hold && s.onScreen != nil && !s.onScreen.Load() {
 			if pace == nil {
 				pace = time.NewTimer(offScreenPace)
 			} else {
@@ -158,12 +249,13 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 
 // pump gathers the readers' chunks and sends a batch at most every flushInterval. It
 // closes out when every source has ended (after the last batch) or ctx is done.
-func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, gen int) {
+func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, gen int, room *inFlight) {
 	defer close(out)
 	var (
 		lines   = make([][]sched.Line, n)
 		ended   = map[int]error{}
 		pending int
+		cost    int64
 		live    = n
 		timer   *time.Timer
 		due     <-chan time.Time
@@ -183,7 +275,7 @@ func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, ge
 		var msg tea.Msg
 		if (ready || live == 0) && (pending > 0 || len(ended) > 0) {
 			send = out
-			msg = batchMsg{gen: gen, lines: lines, ended: ended}
+			msg = batchMsg{gen: gen, lines: lines, ended: ended, room: room, cost: cost}
 		}
 		if send == nil && live == 0 {
 			return
@@ -202,6 +294,7 @@ func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, ge
 				}
 				pending += len(c.lines)
 			}
+			cost += c.cost
 			if due == nil && !ready {
 				if timer == nil {
 					timer = time.NewTimer(flushInterval)
@@ -213,7 +306,7 @@ func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, ge
 		case <-due:
 			due, ready = nil, true
 		case send <- msg:
-			lines, ended, pending, ready = make([][]sched.Line, n), map[int]error{}, 0, false
+			lines, ended, pending, cost, ready = make([][]sched.Line, n), map[int]error{}, 0, 0, false
 		case <-ctx.Done():
 			return
 		}

@@ -22,6 +22,7 @@ import (
 var (
 	tmuxReplicas = flag.Int("soaktmux.replicas", 1024, "BenchmarkSoakTmux1024: replicas of demo.train")
 	tmuxDuration = flag.Duration("soaktmux.duration", 30*time.Second, "BenchmarkSoakTmux1024: how long demo.train runs")
+	tmuxHeap     = flag.String("soaktmux.heap", "", "BenchmarkSoakTmux1024: where to keep the wall's heap profile at its peak live heap (WICK_MEMPROFILE)")
 )
 
 const (
@@ -60,14 +61,16 @@ func BenchmarkSoakTmux1024(b *testing.B) {
 	b.ReportMetric(res.wall.cpu.Seconds()/res.elapsed.Seconds(), "wall-cores")
 	b.ReportMetric(res.wall.peak, "wall-cores-peak-1s")
 	b.ReportMetric(float64(res.wall.rss)/(1<<20), "wall-peak-RSS-MB")
+	b.ReportMetric(float64(res.heap.live)/(1<<20), "wall-peak-live-heap-MB")
+	b.ReportMetric(res.heap.gcShare, "wall-gc-cpu-fraction")
 	b.ReportMetric(res.tmuxCPU.Seconds(), "tmux-cpu-s")
 	b.ReportMetric(res.elapsed.Seconds(), "wall-s")
 	b.ReportMetric(res.catCPU.Seconds(), "cat-cpu-s")
 	b.ReportMetric(res.catTmuxCPU.Seconds(), "cat-tmux-cpu-s")
 	b.ReportMetric(res.load, "load")
-	b.Logf("%d replicas x %d lines/s x %s: %d lines; the wall took %.2f s of CPU over %.1f s (busiest second %.2f cores, peak RSS %.0f MB), tmux %.2f s; cat of the same files into the pane: %.2f s of CPU, tmux %.2f s; load %.1f-%.1f",
+	b.Logf("%d replicas x %d lines/s x %s: %d lines; the wall took %.2f s of CPU over %.1f s (busiest second %.2f cores, peak RSS %.0f MB, peak live heap %.0f MB, GC %.0f%% of its CPU), tmux %.2f s; cat of the same files into the pane: %.2f s of CPU, tmux %.2f s; load %.1f-%.1f",
 		*tmuxReplicas, tmuxRate, *tmuxDuration, res.lines, res.wall.cpu.Seconds(), res.elapsed.Seconds(), res.wall.peak,
-		float64(res.wall.rss)/(1<<20), res.tmuxCPU.Seconds(), res.catCPU.Seconds(), res.catTmuxCPU.Seconds(), res.load0, res.load)
+		float64(res.wall.rss)/(1<<20), float64(res.heap.live)/(1<<20), 100*res.heap.gcShare, res.tmuxCPU.Seconds(), res.catCPU.Seconds(), res.catTmuxCPU.Seconds(), res.load0, res.load)
 }
 
 // tmuxSoak is what one soak in tmux measured.
@@ -79,6 +82,13 @@ type tmuxSoak struct {
 	catCPU       time.Duration
 	catTmuxCPU   time.Duration
 	load0, load  float64 // the load when it began, and the highest seen
+	heap         heapUse
+}
+
+// heapUse is what the wall's WICK_MEMPROFILE summary says.
+type heapUse struct {
+	live    int64   // the peak live heap, bytes
+	gcShare float64 // the garbage collector's share of the wall's CPU
 }
 
 // procUse is a process's CPU and memory as sampled each second.
@@ -112,8 +122,12 @@ func runTmuxSoak(b *testing.B) tmuxSoak {
 		_ = c.Run()
 	})
 
+	heapProf := filepath.Join(dir, "heap.pprof")
+	if *tmuxHeap != "" {
+		heapProf = *tmuxHeap
+	}
 	cmdline := "cd " + dir + " && exec env WICK_HOME=" + home + " HOME=" + dir + " XDG_CONFIG_HOME=" + filepath.Join(dir, "config") +
-		" TERM=xterm-256color " + wickBin + " ui --logs " + handle
+		" WICK_MEMPROFILE=" + heapProf + " TERM=xterm-256color " + wickBin + " ui --logs " + handle
 	tm := testkit.StartTmux(b, 200, 60, cmdline)
 	pid, server := tm.PID(), strings.TrimSpace(tm.Run("display-message", "-p", "#{pid}"))
 	start := time.Now()
@@ -152,6 +166,7 @@ func runTmuxSoak(b *testing.B) tmuxSoak {
 	}
 	tm.Keys("q")
 	tm.WaitExit(time.Minute)
+	res.heap = readHeapUse(b, heapProf+".txt")
 
 	// The baseline: cat of the same files into the same pane, timed by the shell.
 	script, times := filepath.Join(dir, "cat.sh"), filepath.Join(dir, "times")
@@ -196,6 +211,24 @@ func tmuxFiles(b *testing.B, home string) (files []string, lines int64) {
 		files, lines = append(files, so), lines+n
 	}
 	return files, lines
+}
+
+// readHeapUse reads the summary WICK_MEMPROFILE writes beside its profile.
+func readHeapUse(b *testing.B, path string) heapUse {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatalf("the wall's WICK_MEMPROFILE summary: %v", err)
+	}
+	var h heapUse
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "peak-live-heap-bytes "); ok {
+			h.live, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(l, "gc-cpu-fraction "); ok {
+			h.gcShare, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return h
 }
 
 // procCPU is the CPU time process pid has used (user + system), 0 once it is gone.

@@ -130,6 +130,7 @@ type Model struct {
 	err      error
 	cancel   context.CancelFunc
 	gen      int
+	room     *inFlight // the current feed's budget of lines in flight
 
 	find   search     // the search across panes (search.go)
 	back   backfill   // lines read back from the logs (readback.go)
@@ -265,7 +266,8 @@ func (m *Model) open() tea.Cmd {
 			srcs[i].onScreen = &m.onScreen[i]
 		}
 	}
-	return feed(ctx, m.Ctx.Backend, m.h, srcs, func(int) sched.LogOptions {
+	m.room = newInFlight(maxInFlight)
+	return feed(ctx, m.Ctx.Backend, m.h, srcs, m.room, func(int) sched.LogOptions {
 		// Pending: each stream's unfinished line (a progress bar) comes live.
 		return sched.LogOptions{Follow: true, Pending: true}
 	}, m.ID(), m.gen)
@@ -341,6 +343,7 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		if msg.gen == m.gen {
 			m.ingest(msg)
 		}
+		msg.done()
 		if m.misrouted {
 			m.misrouted, m.reattributed = false, false
 			return m.reset()
