@@ -41,16 +41,26 @@ func metricActions() []common.Action {
 // under mu, observeLines at a time; the UI reads it under mu. At 8 x 10k lines/s the UI
 // loop would otherwise spend a core-second a second on numbers.
 type metricState struct {
-	mu    *sync.Mutex
-	store *metrics.Store // guarded by mu; nil: metrics off
-	panel chart.Panel
-	chart bool // the chart replaces the panes
+	mu *sync.Mutex
+	// scratch holds the readers' buffers of values (*observed) between their chunks:
+	// a buffer is in use only while a reader extracts a chunk, so a few serve them all
+	// (1,024 readers each keeping its own held 8.5 MB).
+	scratch *sync.Pool
+	store   *metrics.Store // guarded by mu; nil: metrics off
+	panel   chart.Panel
+	chart   bool // the chart replaces the panes
 }
 
 // observeLines is how many lines' values a reader adds to the store under one hold of
 // the lock: its buffers hold at most that many, whatever its chunks (1,024 readers
 // whose buffers grew to a chunk of 512 lines once kept 150 MB).
 const observeLines = 32
+
+// observed is a reader's buffer of values: the lines' and, flat, their samples.
+type observed struct {
+	flat  []metrics.Sample
+	items []observedLine
+}
 
 // observedLine is a line's values: flat[lo:hi] of the reader's buffer.
 type observedLine struct {
@@ -61,14 +71,15 @@ type observedLine struct {
 }
 
 func newMetricState(o Options) metricState {
+	scratch := &sync.Pool{New: func() any { return &observed{} }}
 	if o.NoMetrics {
-		return metricState{mu: &sync.Mutex{}}
+		return metricState{mu: &sync.Mutex{}, scratch: scratch}
 	}
 	cfg := metrics.DefaultConfig()
 	if o.Metrics != nil {
 		cfg = *o.Metrics
 	}
-	return metricState{mu: &sync.Mutex{}, store: metrics.NewStore(cfg)}
+	return metricState{mu: &sync.Mutex{}, scratch: scratch, store: metrics.NewStore(cfg)}
 }
 
 // reset forgets every value (the wall reads the logs again).
@@ -91,26 +102,26 @@ func (s *metricState) observer() func([]sched.Line) {
 	if st == nil {
 		return nil
 	}
-	var (
-		ext   = st.Extractor()
-		p     metrics.Parsed
-		flat  []metrics.Sample
-		items []observedLine
-	)
-	add := func() bool {
+	ext := st.Extractor()
+	// p is the reader's own: it keeps what a line says for the next ones (a header
+	// of columns).
+	var p metrics.Parsed
+	add := func(b *observed) bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.store != st {
 			return false
 		}
-		for _, it := range items {
-			q := metrics.Parsed{Samples: flat[it.lo:it.hi], LineInfo: it.info}
+		for _, it := range b.items {
+			q := metrics.Parsed{Samples: b.flat[it.lo:it.hi], LineInfo: it.info}
 			st.AddParsed(it.rank, it.t, &q)
 		}
 		return true
 	}
 	return func(lines []sched.Line) {
-		flat, items = flat[:0], items[:0]
+		b := s.scratch.Get().(*observed)
+		defer s.scratch.Put(b)
+		b.flat, b.items = b.flat[:0], b.items[:0]
 		for i := range lines {
 			l := &lines[i]
 			if l.Pending {
@@ -120,18 +131,18 @@ func (s *metricState) observer() func([]sched.Line) {
 			if len(p.Samples) == 0 && !p.HasStep {
 				continue
 			}
-			lo := len(flat)
-			flat = append(flat, p.Samples...)
-			items = append(items, observedLine{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.LineInfo, lo, len(flat)})
-			if len(items) == observeLines {
-				if !add() {
+			lo := len(b.flat)
+			b.flat = append(b.flat, p.Samples...)
+			b.items = append(b.items, observedLine{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.LineInfo, lo, len(b.flat)})
+			if len(b.items) == observeLines {
+				if !add(b) {
 					return
 				}
-				flat, items = flat[:0], items[:0]
+				b.flat, b.items = b.flat[:0], b.items[:0]
 			}
 		}
-		if len(items) > 0 {
-			add()
+		if len(b.items) > 0 {
+			add(b)
 		}
 	}
 }

@@ -228,9 +228,14 @@ func (m *Model) Close() {
 // layOut makes the panes from the first description.
 func (m *Model) layOut(d *sched.Description) {
 	m.layOutReplicas(d)
+	// A pane's own view reads and moves its pane's anchor alone (its walker walks
+	// that pane), so the panes' views share one slice of anchors: one each was n^2,
+	// 8 MB at 1,024 panes.
+	own := newScroller(len(m.panes)).anchor
 	for _, p := range m.panes {
 		p.ring = newRing(m.opts.RingLines)
-		p.view = newScroller(len(m.panes))
+		p.view = newScroller(0)
+		p.view.anchor = own
 		p.exits = map[int]int{}
 	}
 	m.mview = newScroller(len(m.panes))
