@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestRingGrowsItsFirstChunk: a ring's first chunk starts small and doubles as lines
-// come; every line held reads back as pushed, and a snapshot taken before a doubling
+// TestRingGrowsItsFirstChunk: a ring's first chunk starts small and grows by half as
+// lines come; every line held reads back as pushed, and a snapshot taken before a growth
 // still reads its lines after it (the search reads one while the ring grows).
 func TestRingGrowsItsFirstChunk(t *testing.T) {
 	r := newRing(chunkLines)
@@ -17,8 +17,8 @@ func TestRingGrowsItsFirstChunk(t *testing.T) {
 		if i == 10 || i == firstChunkLines || i == 1000 {
 			snaps = append(snaps, r.snapshot(0))
 		}
-		if i == 99 && len(r.chunks[0]) != 2*firstChunkLines {
-			t.Fatalf("after 100 lines the first chunk holds %d entries, want %d", len(r.chunks[0]), 2*firstChunkLines)
+		if want := grownChunk(grownChunk(firstChunkLines)); i == 99 && len(r.chunks[0]) != want {
+			t.Fatalf("after 100 lines the first chunk holds %d entries, want %d", len(r.chunks[0]), want)
 		}
 	}
 	if r.first != n-r.len() || r.len() < chunkLines {
