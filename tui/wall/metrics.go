@@ -71,7 +71,11 @@ type observedLine struct {
 }
 
 func newMetricState(o Options) metricState {
-	scratch := &sync.Pool{New: func() any { return &observed{} }}
+	// The pool is emptied by the garbage collector: a buffer starts at its full size
+	// rather than growing again after each collection.
+	scratch := &sync.Pool{New: func() any {
+		return &observed{flat: make([]metrics.Sample, 0, 4*observeLines), items: make([]observedLine, 0, observeLines)}
+	}}
 	if o.NoMetrics {
 		return metricState{mu: &sync.Mutex{}, scratch: scratch}
 	}
