@@ -3,8 +3,10 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -46,7 +48,10 @@ func (s *Scheduler) describeReplicas(appID string, refs []sched.ReplicaRef) (*sc
 		return nil, errSkim
 	}
 	st = reconcile(dir, st)
-	l, dirs, err := readLaunchOf(dir, refs)
+	l, dirs, err := readLaunchHead(dir, st, refs)
+	if err != nil {
+		l, dirs, err = readLaunchOf(dir, refs)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +199,89 @@ func readLaunchOf(appDir string, refs []sched.ReplicaRef) (*launch, map[sched.Re
 		return nil, nil, errSkim
 	}
 	return &l, dirs, nil
+}
+
+// launchHeadSize is how much of launch.json readLaunchHead reads: its members before
+// the request (the AppDef, the run options) are a few kilobytes.
+const launchHeadSize = 64 << 10
+
+// launchKeys are the members of launch.json before its request, as written.
+var launchKeys = []string{"version", "scheduler", "session", "app_id", "created", "self", "app", "cfg"}
+
+// readLaunchHead reads the app's launch as readLaunchOf does, from the start of
+// launch.json only: its members up to the request, and of the request its log
+// directory, which comes before its roles. The log directory of replica k of a role is
+// the request's log directory/role/k (plan makes it so); it is used only where the
+// state (st, of those replicas) names the same, so that what a launch file of another
+// make says is read from it whole (readLaunchOf). The rest of a 1,024-replica app's
+// launch file, 1.5 MB, is not read at all.
+func readLaunchHead(appDir string, st *state, refs []sched.ReplicaRef) (*launch, map[sched.ReplicaRef]string, error) {
+	data, err := safefs.ReadFileHead(filepath.Join(appDir, launchFile), launchHeadSize)
+	if err != nil {
+		return nil, nil, errSkim
+	}
+	s := &skimmer{b: data}
+	seen := map[string][]byte{}
+	var logDir string
+	errEnough := errors.New("enough read")
+	err = s.object(func(key string) error {
+		if key != "request" {
+			v, err := s.value()
+			seen[key] = v
+			return err
+		}
+		for _, k := range launchKeys {
+			if seen[k] == nil {
+				return errSkim // after the request, as not written
+			}
+		}
+		return s.object(func(key string) error {
+			switch key {
+			case "log_dir":
+				return decodeNext(s, &logDir)
+			case "roles":
+				return errEnough
+			}
+			return s.skip()
+		})
+	})
+	if !errors.Is(err, errEnough) || logDir == "" {
+		return nil, nil, errSkim
+	}
+	dirs := map[sched.ReplicaRef]string{}
+	for _, ref := range refs {
+		dir := filepath.Join(logDir, ref.Role, strconv.Itoa(ref.Replica))
+		if !stateNames(st, ref, dir) {
+			return nil, nil, errSkim
+		}
+		dirs[ref] = dir
+	}
+	head := []byte{'{'}
+	for i, k := range launchKeys {
+		if i > 0 {
+			head = append(head, ',')
+		}
+		head = strconv.AppendQuote(head, k)
+		head = append(append(head, ':'), seen[k]...)
+	}
+	head = append(head, '}')
+	var l launch
+	if err := json.Unmarshal(head, &l); err != nil || l.App == nil {
+		return nil, nil, errSkim
+	}
+	return &l, dirs, nil
+}
+
+// stateNames reports whether st gives ref's replica the log directory dir.
+func stateNames(st *state, ref sched.ReplicaRef, dir string) bool {
+	for _, r := range st.Roles {
+		for _, rep := range r.Replicas {
+			if r.Role == ref.Role && rep.ID == ref.Replica {
+				return rep.LogDir == dir
+			}
+		}
+	}
+	return false
 }
 
 // decodeNext decodes the next value of s into v.

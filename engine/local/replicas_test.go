@@ -78,6 +78,29 @@ func TestDescribeReplicasMatchesDescribe(t *testing.T) {
 			t.Errorf("%v: the logs' directories were found by reading the launch file whole", refs)
 		}
 	}
+	// The launch's head alone serves (its rest is not read), and says what the whole
+	// file says.
+	all := []sched.ReplicaRef{{Role: "a", Replica: 0}, {Role: "a", Replica: 2}, {Role: "b", Replica: 1}}
+	st, err := readStateOf(filepath.Join(s.appsDir(), id), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl, hdirs, err := readLaunchHead(filepath.Join(s.appsDir(), id), st, all)
+	if err != nil {
+		t.Fatalf("launch head: %v", err)
+	}
+	wl, wdirs, err := readLaunchOf(filepath.Join(s.appsDir(), id), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(hl, wl) || !reflect.DeepEqual(hdirs, wdirs) {
+		t.Errorf("launch head %+v %v, whole %+v %v", hl, hdirs, wl, wdirs)
+	}
+	// A state that names another directory has the launch read whole.
+	st.Roles[0].Replicas[0].LogDir += "x"
+	if _, _, err := readLaunchHead(filepath.Join(s.appsDir(), id), st, all); err == nil {
+		t.Error("the launch's head was taken where the state names another log directory")
+	}
 	if r1 := replicaOf(t, &full.Status, "a", 1); r1.Restarts != 1 {
 		t.Errorf("a/1 restarted %d times, want 1", r1.Restarts)
 	}

@@ -337,6 +337,13 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return readRegular(path, max, unix.O_NOFOLLOW)
 }
 
+// ReadFileHead reads the first n bytes of the regular file at path (all of it if it is
+// shorter), refusing what ReadFile refuses but a file's size: for a reader that needs
+// the start of a large file only.
+func ReadFileHead(path string, n int64) ([]byte, error) {
+	return readRegularHead(path, n, unix.O_NOFOLLOW, true)
+}
+
 // ReadUserFile reads a file the user keeps and names (their settings, a theme), with
 // the limits of ReadFile, except that a symbolic link is followed (dotfiles are often
 // links): what it ends at must still be a regular file.
@@ -346,6 +353,12 @@ func ReadUserFile(path string, max int64) ([]byte, error) {
 
 // readRegular reads the regular file at path, opened with the extra flags.
 func readRegular(path string, max int64, flags int) ([]byte, error) {
+	return readRegularHead(path, max, flags, false)
+}
+
+// readRegularHead is readRegular, which, given head, reads the file's first max bytes
+// whatever its size.
+func readRegularHead(path string, max int64, flags int, head bool) ([]byte, error) {
 	// O_NONBLOCK: opening a FIFO with no writer must not block; the type check below
 	// then refuses it.
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|flags, 0)
@@ -362,6 +375,14 @@ func readRegular(path string, max int64, flags int) ([]byte, error) {
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", path, kind(st.Mode()))
+	}
+	if head {
+		data := make([]byte, min(st.Size(), max))
+		n, err := io.ReadFull(f, data)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return data[:n], nil
 	}
 	if st.Size() > max {
 		return nil, fmt.Errorf("%s: %w (%d bytes, the limit is %d)", path, ErrTooLarge, st.Size(), max)
