@@ -113,7 +113,36 @@ func RootCause(nodes []NodeReport) (c Cause, ok bool) {
 	case any != nil:
 		return any.node.cause(any.tb), true
 	}
+	// No traceback, no signal: a worker that exited with a code of its own (a script
+	// that is not there, sys.exit(2)). torchrun's summary still names its rank.
+	if f, n, t, ok := firstExit(nodes); ok {
+		return Cause{Replica: n.Replica, Rank: f.Rank, What: "exit code " + strconv.Itoa(f.ExitCode), Time: t}, true
+	}
 	return Cause{}, false
+}
+
+// firstExit finds, in torchrun's summaries, the worker that failed first with an exit
+// code (of equal times, the one under "Root Cause"), and when.
+func firstExit(nodes []NodeReport) (best Failure, node *NodeReport, at time.Time, ok bool) {
+	for i := range nodes {
+		n := &nodes[i]
+		if n.Failures == nil {
+			continue
+		}
+		for _, f := range n.Failures.Summary {
+			if f.ExitCode <= 0 || f.Rank < 0 {
+				continue
+			}
+			t, _ := time.ParseInLocation(summaryTime, f.Time, time.Local)
+			if et, exact := n.Exits[f.PID]; exact {
+				t = et
+			}
+			if !ok || t.Before(at) || t.Equal(at) && f.Root && !best.Root {
+				best, node, at, ok = f, n, t, true
+			}
+		}
+	}
+	return best, node, at, ok
 }
 
 type signalAt struct {

@@ -364,3 +364,22 @@ func TestRecordErrorFileRank(t *testing.T) {
 		t.Errorf("from the file: %q", c.Traceback)
 	}
 }
+
+// A worker that exits with a code of its own, without a traceback (python3 cannot
+// open the script: a real node's stderr, torch 1.13, --tee 1): the cause is its rank
+// and exit code from torchrun's summary, where the app's error was the agent's
+// "train/0 failed with exit code 1".
+func TestExitCodeWithoutTraceback(t *testing.T) {
+	n0 := feedFile(t, "noscript_node0.stderr", time.Date(2026, 11, 26, 7, 47, 53, 0, time.UTC))
+	if tbs := n0.WorkerTracebacks(); len(tbs) != 0 {
+		t.Fatalf("worker tracebacks: %q", exceptions(tbs))
+	}
+	c, ok := RootCause([]NodeReport{{Replica: 0, NProc: 1, GroupRank: 0, Failures: n0}})
+	if !ok || c.String() != "rank 0: exit code 2" || c.Replica != 0 {
+		t.Errorf("cause: %v %q (replica %d)", ok, c.String(), c.Replica)
+	}
+	// A signal still wins over an exit code: it says more.
+	if c, ok := RootCause([]NodeReport{{Replica: 0, NProc: 1, GroupRank: 0, Failures: &Failures{Summary: []Failure{{Rank: 1, ExitCode: -9, Time: "2026-11-26_07:47:53"}, {Rank: 0, ExitCode: 2, Root: true, Time: "2026-11-26_07:47:53"}}}}}); !ok || c.String() != "rank 1: killed by SIGKILL" {
+		t.Errorf("with a signal: %v %q", ok, c.String())
+	}
+}
