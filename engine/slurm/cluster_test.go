@@ -431,14 +431,20 @@ func TestClusterErrors(t *testing.T) {
 		if st.Msg != "pending: PartitionConfig" {
 			t.Errorf("msg %q", st.Msg)
 		}
-		if r := replica(st, "e", 0); r == nil || r.StructuredError != "pending: PartitionConfig" {
-			t.Errorf("replica %+v", r)
+		if r := replica(st, "e", 0); r == nil || r.StructuredError != "pending: PartitionConfig" || !r.Started.IsZero() {
+			t.Errorf("replica %+v, want pending, not started", r)
 		}
 		if err := h.s.Cancel(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if st := h.wait(id); st.State != spec.Cancelled {
-			t.Errorf("cancelled pending job: %s", st.State)
+		// Cancelled before it ran: Slurm's exit code "0:0" is not the replica's (it
+		// would read as a success), and it never started.
+		st = h.wait(id)
+		if r := replica(st, "e", 0); st.State != spec.Cancelled || r == nil || r.ExitCode != nil || !r.Started.IsZero() {
+			t.Errorf("cancelled pending job: %s, replica %+v", st.State, r)
+		}
+		if code, ok := st.ExitCode(); ok {
+			t.Errorf("cancelled pending job: exit code %d, want none", code)
 		}
 	})
 	t.Run("pending for resources", func(t *testing.T) {
@@ -453,6 +459,11 @@ func TestClusterErrors(t *testing.T) {
 		})
 		if st.Msg != "pending: Resources" && st.Msg != "pending: Priority" {
 			t.Errorf("msg %q, want Slurm's reason (Resources)", st.Msg)
+		}
+		// Slurm's StartTime of a job waiting for resources is when it expects to start
+		// it: the replica has not started.
+		if r := replica(st, "e", 0); r == nil || !r.Started.IsZero() {
+			t.Errorf("waiting replica %+v, want not started", r)
 		}
 		h.stop(first)
 		if st := h.wait(second); st.State != spec.Succeeded {

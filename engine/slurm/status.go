@@ -451,7 +451,10 @@ func jobStatus(id string, lead component, rec *record) spec.AppStatus {
 // it has started, its exit file; app is the app's state.
 func replicaStatus(c component, role string, k int, rec *record, app spec.AppState) spec.ReplicaStatus {
 	state := StateOf(c.State)
-	rep := spec.ReplicaStatus{ID: k, Role: role, State: state, Hostname: c.Nodes, Started: c.Start, Restarts: c.Restarts}
+	rep := spec.ReplicaStatus{ID: k, Role: role, State: state, Hostname: c.Nodes, Restarts: c.Restarts}
+	if ran(c, state) {
+		rep.Started = c.Start
+	}
 	if state.Terminal() {
 		rep.Ended = c.End
 	}
@@ -473,6 +476,13 @@ func replicaStatus(c component, role string, k int, rec *record, app spec.AppSta
 		rep.StructuredError = "pending: " + c.Reason
 	}
 	return rep
+}
+
+// ran reports whether a component has started: Slurm's StartTime of a pending job is
+// when it expects to start it (a time to come), and a job cancelled while pending
+// has one but never had nodes.
+func ran(c component, state spec.AppState) bool {
+	return state != spec.Pending && c.Nodes != "" && !c.Start.IsZero()
 }
 
 // roleSet gathers the replicas' statuses by role, the roles in the order first seen.
@@ -502,7 +512,9 @@ func (s *roleSet) jobExitCode(lead component) {
 			}
 		}
 	}
-	if code, ok := ParseExitCode(lead.ExitCode); ok && len(s.order) > 0 && len(s.byName[s.order[0]].Replicas) > 0 {
+	// A zero says nothing of a job that did not succeed (cancelled while pending:
+	// "0:0"): no exit code is shown rather than a 0 that reads as success.
+	if code, ok := ParseExitCode(lead.ExitCode); ok && code != 0 && len(s.order) > 0 && len(s.byName[s.order[0]].Replicas) > 0 {
 		s.byName[s.order[0]].Replicas[0].ExitCode = spec.IntPtr(code)
 	}
 }
