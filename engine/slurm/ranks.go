@@ -29,7 +29,7 @@ const causeTimeout = 10 * time.Second
 // torchrun nodes: its message and error become the cause's, and so does the error of
 // the node where it happened.
 func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.AppStatus, app *spec.AppDef) {
-	if st.State != spec.Failed || app == nil {
+	if st.State != spec.Failed || app == nil || refusedStatus(st, app) {
 		return
 	}
 	torchrun := map[string]spec.Role{}
@@ -89,4 +89,49 @@ func (s *Scheduler) nodeFailures(ctx context.Context, appID, role string, k int)
 		f.Feed(strings.TrimSuffix(l.Text, "\r"), l.Time)
 	}
 	return f
+}
+
+// maxRefusedTail is how much of the end of the batch log is read for its line of a
+// port in use: nothing of the script follows that line.
+const maxRefusedTail = 16 << 10
+
+// portRefusedCause gives a failed app whose batch script stopped before srun, a
+// chosen rendezvous port being in use on rank 0's node (portCheckLines), the root
+// cause the local schedulers give it: "rendezvous port N is in use" as its message
+// and its error. None of its replicas started: they read CANCELLED, as on local,
+// saying why, and neither the batch script's exit status nor the allocation's start
+// is theirs.
+func portRefusedCause(rec *record, st *spec.AppStatus) {
+	if rec == nil || st.State != spec.Failed || len(chosenPorts(rec.App)) == 0 || refusedStatus(st, rec.App) {
+		return // refusedStatus: given already (a record's last status), the log unread
+	}
+	tail, _, err := readTail(rec.BatchLog, maxRefusedTail)
+	if err != nil {
+		return
+	}
+	p := portRefused(tail, rec.App)
+	if p == 0 {
+		return
+	}
+	cause := ranks.PortInUse(p)
+	st.Msg, st.StructuredError = cause, cause
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			rep := &st.Roles[i].Replicas[j]
+			rep.State, rep.ExitCode, rep.StructuredError = spec.Cancelled, nil, "not started: "+cause
+			rep.Started = time.Time{} // Slurm's start is the allocation's
+		}
+	}
+}
+
+// refusedStatus reports whether st is that of an app stopped before srun
+// (portRefusedCause): its nodes' stderr, an earlier attempt's if any, says nothing of
+// this end.
+func refusedStatus(st *spec.AppStatus, app *spec.AppDef) bool {
+	for _, p := range chosenPorts(app) {
+		if cause := ranks.PortInUse(p); st.Msg == cause && st.StructuredError == cause {
+			return true
+		}
+	}
+	return false
 }

@@ -2,17 +2,24 @@ package slurm
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wick-dev/wick/components"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // These tests need no Slurm: the batch script's port pick runs in bash here, with
@@ -128,6 +135,20 @@ func rdzvPortAt(jobID, i int) int {
 // stand-ins, and returns its output and srun's arguments.
 func runScript(t *testing.T, req *Request, jobID int) (string, []string) {
 	t.Helper()
+	out, args, err := execScript(t, req, jobID)
+	if err != nil {
+		t.Fatalf("the script: %v\n%s", err, out)
+	}
+	if args == nil {
+		t.Fatalf("the script ran no srun:\n%s", out)
+	}
+	return out, args
+}
+
+// execScript is runScript for a script that may fail: srun's arguments are nil when
+// it did not run srun.
+func execScript(t *testing.T, req *Request, jobID int) (string, []string, error) {
+	t.Helper()
 	dir := t.TempDir()
 	argsFile := filepath.Join(dir, "srun.args")
 	stubs := `scontrol() { case "$1 $2" in "show hostnames") echo node7;; "show node") echo "NodeName=node7 NodeAddr=10.1.2.3 State=IDLE";; esac; }
@@ -139,14 +160,13 @@ srun() { printf '%s\0' "$@" >"$WICK_ARGS"; }
 	}
 	cmd.Env = append(os.Environ(), "SLURM_JOB_ID="+strconv.Itoa(jobID), "SLURMD_NODENAME=node7", "WICK_ARGS="+argsFile)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the script: %v\n%s", err, out)
+	b, rerr := os.ReadFile(argsFile)
+	if errors.Is(rerr, fs.ErrNotExist) {
+		return string(out), nil, err
+	} else if rerr != nil {
+		t.Fatal(rerr)
 	}
-	b, err := os.ReadFile(argsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	return string(out), strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), err
 }
 
 // pickedRe is what the batch log says of the port.
@@ -223,4 +243,173 @@ func TestRdzvPortSpread(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestChosenPorts: the ports the batch script checks are those the user chose for a
+// c10d store on rank 0's node; a picked port, one node's free port, another host's
+// port and another backend's are not checked.
+func TestChosenPorts(t *testing.T) {
+	t.Parallel()
+	byHand := func(endpoint string, extra ...string) *spec.AppDef {
+		r := spec.NewRole("trainer", "img", "bash", "-c", strings.Join(append([]string{"torchrun --rdzv_backend c10d --rdzv_endpoint", endpoint}, extra...), " ")+" train.py")
+		r.NumReplicas = 2
+		return &spec.AppDef{Name: "x", Roles: []spec.Role{r}}
+	}
+	static := ddp(t, "-j", "2x1", "--rdzv_port", "29512", "--rdzv_backend", "static")
+	for name, c := range map[string]struct {
+		app  *spec.AppDef
+		want []int
+	}{
+		"chosen":          {ddp(t, "-j", "2x1", "--rdzv_port", "29512"), []int{29512}},
+		"three nodes":     {ddp(t, "-j", "3x2", "--rdzv_port", "40001"), []int{40001}},
+		"default: picked": {ddp(t, "-j", "2x1"), nil},
+		"one node":        {ddp(t, "-j", "1x2", "--rdzv_port", "29512"), nil},
+		"static backend":  {static, nil},
+		"by hand":         {byHand("$TORCHX_RANK0_HOST:29600"), []int{29600}},
+		"braced":          {byHand("${TORCHX_RANK0_HOST}:29601"), []int{29601}},
+		"other host":      {byHand("head-node:29602"), nil},
+		"no port":         {byHand("${TORCHX_RANK0_HOST:=localhost}"), nil},
+		"not torchrun":    {twoRoles(), nil},
+	} {
+		if got := chosenPorts(c.app); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// TestPortCheckScript runs the batch script of a 2-node dist.ddp on a port the user
+// chose: with nothing on it, srun runs with the port as given; with a listener that
+// accepts and never answers, the script says so in one line, exits non-zero and runs
+// no srun. The status reads that line.
+func TestPortCheckScript(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not on PATH")
+	}
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close() // accepts nothing itself: the kernel completes connections, which wait
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	app := ddp(t, "-j", "2x1", "--rdzv_port", port)
+	req, err := plan(t, app, spec.Cfg{OptJobDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, args, err := execScript(t, req, 4242)
+	want := "wick: rendezvous port " + port + " is in use on node7: a program listens on it there; the job stopped before srun\n"
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || out != want || args != nil {
+		t.Errorf("a listener on %s: %v, srun %q, output:\n%s", port, err, args, out)
+	}
+	if got := portRefused([]byte("wick: srun exited with code 1\n"+out), app); strconv.Itoa(got) != port {
+		t.Errorf("the status reads port %d from %q", got, out)
+	}
+	if got := portRefused([]byte(out+"wick: srun exited with code 0\n"), app); got != 0 {
+		t.Errorf("a later attempt that ran srun: port %d", got)
+	}
+	if got := portRefused([]byte(out), ddp(t, "-j", "2x1", "--rdzv_port", "29512")); got != 0 {
+		t.Errorf("another app's port: %d", got)
+	}
+
+	l.Close()
+	out, args, err = execScript(t, req, 4242)
+	if err != nil || strings.Contains(out, "in use") || !strings.Contains(strings.Join(args, " "), "${TORCHX_RANK0_HOST:=localhost}:"+port+" ") {
+		t.Errorf("nothing on %s: %v, srun %q, output:\n%s", port, err, args, out)
+	}
+}
+
+// holdPort listens on a free port with a program that accepts every connection and
+// never answers nor closes it (torch's store client would wait on it for ever), until
+// the test ends. It returns the port.
+func holdPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestClusterChosenPortHeld: a 2-node dist.ddp whose chosen rendezvous port a program
+// holds on rank 0's node (one that accepts and never answers, on which the job waited
+// until cancelled) fails before srun starts anything, with the local schedulers'
+// cause, "rendezvous port N is in use", from Slurm's answer and, once Slurm has
+// forgotten the job, from its batch log.
+func TestClusterChosenPortHeld(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	port := holdPort(t) // the nodes are this machine
+	id := h.submit(ddp(t, "-j", "2x1", "--cpu", "1", "--memMB", "64", "--rdzv_port", port), nil)
+	want := ranks.PortInUse(mustAtoi(t, port))
+	check := func(what string, st *spec.AppStatus) {
+		t.Helper()
+		if st.State != spec.Failed || st.Msg != want || spec.ErrorMessage(st.StructuredError) != want {
+			t.Errorf("%s: %s %q %q, want FAILED: %s", what, st.State, st.Msg, st.StructuredError, want)
+		}
+		for _, rs := range st.Roles {
+			for _, r := range rs.Replicas {
+				if r.State != spec.Cancelled || r.StructuredError != "not started: "+want || r.ExitCode != nil || !r.Started.IsZero() {
+					t.Errorf("%s: replica %s/%d %s %q (exit %v), want CANCELLED, not started", what, r.Role, r.ID, r.State, r.StructuredError, r.ExitCode)
+				}
+			}
+		}
+	}
+	check("Slurm's answer", h.wait(id))
+	rec, err := h.s.loadRecord(id)
+	if err != nil || rec == nil {
+		t.Fatal(err, rec)
+	}
+	b, err := os.ReadFile(rec.BatchLog)
+	if err != nil || !strings.Contains(string(b), "wick: rendezvous port "+port+" is in use on ") || strings.Contains(string(b), "srun exited") {
+		t.Errorf("the batch log: %v\n%s", err, b)
+	}
+	for _, r := range rec.Replicas {
+		if _, err := os.Stat(r.Stderr); err == nil {
+			t.Errorf("replica %s/%d started: %s exists", r.Role, r.Replica, r.Stderr)
+		}
+	}
+
+	h.ghost(id, "990000021")
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(testTimeout))
+	defer cancel()
+	d, err := h.s.Describe(ctx, "990000021")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("forgotten by Slurm", &d.Status)
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -155,7 +155,8 @@ func (s *Scheduler) lastKnown(rec *record, cause error) spec.AppStatus {
 }
 
 // The notices slurmstepd and wick's batch script leave in a job's files, which say
-// how a job ended once Slurm itself has forgotten it.
+// how a job ended once Slurm itself has forgotten it (and the script's line of a
+// rendezvous port in use, portRefused).
 var (
 	// srunExitRe is the batch script's own line (see script).
 	srunExitRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^wick: srun exited with code (\d+)$`) })
@@ -172,6 +173,7 @@ const maxEvidence = 64 << 10
 // evidence is what a forgotten job's files say of its end.
 type evidence struct {
 	code      *int // srun's exit status, from the batch log
+	port      int  // the chosen rendezvous port the batch script found in use
 	cancelled bool
 	timeLimit bool
 	source    string // the file that said it
@@ -191,6 +193,9 @@ func endEvidence(rec *record) evidence {
 			if c, err := strconv.Atoi(string(m[len(m)-1][1])); err == nil {
 				ev.code, said = spec.IntPtr(c), true
 			}
+		}
+		if p := portRefused(tail, rec.App); p != 0 && path == rec.BatchLog {
+			ev.port, said = p, true // the last attempt stopped before srun
 		}
 		if m := cancelRe().FindAllSubmatch(tail, -1); len(m) > 0 {
 			ev.cancelled, said = true, true

@@ -41,6 +41,9 @@ type Request struct {
 	// rdzvPort is set when a role's rendezvous port is picked when the job starts
 	// (rdzvport.go).
 	rdzvPort bool
+	// chosenPorts are the rendezvous ports the user chose that the script checks on
+	// rank 0's node before srun (rdzvport.go).
+	chosenPorts []int
 }
 
 // Replica is one component of the heterogeneous job.
@@ -207,6 +210,7 @@ func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 		}
 	}
 	req.MaxRetries = retries
+	req.chosenPorts = chosenPorts(app)
 
 	var groups [][]string
 	for _, role := range app.Roles {
@@ -386,8 +390,12 @@ func script(req *Request, groups [][]string) []string {
 		"# A retry starts without the exit statuses and errors of the last attempt.",
 		"rm -f "+shellQuote(req.JobDir)+`/slurm-"$SLURM_JOB_ID"-*.exit `+shellQuote(req.JobDir)+`/slurm-"$SLURM_JOB_ID"-*.error.json`,
 		"# (The .times files stay: the logs they time are appended to, not replaced.)",
-		"",
 	)
+	if len(req.chosenPorts) > 0 {
+		// After the removal: the status of a job stopped here has no replica's exit.
+		lines = append(lines, portCheckLines(req.chosenPorts)...)
+	}
+	lines = append(lines, "")
 	for i, g := range groups {
 		prefix := "srun "
 		if i > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -421,6 +422,7 @@ func buildStatus(id string, comps []component, rec *record) spec.AppStatus {
 	}
 	if st.State == spec.Failed {
 		failFast(&st)
+		portRefusedCause(rec, &st) // ranks.go
 	}
 	return st
 }
@@ -677,6 +679,7 @@ func (s *Scheduler) fromRecord(rec *record, why unasked) spec.AppStatus {
 	}
 	st.AppID, st.Name, st.Created = rec.JobID, rec.App.Name, rec.Submitted
 	if st.State.Terminal() {
+		portRefusedCause(rec, &st) // Last has it, unless the batch log's line came late
 		return st
 	}
 	all, failed := true, false
@@ -719,6 +722,7 @@ func (s *Scheduler) fromRecord(rec *record, why unasked) spec.AppStatus {
 			}
 		}
 	}
+	portRefusedCause(rec, &st)
 	return st
 }
 
@@ -775,6 +779,8 @@ func (ev evidence) verdict() (spec.AppState, string) {
 		return spec.Failed, "killed by Slurm at its time limit (DUE TO TIME LIMIT in " + ev.source + ")"
 	case ev.cancelled:
 		return spec.Cancelled, "cancelled (CANCELLED in " + ev.source + ")"
+	case ev.port != 0:
+		return spec.Failed, ranks.PortInUse(ev.port) + " (in " + ev.source + ")"
 	case ev.code != nil && *ev.code == 0:
 		return spec.Succeeded, "srun exited with code 0 (in " + ev.source + ")"
 	case ev.code != nil:

@@ -135,3 +135,82 @@ func TestSlurmDDPPortInUse(t *testing.T) {
 		t.Errorf("the batch script picked a port for a job whose port was chosen: %v\n%s", err, b)
 	}
 }
+
+// TestSlurmDDPPortHeldSilent: when the program holding the chosen rendezvous port
+// accepts connections and never answers (torch's store client waits on it for ever:
+// the job stayed RUNNING until cancelled), the batch script finds it listening on
+// rank 0's node before srun and the job fails at once with the same cause, wherever
+// wick shows it: the attached run's last line, status and describe.
+func TestSlurmDDPPortHeldSilent(t *testing.T) {
+	t.Parallel()
+	needSlurm(t)
+	h := multinodeHarness(t)
+	l, err := net.Listen("tcp", ":0") // the test cluster's nodes are this machine
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, conn) // never answered, never closed until the end
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	args := multinodeArgs("2x1", []string{"--cpu", "1", "--rdzv_port", port}, "1")
+	args[2] = "slurm"
+	// execLong waits within its own deadline (testkit-scaled): a job left waiting on
+	// the port fails the test there.
+	r := execLong(h, args...)
+	want := "rendezvous port " + port + " is in use"
+	if r.code == 0 || lastLine(r.stderr) != "wick: "+want {
+		t.Errorf("exit %d, last line %q, want %q\n%s", r.code, lastLine(r.stderr), "wick: "+want, r.stderr)
+	}
+	handle := handleOf(t, r)
+	st := h.status(handle)
+	if st.State != spec.Failed || st.Msg != want || spec.ErrorMessage(st.StructuredError) != want {
+		t.Errorf("status %s %q %q", st.State, st.Msg, st.StructuredError)
+	}
+	for _, rep := range st.Roles[0].Replicas {
+		if rep.State != spec.Cancelled || rep.StructuredError != "not started: "+want {
+			t.Errorf("replica %d: %s %q, want CANCELLED, not started", rep.ID, rep.State, rep.StructuredError)
+		}
+	}
+	d := h.exec("describe", handle)
+	t.Logf("describe:\n%s", d.stdout)
+	if d.code != 0 || !strings.Contains(d.stdout, want) {
+		t.Errorf("describe: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	id := handle[strings.LastIndexByte(handle, '/')+1:]
+	b, err := os.ReadFile(filepath.Join(h.work, "slurm-"+id+".out"))
+	if err != nil || !strings.Contains(string(b), "wick: "+want+" on ") || strings.Contains(string(b), "srun exited") {
+		t.Errorf("the batch log: %v\n%s", err, b)
+	}
+	for k := range 2 {
+		if f := filepath.Join(h.work, "slurm-"+id+"-"+st.Roles[0].Role+"-"+strconv.Itoa(k)+".err"); fileExists(f) {
+			t.Errorf("replica %d started: %s", k, f)
+		}
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
