@@ -307,7 +307,7 @@ func ddpComponent() *Component {
 	)
 	params = append(params, distTail()...)
 	params = append(params,
-		Param{Name: "rdzv_port", Type: Int, Default: "29500", Help: "the port on rank 0's host for the c10d rendezvous store (multi-node only; one node uses a free port)"},
+		Param{Name: "rdzv_port", Type: Int, Default: "29500", Help: "the port on rank 0's host for the c10d rendezvous store (multi-node only; one node uses a free port). Left at 29500, no two jobs share it: local_cwd, local_dir and slurm use one free on that host (29501-31500), local_docker's containers have ports of their own. A port chosen is used as given: if another program holds it, the app fails at once"},
 		Param{Name: "rdzv_backend", Type: String, Default: "c10d", Help: "the rendezvous backend (multi-node only)"},
 		Param{Name: "rdzv_conf", Type: String, Optional: true, Help: "more rendezvous configuration, e.g. join_timeout=600,close_timeout=600,timeout=600"},
 		mountsParam(),
@@ -351,7 +351,9 @@ func spmdComponent() *Component {
 		Name:    "dist.spmd",
 		Summary: "Single-process-multiple-data application: n nodes x m processes of one program (dist.ddp on a named host).",
 		Help: "-j N runs N nodes with one process per GPU of the host -h (a host without GPUs\n" +
-			"needs -j NxM). Multi-node runs need a route between hosts and port 29500 open.",
+			"needs -j NxM). Multi-node runs need a route between hosts, and the rendezvous port of\n" +
+			"rank 0's host open to the others: one free there that wick picks (29501-31500) on\n" +
+			"local_cwd, local_dir and slurm, 29500 in local_docker's containers.",
 		Params:      params,
 		Varargs:     "args",
 		VarargsHelp: "arguments to the script or module",
