@@ -239,12 +239,23 @@ func NewExtractor(cfg Config) *Extractor {
 	if len(keys) == 0 {
 		keys = DefaultStepKeys
 	}
+	// The word of a listed qualified name (loss, of val/loss) must not read as ignored:
+	// a name's words are looked up before its qualifier is put back (resolve), and a
+	// bare loss is dropped there all the same, as a name not listed.
+	bases := map[string]bool{}
+	for n := range only {
+		if _, rest := splitQualifier([]byte(n)); len(rest) < len(n) {
+			bases[string(rest)] = true
+		}
+	}
 	words := map[string]wordInfo{}
 	for _, n := range append(append([]string(nil), commonNames...), cfg.Only...) {
 		n = CanonicalName(n)
-		if keep(n, only, ignore) {
+		switch {
+		case keep(n, only, ignore):
 			words[n] = wordInfo{name: n, kind: kindMetric}
-		} else {
+		case bases[n] && !ignore[n]:
+		default:
 			words[n] = wordInfo{kind: kindIgnore}
 		}
 	}

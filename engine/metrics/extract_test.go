@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -249,6 +250,40 @@ func TestPairCacheBounded(t *testing.T) {
 		}
 		if p.pairs.n > maxPairCache || len(p.pairs.slots) > 2*maxPairCache {
 			t.Fatalf("%d names in %d slots", p.pairs.n, len(p.pairs.slots))
+		}
+	}
+}
+
+// TestOnlyListsQualifiedSeries: `wick metrics -m` names series as the table shows them.
+// Keras 3's verbose=2 epoch line (keras/src/utils/progbar.py:214-234, the case in
+// testdata/formats/keras.txt) writes loss and val_loss; the series are loss and
+// val/loss. Listing val/loss (or val_loss, as written) takes val_loss's value only,
+// and listing loss the bare loss only: the word loss of a listed val/loss is not an
+// ignored word (it was, and -m val/loss matched nothing).
+func TestOnlyListsQualifiedSeries(t *testing.T) {
+	line := "1875/1875 - 4s - 2ms/step - accuracy: 0.9601 - loss: 0.1350 - val_accuracy: 0.9688 - val_loss: 0.1050"
+	for _, c := range []struct {
+		only []string
+		want string
+	}{
+		{[]string{"val/loss"}, "val/loss=0.105"},
+		{[]string{"val_loss"}, "val/loss=0.105"},
+		{[]string{"VAL_LOSS"}, "val/loss=0.105"},
+		{[]string{"loss"}, "loss=0.135"},
+		{[]string{"loss", "val/loss"}, "loss=0.135 val/loss=0.105"},
+		{[]string{"val/accuracy", "loss"}, "loss=0.135 val/accuracy=0.9688"},
+		{[]string{"test/loss"}, ""},
+	} {
+		e := NewExtractor(Config{Only: c.only})
+		var p Parsed
+		e.Extract(line, &p)
+		var got []string
+		for _, s := range p.Samples {
+			got = append(got, fmt.Sprintf("%s=%g", s.Name, s.Value))
+		}
+		sort.Strings(got)
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("-m %v: %q, want %q", c.only, g, c.want)
 		}
 	}
 }
