@@ -103,3 +103,87 @@ func TestSupervisorComingIsNotDead(t *testing.T) {
 		t.Errorf("with no supervisor: %s %q", st.State, st.Msg)
 	}
 }
+
+// TestDeadLaunchEndsOnce: a launcher killed after it wrote the app's state but before
+// a supervisor took the app over leaves an app that reads FAILED. Its end is when the
+// launcher last wrote the state, the same on every read (it was the time of the read,
+// the duration growing with every list), and saved: private, terminal on disk.
+func TestDeadLaunchEndsOnce(t *testing.T) {
+	s := testScheduler(t, false)
+	info := dryRun(t, s, appOf("dead", role("r", "sleep", "100")), nil)
+	req, err := requestOf(info.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The launcher: a real process, gone (its PID is not reused with its start time).
+	launcher := exec.Command("true")
+	if err := launcher.Run(); err != nil {
+		t.Fatal(err)
+	}
+	// What the launch had written when it was killed, an hour ago, a second after it
+	// began.
+	began := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := makeLogDirs(req); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(req.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l := &launch{Version: storeVersion, Scheduler: s.name, Session: req.Session, AppID: req.AppID,
+		Created: began, Self: []string{os.Args[0]}, App: info.App, Request: req}
+	if err := writeJSONAtomic(req.StateDir, launchFile, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := newState(s.name, l, logs.Proc{PID: launcher.Process.Pid, Start: 1}).save(req.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	lastWrite := began.Add(time.Second)
+	statePath := filepath.Join(req.StateDir, stateFile)
+	if err := os.Chtimes(statePath, lastWrite, lastWrite); err != nil {
+		t.Fatal(err)
+	}
+
+	var ends []time.Time
+	for range 3 {
+		d, err := s.Describe(context.Background(), info.AppID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := d.Status
+		if st.State != spec.Failed || st.Msg != reasonNoLaunch {
+			t.Fatalf("dead launch: %s %q", st.State, st.Msg)
+		}
+		if got := st.Ended.Sub(st.Created); got != time.Second {
+			t.Errorf("duration %v, want 1s (ended %v, created %v)", got, st.Ended, st.Created)
+		}
+		ends = append(ends, st.Ended)
+	}
+	apps, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range apps {
+		if a.AppID == info.AppID {
+			ends = append(ends, a.Ended)
+		}
+	}
+	if len(ends) != 4 {
+		t.Fatalf("the app is not listed: %+v", apps)
+	}
+	for _, e := range ends[1:] {
+		if !e.Equal(ends[0]) {
+			t.Errorf("the end moved between reads: %v", ends)
+			break
+		}
+	}
+	saved, err := readState(req.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.State != spec.Failed || !saved.Ended.Equal(lastWrite) {
+		t.Errorf("on disk: %s ended %v, want FAILED ended %v", saved.State, saved.Ended, lastWrite)
+	}
+	if fi, err := os.Stat(statePath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("state file: %v %v", fi.Mode(), err)
+	}
+}

@@ -391,8 +391,10 @@ func (s *Scheduler) load(appID string) (string, *state, error) {
 
 // reconcile returns st, or, when st is not terminal but the process responsible for
 // the app is gone, st as it must be: FAILED, with the reason in the app's and the
-// unfinished replicas' errors. Nothing is written: the supervisor's reaper writes the
-// same verdict on disk, and a reader must never race a live supervisor.
+// unfinished replicas' errors. For a dead supervisor nothing is written: its reaper
+// writes the same verdict on disk, and a reader must never race a live supervisor. A
+// launch that died before any supervisor took the app over has no one else to write
+// it: endLaunch saves it, with its end.
 func reconcile(appDir string, st *state) *state {
 	for range 2 {
 		if st.State.Terminal() {
@@ -406,7 +408,10 @@ func reconcile(appDir string, st *state) *state {
 			return st
 		}
 		// The owner may have written a terminal state (or handed over to the
-		// supervisor) just before exiting: read once more before concluding.
+		// supervisor) just before exiting: read once more before concluding. The
+		// file's time is taken first: a reader that saved the verdict in between
+		// leaves a terminal state to read, not a later time to take.
+		lastWrite := stateWritten(appDir)
 		fresh, err := readState(appDir)
 		if err != nil || fresh.Owner == st.Owner && fresh.Supervisor == st.Supervisor && !fresh.State.Terminal() {
 			if err == nil {
@@ -414,9 +419,9 @@ func reconcile(appDir string, st *state) *state {
 			}
 			if reason == reasonDied {
 				markGone(appDir, st)
-			} else {
-				markDead(st, reason)
+				return st
 			}
+			endLaunch(appDir, st, lastWrite, err == nil)
 			return st
 		}
 		st = fresh
@@ -459,9 +464,40 @@ func supervisorComing(appDir string) bool {
 	return false
 }
 
-// markDead sets st to FAILED because its owner died.
+// stateWritten is when the app's state file was last written, zero if unknown.
+func stateWritten(appDir string) time.Time {
+	fi, err := os.Lstat(filepath.Join(appDir, stateFile))
+	if err != nil || !fi.Mode().IsRegular() {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// endLaunch sets st, whose launcher died before a supervisor took the app over, to
+// FAILED, ended when its state was last written: the launcher's last evidence of
+// life, and a fact, the same on every read (a growing duration was not). The verdict
+// is saved, best effort, when the state on disk is the one judged (save): no
+// supervisor or reaper exists to write it, and a reader after this one then reads
+// the same end without judging again.
+func endLaunch(appDir string, st *state, lastWrite time.Time, save bool) {
+	if st.Ended.IsZero() && !lastWrite.IsZero() {
+		st.Ended = lastWrite
+		if st.Ended.Before(st.Created) {
+			st.Ended = st.Created
+		}
+	}
+	markDead(st, reasonNoLaunch)
+	if save {
+		_ = st.save(appDir) // best effort: unsaved, the next read judges the same
+	}
+}
+
+// markDead sets st to FAILED because its owner died; an end already set stays.
 func markDead(st *state, reason string) {
 	now := time.Now()
+	if !st.Ended.IsZero() {
+		now = st.Ended
+	}
 	st.State = spec.Failed
 	st.Msg = reason
 	if st.StructuredError == "" {
