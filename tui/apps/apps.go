@@ -73,8 +73,12 @@ type Model struct {
 	groups   []group
 	unfolded map[string]bool
 	table    widget.Table
-	now      time.Time // the time the cells were made for
-	cur      widget.Cursor
+	// narrow is the same rows in the narrow layout; legend says what its scheduler
+	// tags stand for ("cwd=local_cwd").
+	narrow widget.Table
+	legend []string
+	now    time.Time // the time the cells were made for
+	cur    widget.Cursor
 
 	filter    widget.Input
 	filtering bool
@@ -120,10 +124,10 @@ type listedMsg struct {
 // New returns the app list.
 func New(ctx *common.Context) *Model {
 	m := &Model{Base: common.NewBase(ctx, Kind)}
-	// At 80 columns NAME gives way first, then HANDLE loses its scheduler://session/
-	// start: the app id is what tells two apps apart.
-	m.table.Shrink, m.table.ShrinkMin = []int{render.AppColName, render.AppColHandle}, 8
-	m.table.KeepEnd = []int{render.AppColHandle}
+	// The wide layout gives NAME's width only, down to its first cells; when that is
+	// not enough, the narrow layout is drawn (see fit.go).
+	m.table.Steps = []widget.Step{{Col: render.AppColName, Min: 12}}
+	m.table.SpillGrow = true
 	m.filter = widget.NewInput("filter: ")
 	return m
 }
@@ -328,10 +332,14 @@ func (m *Model) rebuild(selected string) {
 		m.table.Headers[c] += " " + arrow
 	}
 	m.addUsageColumn(rows)
-	m.table.SetRows(rows)
+	m.table.SetRowsSpill(rows, render.AppColName, m.isGroup)
+	m.setNarrow(rows)
 	m.selectHandle(selected)
 	m.applySelection()
 }
+
+// isGroup reports whether row r is a sweep's.
+func (m *Model) isGroup(r int) bool { return m.rows[r] < 0 }
 
 func (m *Model) applySelection() {
 	if m.pending != "" && !m.selectHandle(m.pending) && m.filter.Value() != "" && m.listed(m.pending) {

@@ -115,8 +115,12 @@ func cells(a *spec.AppStatus, now time.Time) []string {
 func styled(row []string, a *spec.AppStatus, st render.Styler) []string {
 	out := append([]string(nil), row...)
 	out[render.AppColState] = st.State(a.State, row[render.AppColState])
-	if name := row[render.AppColName]; strings.HasPrefix(name, alarmMark) {
-		out[render.AppColName] = st.Error(alarmMark) + name[len(alarmMark):]
+	// The mark starts the name, or, in the narrow layout, the app id.
+	for _, c := range []int{render.AppColName, render.AppColHandle} {
+		if strings.Contains(row[c], alarmMark) {
+			out[c] = strings.Replace(row[c], alarmMark, st.Error(alarmMark), 1)
+			break
+		}
 	}
 	return out
 }

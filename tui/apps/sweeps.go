@@ -13,6 +13,7 @@ import (
 	"github.com/wick-dev/wick/tui/compare"
 	"github.com/wick-dev/wick/tui/render"
 	"github.com/wick-dev/wick/tui/sweepchart"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // ActFold folds or unfolds the sweep of the selected row; ActCompare opens the
@@ -165,9 +166,9 @@ func (m *Model) groupApps(g *group, keep func(*spec.AppStatus) bool) (do []spec.
 }
 
 // styledRow is row r with its state in its color.
-func (m *Model) styledRow(r int, st render.Styler) []string {
+func (m *Model) styledRow(tbl *widget.Table, r int, st render.Styler) []string {
 	if g := m.rowGroup(r); g != nil {
-		row := append([]string(nil), m.table.Row(r)...)
+		row := append([]string(nil), tbl.Row(r)...)
 		counts := map[spec.AppState]int{}
 		for _, i := range g.members {
 			counts[m.apps[i].State]++
@@ -175,7 +176,7 @@ func (m *Model) styledRow(r int, st render.Styler) []string {
 		row[render.AppColState] = st.State(groupState(counts), row[render.AppColState])
 		return row
 	}
-	return styled(m.table.Row(r), &m.apps[m.rows[r]], st)
+	return styled(tbl.Row(r), &m.apps[m.rows[r]], st)
 }
 
 // doGroup runs an action on a sweep's row: enter and z fold or unfold it, x cancels

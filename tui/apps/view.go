@@ -31,8 +31,9 @@ func (m *Model) rowsHeight() int {
 func (m *Model) View() string {
 	t := m.Ctx.Theme
 	width := m.Ctx.Width
+	tbl, widths, narrow := m.fit(width - len(gutterOff))
 	var b strings.Builder
-	b.WriteString(m.summary())
+	b.WriteString(m.summary(narrow))
 	b.WriteByte('\n')
 	if m.filtering || m.filter.Value() != "" {
 		b.WriteString(m.filter.View(t))
@@ -46,18 +47,17 @@ func (m *Model) View() string {
 		m.writeErrs(&b)
 		return b.String()
 	}
-	widths := m.table.Widths(width - len(gutterOff))
-	b.WriteString(gutterOff + m.table.Header(widths, widget.Renderer(t.TableHead)))
+	b.WriteString(gutterOff + tbl.Header(widths, widget.Renderer(t.TableHead)))
 	height := m.rowsHeight()
 	m.cur.Clamp(len(m.rows), height)
 	end := min(len(m.rows), m.cur.Offset+height)
 	for r := m.cur.Offset; r < end; r++ {
 		b.WriteByte('\n')
 		if r == m.cur.Index {
-			b.WriteString(t.Selected.Render(widget.PadRight(gutterOn+m.table.Line(r, widths), width)))
+			b.WriteString(t.Selected.Render(widget.PadRight(gutterOn+m.line(tbl, r, tbl.Row(r), widths), width)))
 			continue
 		}
-		b.WriteString(gutterOff + m.table.Cells(m.styledRow(r, t), widths))
+		b.WriteString(gutterOff + m.line(tbl, r, m.styledRow(tbl, r, t), widths))
 	}
 	switch {
 	case len(m.visible) > 0:
@@ -70,13 +70,22 @@ func (m *Model) View() string {
 	return b.String()
 }
 
+// line draws row r's cells: a sweep's row runs its counts over the columns after
+// them when their column is too narrow for them.
+func (m *Model) line(tbl *widget.Table, r int, cells []string, widths []int) string {
+	if m.rowGroup(r) != nil {
+		return tbl.Spill(cells, widths, m.Ctx.Width-len(gutterOff))
+	}
+	return tbl.Cells(cells, widths)
+}
+
 func (m *Model) writeErrs(b *strings.Builder) {
 	for _, err := range m.errs {
 		b.WriteString("\n" + m.Ctx.Theme.Fail.Render("  "+err.Error()))
 	}
 }
 
-func (m *Model) summary() string {
+func (m *Model) summary(narrow bool) string {
 	t := m.Ctx.Theme
 	if !m.loaded {
 		// No count before the first listing: "0 apps" would be a claim, and a count that
@@ -107,6 +116,9 @@ func (m *Model) summary() string {
 	}
 	if p := m.progress.Status(); p != "" {
 		s += " · " + p
+	}
+	if narrow && len(m.legend) > 0 {
+		s += " · " + strings.Join(m.legend, " ")
 	}
 	dir := "↓"
 	if m.reverse {

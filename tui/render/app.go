@@ -407,3 +407,12 @@ func cut(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// SchedTag is a short name of scheduler s, for where a handle is shown in a narrow
+// column: local_cwd is "cwd", local_dir "dir"; the others are short already.
+func SchedTag(s string) string {
+	if tag, ok := strings.CutPrefix(s, "local_"); ok && tag != "" {
+		return tag
+	}
+	return s
+}

@@ -63,18 +63,24 @@ func Overlay(bg, box string, width, height int) string {
 }
 
 // Columns lays out cells in columns of the given widths (the last one takes the rest),
-// separated by two spaces, cutting cells that do not fit.
+// separated by two spaces, cutting cells that do not fit and leaving out the Hidden.
 func Columns(cells []string, widths []int) string {
 	var b strings.Builder
+	first := true
 	for i, c := range cells {
-		if i > 0 {
+		if i < len(widths) && widths[i] == Hidden {
+			continue
+		}
+		if !first {
 			b.WriteString("  ")
 		}
-		if i < len(widths) && i < len(cells)-1 {
+		first = false
+		switch {
+		case i < len(widths) && i < len(cells)-1:
 			b.WriteString(PadRight(c, widths[i]))
-		} else if i < len(widths) {
+		case i < len(widths):
 			b.WriteString(ansi.Truncate(c, widths[i], "…"))
-		} else {
+		default:
 			b.WriteString(c)
 		}
 	}

@@ -115,7 +115,7 @@ func TestLayout(t *testing.T) {
 }
 
 func TestTableShrinksInOrderAndKeepsEnds(t *testing.T) {
-	tb := Table{Headers: []string{"HANDLE", "NAME", "STATE"}, Shrink: []int{1, 0}, ShrinkMin: 8, KeepEnd: []int{0}}
+	tb := Table{Headers: []string{"HANDLE", "NAME", "STATE"}, Steps: []Step{{Col: 1, Min: 8}, {Col: 0, Min: 8}}, KeepEnd: []int{0}}
 	tb.SetRows([][]string{{"local_cwd://wick/" + strings.Repeat("h", 23) + "-appid", strings.Repeat("n", 18), "RUNNING"}})
 	w := tb.Widths(50)
 	if w[0]+2+w[1]+2+w[2] > 50 || w[2] != 7 || w[1] != 8 {
@@ -154,5 +154,35 @@ func TestCursorAndPager(t *testing.T) {
 	p.Do(Bottom, 10)
 	if got := strings.Count(p.View(3, 10), "\n"); got != 9 || p.Offset() != 40 {
 		t.Fatalf("bottom: offset %d, %d newlines", p.Offset(), got)
+	}
+}
+
+func TestTableDropsSpillsAndCutsMiddles(t *testing.T) {
+	tb := Table{Headers: []string{"ID", "STATE", "USE", "AGE"}, CutMiddle: []int{0},
+		Steps: []Step{{Col: 2, Drop: true}, {Col: 0, Min: 12}}}
+	rows := [][]string{
+		{"docker train-lr0.1-sjtw0h26dwr2", "RUNNING", "150% 1.00GiB", "1h00m"},
+		{"▸ sweep-zz7ddclt  sweep of 2: 1 running, 1 queued", "RUNNING", "", "2m"},
+	}
+	tb.SetRowsSpill(rows, 0, func(r int) bool { return r == 1 })
+	w := tb.Widths(56)
+	if w[2] != Hidden || w[0] != 31 {
+		t.Fatalf("widths = %v: USE should go first", w)
+	}
+	line := tb.Cells(rows[0], w)
+	if !strings.HasPrefix(line, "docker train-lr0.1-sjtw0h26dwr2  RUNNING") || strings.Contains(line, "GiB") {
+		t.Fatalf("line = %q: USE is left out", line)
+	}
+	w[0] = 24
+	line = tb.Cells(rows[0], w)
+	if !strings.HasPrefix(line, "docker train-lr0.1-…dwr2  RUNNING") {
+		t.Fatalf("line = %q: the id keeps its start and its last cells, USE is left out", line)
+	}
+	spill := tb.Spill(rows[1], w, 56)
+	if ansi.StringWidth(spill) > 56 || !strings.Contains(spill, "sweep of 2: 1 running, 1 queued") {
+		t.Fatalf("spill = %q: the counts run over the next columns, whole", spill)
+	}
+	if got := CutMiddle("abcdefghij", 6); got != "abcd…j" || ansi.StringWidth(got) != 6 {
+		t.Fatalf("CutMiddle = %q", got)
 	}
 }
