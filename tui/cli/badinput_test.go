@@ -62,6 +62,12 @@ func TestBadInput(t *testing.T) {
 		{"no sweep id", []string{"sweep", "resume"}, "sweep resume needs SWEEP_ID (usage: wick sweep resume SWEEP_ID [flags])"},
 		{"unknown flag", []string{"list", "--bogus"}, "unknown flag"},
 		{"missing component", []string{"run"}, "missing component"},
+		// The flag and what it takes, not strconv's "parsing ...: invalid syntax"; the
+		// value escaped.
+		{"bad --rank", []string{"log", "--rank", "\xff", "local_cwd://wick/echo-bcdfghjklmnp"}, `--rank takes whole numbers, comma-separated (e.g. 3 or 0,2), not "\xff"`},
+		{"bad -n", []string{"log", "-n", "ten", "local_cwd://wick/echo-bcdfghjklmnp"}, `-n/--lines takes a whole number, not "ten"`},
+		{"bad --timeout", []string{"cancel", "--timeout", "soon", "local_cwd://wick/echo-bcdfghjklmnp"}, `--timeout takes a duration (e.g. 90s, 5m, 1h30m), not "soon"`},
+		{"bad --state", []string{"list", "--state", "\xff\x1b[2J"}, `--state "\xff\x1b[2J": not a state`},
 		{"bad --since", []string{"log", "--since", "yesterday-ish", "local_cwd://wick/echo-bcdfghjklmnp"}, "--since"},
 	}
 	for _, c := range cases {

@@ -228,8 +228,8 @@ func stateFilter(names []string) (func(spec.AppState) bool, error) {
 	}
 	var active, done bool
 	want := map[spec.AppState]bool{}
-	for _, n := range names {
-		switch n = strings.ToLower(strings.TrimSpace(n)); n {
+	for _, raw := range names {
+		switch n := strings.ToLower(strings.TrimSpace(raw)); n {
 		case "active":
 			active = true
 		case "done":
@@ -237,7 +237,7 @@ func stateFilter(names []string) (func(spec.AppState) bool, error) {
 		default:
 			st, err := spec.ParseAppState(strings.ToUpper(n))
 			if err != nil {
-				return nil, usagef("--state %q: not a state (want active, done, or one of queued, pending, running, succeeded, failed, cancelled, unknown)", truncate(n, 40))
+				return nil, usagef("--state \"%s\": not a state (want active, done, or one of queued, pending, running, succeeded, failed, cancelled, unknown)", render.Escape(truncate(raw, 40)))
 			}
 			want[st] = true
 		}

@@ -437,6 +437,20 @@ func (a *app) checkHome() error {
 // flagError makes a bad flag of a verb a usage error, with the nearest flag of the
 // verb when the name looks mistyped (--dryrn: did you mean --dryrun?).
 func flagError(cmd *cobra.Command, err error) error {
+	var invalid *pflag.InvalidValueError
+	if errors.As(err, &invalid) {
+		if takes := flagTakes[invalid.GetFlag().Value.Type()]; takes != "" {
+			// Not pflag's "invalid argument ... strconv.Atoi: parsing ...: invalid
+			// syntax": the flag, what it takes, and the value, escaped.
+			f := invalid.GetFlag()
+			name := "--" + f.Name
+			if f.Shorthand != "" {
+				name = "-" + f.Shorthand + "/" + name
+			}
+			return usagef("%s takes %s, not %q", name, takes, truncate(invalid.GetValue(), 40))
+		}
+		return usageError{err}
+	}
 	var notExist *pflag.NotExistError
 	if !errors.As(err, &notExist) || notExist.GetSpecifiedShortnames() != "" {
 		return usageError{err}
@@ -455,6 +469,19 @@ func flagError(cmd *cobra.Command, err error) error {
 	_, best, _ := strings.Cut(dym, "\"")
 	best, _, _ = strings.Cut(best, "\"")
 	return usagef("%v (did you mean --%s?)", err, best)
+}
+
+// flagTakes says what a flag of each of pflag's value types takes, for the error of
+// a value it cannot parse.
+var flagTakes = map[string]string{
+	"int":          "a whole number",
+	"int64":        "a whole number",
+	"uint":         "a whole number, 0 or more",
+	"float64":      "a number",
+	"bool":         "true or false",
+	"duration":     "a duration (e.g. 90s, 5m, 1h30m)",
+	"intSlice":     "whole numbers, comma-separated (e.g. 3 or 0,2)",
+	"float64Slice": "numbers, comma-separated",
 }
 
 // args wraps a cobra positional-args validator so that its errors exit with ExitUsage.
