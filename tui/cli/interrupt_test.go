@@ -82,6 +82,11 @@ func TestSignalDuringLaunchCancels(t *testing.T) {
 		if want := "wick: " + sig.String() + " during the launch: "; !strings.Contains(errb.String(), want) {
 			t.Errorf("%s: stderr %q lacks %q", sig, errb.String(), want)
 		}
+		// The app is kept, cancelled: the message names it and its state, never says
+		// that the launch was rolled back (nothing left).
+		if !strings.Contains(errb.String(), handle) || !strings.Contains(errb.String(), "CANCELLED") || strings.Contains(errb.String(), "rolled back") {
+			t.Errorf("%s: stderr %q, want %s named CANCELLED", sig, errb.String(), handle)
+		}
 		st := h.waitState(handle, spec.Cancelled)
 		if running, _ := st.Replicas(); running != 0 {
 			t.Errorf("%s: %d replicas still running", sig, running)
@@ -162,8 +167,8 @@ func TestSignalDuringDockerLaunchRollsBack(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Errorf("wick ended with %v, want exit status 1 (stderr %s)", err, errb.String())
 	}
-	if !strings.Contains(errb.String(), "wick: interrupt during the launch: ") {
-		t.Errorf("stderr %q does not say the launch was stopped", errb.String())
+	if !strings.Contains(errb.String(), "wick: interrupt during the launch: the launch was stopped and rolled back") {
+		t.Errorf("stderr %q does not say the launch was stopped and rolled back", errb.String())
 	}
 	if left := containers(); len(left) != 0 {
 		t.Errorf("containers left after the interrupted launch: %v", left)

@@ -236,7 +236,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	stopLaunch()
 	select {
 	case sig := <-interrupted:
-		return a.interruptedLaunch(sig, h, err)
+		return a.interruptedLaunch(sig, info.Handle(), err)
 	default:
 	}
 	if err != nil {
@@ -324,7 +324,8 @@ func (a *app) printHandle(h spec.Handle, asJSON bool) error {
 }
 
 // interruptedLaunch reports a launch stopped by sig: rolled back by the scheduler
-// (err), or, when the launch completed all the same, the app cancelled.
+// (err), or ended by it with the app kept, or, when the launch completed all the same,
+// the app cancelled.
 func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
 	var left *sched.LeftBehindError
 	switch {
@@ -332,6 +333,19 @@ func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
 		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped, but its rollback left some of it: %s\n", sig, render.Escape(oneLine(left.Left.Error())))
 		return exitError{code: ExitFailure}
 	case err != nil:
+		// A local scheduler keeps the app it had begun, CANCELLED, so that its logs
+		// can be read: say so, not that nothing is left.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, serr := a.runner().Status(ctx, h); serr == nil {
+			st, werr := a.runner().Wait(ctx, h, 10*time.Millisecond)
+			if werr != nil {
+				fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped; %s is being cancelled (wick status %[2]s)\n", sig, h)
+				return exitError{code: ExitFailure}
+			}
+			fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped: %s %s (wick delete removes it)\n", sig, h, a.errs().State(st.State, st.State.String()))
+			return exitError{code: ExitFailure}
+		}
 		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped and rolled back (%s)\n", sig, render.Escape(oneLine(err.Error())))
 		return exitError{code: ExitFailure}
 	}
