@@ -283,3 +283,57 @@ func BenchmarkRankFilterPastBound(b *testing.B) {
 		})
 	}
 }
+
+// TestLogRankFollowInterruptedWithoutPrefixes: Ctrl-C of `wick log --rank 0 -f` of an
+// app whose lines carry no torchrun prefix, which printed nothing because no line
+// could be a rank's, says so in one stderr line, as the log of an ended app does; it
+// ended in silence. wick still ends by the signal.
+func TestLogRankFollowInterruptedWithoutPrefixes(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "-s", "local_cwd", "utils.sh", "--", "sh", "-c", "echo no prefix; exec sleep 100")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("cancel", handle) })
+	waitLog(t, h, handle, "no prefix")
+	appID := handle[strings.LastIndex(handle, "/")+1:]
+
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	cmd := h.wickCmd(ctx, "log", handle, "--rank", "0", "-f")
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once it has the replica's log open it follows, its interrupt caught (the
+	// catch comes first).
+	fdDir := fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid)
+	testkit.Wait(t, 30*time.Second, "the follower opening the app's log", func() (bool, string) {
+		ents, _ := os.ReadDir(fdDir)
+		var links []string
+		for _, e := range ents {
+			l, _ := os.Readlink(filepath.Join(fdDir, e.Name()))
+			if strings.Contains(l, "/"+appID+"/") && (strings.HasSuffix(l, "/lines.idx") || strings.HasSuffix(l, ".log")) {
+				return true, ""
+			}
+			links = append(links, l)
+		}
+		return false, fmt.Sprint(links, " ", errb.String())
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("wick log -f ended with %v, want killed by SIGINT as before", err)
+	}
+	if got := out.String(); got != "" {
+		t.Errorf("stdout %q, want nothing", got)
+	}
+	want := "wick: warning: no line of " + handle + " carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n"
+	if e := errb.String(); e != want {
+		t.Errorf("stderr %q, want %q", e, want)
+	}
+}

@@ -343,11 +343,13 @@ func (a *app) endRanks(rf *rankFilter, r *runner.Runner, h spec.Handle, err erro
 	if ferr := rf.finish(final, a.env.Stderr, h); err == nil {
 		err = ferr
 	}
+	// Said of an interrupted follow too: Ctrl-C of one that printed nothing
+	// because no line could be a rank's was silent.
+	if (err == nil || sig != nil) && !rf.seen {
+		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", h)
+	}
 	if s, ok := sig.(syscall.Signal); ok {
 		return interrupted{s}
-	}
-	if err == nil && !rf.seen {
-		fmt.Fprintf(a.env.Stderr, "wick: warning: no line of %s carries torchrun's rank prefix \"[N]:\" (run dist.ddp with --tee 1 to tell ranks apart)\n", h)
 	}
 	return err
 }
