@@ -40,7 +40,9 @@
 //
 // Unlike TorchX, which warned and went on, an unknown run option key, an unknown
 // [cli:run] key and a value of the wrong type are errors that name the file and the
-// line (and suggest the closest key).
+// line (and suggest the closest key). A [component:NAME] section that names no
+// component is ignored, as in TorchX, but `wick run` warns of it when NAME is a near
+// miss of one (ComponentSections).
 package config
 
 import (
@@ -249,6 +251,49 @@ func (c *Config) merged(section string) map[string]string {
 				if _, ok := out[e.Key]; !ok {
 					out[e.Key] = e.Value
 				}
+			}
+		}
+	}
+	return out
+}
+
+// Where returns "PATH:LINE" of key in section as it applies (the first file that
+// sets it), for an error about its value; "" if no file sets it.
+func (c *Config) Where(section, key string) string {
+	if c == nil {
+		return ""
+	}
+	for _, f := range c.files {
+		if s := f.Section(section); s != nil {
+			for _, e := range s.Entries {
+				if e.Key == key {
+					return fmt.Sprintf("%s:%d", f.Path, e.Line)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// SectionAt is a section's name and where its header is.
+type SectionAt struct {
+	Name string // without its prefix: "dist.ddp" of [component:dist.ddp]
+	Path string // the file
+	Line int    // of the header, from 1
+}
+
+// ComponentSections returns the [component:NAME] sections of every file, in the
+// order the files are read, so that a name that is no component can be warned of:
+// TorchX ignores such a section, and the defaults in it apply to nothing.
+func (c *Config) ComponentSections() []SectionAt {
+	if c == nil {
+		return nil
+	}
+	var out []SectionAt
+	for _, f := range c.files {
+		for _, s := range f.Sections {
+			if name, ok := strings.CutPrefix(s.Name, "component:"); ok {
+				out = append(out, SectionAt{Name: name, Path: f.Path, Line: s.Line})
 			}
 		}
 	}

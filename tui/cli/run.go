@@ -39,6 +39,9 @@ type runFlags struct {
 	workspace string
 	reveal    bool
 	sweep     sweepFlags
+	// schedulerFrom is "PATH:LINE" of [cli:run] scheduler when the scheduler is
+	// .torchxconfig's (runDefaults).
+	schedulerFrom string
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -182,6 +185,10 @@ func (a *app) runRun(f runFlags, argv []string) error {
 		return err
 	}
 	r := a.runner()
+	if err := checkConfScheduler(r, conf, f.scheduler, f.schedulerFrom); err != nil {
+		return err
+	}
+	a.warnComponentSections(conf)
 	cfg, err := runCfg(r, conf, f.scheduler, f.cfg)
 	if err != nil {
 		return err
@@ -261,6 +268,7 @@ func runDefaults(conf *config.Config, f *runFlags, argv []string) (string, []str
 	cliRun := conf.CLIRun()
 	if f.scheduler == "" {
 		f.scheduler = cliRun["scheduler"]
+		f.schedulerFrom = conf.Where("cli:run", "scheduler")
 	}
 	if f.scheduler == "" {
 		f.scheduler = DefaultScheduler
@@ -278,6 +286,57 @@ func runDefaults(conf *config.Config, f *runFlags, argv []string) (string, []str
 		return name, argv, nil
 	}
 	return "", nil, usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
+}
+
+// checkConfScheduler fails a scheduler that .torchxconfig's [cli:run] gave (from is
+// its "PATH:LINE", "" when the command line gave it) and that is none, naming the
+// file and the line: the error alone did not say where the name came from.
+func checkConfScheduler(r *runner.Runner, conf *config.Config, scheduler, from string) error {
+	if from == "" {
+		return nil
+	}
+	if _, err := r.Scheduler(scheduler); err != nil {
+		return usagef("%s: [cli:run] scheduler: %v", render.Escape(from), err)
+	}
+	return nil
+}
+
+// warnComponentSections warns, one stderr line each, of the [component:NAME]
+// sections of conf that name no component but are a near miss of one of wick's
+// (a typo: TorchX ignores such a section, and its defaults apply to nothing). A
+// name near none of wick's may be TorchX's, and asking TorchX costs a Python start
+// on every run: those are left alone, and a near miss is asked about only then.
+func (a *app) warnComponentSections(conf *config.Config) {
+	secs := conf.ComponentSections()
+	if len(secs) == 0 {
+		return
+	}
+	opts := a.findOptions()
+	external := opts.External
+	opts.External = nil
+	comps, _ := components.All(opts)
+	known := map[string]bool{}
+	names := make([]string, 0, len(comps))
+	for _, c := range comps {
+		known[c.Name] = true
+		names = append(names, c.Name)
+	}
+	for _, s := range secs {
+		if known[s.Name] || strings.Contains(s.Name, ":") { // FILE:NAME: read when run
+			continue
+		}
+		dym := spec.DidYouMean(s.Name, names)
+		if dym == "" {
+			continue
+		}
+		if external != nil {
+			if _, err := external.Find(a.ctx, s.Name); err == nil {
+				continue
+			}
+		}
+		fmt.Fprintf(a.env.Stderr, "wick: warning: %s:%d: [component:%s] names no component, its defaults apply to nothing%s\n",
+			render.Escape(s.Path), s.Line, render.Escape(s.Name), render.Escape(dym))
+	}
 }
 
 // runCfg returns the run options of the named scheduler: those of -cfg (cfgFlag)

@@ -39,3 +39,40 @@ func TestRunTakesCLIRunDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigTyposAreNamed: a [component:NAME] section whose name is a typo of a
+// component (TorchX ignores it, its defaults apply to nothing) is warned of once, on
+// one stderr line naming the file, the line and the nearest component, and the run
+// goes on; a section of a real component is not. A [cli:run] scheduler that is none
+// fails the run with an error naming the file and the line.
+func TestConfigTyposAreNamed(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(h.work, ".torchxconfig")
+	conf := "[component:utils.echo]\nmsg = from the config\n\n[component:utils.ech]\nmsg = hi\n"
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("run", "--dryrun", "-s", "local_cwd", "utils.echo")
+	want := "wick: warning: " + path + ":4: [component:utils.ech] names no component, its defaults apply to nothing (did you mean \"utils.echo\"?)\n"
+	if r.code != 0 || r.stderr != want || !strings.Contains(r.stdout, "from the config") {
+		t.Errorf("a misspelt component section: exit %d, stderr %q, want %q; stdout:\n%s", r.code, r.stderr, want, r.stdout)
+	}
+
+	conf = "# defaults\n[cli:run]\ncomponent = utils.echo\nscheduler = local_cdw\n"
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = h.run("run", "--dryrun")
+	if r.code != ExitUsage {
+		t.Errorf("a misspelt [cli:run] scheduler: exit %d, want %d", r.code, ExitUsage)
+	}
+	assertOneLineError(t, r.stderr, path+":4: [cli:run] scheduler: unknown scheduler \"local_cdw\" (did you mean \"local_cwd\"?)")
+	// The command line's scheduler wins: the file's is not looked at.
+	if r = h.run("run", "--dryrun", "-s", "local_cwd"); r.code != 0 {
+		t.Errorf("-s over a misspelt [cli:run] scheduler: exit %d, %q", r.code, r.stderr)
+	}
+	r = h.run("run", "--dryrun", "--sweep", "msg=a,b")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, path+":4: [cli:run] scheduler") {
+		t.Errorf("a sweep with a misspelt [cli:run] scheduler: exit %d, %q", r.code, r.stderr)
+	}
+}

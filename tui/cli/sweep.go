@@ -76,8 +76,10 @@ func (a *app) readSweepCall(f runFlags, argv []string) (*sweepCall, error) {
 	}
 	cliRun := conf.CLIRun()
 	c := &sweepCall{scheduler: f.scheduler, workspace: f.workspace}
+	schedulerFrom := ""
 	if c.scheduler == "" {
 		c.scheduler = cliRun["scheduler"]
+		schedulerFrom = conf.Where("cli:run", "scheduler")
 	}
 	if c.scheduler == "" {
 		c.scheduler = DefaultScheduler
@@ -93,6 +95,10 @@ func (a *app) readSweepCall(f runFlags, argv []string) (*sweepCall, error) {
 	} else if c.name, c.argv = cliRun["component"], argv; c.name == "" {
 		return nil, usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
 	}
+	if err := checkConfScheduler(a.runner(), conf, c.scheduler, schedulerFrom); err != nil {
+		return nil, err
+	}
+	a.warnComponentSections(conf)
 	s, err := a.runner().Scheduler(c.scheduler)
 	if err != nil {
 		return nil, usageError{err}
