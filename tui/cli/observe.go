@@ -30,6 +30,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// handleHelp says what a HANDLE argument may be (see resolveHandle), for the help of
+// every verb that takes one.
+const handleHelp = `HANDLE is the app's handle, SCHEDULER://SESSION/APP_ID as wick run and wick list
+print it; or its app id alone (train-kf2vb0x9qwm3); or the start of an app id that
+only one app's id starts with (train-kf2). An app id given whole wins over the ids it
+starts; a start that several ids share is an error that lists them.`
+
 func (a *app) statusCmd() *cobra.Command {
 	var asJSON bool
 	var roles []string
@@ -40,7 +47,7 @@ func (a *app) statusCmd() *cobra.Command {
 		Long: `Show an app's status: its state, then one row per replica with state, exit code,
 restarts, pid or container, start time, duration and error.
 
-HANDLE is SCHEDULER://SESSION/APP_ID, as printed by wick run and wick list.
+` + handleHelp + `
 Exits 1 with "no such app" when HANDLE names no app.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
@@ -102,7 +109,13 @@ func (a *app) describeCmd() *cobra.Command {
 		Use:               "describe HANDLE",
 		ValidArgsFunction: a.completeHandles,
 		Short:             "Show everything known of an app: status, replicas, log paths, AppDef, run options",
-		Args:              args(cobra.ExactArgs(1)),
+		Long: `Show everything known of an app: its status and every replica's (as wick status),
+log paths, the AppDef it was launched with, its run options and any metric alarm.
+Env values whose names look secret are masked unless --show-secrets.
+
+` + handleHelp + `
+Exits 1 with "no such app" when HANDLE names no app.`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			h, err := a.resolveHandle(argv[0])
 			if err != nil {
@@ -262,7 +275,10 @@ nothing. Cancelling again does not shorten the grace period; --now kills at once
 sends SIGTERM and waits its KillWait first: there --now is refused, and nothing is
 stopped. Every handle and sweep id is read before any app is touched: one that names
 nothing stops them all; one that fails to stop does not stop the others, and the exit
-code is 1 if any failed.`,
+code is 1 if any failed.
+
+` + handleHelp + `
+A sweep id (wick sweep list) stands for its apps, its queued ones cancelled unrun.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			if err := a.checkArgs(argv, "cancelled"); err != nil {
@@ -322,7 +338,10 @@ func (a *app) deleteCmd() *cobra.Command {
 of every finished app of this WICK_HOME (what the UI's P does). A running app is
 refused unless --force, which cancels it first. Every handle and sweep id is read
 before any app is touched: one that names nothing stops them all; one that fails to be
-deleted does not stop the others, and the exit code is 1 if any failed.`,
+deleted does not stop the others, and the exit code is 1 if any failed.
+
+` + handleHelp + `
+A sweep id (wick sweep list) stands for its apps and forgets the sweep.`,
 		Args: args(func(cmd *cobra.Command, argv []string) error {
 			switch {
 			case finished && len(argv) > 0:

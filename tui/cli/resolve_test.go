@@ -83,3 +83,37 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleHelpSaysWhatWorks: the help of each verb taking a HANDLE says it may be a
+// handle, an app id or the start of one (it said SCHEDULER://SESSION/APP_ID only, or
+// nothing), and each form it names works there.
+func TestHandleHelpSaysWhatWorks(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--detach", "utils.echo", "--msg", "forms")
+	if r.code != ExitOK {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	h.waitState(handle, spec.Succeeded)
+	id := handle[strings.LastIndex(handle, "/")+1:]
+	forms := []string{handle, id, id[:len(id)-4]}
+	for _, verb := range []string{"status", "describe", "cancel", "delete"} {
+		help := h.run(verb, "--help")
+		for _, want := range []string{"SCHEDULER://SESSION/APP_ID", "its app id alone", "the start of an app id"} {
+			if !strings.Contains(help.stdout, want) {
+				t.Errorf("%s --help lacks %q:\n%s", verb, want, help.stdout)
+			}
+		}
+		for _, form := range forms {
+			if verb == "delete" && form != forms[len(forms)-1] {
+				continue // once deleted, gone: the last form deletes it
+			}
+			if r := h.run(verb, form); r.code != ExitOK || (verb == "status" || verb == "describe") && !strings.Contains(r.stdout, id) {
+				t.Errorf("%s %s: exit %d\nstdout: %s\nstderr: %s", verb, form, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+	if r := h.run("status", id); r.code != ExitFailure || !strings.Contains(r.stderr, "no such app") {
+		t.Errorf("status after the delete by a prefix: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -838,6 +838,7 @@ compares them. These verbs act on its queue.`,
 	move := &cobra.Command{
 		Use:               "move HANDLE --to N",
 		Short:             "Move a queued app to place N of its sweep's queue (1: next to start)",
+		Long:              "Move a queued app to place N of its sweep's queue (1: next to start).\n\n" + handleHelp,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: a.completeQueued,
 		RunE: func(cmd *cobra.Command, argv []string) error {
