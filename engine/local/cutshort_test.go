@@ -186,4 +186,39 @@ func TestDeadLaunchEndsOnce(t *testing.T) {
 	if fi, err := os.Stat(statePath); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("state file: %v %v", fi.Mode(), err)
 	}
+
+	// Died a moment ago: the same end on every read, not saved yet (a supervisor
+	// forked just before may still take the app over, see launchSettle).
+	info = dryRun(t, s, appOf("fresh", role("r", "sleep", "100")), nil)
+	if req, err = requestOf(info.Request); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeLogDirs(req); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(req.StateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l = &launch{Version: storeVersion, Scheduler: s.name, Session: req.Session, AppID: req.AppID,
+		Created: time.Now(), Self: []string{os.Args[0]}, App: info.App, Request: req}
+	if err := writeJSONAtomic(req.StateDir, launchFile, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := newState(s.name, l, logs.Proc{PID: launcher.Process.Pid, Start: 1}).save(req.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Describe(context.Background(), info.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Describe(context.Background(), info.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Status.State != spec.Failed || first.Status.Ended.IsZero() || !again.Status.Ended.Equal(first.Status.Ended) {
+		t.Errorf("a launch dead a moment ago: %s ended %v, then %v", first.Status.State, first.Status.Ended, again.Status.Ended)
+	}
+	if saved, err := readState(req.StateDir); err != nil || saved.State.Terminal() {
+		t.Errorf("a launch dead a moment ago was saved ended: %+v %v", saved, err)
+	}
 }

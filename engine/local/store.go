@@ -487,10 +487,17 @@ func endLaunch(appDir string, st *state, lastWrite time.Time, save bool) {
 		}
 	}
 	markDead(st, reasonNoLaunch)
-	if save {
+	if save && !lastWrite.IsZero() && time.Since(lastWrite) >= launchSettle {
 		_ = st.save(appDir) // best effort: unsaved, the next read judges the same
 	}
 }
+
+// launchSettle is how old a dead launch's last write must be for its verdict to be
+// saved. A supervisor the launcher forked just before it died shows the launcher's
+// command line until its exec (supervisorComing cannot see it), then reads the state
+// and takes the app over: it must not read a verdict saved in that moment. The end
+// shown meanwhile is the same, the file's time.
+const launchSettle = 10 * time.Second
 
 // markDead sets st to FAILED because its owner died; an end already set stays.
 func markDead(st *state, reason string) {
