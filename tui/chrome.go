@@ -60,14 +60,41 @@ func (m *Model) Screen() (screen string) {
 // crumbSep separates the crumbs of the title bar.
 const crumbSep = " › "
 
-// crumbs are the title bar's parts: "wick", then one per view of the stack.
+// crumbs are the title bar's parts: "wick", then one per view of the stack. When they
+// and the hint keys do not fit (80 columns: "apps › demo-train-… › logs demo-train-…"),
+// the crumbs between the first and the last become "…", the widest first: the view
+// the user is in and the keys of help stay.
 func (m *Model) crumbs() []string {
 	out := []string{"wick"}
 	for _, v := range m.stack {
 		out = append(out, v.Title())
 	}
+	room := m.width - ansi.StringWidth(m.hintKeys()) - 1
+	width := func() int {
+		w := 0
+		for _, c := range out {
+			w += ansi.StringWidth(c)
+		}
+		return w + ansi.StringWidth(crumbSep)*(len(out)-1)
+	}
+	for width() > room {
+		widest := -1
+		for i := 1; i < len(out)-1; i++ {
+			if out[i] != elided && (widest < 0 || ansi.StringWidth(out[i]) > ansi.StringWidth(out[widest])) {
+				widest = i
+			}
+		}
+		if widest < 0 {
+			break
+		}
+		out[widest] = elided
+	}
 	return out
 }
+
+// elided stands for a crumb left out of the title bar; a click on it still goes back
+// to its view.
+const elided = "…"
 
 // crumbAt returns the depth in the stack of the view whose crumb spans column x, or -1.
 func crumbAt(crumbs []string, x int) int {

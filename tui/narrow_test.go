@@ -63,7 +63,8 @@ func lineWith(screen, s string) string {
 // to "sweep o…", its counts lost. At 80x24 and at 100x30 each app's row shows its
 // scheduler (a tag the summary line explains) and its whole app id, a sweep's row
 // its counts whole, unfolded its apps with their values; describe shows the whole
-// handle. At 100 columns the CPU/RSS of the running app stays.
+// handle, and the title bar over its logs the keys of help. At 100 columns the
+// CPU/RSS of the running app stays.
 func TestAppListAt80And100Columns(t *testing.T) {
 	e := newEnv(t)
 	sw := startSleepSweep(t, e)
@@ -127,6 +128,18 @@ func TestAppListAt80And100Columns(t *testing.T) {
 			d.keys("enter")
 			d.contains(train)
 			d.keys("esc")
+			// The logs of the ended app (a running one's are followed, a stream this
+			// driver does not run): the title bar keeps the view the user is in and
+			// the keys of help, the crumbs between giving way.
+			selectRow(t, d, doneID)
+			d.keys("enter")
+			d.contains(done)
+			d.keys("l")
+			title := strings.SplitN(d.raw(), "\n", 2)[0]
+			if !strings.Contains(title, "logs "+doneID) || !strings.Contains(title, "? help") {
+				t.Errorf("the title bar of the app's logs: %q", title)
+			}
+			d.keys("esc", "esc")
 		})
 	}
 }

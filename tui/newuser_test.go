@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -119,16 +120,21 @@ func TestAppListAt80ColumnsKeepsAppIDs(t *testing.T) {
 }
 
 // TestHelpOverlayScrollsAndKeepsDescriptions: at 80x24 the help overlay cut its
-// descriptions at half width and could not show its last rows. It scrolls now, and
-// the title bar names only keys that work where the user is typing.
+// descriptions at half width and could not show its last rows. It scrolls now, its
+// descriptions wrap rather than lose their ends ("…sort by … du…"), and the title bar
+// names only keys that work where the user is typing.
 func TestHelpOverlayScrollsAndKeepsDescriptions(t *testing.T) {
 	e := newEnv(t)
 	d := newDriver(t, e.opts, 80, 24)
 	d.keys("?")
-	d.contains("This view (apps)", "sort by next column", "scroll (1-")
+	// Descriptions wider than their column wrap: their ends are there.
+	d.contains("This view (apps)", "sort by next column", "duration, cpu, rss)", "unmarks)", "scroll (1-")
 	d.lacks("command palette") // below the fold
 	d.keys("G")
-	d.contains("command palette", "of 33)")
+	d.contains("command palette")
+	if m := regexp.MustCompile(`scroll \(\d+-(\d+) of (\d+)\)`).FindStringSubmatch(d.screen()); m == nil || m[1] != m[2] {
+		t.Errorf("G does not show the last rows of the help: %v\n%s", m, d.screen())
+	}
 	d.lacks("This view (apps)")
 	d.keys("q") // not a moving key: closes
 	d.lacks("command palette")

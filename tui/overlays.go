@@ -120,12 +120,21 @@ func (h *helpOverlay) view(m *Model) string {
 		}
 		lines = append(lines, t.TableHead.Render(title))
 		for _, a := range acts {
-			l := t.HelpKey.Render(widget.PadRight(keysOf(a), keyW)) + "  " + widget.PadRight(a.Help(), helpW)
+			// A description wider than its column wraps under itself rather than lose
+			// its end (at 80 columns: what space and z do, the sort keys).
+			help := strings.Split(ansi.Wordwrap(a.Help(), helpW, ""), "\n")
+			for i, h := range help {
+				help[i] = widget.PadRight(h, helpW)
+			}
+			l := t.HelpKey.Render(widget.PadRight(keysOf(a), keyW)) + "  " + help[0]
 			if withNames && string(a.Name) != a.Help() {
 				// The action's name: what the palette runs and [keys] rebinds.
 				l += "  " + t.Muted.Render(string(a.Name))
 			}
 			lines = append(lines, l)
+			for _, h := range help[1:] {
+				lines = append(lines, strings.Repeat(" ", keyW+2)+h)
+			}
 		}
 	}
 	section("This view ("+m.active().Title()+")", own)

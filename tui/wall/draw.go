@@ -322,10 +322,16 @@ func (m *Model) title(i int, w int) string {
 			parts = append(parts, fmt.Sprintf("↻%d", p.st.Restarts))
 		}
 	}
+	// The rate and the usage give way, whole, to what follows them (paused, matches,
+	// an error) when the pane is narrow (two panes at 80 columns): usage cut to
+	// "RSS 12.0…" said nothing true.
+	rate, use := -1, -1
 	if p.rate > 0 && !p.ended {
+		rate = len(parts)
 		parts = append(parts, fmt.Sprintf("%s/s", count(int64(p.rate+0.5))))
 	}
 	if u := m.usageBadge(p); u != "" {
+		use = len(parts)
 		parts = append(parts, t.Muted.Render(u))
 	}
 	if !p.view.follow {
@@ -347,6 +353,12 @@ func (m *Model) title(i int, w int) string {
 	if p.err != nil {
 		parts = append(parts, t.Fail.Render(p.err.Error()))
 	}
+	for _, k := range []int{use, rate} {
+		if k >= 0 && ansi.StringWidth(strings.Join(parts, " ")) > w {
+			parts[k] = ""
+		}
+	}
+	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
 	if b := m.metricBadge(i, w-ansi.StringWidth(strings.Join(parts, " "))-1); b != "" {
 		parts = append(parts, b)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/wick-dev/wick/tui"
 )
 
@@ -245,4 +247,24 @@ func TestWallTitlesShowUsage(t *testing.T) {
 	d := e.open(h, 160, 30, nil)
 	d.waitFor("w0 up", "w1 up", "RUNNING")
 	d.waitForRe(regexp.MustCompile(`worker/0 RUNNING .*CPU \d+% RSS [\d.]+[KMG]?i?B.*│.*worker/1 RUNNING .*CPU \d+% RSS`))
+}
+
+// TestWallTitlesAt80Columns: two panes at 80 columns cut a title's usage to "RSS
+// 12.0…", a size without its unit. The usage gives way whole; the replica and its
+// state stay, and a wider window shows the usage again.
+func TestWallTitlesAt80Columns(t *testing.T) {
+	e := newEnv(t)
+	// Lines every 0.1s: the titles show a rate too ("10/s").
+	h := e.run(shApp("ticking", 2, `echo "w$K up"; while :; do echo tick; sleep 0.1; done`))
+	d := e.open(h, 160, 30, nil)
+	d.waitFor("w0 up", "w1 up", "RUNNING")
+	usage := regexp.MustCompile(`worker/0 RUNNING .*/s CPU \d+% RSS [\d.]+[KMG]?i?B.*│.*worker/1 RUNNING .*CPU \d+% RSS`)
+	d.waitForRe(usage)
+	d.update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	scr := d.screen()
+	if regexp.MustCompile(`(CPU|RSS) [\d.%]*…`).MatchString(scr) || !regexp.MustCompile(`worker/0 RUNNING.*│.*worker/1 RUNNING`).MatchString(scr) {
+		t.Errorf("at 80 columns the pane titles:\n%s", scr)
+	}
+	d.update(tea.WindowSizeMsg{Width: 160, Height: 30})
+	d.waitForRe(usage)
 }
