@@ -53,6 +53,9 @@ type Model struct {
 type look struct {
 	reveal bool
 	theme  *themes.Theme
+	// width is the view's: the replica table is fitted into it (a resize renders
+	// again on the next tick).
+	width int
 }
 
 // describedMsg carries a description and its rendering, both made off the UI loop.
@@ -79,7 +82,7 @@ func (m *Model) Init() tea.Cmd { return m.load() }
 // Activate describes the app again when the view is on top again.
 func (m *Model) Activate() tea.Cmd { return m.load() }
 
-func (m *Model) look() look { return look{reveal: m.reveal, theme: m.Ctx.Theme} }
+func (m *Model) look() look { return look{reveal: m.reveal, theme: m.Ctx.Theme, width: m.Ctx.Width} }
 
 // load describes the app and renders it.
 func (m *Model) load() tea.Cmd {
@@ -113,7 +116,7 @@ func (m *Model) rerender() tea.Cmd {
 
 func lines(d *sched.Description, alarms metrics.Found, lk look, now time.Time) []string {
 	var b strings.Builder
-	if err := render.Describe(&b, d, now, lk.theme, render.TreeOptions{MaskSecrets: !lk.reveal, Alarms: &alarms}); err != nil {
+	if err := render.Describe(&b, d, now, lk.theme, render.TreeOptions{MaskSecrets: !lk.reveal, Alarms: &alarms, Width: lk.width}); err != nil {
 		b.WriteString("\n" + lk.theme.Error(err.Error()))
 	}
 	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")

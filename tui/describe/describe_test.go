@@ -2,6 +2,7 @@ package describe_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,37 @@ func TestDescribeShowsAlarmNotes(t *testing.T) {
 	scr := d.WaitFor("ALARMS", "note: pattern.slow is too slow")
 	if !strings.Contains(scr, "loss on tr/0 is NaN at step 300") {
 		t.Errorf("describe lacks the NaN alarm:\n%s", scr)
+	}
+}
+
+// TestDescribeAt80Columns: at 80 columns the replica table of a running app cut its
+// RSS ("12.…"). What is said elsewhere (ERROR: each replica's error is under its
+// name) or says nothing (RESTARTS, all 0) gives way; each replica's CPU and RSS are
+// whole.
+func TestDescribeAt80Columns(t *testing.T) {
+	r := viewtest.Runner(t)
+	app := &spec.AppDef{Name: "sleepy-trainer", Roles: []spec.Role{{
+		Name: "trainer", Image: "/", Entrypoint: "sh", Args: []string{"-c", "sleep 60"}, NumReplicas: 2,
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	h, err := r.Run(ctx, app, "local_cwd", nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Cancel(context.Background(), h) })
+
+	vc := viewtest.Context(t, 80, 24, time.Now(), describe.Actions())
+	vc.Backend = r
+	d := viewtest.New(t, vc, describe.New(vc, h))
+	row := regexp.MustCompile(`(?m)^trainer/([01]) +RUNNING .* \d+% +\d+(\.\d+)?[KMG]?i?B *$`)
+	var scr string
+	testkit.Wait(t, 20*time.Second, "both replicas' usage", func() (bool, string) {
+		d.Send(common.TickMsg{Time: time.Now()})
+		scr = d.Screen()
+		return len(row.FindAllString(scr, -1)) == 2, scr
+	})
+	if !strings.Contains(scr, "handle:   "+h.String()) || !strings.Contains(scr, "RSS") {
+		t.Errorf("describe at 80 columns:\n%s", scr)
 	}
 }

@@ -3,9 +3,12 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -158,6 +161,12 @@ func FirstLine(s string) string {
 
 // Status writes an app's status: a header block, then one row per replica.
 func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
+	return status(w, a, now, st, 0)
+}
+
+// status is Status with the replica table fitted into width columns (0: no limit):
+// see fitReplicas.
+func status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler, width int) error {
 	kv := func(k, v string) { fmt.Fprintf(w, "%s %s\n", st.Key(fmt.Sprintf("%-9s", k+":")), v) }
 	kv("handle", st.Value(Escape(a.Handle)))
 	kv("name", st.Value(Escape(a.Name)))
@@ -211,9 +220,49 @@ func Status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler) error {
 			}
 		}
 	}
+	if width > 0 {
+		headers, rows = fitReplicas(headers, rows, width)
+	}
 	fmt.Fprintln(w)
 	_, err := io.WriteString(w, Table(headers, rows, st))
 	return err
+}
+
+// fitReplicas leaves out of the replica table, when it is wider than width (describe
+// at 80 columns cut RSS to "12.…"), what is said elsewhere or says nothing, in order:
+// ERROR (each replica's error is under its name below the table), RESTARTS when no
+// replica restarted, then STARTED (DURATION stays).
+func fitReplicas(headers []string, rows [][]string, width int) ([]string, [][]string) {
+	wide := func() bool {
+		n := 2 * (len(headers) - 1)
+		for i, h := range headers {
+			c := ansi.StringWidth(h)
+			for _, r := range rows {
+				c = max(c, ansi.StringWidth(r[i]))
+			}
+			n += c
+		}
+		return n > width
+	}
+	drop := func(name string, only func(cell string) bool) {
+		i := slices.Index(headers, name)
+		if i < 0 || !wide() {
+			return
+		}
+		for _, r := range rows {
+			if only != nil && !only(r[i]) {
+				return
+			}
+		}
+		headers = slices.Delete(slices.Clone(headers), i, i+1)
+		for k, r := range rows {
+			rows[k] = slices.Delete(slices.Clone(r), i, i+1)
+		}
+	}
+	drop("ERROR", nil)
+	drop("RESTARTS", func(cell string) bool { return cell == "0" })
+	drop("STARTED", nil)
+	return headers, rows
 }
 
 // withUsage inserts the CPU and RSS cells before the last (ERROR) cell of a replica row.
@@ -268,7 +317,7 @@ func Bytes(n uint64) string {
 // Describe writes everything known of an app: its status, then the AppDef and the run
 // options it was launched with.
 func Describe(w io.Writer, d *sched.Description, now time.Time, st Styler, opts TreeOptions) error {
-	if err := Status(w, &d.Status, now, st); err != nil {
+	if err := status(w, &d.Status, now, st, opts.Width); err != nil {
 		return err
 	}
 	if f := opts.Alarms; f != nil && (f.N > 0 || len(f.Notes) > 0) {

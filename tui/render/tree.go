@@ -86,6 +86,9 @@ type TreeOptions struct {
 	// Alarms are the app's metric alarms, listed by Describe under ALARMS after the
 	// status (nil: not read; none found lists nothing).
 	Alarms *metrics.Found
+	// Width, when not 0, is the width Describe fits the replica table into (the
+	// UI's describe view); `wick describe` prints it whole.
+	Width int
 }
 
 // Tree writes v (anything JSON-marshalable) as an indented, aligned, YAML-like tree.
