@@ -158,3 +158,14 @@ func selectRow(t *testing.T, d *driver, s string) {
 	}
 	t.Fatalf("no row of %s to select:\n%s", s, d.raw())
 }
+
+// TestFormAt80Columns: at 80 columns the form's hint lost its end, the legend of the
+// "*" that marks a required field. A shorter hint says it all.
+func TestFormAt80Columns(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 80, 24)
+	openForm(d, "utils.echo")
+	d.contains("enter: dry run", "* required")
+	d.keys("enter")
+	d.contains("=== SCHEDULER REQUEST (local_cwd) ===")
+}

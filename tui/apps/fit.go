@@ -57,6 +57,8 @@ func (m *Model) setNarrow(rows [][]string) {
 		if i < 0 { // a sweep's row: its id, then its counts
 			narrow[r][render.AppColHandle] = row[render.AppColHandle] + "  " + row[render.AppColName]
 			narrow[r][render.AppColName] = ""
+			// Its DURATION and EXIT are "-": blank, they do not read as its own.
+			narrow[r][render.AppColDuration], narrow[r][render.AppColExit] = "", ""
 			continue
 		}
 		h, cell := row[render.AppColHandle], row[render.AppColName]

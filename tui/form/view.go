@@ -153,7 +153,12 @@ func (m *Model) View() string {
 	if m.formErr != "" {
 		b.WriteString(t.Fail.Render(m.formErr))
 	} else {
-		b.WriteString(t.Muted.Render("enter: preview the dry run · tab/↑↓: move · space/←→: toggle and choose · * required"))
+		// At 80 columns the long hint lost its end, the legend of the "*" mark.
+		hint := "enter: preview the dry run · tab/↑↓: move · space/←→: toggle and choose · * required"
+		if widget.Width(hint) > m.Ctx.Width {
+			hint = "enter: dry run · tab/↑↓: move · space/←→: choose · * required"
+		}
+		b.WriteString(t.Muted.Render(hint))
 	}
 	return b.String()
 }
