@@ -114,14 +114,17 @@ func TestUnreachable(t *testing.T) {
 }
 
 // buildImage builds an image FROM scratch holding one file, which is enough to
-// create containers (not to start them), and removes it at the end.
+// create containers (not to start them), and removes it at the end. The file names
+// the tag: a build of the same file elsewhere on the Engine (a second test run beside
+// this one) would share its cached layer, which that run's clean-up removes under
+// this build ("failed to get digest").
 func buildImage(t *testing.T, c *Client, tag string) *Image {
 	t.Helper()
 	var ctxTar bytes.Buffer
 	tw := tar.NewWriter(&ctxTar)
 	for name, body := range map[string]string{
 		"Dockerfile": "FROM scratch\nCOPY hello.txt /hello.txt\nCMD [\"/nothing\"]\n",
-		"hello.txt":  "hello\n",
+		"hello.txt":  "hello from " + tag + "\n",
 	} {
 		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
 		_, _ = tw.Write([]byte(body))
@@ -231,7 +234,8 @@ func TestContainerCalls(t *testing.T) {
 	h, err := tr.Next()
 	body, _ := io.ReadAll(io.LimitReader(tr, 1<<10))
 	rc.Close()
-	if err != nil || h.Name != "hello.txt" || string(body) != "hello\n" || st.Size != 6 {
+	want := "hello from " + tag + "\n" // what buildImage put there
+	if err != nil || h.Name != "hello.txt" || string(body) != want || st.Size != int64(len(want)) {
 		t.Errorf("copy out: %+v %q %+v %v", h, body, st, err)
 	}
 	if _, _, err := c.CopyFromContainer(ctx, res.ID, "/absent"); !IsNotFound(err) {
