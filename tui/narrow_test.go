@@ -160,12 +160,13 @@ func selectRow(t *testing.T, d *driver, s string) {
 }
 
 // TestFormAt80Columns: at 80 columns the form's hint lost its end, the legend of the
-// "*" that marks a required field. A shorter hint says it all.
+// "*" that marks a required field, and the image field showed "io/pytorch/…". A
+// shorter hint says it all; the inputs take the room the type column left.
 func TestFormAt80Columns(t *testing.T) {
 	e := newEnv(t)
 	d := newDriver(t, e.opts, 80, 24)
 	openForm(d, "utils.echo")
-	d.contains("enter: dry run", "* required")
+	d.contains("enter: dry run", "* required", "│ghcr.io/pytorch/torchx:0.8.0dev0 ")
 	d.keys("enter")
 	d.contains("=== SCHEDULER REQUEST (local_cwd) ===")
 }

@@ -12,6 +12,7 @@ const (
 	footLines  = 3  // a rule, the focused field's help, the form's error
 	minLabel   = 22 // labels are cut beyond this, or a fifth of the width if wider
 	inputWidth = 48 // widest text input
+	afterRoom  = 14 // what a field's type or error has, at least, after its input
 )
 
 // line is one line of the form body and the field it belongs to (-1: a heading).
@@ -29,7 +30,10 @@ func (m *Model) lines() []line {
 	// scheduler (whose run options have longer or shorter names) must not shift the
 	// whole form.
 	labelW := max(minLabel, m.Ctx.Width/5)
-	inW := max(10, min(inputWidth, m.Ctx.Width-labelW-30))
+	// Beside the input: the mark and the required star, the gaps and the borders (9),
+	// and the type or an error (afterRoom). At 80 columns an image name
+	// (ghcr.io/pytorch/torchx:0.8.0dev0) fits whole.
+	inW := max(10, min(inputWidth, m.Ctx.Width-labelW-9-afterRoom))
 	var out []line
 	sec := section(-1)
 	for i, f := range m.fields {
