@@ -5,10 +5,8 @@ import (
 	"hash/fnv"
 	"net"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/spec"
@@ -25,43 +23,18 @@ import (
 // A port the user chose (anything but 29500) is kept: if it is taken, the root cause
 // says so (ranks.PortInUse).
 
-// defaultRdzvPort is dist.ddp's --rdzv_port default in TorchX, which wick keeps.
-const defaultRdzvPort = 29500
-
-// The ports tried instead: torch's customary range above the default, below the
-// kernel's ephemeral ports (which gloo's own connections take). The first one tried
-// depends on the app id, so that apps planned at the same moment (each seeing every
-// port free) start from different ports.
-const (
-	rdzvPortFirst = defaultRdzvPort + 1
-	rdzvPortCount = 2000
-)
-
-// endpointPort matches the port of torchrun's --rdzv_endpoint (either spelling, with a
-// space or "=") when it is the default.
-var endpointPort = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(--rdzv[_-]endpoint[= ]\S*:)` + strconv.Itoa(defaultRdzvPort) + `\b`)
-})
-
 // rendezvousPort returns the port a role's replicas rendezvous on instead of the
 // default, or 0 to keep their command lines: the role is not a multi-node torchrun
 // role on the default port, or no port is free.
 func rendezvousPort(appID string, role spec.Role) int {
-	if role.NumReplicas < 2 || role.PortMap["c10d"] != defaultRdzvPort {
-		return 0
-	}
-	uses := false
-	for _, a := range append([]string{role.Entrypoint}, role.Args...) {
-		uses = uses || endpointPort().MatchString(a)
-	}
-	if !uses {
+	if !ranks.KeepsDefaultRdzvPort(role) {
 		return 0
 	}
 	h := fnv.New32a()
 	h.Write([]byte(appID))
-	start := int(h.Sum32() % rdzvPortCount)
-	for i := range rdzvPortCount {
-		p := rdzvPortFirst + (start+i)%rdzvPortCount
+	start := int(h.Sum32() % ranks.RdzvPortCount)
+	for i := range ranks.RdzvPortCount {
+		p := ranks.RdzvPortFirst + (start+i)%ranks.RdzvPortCount
 		if portFree(p) {
 			return p
 		}
@@ -83,11 +56,7 @@ func portFree(p int) bool {
 // withRendezvousPort returns argv with the default rendezvous port of its endpoint
 // replaced by port.
 func withRendezvousPort(argv []string, port int) []string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		out[i] = endpointPort().ReplaceAllString(a, "${1}"+strconv.Itoa(port))
-	}
-	return out
+	return ranks.WithRdzvPort(argv, strconv.Itoa(port))
 }
 
 // argvWithPort is withRendezvousPort for a port rendezvousPort chose, argv for 0.

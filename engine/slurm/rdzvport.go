@@ -28,23 +28,15 @@ import (
 // request carry the port. All such roles of a job share the one port, as they shared
 // 29500: TORCHX_RANK0_HOST is one host for the whole job.
 
-// defaultRdzvPort is dist.ddp's --rdzv_port default in TorchX.
-const defaultRdzvPort = 29500
-
-// The ports the script tries, as the local schedulers do: torch's customary range above
-// the default, below the kernel's ephemeral ports (which gloo's own connections take).
-// The first one tried is the job id's, spread over the range: jobs starting at once
+// The script tries the ports of ranks.RdzvPortFirst and on, as the local schedulers
+// do. The first one tried is the job id's, spread over the range: jobs starting at once
 // each see every port free, and with near ids (sbatch numbers jobs submitted together
 // in a row, a heterogeneous job taking one id per component) a job whose first port is
 // taken would otherwise move on to its neighbour's first port. The spread,
 // rdzvPortSpread times the id, is prime to the count (ids that differ by less than
 // the count start apart) and of those the one that keeps ids 1 to 20 apart furthest
 // apart: at least 95 ports (997, say, puts ids 2 apart 6 ports apart).
-const (
-	rdzvPortFirst  = defaultRdzvPort + 1
-	rdzvPortCount  = 2000
-	rdzvPortSpread = 381
-)
+const rdzvPortSpread = 381
 
 // RdzvPortVar stands for the rendezvous port the batch script picks, in the replicas'
 // command lines of a plan (as the dry run shows them).
@@ -53,37 +45,6 @@ const RdzvPortVar = "${WICK_RDZV_PORT}"
 // portMark stands for the picked port while a replica's words are planned; the script
 // turns it into "$WICK_RDZV_PORT". No argument can hold a NUL byte.
 const portMark = "\x00rdzv_port\x00"
-
-// endpointPort matches the port of torchrun's --rdzv_endpoint (either spelling, with a
-// space or "=") when it is the default: the same words engine/local replaces.
-var endpointPort = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(--rdzv[_-]endpoint[= ]\S*:)` + strconv.Itoa(defaultRdzvPort) + `\b`)
-})
-
-// keepsDefaultPort reports whether a role's replicas rendezvous on a port the batch
-// script picks: a multi-node torchrun role whose c10d port is the default and whose
-// --rdzv_endpoint names it.
-func keepsDefaultPort(role spec.Role) bool {
-	if role.NumReplicas < 2 || role.PortMap["c10d"] != defaultRdzvPort {
-		return false
-	}
-	for _, a := range append([]string{role.Entrypoint}, role.Args...) {
-		if endpointPort().MatchString(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// withPortMark returns argv with the default port of its rendezvous endpoint replaced
-// by portMark.
-func withPortMark(argv []string) []string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		out[i] = endpointPort().ReplaceAllString(a, "${1}"+portMark)
-	}
-	return out
-}
 
 // rdzvPortLines are the lines of the batch script that pick the rendezvous port, on the
 // node it runs on, and say it in the batch log.
@@ -101,11 +62,11 @@ func withPortMark(argv []string) []string {
 // nodes say so on their stderr and the root cause reads "rendezvous port N is in use"
 // (ranks.RootCause).
 func rdzvPortLines() []string {
-	first, n, spread := strconv.Itoa(rdzvPortFirst), strconv.Itoa(rdzvPortCount), strconv.Itoa(rdzvPortSpread)
+	first, n, spread := strconv.Itoa(ranks.RdzvPortFirst), strconv.Itoa(ranks.RdzvPortCount), strconv.Itoa(rdzvPortSpread)
 	return []string{
 		"# The rendezvous port of the torchrun roles that kept TorchX's default 29500: one",
 		"# free on this node (rank 0's) now, so that jobs whose first nodes share a host do",
-		"# not share one c10d store. Tried in " + first + "-" + strconv.Itoa(rdzvPortFirst+rdzvPortCount-1) + " from the job id's; taken: the local",
+		"# not share one c10d store. Tried in " + first + "-" + strconv.Itoa(ranks.RdzvPortFirst+ranks.RdzvPortCount-1) + " from the job id's; taken: the local",
 		"# port of a socket in /proc/net/tcp* (listening, connected or closing).",
 		`wick_used=" $(sed -n 's/^ *[0-9]*: [0-9A-F]*:\([0-9A-F]*\) .*/\1/p' /proc/net/tcp /proc/net/tcp6 2>/dev/null | tr '\n' ' ')"`,
 		"WICK_RDZV_PORT=$((" + first + " + SLURM_JOB_ID * " + spread + " % " + n + "))",
@@ -149,7 +110,7 @@ func chosenPorts(app *spec.AppDef) []int {
 	}
 	var ports []int
 	for _, role := range app.Roles {
-		if keepsDefaultPort(role) {
+		if ranks.KeepsDefaultRdzvPort(role) {
 			continue // picked free when the job starts
 		}
 		r := spec.Macros{AppID: "0", ReplicaID: "0", ImgRoot: role.Image, Rank0Env: spec.Rank0Env}.Apply(role)

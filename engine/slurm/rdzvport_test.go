@@ -128,7 +128,7 @@ func holdablePort(t *testing.T) (jobID int, l net.Listener) {
 
 // rdzvPortAt is the i-th port the script tries for a job.
 func rdzvPortAt(jobID, i int) int {
-	return rdzvPortFirst + (jobID*rdzvPortSpread+i)%rdzvPortCount
+	return ranks.RdzvPortFirst + (jobID*rdzvPortSpread+i)%ranks.RdzvPortCount
 }
 
 // runScript runs a plan's batch script in bash as job jobID, with scontrol and srun
@@ -220,7 +220,7 @@ func TestRdzvPortScript(t *testing.T) {
 	}
 	defer held.Close()
 	check("a listener on the first port", func(p int) bool {
-		return p != first && p >= rdzvPortFirst && p < rdzvPortFirst+rdzvPortCount
+		return p != first && p >= ranks.RdzvPortFirst && p < ranks.RdzvPortFirst+ranks.RdzvPortCount
 	})
 }
 
@@ -230,15 +230,15 @@ func TestRdzvPortScript(t *testing.T) {
 func TestRdzvPortSpread(t *testing.T) {
 	t.Parallel()
 	seen := map[int]int{}
-	for id := 100; id < 100+rdzvPortCount; id++ {
+	for id := 100; id < 100+ranks.RdzvPortCount; id++ {
 		p := rdzvPortAt(id, 0)
 		if other, ok := seen[p]; ok {
 			t.Fatalf("jobs %d and %d both start at %d", other, id, p)
 		}
 		seen[p] = id
 		for k := 1; k <= 20; k++ {
-			d := (rdzvPortAt(id+k, 0) - p + rdzvPortCount) % rdzvPortCount
-			if d = min(d, rdzvPortCount-d); d < 95 {
+			d := (rdzvPortAt(id+k, 0) - p + ranks.RdzvPortCount) % ranks.RdzvPortCount
+			if d = min(d, ranks.RdzvPortCount-d); d < 95 {
 				t.Errorf("jobs %d and %d start %d ports apart", id, id+k, d)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -204,9 +205,9 @@ func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 		if len(role.PortMap) > 0 {
 			req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: port_map is informational on slurm (replicas share the nodes' network)", role.Name))
 		}
-		if keepsDefaultPort(role) {
+		if ranks.KeepsDefaultRdzvPort(role) {
 			req.rdzvPort = true
-			req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: rendezvous port: not TorchX's default %d (another job's store may hold it on the same host) but one free on rank 0's node when the job starts, picked by the batch script (%s in the command); the batch log says which", role.Name, defaultRdzvPort, RdzvPortVar))
+			req.Warnings = append(req.Warnings, fmt.Sprintf("role %q: rendezvous port: not TorchX's default %d (another job's store may hold it on the same host) but one free on rank 0's node when the job starts, picked by the batch script (%s in the command); the batch log says which", role.Name, ranks.DefaultRdzvPort, RdzvPortVar))
 		}
 	}
 	req.MaxRetries = retries
@@ -253,8 +254,8 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 	}
 
 	r := spec.Macros{AppID: appIDMark, ReplicaID: strconv.Itoa(k), ImgRoot: role.Image, Rank0Env: spec.Rank0Env}.Apply(role)
-	if keepsDefaultPort(role) { // rdzvport.go
-		argv := withPortMark(append([]string{r.Entrypoint}, r.Args...))
+	if ranks.KeepsDefaultRdzvPort(role) { // the batch script picks it (rdzvport.go)
+		argv := ranks.WithRdzvPort(append([]string{r.Entrypoint}, r.Args...), portMark)
 		r.Entrypoint, r.Args = argv[0], argv[1:]
 	}
 	env := map[string]string{}
