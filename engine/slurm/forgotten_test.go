@@ -1,9 +1,13 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +104,16 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 		})
 	}
 
+	// The killed wrapper's sampler ended with it: nothing samples its files for ever.
+	if rec, err := h.s.loadRecord(killed); err != nil || rec == nil {
+		t.Fatal(err, rec)
+	} else {
+		testkit.Wait(t, testTimeout, "the killed replica's sampler ends", func() (bool, string) {
+			left := samplersOf(rec.Replicas[0].ExitFile)
+			return len(left) == 0, fmt.Sprintf("processes %v still sample %s", left, rec.Replicas[0].ExitFile)
+		})
+	}
+
 	for _, c := range []struct {
 		id, ghost, role string
 		state           spec.AppState
@@ -166,4 +180,25 @@ func TestClusterForgottenJobsEnd(t *testing.T) {
 	if strings.Join(got, "\n") != "started" {
 		t.Errorf("followed %q", got)
 	}
+}
+
+// samplersOf returns the pids of the replica wrappers (and of their samplers, which
+// share their command line) whose replica's exit file is exitFile.
+func samplersOf(exitFile string) []int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, p := range procs {
+		cmd, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !bytes.HasPrefix(cmd, []byte("/bin/sh\x00-c\x00w=\"${WICK_EXIT_FILE%.exit}\"")) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(p, "environ"))
+		if err != nil || !bytes.Contains(env, []byte("\x00WICK_EXIT_FILE="+exitFile+"\x00")) && !bytes.HasPrefix(env, []byte("WICK_EXIT_FILE="+exitFile+"\x00")) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -306,12 +306,14 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 // torchrun gave the node's workers (GROUP_RANK in their environment: with c10d's
 // rendezvous, node k need not be group rank k, and torchrun says it only at
 // LOGLEVEL=INFO), looked for every 200 ms until found, then every 5 s (a restart of
-// the workers may change it).
+// the workers may change it). The sampler ends with the wrapper if the wrapper is
+// killed (a kill -9 skips its kill "$s"): with proctrack/linuxproc Slurm does not
+// find it once orphaned, and it would sample for ever.
 const wrapper = `w="${WICK_EXIT_FILE%.exit}"; p=; q=
 m() { n=$(stat -c %s "$w.out" "$w.err" 2>/dev/null); set -- $n; if [ $# = 2 ] && [ "$n" != "$p" ]; then echo "$(date +%s%3N) $1 $2" >>"$w.times"; p=$n; fi; }
 g() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do v=$({ tr '\0' '\n' <"/proc/$c/environ"; } 2>/dev/null | sed -n 's/^GROUP_RANK=\([0-9]*\)$/\1/p'); if [ -n "$v" ]; then [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
 case "$*" in *torchrun*|*torch.distributed.run*) t=1;; *) t=;; esac
-(i=0; while :; do m; if [ -n "$t" ] && { [ -z "$q" ] || [ $((i % 25)) = 0 ]; }; then g $$; fi; i=$((i+1)); sleep 0.2; done) & s=$!
+(i=0; while kill -0 $$ 2>/dev/null; do m; if [ -n "$t" ] && { [ -z "$q" ] || [ $((i % 25)) = 0 ]; }; then g $$; fi; i=$((i+1)); sleep 0.2; done) & s=$!
 "$@"; c=$?
 kill "$s" 2>/dev/null; m
 echo "$c" >"$WICK_EXIT_FILE"; exit "$c"`
