@@ -36,4 +36,4 @@ package sched
 //     lines as they arrive. Every scheduler's iterators should have it: local (through
 //     engine/logs), local_docker and slurm do.
 //
-// README's "Adding a scheduler" walks through writing one.
+// docs/architecture.md's "Adding a scheduler" walks through writing one.
