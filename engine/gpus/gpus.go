@@ -7,6 +7,8 @@ import (
 	"context"
 	"os/exec"
 	"time"
+
+	"github.com/wick-dev/wick/engine/execx"
 )
 
 // timeout bounds nvidia-smi: a wedged driver must not hang a launch.
@@ -16,7 +18,9 @@ const timeout = 10 * time.Second
 func Count(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "-L").Output()
+	cmd := exec.CommandContext(ctx, "nvidia-smi", "-L")
+	execx.Bound(cmd)
+	out, err := cmd.Output()
 	if err != nil {
 		return 0
 	}

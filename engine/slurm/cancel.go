@@ -13,13 +13,14 @@ import (
 
 // Cancel asks Slurm to stop the job (scancel) and returns without waiting. A job that
 // has ended is left alone. As status does, it pings slurmctld only when a command is
-// slow or fails (see whileReachable): a controller that is down makes Cancel fail with
-// ErrControllerDown, without scancel's 18 s of retries.
+// slow or fails (see whileReachable): a controller that is down makes Cancel fail at
+// once with ErrControllerDown, without scancel's 18 s of retries, saying that nothing
+// was cancelled and what to do.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	d, err := s.Describe(ctx, appID)
 	if err != nil {
 		if errors.Is(err, ErrControllerDown) {
-			return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
+			return cannotCancel(appID, err)
 		}
 		return err
 	}
@@ -27,7 +28,7 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 		// Describe answered from the record: its ping found the controller down, and
 		// reachable answers from that ping for pingEvery, asking nothing of Slurm.
 		if err := s.reachable(ctx); err != nil {
-			return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
+			return cannotCancel(appID, err)
 		}
 	}
 	if d.Status.State.Terminal() {
@@ -37,15 +38,25 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 		return command(ctx, nil, "scancel", appID)
 	})
 	var ce *CommandError
+	var na *NoAnswerError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce) && (strings.Contains(ce.Stderr, "already completing or completed") || strings.Contains(ce.Stderr, "Invalid job id")):
 		return nil
+	case errors.As(err, &na):
+		// scancel may have reached slurmctld before it stopped answering.
+		return fmt.Errorf("slurm: job %s may or may not be cancelled: %w; wick does not retry it: wick status says which once slurmctld answers, and wick cancel asks again", appID, err)
 	case errors.Is(err, ErrControllerDown):
-		return fmt.Errorf("slurm: cannot cancel job %s: %w", appID, err)
+		return cannotCancel(appID, err)
 	}
 	return fmt.Errorf("slurm: %w", err)
+}
+
+// cannotCancel is Cancel's error when the controller does not answer: nothing was
+// sent, and nothing will be unless the user asks again.
+func cannotCancel(appID string, err error) error {
+	return fmt.Errorf("slurm: cannot cancel job %s: %w; nothing was cancelled and wick will not retry: the job goes on as Slurm has it; wick cancel again once `scontrol ping` says UP", appID, err)
 }
 
 // Delete removes what wick keeps of the job: its record and its log and exit files.

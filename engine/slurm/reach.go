@@ -45,14 +45,13 @@ func (s *Scheduler) reachable(ctx context.Context) error {
 	if !r.checked.IsZero() && time.Since(r.checked) < pingEvery {
 		return r.err
 	}
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	err := Ping(pctx)
-	cancel()
+	err := Ping(ctx) // within pingTimeout (timeoutFor)
+	var na *NoAnswerError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		err = fmt.Errorf("%w: scontrol ping: no answer within %s", ErrControllerDown, pingTimeout)
+	case errors.As(err, &na):
+		err = fmt.Errorf("%w: %s", ErrControllerDown, na)
 	case err != nil && !errors.Is(err, ErrControllerDown):
 		return nil
 	case err != nil:

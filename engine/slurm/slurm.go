@@ -39,7 +39,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/wick-dev/wick/engine/execx"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -183,17 +185,59 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+// How long each of Slurm's commands may take. A live slurmctld answers in
+// milliseconds; one that is overloaded, stopped, or behind a site's wrapper that hangs
+// must not hold a verb: a command that has not answered by then is killed with what it
+// started (execx) and its error says which command and for how long (a *NoAnswerError).
+const (
+	// queryTimeout bounds the commands that read: scontrol show, squeue, sacct, sinfo.
+	queryTimeout = 5 * time.Second
+	// submitTimeout bounds sbatch, which may wait on a busy controller to accept a job.
+	submitTimeout = 20 * time.Second
+)
+
+// timeoutFor is the deadline of one command.
+func timeoutFor(name string, args []string) time.Duration {
+	switch {
+	case name == "scontrol" && len(args) > 0 && args[0] == "ping":
+		return pingTimeout
+	case name == "sbatch":
+		return submitTimeout
+	}
+	return queryTimeout
+}
+
+// NoAnswerError is one of Slurm's commands killed at its deadline: a controller that
+// does not answer (it wraps ErrControllerDown), or a wrapper around the command that
+// hangs.
+type NoAnswerError struct {
+	Cmd   string        // the command and its first argument ("scontrol show")
+	After time.Duration // how long it was given
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("%s: no answer within %s", e.Cmd, e.After)
+}
+
+// Unwrap makes a command that did not answer read as a controller that does not.
+func (e *NoAnswerError) Unwrap() error { return ErrControllerDown }
+
 // command runs one of Slurm's commands and returns its stdout. A command missing from
-// PATH wraps ErrNoSlurm; a controller that cannot be reached wraps ErrControllerDown;
-// any other failure is a *CommandError with Slurm's message.
+// PATH wraps ErrNoSlurm; a controller that cannot be reached, or a command that does
+// not answer within its deadline (timeoutFor), wraps ErrControllerDown; any other
+// failure is a *CommandError with Slurm's message.
 func command(ctx context.Context, stdin io.Reader, name string, args ...string) ([]byte, error) {
 	return start(ctx, stdin, name, args...).wait()
 }
 
 // running is a Slurm command started by start: wait returns what command would.
 type running struct {
-	ctx       context.Context
+	ctx       context.Context // the caller's
+	cctx      context.Context // the command's: ctx with its deadline
+	stop      context.CancelFunc
 	name      string
+	what      string // name and its first word, for NoAnswerError ("scontrol show")
+	after     time.Duration
 	cmd       *exec.Cmd
 	out, errw *limitWriter
 	err       error // the start's
@@ -201,15 +245,21 @@ type running struct {
 
 // start starts one of Slurm's commands, in the calling goroutine: a verb starts it
 // before it reads its own records, so that the command (most of the verb's time)
-// runs meanwhile, not after a goroutine has been scheduled.
+// runs meanwhile, not after a goroutine has been scheduled. The command has its
+// deadline (timeoutFor) from here; wait must be called.
 func start(ctx context.Context, stdin io.Reader, name string, args ...string) *running {
-	r := &running{ctx: ctx, name: name}
+	r := &running{ctx: ctx, name: name, what: name, after: timeoutFor(name, args)}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		r.what = name + " " + args[0]
+	}
 	path, err := exec.LookPath(name)
 	if err != nil {
 		r.err = fmt.Errorf("%w (%s not found; install slurm-client, or run wick where Slurm is)", ErrNoSlurm, name)
 		return r
 	}
-	r.cmd = exec.CommandContext(ctx, path, args...)
+	r.cctx, r.stop = context.WithTimeout(ctx, r.after)
+	r.cmd = exec.CommandContext(r.cctx, path, args...)
+	execx.Bound(r.cmd)
 	r.cmd.Stdin = stdin
 	r.out = &limitWriter{max: maxOutput}
 	r.errw = &limitWriter{max: maxStderr}
@@ -228,16 +278,24 @@ func (r *running) wait() ([]byte, error) {
 	if r.cmd == nil {
 		return nil, r.err // not found on PATH
 	}
+	defer r.stop()
 	ctx, name, out, errw := r.ctx, r.name, r.out, r.errw
 	err := r.err
 	if err == nil {
 		err = r.cmd.Wait()
 	}
+	if errors.Is(err, exec.ErrWaitDelay) && r.cmd.ProcessState.Success() && r.cctx.Err() == nil {
+		// The command answered and exited 0; something it left behind (a wrapper's
+		// child) held its pipes, given up on after execx.WaitDelay.
+		err = nil
+	}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
-		}
-		if errors.Is(err, errTooMuch) {
+		case r.cctx.Err() != nil:
+			return nil, &NoAnswerError{Cmd: r.what, After: r.after}
+		case errors.Is(err, errTooMuch):
 			return nil, fmt.Errorf("%s: output larger than %d bytes", name, maxOutput)
 		}
 		code := -1

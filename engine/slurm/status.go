@@ -178,8 +178,9 @@ func sacctJob(ctx context.Context, id string) ([]component, error) {
 		"-o", "JobID,State,ExitCode,NodeList,Submit,Start,End,Reason,JobName")
 	if err != nil {
 		var ce *CommandError
-		if errors.As(err, &ce) {
-			return nil, errGone // accounting disabled ("Slurm accounting storage is disabled") or down
+		var na *NoAnswerError
+		if errors.As(err, &ce) || errors.As(err, &na) {
+			return nil, errGone // accounting disabled ("Slurm accounting storage is disabled"), down or hung
 		}
 		return nil, err
 	}
@@ -285,9 +286,9 @@ func (s *Scheduler) recordDescription(rec *record, st spec.AppStatus) *sched.Des
 // askJob asks slurmctld for the job's components and, once it no longer holds the job
 // (gone: it said so, or holds another job under the id), the accounting database,
 // which returns errGone when it is disabled or knows no such job either. The record,
-// from its bytes b (nil: none), is decoded into *recp while scontrol runs. With a
-// record, a controller that does not answer is not waited on: the error is a
-// *downError (see whileReachable).
+// from its bytes b (nil: none), is decoded into *recp while scontrol runs. A controller
+// that does not answer is not waited on (see whileReachable): with a record, the error
+// is a *downError.
 func (s *Scheduler) askJob(ctx context.Context, appID string, b []byte, recp **record) (comps []component, gone bool, err error) {
 	type job struct {
 		comps []component
@@ -307,23 +308,26 @@ func (s *Scheduler) askJob(ctx context.Context, appID string, b []byte, recp **r
 			return j.comps, j.err
 		case <-ctx.Done():
 			stopAsk()
+			<-asked // scontrol killed, with what it started (execx): nothing outlives wick
 			return nil, ctx.Err()
 		}
 	}
 	rec := *recp
 	if rec == nil && b != nil {
 		if rec, err = decodeRecord(appID, b); err != nil {
+			stopAsk()
+			<-asked
 			return nil, false, err
 		}
 		*recp = rec
 	}
-	if rec != nil {
-		// Ping only if no answer comes soon (see whileReachable).
-		comps, err = whileReachable(ctx, s, answer)
-	} else {
-		comps, err = answer(ctx)
-	}
+	// Ping only if no answer comes soon (see whileReachable): a controller that is down
+	// is known in milliseconds, not after scontrol's deadline.
+	comps, err = whileReachable(ctx, s, answer)
 	var down *downError
+	if rec == nil && errors.As(err, &down) {
+		err = down.err // no record to answer from: the error is the answer
+	}
 	if errors.Is(err, ErrControllerDown) && !errors.As(err, &down) {
 		s.noteReach(err)
 		if rec != nil {

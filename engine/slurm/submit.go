@@ -32,8 +32,13 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	out, err := command(ctx, strings.NewReader(body), req.Cmd[0], req.Cmd[1:]...)
 	if err != nil {
 		var ce *CommandError
-		if errors.As(err, &ce) {
+		var na *NoAnswerError
+		switch {
+		case errors.As(err, &ce):
 			return s.rejected(ctx, ce, req)
+		case errors.As(err, &na) && len(req.Replicas) > 0:
+			// sbatch may have handed the job over before it stopped answering.
+			return fmt.Errorf("slurm: %w; the job may have been submitted all the same: `squeue --me -n %s` shows it", err, req.Replicas[0].JobName)
 		}
 		return err
 	}
