@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/sched"
 )
 
@@ -35,16 +38,16 @@ func markerTar(now time.Time) []byte {
 }
 
 // hasMarker reports whether wick's cancel marker is in the container.
-func hasMarker(ctx context.Context, cli *dockerapi.Client, id string) bool {
-	_, err := cli.ContainerStatPath(ctx, id, markerPath)
+func hasMarker(ctx context.Context, cli *client.Client, id string) bool {
+	_, err := cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: markerPath})
 	return err == nil
 }
 
 // live reports whether a container has yet to end: it runs, restarts, is paused or was
 // never started.
-func live(state string) bool {
+func live(state container.ContainerState) bool {
 	switch state {
-	case dockerapi.StateRunning, dockerapi.StateRestarting, dockerapi.StatePaused, dockerapi.StateCreated:
+	case container.StateRunning, container.StateRestarting, container.StatePaused, container.StateCreated:
 		return true
 	}
 	return false
@@ -79,7 +82,7 @@ var zero = 0
 
 // stop marks and stops the live containers among sums, concurrently; now kills them
 // without the grace period.
-func (s *Scheduler) stop(ctx context.Context, cli *dockerapi.Client, sums []dockerapi.ContainerSummary, now bool) error {
+func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []container.Summary, now bool) error {
 	marker := markerTar(time.Now())
 	errs := make([]error, len(sums))
 	err := forEach(ctx, len(sums), func(i int) error {
@@ -88,36 +91,37 @@ func (s *Scheduler) stop(ctx context.Context, cli *dockerapi.Client, sums []dock
 			return nil
 		}
 		mark := func() error {
-			return cli.CopyToContainer(ctx, c.ID, "/", bytes.NewReader(marker))
+			_, err := cli.CopyToContainer(ctx, c.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: bytes.NewReader(marker)})
+			return err
 		}
 		// Mark first, so that nobody sees the stopped replica without its mark. A
 		// container the Engine will not write into now (one restarting) is marked
 		// once stopped.
 		marked := mark()
-		if c.State == dockerapi.StatePaused {
-			_ = cli.ContainerUnpause(ctx, c.ID)
+		if c.State == container.StatePaused {
+			_, _ = cli.ContainerUnpause(ctx, c.ID, client.ContainerUnpauseOptions{})
 		}
 		var err error
 		switch {
-		case now && (c.State == dockerapi.StateRunning || c.State == dockerapi.StatePaused): // unpaused above
+		case now && (c.State == container.StateRunning || c.State == container.StatePaused): // unpaused above
 			// SIGKILL only: ContainerStop would send the stop signal first.
-			err = cli.ContainerKill(ctx, c.ID, "KILL")
-			if dockerapi.IsConflict(err) { // it stopped or began restarting meanwhile
-				err = cli.ContainerStop(ctx, c.ID, &zero)
+			_, err = cli.ContainerKill(ctx, c.ID, client.ContainerKillOptions{Signal: "KILL"})
+			if cerrdefs.IsConflict(err) { // it stopped or began restarting meanwhile
+				_, err = cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: &zero})
 			}
 		case now:
-			err = cli.ContainerStop(ctx, c.ID, &zero)
+			_, err = cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{Timeout: &zero})
 		default:
-			err = cli.ContainerStop(ctx, c.ID, nil)
+			_, err = cli.ContainerStop(ctx, c.ID, client.ContainerStopOptions{})
 		}
-		if err != nil && !dockerapi.IsNotFound(err) {
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs[i] = fmt.Errorf("stopping %s: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(err)))
 			return nil
 		}
 		if marked != nil {
 			marked = mark()
 		}
-		if marked != nil && !dockerapi.IsNotFound(marked) {
+		if marked != nil && !cerrdefs.IsNotFound(marked) {
 			errs[i] = fmt.Errorf("%s stopped, but it could not be marked cancelled: %s", trimSlash(first(c.Names)), engineMessage(s.engineErr(marked)))
 		}
 		return nil
@@ -147,7 +151,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	}
 	n := 0
 	for _, c := range sums {
-		if live(c.State) && c.State != dockerapi.StateCreated {
+		if live(c.State) && c.State != container.StateCreated {
 			n++
 		}
 	}
@@ -167,8 +171,8 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	}
 	errs := make([]error, len(sums))
 	err = forEach(ctx, len(sums), func(i int) error {
-		err := cli.ContainerRemove(ctx, sums[i].ID, true, true)
-		if err != nil && !dockerapi.IsNotFound(err) {
+		_, err := cli.ContainerRemove(ctx, sums[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs[i] = fmt.Errorf("removing %s: %s", trimSlash(first(sums[i].Names)), engineMessage(s.engineErr(err)))
 		}
 		return nil

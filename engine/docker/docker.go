@@ -5,21 +5,26 @@
 // The scheduler keeps no state of its own: every container carries labels (app id, role,
 // replica, session, wick version and the submitted AppDef), so that describe, list, logs,
 // cancel and delete work from any process that reaches the same Engine. It talks to the
-// Engine through engine/docker/dockerapi, negotiating the API version down to Engine
-// 20.10 (API 1.41).
+// Engine through the Docker SDK (github.com/moby/moby/client), at the endpoint the
+// docker CLI would use (see resolveEndpoint), negotiating the API version down to
+// Engine 20.10 (API 1.41).
 package docker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -82,8 +87,9 @@ var ErrUnreachable = errors.New("cannot reach the Docker Engine")
 type Scheduler struct {
 	cfg sched.Config
 
-	mu     sync.Mutex // guards cli and pinged
-	cli    *dockerapi.Client
+	mu     sync.Mutex // guards cli, ep and pinged
+	cli    *client.Client
+	ep     endpoint // the Engine cli talks to
 	pinged bool
 
 	errs errorCache
@@ -138,57 +144,97 @@ func (s *Scheduler) Close() error {
 }
 
 // engine returns a client that has reached the Engine once, connecting on first use.
-func (s *Scheduler) engine(ctx context.Context) (*dockerapi.Client, error) {
+func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cli == nil {
-		cli, err := dockerapi.FromEnv()
+		ep, err := resolveEndpoint(os.Getenv)
 		if err != nil {
-			return nil, fmt.Errorf("%w: DOCKER_HOST=%q: %v", ErrUnreachable, os.Getenv(dockerapi.EnvHost), err)
+			return nil, err
 		}
-		s.cli = cli
+		cli, err := newClient(ep)
+		if err != nil {
+			return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, ep.where(), err)
+		}
+		s.cli, s.ep = cli, ep
 	}
 	if !s.pinged {
-		if err := s.cli.Ping(ctx); err != nil {
-			return nil, s.engineErr(err)
+		if _, err := s.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+			return nil, s.engineErrAt(s.ep, err)
 		}
 		s.pinged = true
 	}
 	return s.cli, nil
 }
 
-// engineErr turns a failure to reach the Engine into one line naming the socket or
-// DOCKER_HOST; other errors are returned as they are.
+// newClient makes an SDK client of the Engine at ep that negotiates the API version
+// (DOCKER_API_VERSION fixes it, as for the docker CLI). Its transport reads in large
+// buffers (log streams come as one small chunk per line) and keeps a connection per
+// concurrent call.
+func newClient(ep endpoint) (*client.Client, error) {
+	hc := &http.Client{
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ReadBufferSize:      64 << 10,
+			MaxIdleConns:        maxParallel,
+			MaxIdleConnsPerHost: maxParallel,
+			IdleConnTimeout:     30 * time.Second,
+			TLSClientConfig:     ep.TLS,
+			// No HTTP/2 (the Engine speaks HTTP/1.1). Left on, the client would find
+			// the TLS config HTTP/2 sets up and take the Engine for a TLS one.
+			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+		},
+		CheckRedirect: client.CheckRedirect,
+	}
+	return client.New(client.WithHTTPClient(hc), client.WithHost(ep.Host), client.WithAPIVersionFromEnv())
+}
+
+// ErrEngineSlow is wrapped when the Engine did not answer a call in time: the
+// Engine is there but busy (or hung), which callers show as a calm line, not as a
+// failure of the app.
+var ErrEngineSlow = errors.New("the Docker Engine did not answer")
+
+// engineErr turns a failure to reach the Engine into one line naming its socket or
+// address and what chose it (DOCKER_HOST, a context); a call that ran out of time
+// into ErrEngineSlow; other errors are returned as they are.
 func (s *Scheduler) engineErr(err error) error {
-	if err == nil || !errors.Is(err, dockerapi.ErrUnreachable) && !isDialError(err) {
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	return s.engineErrAt(ep, err)
+}
+
+func (s *Scheduler) engineErrAt(ep endpoint, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrEngineSlow) {
+		return fmt.Errorf("%w in time at %s: %v", ErrEngineSlow, ep.where(), err)
+	}
+	if !client.IsErrConnectionFailed(err) && !isDialError(err) {
 		return err
 	}
-	// The client takes its host from DOCKER_HOST, else the default.
-	host := os.Getenv(dockerapi.EnvHost)
-	fromEnv := host != ""
-	if !fromEnv {
-		host = dockerapi.DefaultHost
+	if ep.Host == "" {
+		ep.Host = client.DefaultDockerHost
+	}
+	hint := ""
+	if ep.From == "" {
+		hint = " (set DOCKER_HOST or a docker context to use another Engine)"
 	}
 	why := strings.Join(strings.Fields(rootCause(err)), " ")
-	if network, addr, perr := dockerapi.ParseHost(host); perr == nil && network == "unix" {
-		where := "socket " + addr
-		if fromEnv {
-			where = "DOCKER_HOST=" + host
-		}
+	if addr, ok := strings.CutPrefix(ep.Host, "unix://"); ok {
 		if _, serr := os.Stat(addr); errors.Is(serr, os.ErrNotExist) {
-			why = "the socket does not exist (is Docker running?)"
-			if !fromEnv {
-				return fmt.Errorf("%w: socket %s does not exist (is Docker running? set DOCKER_HOST to use another Engine)", ErrUnreachable, addr)
+			if ep.From == "" {
+				return fmt.Errorf("%w: socket %s does not exist (is Docker running? set DOCKER_HOST or a docker context to use another Engine)", ErrUnreachable, addr)
 			}
-		} else if strings.Contains(why, "connection refused") {
+			why = "the socket does not exist (is Docker running?)"
+		} else if strings.Contains(why, "connection refused") || strings.HasPrefix(why, "Cannot connect to the Docker daemon") {
 			why = "nothing answers there (is Docker running?)"
+		} else if strings.Contains(why, "permission denied") {
+			why = "permission denied (is your user in the docker group?)"
 		}
-		if !fromEnv {
-			return fmt.Errorf("%w at %s: %s (set DOCKER_HOST to use another Engine)", ErrUnreachable, where, why)
-		}
-		return fmt.Errorf("%w at %s: %s", ErrUnreachable, where, why)
 	}
-	return fmt.Errorf("%w at DOCKER_HOST=%s: %s", ErrUnreachable, host, why)
+	return fmt.Errorf("%w at %s: %s%s", ErrUnreachable, ep.where(), why, hint)
 }
 
 func isDialError(err error) bool {

@@ -203,7 +203,7 @@ func TestDryRunDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for port, binds := range opts.HostConfig.PortBindings {
-		if len(binds) != 1 || binds[0].HostIP != "127.0.0.1" || binds[0].HostPort != "29500" {
+		if len(binds) != 1 || binds[0].HostIP.String() != "127.0.0.1" || binds[0].HostPort != "29500" {
 			t.Errorf("port %v bound to %+v, want 127.0.0.1:29500", port, binds)
 		}
 	}

@@ -1076,7 +1076,7 @@ func TestLogsFollowBeforeStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := cli.ContainerCreate(ctx, opts.Name, opts.CreateRequest)
+	res, err := cli.ContainerCreate(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

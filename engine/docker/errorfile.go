@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 )
 
 // Error files: each container has TORCHELASTIC_ERROR_FILE pointing into its own
@@ -73,7 +74,7 @@ func (c *errorCache) put(key string, e errorInfo) {
 }
 
 // errorFileOf returns the path of a container's error file, from its environment.
-func errorFileOf(info *dockerapi.Container) string {
+func errorFileOf(info *container.InspectResponse) string {
 	if info.Config == nil {
 		return ""
 	}
@@ -89,12 +90,12 @@ func errorFileOf(info *dockerapi.Container) string {
 // failure, or returns the zero errorInfo: the text is the replica's own file (else its
 // oldest worker's), the time the oldest file's. Files older than the container's last
 // start are an earlier run's.
-func (s *Scheduler) readErrorFile(ctx context.Context, cli *dockerapi.Client, r *replica) errorInfo {
+func (s *Scheduler) readErrorFile(ctx context.Context, cli *client.Client, r *replica) errorInfo {
 	info := r.info
 	if info == nil || info.State == nil || info.State.Running || info.State.Restarting {
 		return errorInfo{}
 	}
-	if info.State.Status != dockerapi.StateDead && info.State.ExitCode == 0 {
+	if info.State.Status != container.StateDead && info.State.ExitCode == 0 {
 		return errorInfo{}
 	}
 	file := errorFileOf(info)
@@ -137,13 +138,13 @@ func (s *Scheduler) readErrorFile(ctx context.Context, cli *dockerapi.Client, r 
 }
 
 // findErrorFiles lists the files named like errorFile in a container's errorDir.
-func findErrorFiles(ctx context.Context, cli *dockerapi.Client, id string) []string {
-	content, _, err := cli.CopyFromContainer(ctx, id, errorDir)
+func findErrorFiles(ctx context.Context, cli *client.Client, id string) []string {
+	res, err := cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: errorDir})
 	if err != nil {
 		return nil
 	}
-	defer content.Close()
-	tr := tar.NewReader(io.LimitReader(content, maxErrorScan))
+	defer res.Content.Close()
+	tr := tar.NewReader(io.LimitReader(res.Content, maxErrorScan))
 	var out []string
 	for len(out) < maxErrorFiles {
 		h, err := tr.Next()
@@ -160,13 +161,13 @@ func findErrorFiles(ctx context.Context, cli *dockerapi.Client, id string) []str
 
 // fetchErrorFile copies one file out of a container, at most maxErrorFile bytes, with
 // its modification time (the Engine's stat has nanoseconds; its tar, seconds).
-func fetchErrorFile(ctx context.Context, cli *dockerapi.Client, id, file string) errorInfo {
-	content, stat, err := cli.CopyFromContainer(ctx, id, file)
+func fetchErrorFile(ctx context.Context, cli *client.Client, id, file string) errorInfo {
+	res, err := cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: file})
 	if err != nil {
 		return errorInfo{}
 	}
-	defer content.Close()
-	tr := tar.NewReader(content)
+	defer res.Content.Close()
+	tr := tar.NewReader(res.Content)
 	h, err := tr.Next()
 	if err != nil || h.Typeflag != tar.TypeReg {
 		return errorInfo{}
@@ -176,7 +177,7 @@ func fetchErrorFile(ctx context.Context, cli *dockerapi.Client, id, file string)
 	if text == "" {
 		return errorInfo{}
 	}
-	at := stat.Mtime
+	at := res.Stat.Mtime
 	if at.IsZero() {
 		at = h.ModTime
 	}

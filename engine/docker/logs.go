@@ -13,7 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -77,9 +80,9 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, o
 	if err != nil {
 		return nil, err
 	}
-	info, err := cli.ContainerInspect(ctx, id)
+	res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if err != nil {
-		if dockerapi.IsNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("replica %s/%d of %s: its container was removed", role, replica, appID)
 		}
 		return nil, s.engineErr(err)
@@ -87,6 +90,7 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, o
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	it := &logIter{q: newLineQueue(), cancel: cancel, done: make(chan struct{})}
 	r := &logReader{s: s, cli: cli, id: id, role: role, replica: replica, opts: opts, q: it.q}
+	info := &res.Container
 	r.refresh(info)
 	r.restarts = info.RestartCount
 	r.ended = !liveState(info.State)
@@ -99,18 +103,18 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, o
 
 // liveState reports whether a container may still write to its log: it runs, is
 // paused, is being restarted by Docker, or was never started.
-func liveState(st *dockerapi.ContainerState) bool {
-	return st != nil && (st.Running || st.Paused || st.Restarting || st.Status == dockerapi.StateCreated)
+func liveState(st *container.State) bool {
+	return st != nil && (st.Running || st.Paused || st.Restarting || st.Status == container.StateCreated)
 }
 
 // findReplica returns the id of the container of role/replica of the app.
-func (s *Scheduler) findReplica(ctx context.Context, cli *dockerapi.Client, appID, role string, k int) (string, error) {
-	f := dockerapi.Filters{}.Add("label", LabelAppID+"="+appID, LabelRole+"="+role, LabelReplicaID+"="+strconv.Itoa(k))
-	res, err := cli.ContainerList(ctx, true, f)
+func (s *Scheduler) findReplica(ctx context.Context, cli *client.Client, appID, role string, k int) (string, error) {
+	f := client.Filters{}.Add("label", LabelAppID+"="+appID, LabelRole+"="+role, LabelReplicaID+"="+strconv.Itoa(k))
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return "", s.engineErr(err)
 	}
-	if own, _ := ownContainers(res); len(own) > 0 {
+	if own, _ := ownContainers(res.Items); len(own) > 0 {
 		newest := own[0]
 		for _, c := range own[1:] {
 			if c.Created > newest.Created {
@@ -294,7 +298,7 @@ func (it *logIter) Close() error {
 // logReader reads one container's log stream(s) into a line queue.
 type logReader struct {
 	s       *Scheduler
-	cli     *dockerapi.Client
+	cli     *client.Client
 	id      string
 	role    string
 	replica int
@@ -345,7 +349,7 @@ type joining struct {
 	shown   string // the pending text last yielded (LogOptions.Pending)
 }
 
-func (r *logReader) refresh(info *dockerapi.Container) {
+func (r *logReader) refresh(info *container.InspectResponse) {
 	r.tty = info.Config != nil && info.Config.Tty
 }
 
@@ -382,7 +386,7 @@ func (r *logReader) read(ctx context.Context) error {
 // request is the Engine's log request for the reader's options; clientTail is set
 // when the tail must be kept here (the Engine tails both streams as one, before any
 // filter or time bound), follow when the log is followed.
-func (r *logReader) request() (req dockerapi.LogsOptions, clientTail, follow bool) {
+func (r *logReader) request() (req client.ContainerLogsOptions, clientTail, follow bool) {
 	o := r.opts
 	streams := o.Streams
 	if streams == "" {
@@ -394,7 +398,7 @@ func (r *logReader) request() (req dockerapi.LogsOptions, clientTail, follow boo
 	// reading it once.
 	follow = o.Follow && !r.ended && (o.Until.IsZero() || o.Until.After(time.Now()))
 	r.live = follow && o.Pending
-	req = dockerapi.LogsOptions{
+	req = client.ContainerLogsOptions{
 		ShowStdout: streams != sched.Stderr,
 		ShowStderr: streams != sched.Stdout,
 		Timestamps: true,
@@ -409,7 +413,7 @@ func (r *logReader) request() (req dockerapi.LogsOptions, clientTail, follow boo
 
 // tailBacklog reads the backlog, up to now, of which only the last Tail lines are
 // kept, and queues them. When following, req then reads on from the cursor.
-func (r *logReader) tailBacklog(ctx context.Context, req *dockerapi.LogsOptions, follow bool) error {
+func (r *logReader) tailBacklog(ctx context.Context, req *client.ContainerLogsOptions, follow bool) error {
 	t0 := time.Now()
 	if u := r.opts.Until; !u.IsZero() && u.Before(t0) {
 		t0 = u
@@ -440,7 +444,7 @@ func (r *logReader) tailBacklog(ctx context.Context, req *dockerapi.LogsOptions,
 
 // follow follows the log until the container has ended for good (through Docker's
 // restarts of it) or Until has passed.
-func (r *logReader) follow(ctx context.Context, req dockerapi.LogsOptions) error {
+func (r *logReader) follow(ctx context.Context, req client.ContainerLogsOptions) error {
 	req.Follow = true
 	if !r.opts.Until.IsZero() {
 		var cancel context.CancelFunc
@@ -469,15 +473,15 @@ func (r *logReader) follow(ctx context.Context, req dockerapi.LogsOptions) error
 // ends when the container stops, and Engine 20.10 may end it before it has sent
 // every stored line. Docker may be restarting it (the next run's lines follow: done
 // is false), or it has ended for good (the rest of its log is read: done is true).
-func (r *logReader) streamEnded(ctx context.Context, req *dockerapi.LogsOptions) (done bool, err error) {
-	info, err := r.cli.ContainerInspect(ctx, r.id)
-	if dockerapi.IsNotFound(err) {
+func (r *logReader) streamEnded(ctx context.Context, req *client.ContainerLogsOptions) (done bool, err error) {
+	res, err := r.cli.ContainerInspect(ctx, r.id, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
 		return true, r.flush(ctx)
 	}
 	if err != nil {
 		return true, untilPassed(ctx, err)
 	}
-	c := info
+	c := &res.Container
 	r.refresh(c)
 	if c.RestartCount > r.restarts && c.State != nil {
 		r.restarts = c.RestartCount
@@ -514,7 +518,7 @@ func untilPassed(ctx context.Context, err error) error {
 
 // resume makes req read on after the cursor. With nothing read yet, asking again for
 // the same is right, tail included.
-func (r *logReader) resume(req *dockerapi.LogsOptions) {
+func (r *logReader) resume(req *client.ContainerLogsOptions) {
 	if r.seen == 0 {
 		return
 	}
@@ -530,7 +534,7 @@ func (r *logReader) resume(req *dockerapi.LogsOptions) {
 // the Engine for its last few messages only (a tail is read from the end of the log,
 // where a read since the cursor decodes the whole log). It answers false when it
 // cannot tell: with one stream selected, the Engine counts the tail over both.
-func (r *logReader) complete(ctx context.Context, req dockerapi.LogsOptions) bool {
+func (r *logReader) complete(ctx context.Context, req client.ContainerLogsOptions) bool {
 	if r.seen == 0 || !req.ShowStdout || !req.ShowStderr || req.Until != "" {
 		return false
 	}
@@ -581,7 +585,7 @@ func engineTime(t time.Time) string {
 }
 
 // stream reads one log request to its end.
-func (r *logReader) stream(ctx context.Context, req dockerapi.LogsOptions) error {
+func (r *logReader) stream(ctx context.Context, req client.ContainerLogsOptions) error {
 	body, err := r.cli.ContainerLogs(ctx, r.id, req)
 	if err != nil {
 		return err
@@ -603,7 +607,7 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 	var hdr [8]byte
 	var payload []byte
 	for {
-		var st int
+		var st stdcopy.StdType
 		if r.tty {
 			b, err := br.ReadSlice('\n')
 			if err == bufio.ErrBufferFull {
@@ -623,7 +627,7 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 			if err != nil && err != io.EOF {
 				return err
 			}
-			payload, st = b, dockerapi.StreamStdout
+			payload, st = b, stdcopy.Stdout
 		} else {
 			if _, err := io.ReadFull(br, hdr[:]); err != nil {
 				if err == io.EOF {
@@ -631,7 +635,7 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 				}
 				return err
 			}
-			st = int(hdr[0])
+			st = stdcopy.StdType(hdr[0])
 			size := int(binary.BigEndian.Uint32(hdr[4:]))
 			if size > maxFrame {
 				return fmt.Errorf("log message of %d bytes: the Engine's messages are at most 16 KiB (read up to %d)", size, maxFrame)
@@ -643,11 +647,11 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 			if _, err := io.ReadFull(br, payload); err != nil {
 				return err
 			}
-			if st == dockerapi.StreamSystemErr {
+			if st == stdcopy.Systemerr {
 				return errors.New(string(payload))
 			}
-			if st != dockerapi.StreamStderr {
-				st = dockerapi.StreamStdout
+			if st != stdcopy.Stderr {
+				st = stdcopy.Stdout
 			}
 		}
 		if err := r.message(ctx, st, payload); err != nil {
@@ -667,7 +671,7 @@ func (r *logReader) parse(ctx context.Context, body io.Reader) error {
 // a line with its newline, a 16 KiB fragment of a long line, or the unterminated
 // text a run ended with. It moves the cursor past the message, or skips it when a
 // resumed read repeats it.
-func (r *logReader) message(ctx context.Context, st int, payload []byte) error {
+func (r *logReader) message(ctx context.Context, st stdcopy.StdType, payload []byte) error {
 	t, text := splitTimestamp(payload)
 	if r.skip > 0 {
 		if t.Equal(r.at) {
@@ -690,7 +694,7 @@ func (r *logReader) message(ctx context.Context, st int, payload []byte) error {
 		r.runs = r.runs[1:]
 	}
 	i := 0
-	if st == dockerapi.StreamStderr {
+	if st == stdcopy.Stderr {
 		i = 1
 	}
 	return r.join(ctx, i, t, text)

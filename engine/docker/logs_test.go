@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -26,7 +29,7 @@ import (
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 
 // frame writes one multiplexed frame: "TIMESTAMP TEXT" on a stream.
-func frame(buf *bytes.Buffer, st int, at time.Duration, text string) {
+func frame(buf *bytes.Buffer, st stdcopy.StdType, at time.Duration, text string) {
 	payload := t0.Add(at).Format("2006-01-02T15:04:05.000000000Z07:00") + " " + text
 	var hdr [8]byte
 	hdr[0] = byte(st)
@@ -79,15 +82,15 @@ func drain(t *testing.T, q *lineQueue) []sched.Line {
 
 func TestParseLogStream(t *testing.T) {
 	var buf bytes.Buffer
-	frame(&buf, dockerapi.StreamStdout, 0, "one\n")
-	frame(&buf, dockerapi.StreamStderr, time.Millisecond, "warn\n")
+	frame(&buf, stdcopy.Stdout, 0, "one\n")
+	frame(&buf, stdcopy.Stderr, time.Millisecond, "warn\n")
 	// Docker splits a long line into 16 KiB messages, each with its own timestamp.
-	frame(&buf, dockerapi.StreamStdout, 2*time.Millisecond, strings.Repeat("a", 16384))
-	frame(&buf, dockerapi.StreamStderr, 3*time.Millisecond, "between\n")
-	frame(&buf, dockerapi.StreamStdout, 4*time.Millisecond, strings.Repeat("b", 100)+"\n")
-	frame(&buf, dockerapi.StreamStdout, 5*time.Millisecond, "  spaced\twhite  \r\n")
-	frame(&buf, dockerapi.StreamStdout, 6*time.Millisecond, "\n")
-	frame(&buf, dockerapi.StreamStderr, 7*time.Millisecond, "no newline at the end")
+	frame(&buf, stdcopy.Stdout, 2*time.Millisecond, strings.Repeat("a", 16384))
+	frame(&buf, stdcopy.Stderr, 3*time.Millisecond, "between\n")
+	frame(&buf, stdcopy.Stdout, 4*time.Millisecond, strings.Repeat("b", 100)+"\n")
+	frame(&buf, stdcopy.Stdout, 5*time.Millisecond, "  spaced\twhite  \r\n")
+	frame(&buf, stdcopy.Stdout, 6*time.Millisecond, "\n")
+	frame(&buf, stdcopy.Stderr, 7*time.Millisecond, "no newline at the end")
 	lines, err := parseAll(t, &buf, sched.LogOptions{}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +126,9 @@ func short(l sched.Line) sched.Line {
 func TestParseLogFilters(t *testing.T) {
 	var buf bytes.Buffer
 	for i := range 10 {
-		st := dockerapi.StreamStdout
+		st := stdcopy.Stdout
 		if i%2 == 1 {
-			st = dockerapi.StreamStderr
+			st = stdcopy.Stderr
 		}
 		frame(&buf, st, time.Duration(i)*time.Second, "line "+string(rune('0'+i))+"\n")
 	}
@@ -159,11 +162,11 @@ func TestParseLogResume(t *testing.T) {
 	// Two lines share a timestamp; a follower that resumes after the first must not
 	// repeat it, nor drop the second.
 	var first, again bytes.Buffer
-	frame(&first, dockerapi.StreamStdout, 0, "a\n")
-	frame(&first, dockerapi.StreamStdout, time.Second, "b\n")
-	frame(&again, dockerapi.StreamStdout, time.Second, "b\n")
-	frame(&again, dockerapi.StreamStdout, time.Second, "c\n")
-	frame(&again, dockerapi.StreamStdout, 2*time.Second, "d\n")
+	frame(&first, stdcopy.Stdout, 0, "a\n")
+	frame(&first, stdcopy.Stdout, time.Second, "b\n")
+	frame(&again, stdcopy.Stdout, time.Second, "b\n")
+	frame(&again, stdcopy.Stdout, time.Second, "c\n")
+	frame(&again, stdcopy.Stdout, 2*time.Second, "d\n")
 	if got := texts(resumed(t, sched.LogOptions{}, &first, &again)); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
 		t.Errorf("got %q", got)
 	}
@@ -178,7 +181,7 @@ func resumed(t *testing.T, opts sched.LogOptions, first, again io.Reader) []sche
 	if err := r.parse(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	var req dockerapi.LogsOptions
+	var req client.ContainerLogsOptions
 	r.resume(&req)
 	if want := engineTime(r.at.Add(-resumeSlack)); r.seen > 0 && req.Since != want {
 		t.Errorf("resumed since %s, want %s (a little before the cursor)", req.Since, want)
@@ -197,13 +200,13 @@ func resumed(t *testing.T, opts sched.LogOptions, first, again io.Reader) []sche
 // of the next run when a follower resumes; item 4: nor does a plain read glue them.
 func TestParseLogRunBoundary(t *testing.T) {
 	var first, again bytes.Buffer
-	frame(&first, dockerapi.StreamStdout, 0, "run 1\n")
-	frame(&first, dockerapi.StreamStdout, time.Millisecond, "end 1")
+	frame(&first, stdcopy.Stdout, 0, "run 1\n")
+	frame(&first, stdcopy.Stdout, time.Millisecond, "end 1")
 	// The follower's stream ends here; Docker restarts the container.
-	frame(&again, dockerapi.StreamStdout, 0, "run 1\n")
-	frame(&again, dockerapi.StreamStdout, time.Millisecond, "end 1")
-	frame(&again, dockerapi.StreamStdout, time.Second, "run 2\n")
-	frame(&again, dockerapi.StreamStdout, time.Second+time.Millisecond, "end 2")
+	frame(&again, stdcopy.Stdout, 0, "run 1\n")
+	frame(&again, stdcopy.Stdout, time.Millisecond, "end 1")
+	frame(&again, stdcopy.Stdout, time.Second, "run 2\n")
+	frame(&again, stdcopy.Stdout, time.Second+time.Millisecond, "end 2")
 	want := []string{"run 1", "end 1", "run 2", "end 2"}
 	lines := resumed(t, sched.LogOptions{Follow: true}, bytes.NewReader(first.Bytes()), bytes.NewReader(again.Bytes()))
 	if got := texts(lines); !slices.Equal(got, want) {
@@ -226,20 +229,20 @@ func TestParseLogRunBoundary(t *testing.T) {
 func TestParseLogClockStep(t *testing.T) {
 	var first, again bytes.Buffer
 	msgs := []struct {
-		st   int
+		st   stdcopy.StdType
 		at   time.Duration
 		text string
 	}{
-		{dockerapi.StreamStdout, 10 * time.Second, "out a"},
-		{dockerapi.StreamStdout, 11 * time.Second, "out b"},
-		{dockerapi.StreamStdout, 5 * time.Second, "out c"}, // the clock stepped back 6 s
-		{dockerapi.StreamStderr, 5500 * time.Millisecond, "err e"},
+		{stdcopy.Stdout, 10 * time.Second, "out a"},
+		{stdcopy.Stdout, 11 * time.Second, "out b"},
+		{stdcopy.Stdout, 5 * time.Second, "out c"}, // the clock stepped back 6 s
+		{stdcopy.Stderr, 5500 * time.Millisecond, "err e"},
 	}
 	for _, m := range msgs {
 		frame(&first, m.st, m.at, m.text+"\n")
 		frame(&again, m.st, m.at, m.text+"\n")
 	}
-	frame(&again, dockerapi.StreamStdout, 6*time.Second, "out d\n")
+	frame(&again, stdcopy.Stdout, 6*time.Second, "out d\n")
 	lines := resumed(t, sched.LogOptions{Follow: true}, &first, &again)
 	var out []string
 	for _, l := range lines {
@@ -264,9 +267,9 @@ func TestParseLogPending(t *testing.T) {
 		return b.String()
 	}
 	chunk := bar(0, fragmentSize/12+1)[:fragmentSize] // a 16 KiB fragment, cut mid-redraw
-	frame(&first, dockerapi.StreamStdout, 0, chunk)
-	frame(&again, dockerapi.StreamStdout, 0, chunk)
-	frame(&again, dockerapi.StreamStdout, 0, "\rdone\n")
+	frame(&first, stdcopy.Stdout, 0, chunk)
+	frame(&again, stdcopy.Stdout, 0, chunk)
+	frame(&again, stdcopy.Stdout, 0, "\rdone\n")
 	lines := resumed(t, sched.LogOptions{Follow: true, Pending: true}, bytes.NewReader(first.Bytes()), bytes.NewReader(again.Bytes()))
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines: %+v", len(lines), lines)
@@ -288,9 +291,9 @@ func TestParseLogPending(t *testing.T) {
 	var huge bytes.Buffer
 	n := 3 * maxLineBytes / fragmentSize
 	for i := range n {
-		frame(&huge, dockerapi.StreamStdout, 0, bar(i*2000, i*2000+2000)[:fragmentSize])
+		frame(&huge, stdcopy.Stdout, 0, bar(i*2000, i*2000+2000)[:fragmentSize])
 	}
-	frame(&huge, dockerapi.StreamStdout, 0, "\rfinished\n")
+	frame(&huge, stdcopy.Stdout, 0, "\rfinished\n")
 	ctx := context.Background()
 	q := newLineQueue()
 	r := &logReader{role: "r", q: q}
@@ -348,9 +351,9 @@ func TestLineQueue(t *testing.T) {
 
 func TestParseLogErrors(t *testing.T) {
 	var buf bytes.Buffer
-	frame(&buf, dockerapi.StreamStdout, 0, "ok\n")
+	frame(&buf, stdcopy.Stdout, 0, "ok\n")
 	var hdr [8]byte
-	hdr[0] = byte(dockerapi.StreamSystemErr)
+	hdr[0] = byte(stdcopy.Systemerr)
 	binary.BigEndian.PutUint32(hdr[4:], 4)
 	buf.Write(hdr[:])
 	buf.WriteString("boom")
@@ -358,7 +361,7 @@ func TestParseLogErrors(t *testing.T) {
 		t.Errorf("system error frame: %v", err)
 	}
 	buf.Reset()
-	frame(&buf, dockerapi.StreamStdout, 0, "truncated\n")
+	frame(&buf, stdcopy.Stdout, 0, "truncated\n")
 	if _, err := parseAll(t, bytes.NewReader(buf.Bytes()[:buf.Len()-3]), sched.LogOptions{}, false); err == nil {
 		t.Error("a truncated frame parsed")
 	}
@@ -394,11 +397,11 @@ func TestParseStamp(t *testing.T) {
 
 func TestReplicaStatus(t *testing.T) {
 	at := "2026-01-02T03:04:05.5Z"
-	mk := func(status string, code int, cancelled bool) *replica {
+	mk := func(status container.ContainerState, code int, cancelled bool) *replica {
 		return &replica{
-			sum: dockerapi.ContainerSummary{ID: "abc", Names: []string{"/app-r-0"}, Labels: map[string]string{LabelRole: "r", LabelReplicaID: "0"}},
-			info: &dockerapi.Container{RestartCount: 1, Config: &dockerapi.Config{Hostname: "app-r-0"},
-				State: &dockerapi.ContainerState{Status: status, ExitCode: code, StartedAt: at, FinishedAt: at}},
+			sum: container.Summary{ID: "abc", Names: []string{"/app-r-0"}, Labels: map[string]string{LabelRole: "r", LabelReplicaID: "0"}},
+			info: &container.InspectResponse{RestartCount: 1, Config: &container.Config{Hostname: "app-r-0"},
+				State: &container.State{Status: status, ExitCode: code, StartedAt: at, FinishedAt: at}},
 			cancelled: cancelled,
 		}
 	}
@@ -409,17 +412,17 @@ func TestReplicaStatus(t *testing.T) {
 		exit      *int
 		errSubstr string
 	}{
-		{"created", mk(dockerapi.StateCreated, 0, false), spec.Submitted, nil, ""},
-		{"running", mk(dockerapi.StateRunning, 0, false), spec.Running, nil, ""},
-		{"restarting", mk(dockerapi.StateRestarting, 1, false), spec.Pending, nil, ""},
-		{"paused", mk(dockerapi.StatePaused, 0, false), spec.Pending, nil, ""},
-		{"succeeded", mk(dockerapi.StateExited, 0, false), spec.Succeeded, spec.IntPtr(0), ""},
-		{"failed", mk(dockerapi.StateExited, 2, false), spec.Failed, spec.IntPtr(2), ""},
-		{"cancelled", mk(dockerapi.StateExited, 143, true), spec.Cancelled, spec.IntPtr(143), ""},
-		{"cancelled cleanly", mk(dockerapi.StateExited, 0, true), spec.Cancelled, spec.IntPtr(0), ""},
-		{"cancelled before start", mk(dockerapi.StateCreated, 0, true), spec.Cancelled, nil, ""},
-		{"dead", mk(dockerapi.StateDead, 0, false), spec.Failed, nil, "dead"},
-		{"removed", &replica{sum: dockerapi.ContainerSummary{ID: "abc", Names: []string{"/app-r-0"}, Labels: map[string]string{LabelRole: "r", LabelReplicaID: "0"}}}, spec.Failed, nil, "removed outside wick"},
+		{"created", mk(container.StateCreated, 0, false), spec.Submitted, nil, ""},
+		{"running", mk(container.StateRunning, 0, false), spec.Running, nil, ""},
+		{"restarting", mk(container.StateRestarting, 1, false), spec.Pending, nil, ""},
+		{"paused", mk(container.StatePaused, 0, false), spec.Pending, nil, ""},
+		{"succeeded", mk(container.StateExited, 0, false), spec.Succeeded, spec.IntPtr(0), ""},
+		{"failed", mk(container.StateExited, 2, false), spec.Failed, spec.IntPtr(2), ""},
+		{"cancelled", mk(container.StateExited, 143, true), spec.Cancelled, spec.IntPtr(143), ""},
+		{"cancelled cleanly", mk(container.StateExited, 0, true), spec.Cancelled, spec.IntPtr(0), ""},
+		{"cancelled before start", mk(container.StateCreated, 0, true), spec.Cancelled, nil, ""},
+		{"dead", mk(container.StateDead, 0, false), spec.Failed, nil, "dead"},
+		{"removed", &replica{sum: container.Summary{ID: "abc", Names: []string{"/app-r-0"}, Labels: map[string]string{LabelRole: "r", LabelReplicaID: "0"}}}, spec.Failed, nil, "removed outside wick"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := replicaStatus(c.r)
@@ -430,12 +433,12 @@ func TestReplicaStatus(t *testing.T) {
 			}
 		})
 	}
-	fast := mk(dockerapi.StateExited, 0, false)
+	fast := mk(container.StateExited, 0, false)
 	fast.info.State.FinishedAt = "2026-01-02T03:04:05.4Z" // Docker stamped the start late
 	if got := replicaStatus(fast); !got.Started.Equal(got.Ended) || got.Ended.IsZero() {
 		t.Errorf("fast replica: started %v ended %v", got.Started, got.Ended)
 	}
-	oom := mk(dockerapi.StateExited, 137, false)
+	oom := mk(container.StateExited, 137, false)
 	oom.info.State.OOMKilled = true
 	if got := replicaStatus(oom); got.State != spec.Failed || !strings.Contains(got.StructuredError, "out of memory") {
 		t.Errorf("oom: %+v", got)
@@ -471,8 +474,8 @@ func TestDescribeRecord(t *testing.T) {
 	s := &Scheduler{}
 	at := "2026-01-02T03:04:05.5Z"
 	rep := func(labels map[string]string) *replica {
-		return &replica{sum: dockerapi.ContainerSummary{ID: "abc", Names: []string{"/x"}, Labels: labels},
-			info: &dockerapi.Container{Config: &dockerapi.Config{}, State: &dockerapi.ContainerState{Status: dockerapi.StateRunning, Running: true, StartedAt: at}}}
+		return &replica{sum: container.Summary{ID: "abc", Names: []string{"/x"}, Labels: labels},
+			info: &container.InspectResponse{Config: &container.Config{}, State: &container.State{Status: container.StateRunning, Running: true, StartedAt: at}}}
 	}
 	app := &spec.AppDef{Name: "gpu", Roles: []spec.Role{spec.NewRole("r", "img", "python")}}
 	app.Roles[0].Resource.GPU = 2

@@ -18,7 +18,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
@@ -322,7 +321,7 @@ func texts(lines []sched.Line) []string {
 }
 
 // engineOf is the scheduler's own client of the Engine.
-func engineOf(t *testing.T, s *Scheduler) *dockerapi.Client {
+func engineOf(t *testing.T, s *Scheduler) *client.Client {
 	t.Helper()
 	cli, err := s.engine(context.Background())
 	if err != nil {

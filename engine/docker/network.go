@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
 )
 
 // Networks are guarded by two file locks, since the Engine itself allows two networks
@@ -35,7 +37,7 @@ func (s *Scheduler) lockNetworks(ctx context.Context, exclusive bool) (func(), e
 
 // ensureNetwork checks that the network exists and is a user-defined bridge, creating
 // it when missing. It reports whether it created it. The caller holds networks.lock.
-func (s *Scheduler) ensureNetwork(ctx context.Context, cli *dockerapi.Client, name string) (bool, error) {
+func (s *Scheduler) ensureNetwork(ctx context.Context, cli *client.Client, name string) (bool, error) {
 	switch name {
 	case "bridge", "default":
 		return false, fmt.Errorf("network %q is Docker's default bridge, on which replicas cannot reach each other by name: choose a user-defined network (-cfg network=NAME, default %s)", name, DefaultNetwork)
@@ -51,19 +53,20 @@ func (s *Scheduler) ensureNetwork(ctx context.Context, cli *dockerapi.Client, na
 	if ok, err := s.checkNetwork(ctx, cli, name); ok || err != nil {
 		return false, err
 	}
-	res, err := cli.NetworkCreate(ctx, dockerapi.NetworkCreate{
-		Name:   name,
+	res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 		Driver: "bridge",
 		Labels: map[string]string{LabelManaged: "true", LabelVersion: version()},
 	})
 	if err != nil {
 		return false, fmt.Errorf("creating network %s: %s", name, engineMessage(s.engineErr(err)))
 	}
-	if strings.Contains(res.Warning, "already exists") {
-		// Someone else made it at the same moment: keep theirs.
-		_ = cli.NetworkRemove(context.WithoutCancel(ctx), res.ID)
-		_, err := s.checkNetwork(ctx, cli, name)
-		return false, err
+	for _, w := range res.Warning {
+		if strings.Contains(w, "already exists") {
+			// Someone else made it at the same moment: keep theirs.
+			_, _ = cli.NetworkRemove(context.WithoutCancel(ctx), res.ID, client.NetworkRemoveOptions{})
+			_, err := s.checkNetwork(ctx, cli, name)
+			return false, err
+		}
 	}
 	// Engine 20.10 at API 1.41 lets two processes that do not share the lock (another
 	// state directory, another machine) each make a network of the same name, and then
@@ -77,13 +80,13 @@ func (s *Scheduler) ensureNetwork(ctx context.Context, cli *dockerapi.Client, na
 
 // dedupeNetworks removes the wick-made networks named name but the oldest, when
 // nothing uses them, and returns the id of the one kept.
-func (s *Scheduler) dedupeNetworks(ctx context.Context, cli *dockerapi.Client, name string) (string, error) {
-	res, err := cli.NetworkList(ctx, dockerapi.Filters{}.Add("name", name))
+func (s *Scheduler) dedupeNetworks(ctx context.Context, cli *client.Client, name string) (string, error) {
+	res, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: client.Filters{}.Add("name", name)})
 	if err != nil {
 		return "", s.engineErr(err)
 	}
-	var same []dockerapi.Network
-	for _, n := range res {
+	var same []network.Summary
+	for _, n := range res.Items {
 		if n.Name == name {
 			same = append(same, n)
 		}
@@ -91,7 +94,7 @@ func (s *Scheduler) dedupeNetworks(ctx context.Context, cli *dockerapi.Client, n
 	if len(same) == 0 {
 		return "", fmt.Errorf("network %s vanished as it was made", name)
 	}
-	slices.SortFunc(same, func(a, b dockerapi.Network) int {
+	slices.SortFunc(same, func(a, b network.Summary) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
 			return c
 		}
@@ -101,61 +104,61 @@ func (s *Scheduler) dedupeNetworks(ctx context.Context, cli *dockerapi.Client, n
 		if n.Labels[LabelManaged] != "true" {
 			continue
 		}
-		users, err := cli.ContainerList(ctx, true, dockerapi.Filters{}.Add("network", n.ID))
-		if err != nil || len(users) > 0 {
+		users, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("network", n.ID)})
+		if err != nil || len(users.Items) > 0 {
 			continue
 		}
-		_ = cli.NetworkRemove(context.WithoutCancel(ctx), n.ID)
+		_, _ = cli.NetworkRemove(context.WithoutCancel(ctx), n.ID, client.NetworkRemoveOptions{})
 	}
 	return same[0].ID, nil
 }
 
 // checkNetwork reports whether the network exists, and fails when it is not a bridge.
-func (s *Scheduler) checkNetwork(ctx context.Context, cli *dockerapi.Client, name string) (bool, error) {
-	res, err := cli.NetworkInspect(ctx, name)
+func (s *Scheduler) checkNetwork(ctx context.Context, cli *client.Client, name string) (bool, error) {
+	res, err := cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
 	if err != nil && strings.Contains(err.Error(), "ambiguous") {
 		// Two networks of this name (see dedupeNetworks): keep the oldest.
 		if _, derr := s.dedupeNetworks(ctx, cli, name); derr == nil {
-			res, err = cli.NetworkInspect(ctx, name)
+			res, err = cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
 		}
 	}
 	switch {
-	case dockerapi.IsNotFound(err):
+	case cerrdefs.IsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("network %s: %s", name, engineMessage(s.engineErr(err)))
 	}
-	if d := res.Driver; d != "bridge" {
+	if d := res.Network.Driver; d != "bridge" {
 		return false, fmt.Errorf("network %s has driver %q, but local_docker needs a bridge network: remove it or choose another with -cfg network=NAME", name, d)
 	}
 	return true, nil
 }
 
 // removeNetworkIfUnused removes a network wick created once no container refers to it.
-func (s *Scheduler) removeNetworkIfUnused(ctx context.Context, cli *dockerapi.Client, name string) error {
+func (s *Scheduler) removeNetworkIfUnused(ctx context.Context, cli *client.Client, name string) error {
 	unlock, err := s.lockNetworks(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	res, err := cli.NetworkInspect(ctx, name)
+	res, err := cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
 	if err != nil {
-		if dockerapi.IsNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil
 		}
 		return s.engineErr(err)
 	}
-	if res.Labels[LabelManaged] != "true" || len(res.Containers) > 0 {
+	if res.Network.Labels[LabelManaged] != "true" || len(res.Network.Containers) > 0 {
 		return nil
 	}
-	users, err := cli.ContainerList(ctx, true, dockerapi.Filters{}.Add("network", res.ID))
+	users, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("network", res.Network.ID)})
 	if err != nil {
 		return s.engineErr(err)
 	}
-	if len(users) > 0 {
+	if len(users.Items) > 0 {
 		return nil
 	}
-	if err := cli.NetworkRemove(ctx, res.ID); err != nil && !dockerapi.IsNotFound(err) {
+	if _, err := cli.NetworkRemove(ctx, res.Network.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("removing network %s: %s", name, engineMessage(s.engineErr(err)))
 	}
 	return nil

@@ -6,7 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	"github.com/moby/moby/api/types/container"
+
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -52,7 +53,7 @@ func ownReplica(labels map[string]string) (int, error) {
 
 // ownContainers keeps the containers that are wick's, and returns one warning about
 // those labelled with a wick app id that are not (nil when there are none).
-func ownContainers(items []dockerapi.ContainerSummary) ([]dockerapi.ContainerSummary, []string) {
+func ownContainers(items []container.Summary) ([]container.Summary, []string) {
 	own := items[:0:0]
 	var skipped []string
 	why := ""

@@ -17,7 +17,6 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
@@ -133,13 +132,13 @@ type faultyEngine struct {
 // newFaultyEngine starts the proxy; it stops with the test.
 func newFaultyEngine(t *testing.T) *faultyEngine {
 	t.Helper()
-	host := os.Getenv(dockerapi.EnvHost)
-	if host == "" {
-		host = dockerapi.DefaultHost
+	ep, err := resolveEndpoint(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
 	}
-	network, addr, err := dockerapi.ParseHost(host)
-	if err != nil || network != "unix" {
-		t.Skipf("the fault proxy speaks to an Engine on a Unix socket, not %s", host)
+	addr, ok := strings.CutPrefix(ep.Host, "unix://")
+	if !ok {
+		t.Skipf("the fault proxy speaks to an Engine on a Unix socket, not %s", ep.Host)
 	}
 	dir, err := os.MkdirTemp("", "wick-faulty-")
 	if err != nil {
@@ -172,11 +171,12 @@ func newFaultyEngine(t *testing.T) *faultyEngine {
 // scheduler is a Scheduler that reaches the Engine through the proxy.
 func (f *faultyEngine) scheduler(t *testing.T) *Scheduler {
 	s := newScheduler(t)
-	cli, err := dockerapi.New("unix://"+f.sock, nil)
+	ep := endpoint{Host: "unix://" + f.sock, From: "the test's proxy"}
+	cli, err := newClient(ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cli = cli
+	s.cli, s.ep = cli, ep
 	return s
 }
 

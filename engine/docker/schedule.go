@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"path"
 	"regexp"
@@ -13,7 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -133,7 +141,7 @@ func retag(cs []Container, role, image string) []Container {
 // we gave up would escape the cleanup); ctx is checked between them. It returns the
 // names of the containers whose create got no answer of the Engine (the connection
 // broke, callTimeout passed): the Engine may have made them, or may yet.
-func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) (unsure []string, err error) {
+func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request, cs []Container, users map[string]string, progress sched.Progress) (unsure []string, err error) {
 	calls, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	progress.Report("creating %s", spec.Count(len(cs), "container"))
@@ -148,10 +156,9 @@ func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Requ
 		if home := s.homeID(); home != "" {
 			opts.Config.Labels[LabelHome] = home // not in the dry run: it differs per home
 		}
-		res, err := cli.ContainerCreate(calls, opts.Name, opts.CreateRequest)
+		res, err := cli.ContainerCreate(calls, opts)
 		if err != nil {
-			var answer *dockerapi.Error
-			if !errors.As(err, &answer) {
+			if !answered(err) {
 				mu.Lock()
 				unsure = append(unsure, c.Name)
 				mu.Unlock()
@@ -160,14 +167,14 @@ func (s *Scheduler) launch(ctx context.Context, cli *dockerapi.Client, req *Requ
 		}
 		if c.Env[envErrorFile] == errorFile && !rootUser(users[c.Image]) {
 			// A new volume belongs to root: let the image's user write its error file.
-			if err := cli.CopyToContainer(calls, res.ID, path.Dir(errorDir), bytes.NewReader(errorDirTar())); err != nil {
+			if _, err := cli.CopyToContainer(calls, res.ID, client.CopyToContainerOptions{DestinationPath: path.Dir(errorDir), Content: bytes.NewReader(errorDirTar())}); err != nil {
 				return fmt.Errorf("preparing container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: created, not started
 		}
-		if err := cli.ContainerStart(calls, res.ID); err != nil {
+		if _, err := cli.ContainerStart(calls, res.ID, client.ContainerStartOptions{}); err != nil {
 			return fmt.Errorf("starting container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 		}
 		mu.Lock()
@@ -243,7 +250,7 @@ func forEach(ctx context.Context, n int, f func(i int) error) error {
 // again, and the container of a create that got no answer (unsure, by name) may still
 // appear, so it is watched for until seen or lateCreate has passed. It returns what
 // it could not remove, by name, or nil.
-func (s *Scheduler) rollback(ctx context.Context, cli *dockerapi.Client, appID string, unsure []string, netName string, createdNet bool) error {
+func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID string, unsure []string, netName string, createdNet bool) error {
 	limit := cleanupTimeout
 	if s.cleanupTimeout > 0 {
 		limit = s.cleanupTimeout
@@ -287,16 +294,16 @@ func (s *Scheduler) rollback(ctx context.Context, cli *dockerapi.Client, appID s
 
 // removeAll removes the containers, concurrently, each whatever befalls the others;
 // it returns those it could not remove, with the Engine's reason.
-func (s *Scheduler) removeAll(ctx context.Context, cli *dockerapi.Client, sums []dockerapi.ContainerSummary) error {
+func (s *Scheduler) removeAll(ctx context.Context, cli *client.Client, sums []container.Summary) error {
 	errs := make([]error, len(sums))
 	for i, c := range sums {
 		// Until its remove answers: forEach skips the rest once ctx is done.
 		errs[i] = fmt.Errorf("could not remove container %s in time (docker rm -f %[1]s)", trimSlash(first(c.Names)))
 	}
 	_ = forEach(ctx, len(sums), func(i int) error {
-		err := cli.ContainerRemove(ctx, sums[i].ID, true, true)
+		_, err := cli.ContainerRemove(ctx, sums[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		switch {
-		case err == nil || dockerapi.IsNotFound(err):
+		case err == nil || cerrdefs.IsNotFound(err):
 			errs[i] = nil
 		case ctx.Err() == nil:
 			name := trimSlash(first(sums[i].Names))
@@ -308,24 +315,18 @@ func (s *Scheduler) removeAll(ctx context.Context, cli *dockerapi.Client, sums [
 }
 
 // rollbackNetwork removes the network a failed launch made, unless something uses it.
-func (s *Scheduler) rollbackNetwork(ctx context.Context, cli *dockerapi.Client, name string, created bool) error {
+func (s *Scheduler) rollbackNetwork(ctx context.Context, cli *client.Client, name string, created bool) error {
 	if !created {
 		return nil
 	}
 	return s.removeNetworkIfUnused(ctx, cli, name)
 }
 
-// createCall is a container create: the container's name and the request.
-type createCall struct {
-	Name string
-	*dockerapi.CreateRequest
-}
-
 // createOptions translates a planned container into the Engine's create request.
 // The app record goes into the labels here, so that the request prints short.
-func createOptions(c *Container, record string) (createCall, error) {
+func createOptions(c *Container, record string) (client.ContainerCreateOptions, error) {
 	if len(c.Command) == 0 || c.Command[0] == "" {
-		return createCall{}, fmt.Errorf("container %s: no command", c.Name)
+		return client.ContainerCreateOptions{}, fmt.Errorf("container %s: no command", c.Name)
 	}
 	env := make([]string, 0, len(c.Env))
 	for _, k := range spec.SortedKeys(c.Env) {
@@ -340,7 +341,7 @@ func createOptions(c *Container, record string) (createCall, error) {
 	}
 	stop := c.StopTimeout
 	initOn := c.Init
-	cfg := &dockerapi.Config{
+	cfg := &container.Config{
 		Hostname: c.Hostname,
 		Image:    c.Image,
 		// The entrypoint replaces the image's, whose CMD then does not apply.
@@ -350,33 +351,35 @@ func createOptions(c *Container, record string) (createCall, error) {
 		Labels:      labels,
 		StopTimeout: &stop,
 	}
-	host := &dockerapi.HostConfig{
-		NetworkMode:   c.Network,
-		RestartPolicy: dockerapi.RestartPolicy{Name: c.Restart.Policy, MaximumRetryCount: c.Restart.MaxRetries},
+	host := &container.HostConfig{
+		NetworkMode:   container.NetworkMode(c.Network),
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(c.Restart.Policy), MaximumRetryCount: c.Restart.MaxRetries},
 		Privileged:    c.Privileged,
-		LogConfig:     dockerapi.LogConfig{Type: c.Log.Driver, Config: c.Log.Options},
+		LogConfig:     container.LogConfig{Type: c.Log.Driver, Config: c.Log.Options},
 		ShmSize:       c.Resources.ShmBytes,
 		Init:          &initOn,
-		NanoCPUs:      c.Resources.NanoCPUs,
-		Memory:        c.Resources.MemoryBytes,
+		Resources: container.Resources{
+			NanoCPUs: c.Resources.NanoCPUs,
+			Memory:   c.Resources.MemoryBytes,
+		},
 	}
 	if c.Resources.GPUs > 0 {
-		host.DeviceRequests = []dockerapi.DeviceRequest{{Count: c.Resources.GPUs, Capabilities: [][]string{{"compute", "utility"}}}}
+		host.DeviceRequests = []container.DeviceRequest{{Count: c.Resources.GPUs, Capabilities: [][]string{{"compute", "utility"}}}}
 	}
 	for _, m := range c.Mounts {
-		host.Mounts = append(host.Mounts, dockerapi.Mount{Type: string(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for _, d := range c.Devices {
-		host.Devices = append(host.Devices, dockerapi.DeviceMapping{PathOnHost: d.Host, PathInContainer: d.Container, CgroupPermissions: d.Permissions})
+		host.Devices = append(host.Devices, container.DeviceMapping{PathOnHost: d.Host, PathInContainer: d.Container, CgroupPermissions: d.Permissions})
 	}
 	if len(c.Ports) > 0 {
-		cfg.ExposedPorts = map[string]struct{}{}
-		host.PortBindings = map[string][]dockerapi.PortBinding{}
+		cfg.ExposedPorts = network.PortSet{}
+		host.PortBindings = network.PortMap{}
 		for _, p := range c.Ports {
-			if p.ContainerPort < 1 || p.ContainerPort > 65535 {
-				return createCall{}, fmt.Errorf("container %s: bad port %d", c.Name, p.ContainerPort)
+			port, ok := network.PortFrom(uint16(p.ContainerPort), network.TCP)
+			if !ok {
+				return client.ContainerCreateOptions{}, fmt.Errorf("container %s: bad port %d", c.Name, p.ContainerPort)
 			}
-			port := strconv.Itoa(p.ContainerPort) + "/tcp"
 			cfg.ExposedPorts[port] = struct{}{}
 			hostPort := ""
 			if p.HostPort > 0 {
@@ -384,21 +387,22 @@ func createOptions(c *Container, record string) (createCall, error) {
 			}
 			// Loopback only: a published port (a c10d store) must not be open to the
 			// whole network.
-			host.PortBindings[port] = append(host.PortBindings[port], dockerapi.PortBinding{HostIP: "127.0.0.1", HostPort: hostPort})
+			host.PortBindings[port] = append(host.PortBindings[port], network.PortBinding{HostIP: netip.AddrFrom4([4]byte{127, 0, 0, 1}), HostPort: hostPort})
 		}
 	}
-	return createCall{Name: c.Name, CreateRequest: &dockerapi.CreateRequest{
+	return client.ContainerCreateOptions{
+		Name:       c.Name,
 		Config:     cfg,
 		HostConfig: host,
-		NetworkingConfig: &dockerapi.NetworkingConfig{EndpointsConfig: map[string]*dockerapi.EndpointSettings{
+		NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			c.Network: {Aliases: []string{c.Hostname}},
 		}},
-	}}, nil
+	}, nil
 }
 
 // checkImages makes sure every image is on the Engine before anything is created:
 // local_docker never pulls. It returns the user each image runs as.
-func (s *Scheduler) checkImages(ctx context.Context, cli *dockerapi.Client, cs []Container) (map[string]string, error) {
+func (s *Scheduler) checkImages(ctx context.Context, cli *client.Client, cs []Container) (map[string]string, error) {
 	var images []string
 	seen := map[string]bool{}
 	for _, c := range cs {
@@ -430,7 +434,7 @@ func (s *Scheduler) checkImages(ctx context.Context, cli *dockerapi.Client, cs [
 
 // imageErr explains a failed image lookup.
 func (s *Scheduler) imageErr(err error, image string) error {
-	if dockerapi.IsNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("image %q is not on the Docker Engine (local_docker does not pull: run `docker pull %s` or build it first)", image, image)
 	}
 	return fmt.Errorf("image %q: %w", image, s.engineErr(err))
@@ -438,8 +442,8 @@ func (s *Scheduler) imageErr(err error, image string) error {
 
 // checkMountSources checks bind and device sources when the Engine runs on this machine
 // (a unix socket), since a missing source fails only at create time.
-func checkMountSources(cli *dockerapi.Client, cs []Container) error {
-	if !strings.HasPrefix(cli.Host(), "unix://") {
+func checkMountSources(cli *client.Client, cs []Container) error {
+	if !strings.HasPrefix(cli.DaemonHost(), "unix://") {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -467,19 +471,19 @@ func checkMountSources(cli *dockerapi.Client, cs []Container) error {
 }
 
 // checkNames fails when a container of one of the planned names exists already.
-func (s *Scheduler) checkNames(ctx context.Context, cli *dockerapi.Client, cs []Container) error {
-	f := dockerapi.Filters{}
+func (s *Scheduler) checkNames(ctx context.Context, cli *client.Client, cs []Container) error {
+	f := client.Filters{}
 	want := map[string]bool{}
 	for _, c := range cs {
 		f.Add("name", "^/"+regexp.QuoteMeta(c.Name)+"$")
 		want[c.Name] = true
 	}
-	res, err := cli.ContainerList(ctx, true, f)
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return s.engineErr(err)
 	}
 	var errs []error
-	for _, c := range res {
+	for _, c := range res.Items {
 		for _, n := range c.Names {
 			if n = strings.TrimPrefix(n, "/"); want[n] {
 				errs = append(errs, nameClash(n, c.ID, c.Labels[LabelAppID]))
@@ -497,12 +501,22 @@ func nameClash(name, id, app string) error {
 	return fmt.Errorf("container name %s is taken by %s (%.12s): remove it with `docker rm -f %s` or use another app name", name, owner, id, name)
 }
 
+// answered reports whether err is an answer of the Engine (an HTTP status it sent),
+// not a call that broke or ran out of time before the Engine answered: the SDK
+// returns those as a failed connection, a *url.Error or a context's error.
+func answered(err error) bool {
+	var uerr *url.Error
+	var nerr net.Error
+	return !client.IsErrConnectionFailed(err) && !errors.As(err, &uerr) && !errors.As(err, &nerr) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+}
+
 // createErr explains a failed container create.
 func (s *Scheduler) createErr(err error, c *Container) error {
-	if dockerapi.IsConflict(err) {
+	if cerrdefs.IsConflict(err) {
 		return nameClash(c.Name, "", "")
 	}
-	if dockerapi.IsNotFound(err) && strings.Contains(err.Error(), "image") {
+	if cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "image") {
 		return s.imageErr(err, c.Image)
 	}
 	return fmt.Errorf("creating container %s: %s", c.Name, engineMessage(s.engineErr(err)))

@@ -9,16 +9,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
 // replica is what the Engine says of one container of an app.
 type replica struct {
-	sum dockerapi.ContainerSummary
+	sum container.Summary
 	// info is nil when the container vanished between the listing and the inspection.
-	info *dockerapi.Container
+	info *container.InspectResponse
 	// cancelled is set when wick's cancel marker is in the container.
 	cancelled bool
 	// err is the error file of a failed container.
@@ -37,12 +40,12 @@ func (r *replica) id() int {
 
 // containers lists the containers of an app, in any state, and warns of those that
 // carry its app id but are not wick's (see ownReplica).
-func (s *Scheduler) containers(ctx context.Context, cli *dockerapi.Client, appID string) ([]dockerapi.ContainerSummary, []string, error) {
-	res, err := cli.ContainerList(ctx, true, dockerapi.Filters{}.Add("label", LabelAppID+"="+appID))
+func (s *Scheduler) containers(ctx context.Context, cli *client.Client, appID string) ([]container.Summary, []string, error) {
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelAppID+"="+appID)})
 	if err != nil {
 		return nil, nil, s.engineErr(err)
 	}
-	own, warns := ownContainers(res)
+	own, warns := ownContainers(res.Items)
 	return own, warns, nil
 }
 
@@ -52,19 +55,19 @@ func notFound(appID string) error {
 }
 
 // inspect fills in every container's details and cancel marker, concurrently.
-func (s *Scheduler) inspect(ctx context.Context, cli *dockerapi.Client, sums []dockerapi.ContainerSummary) ([]*replica, error) {
+func (s *Scheduler) inspect(ctx context.Context, cli *client.Client, sums []container.Summary) ([]*replica, error) {
 	reps := make([]*replica, len(sums))
 	err := forEach(ctx, len(sums), func(i int) error {
 		r := &replica{sum: sums[i]}
 		reps[i] = r
-		res, err := cli.ContainerInspect(ctx, sums[i].ID)
-		if dockerapi.IsNotFound(err) {
+		res, err := cli.ContainerInspect(ctx, sums[i].ID, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			return s.engineErr(err)
 		}
-		r.info = res
+		r.info = &res.Container
 		if st := r.info.State; st != nil && !st.Running && !st.Restarting && !st.Paused {
 			r.cancelled = hasMarker(ctx, cli, r.sum.ID)
 			r.err = s.readErrorFile(ctx, cli, r)
@@ -76,7 +79,7 @@ func (s *Scheduler) inspect(ctx context.Context, cli *dockerapi.Client, sums []d
 
 // appContainers returns the Engine client, every container of the app and warnings of
 // containers skipped, or an error wrapping sched.ErrNotFound when it has none.
-func (s *Scheduler) appContainers(ctx context.Context, appID string) (*dockerapi.Client, []dockerapi.ContainerSummary, []string, error) {
+func (s *Scheduler) appContainers(ctx context.Context, appID string) (*client.Client, []container.Summary, []string, error) {
 	if err := spec.ValidateName("app id", appID); err != nil {
 		return nil, nil, nil, err
 	}
@@ -120,16 +123,16 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := cli.ContainerList(ctx, true, dockerapi.Filters{}.Add("label", LabelAppID))
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelAppID)})
 	if err != nil {
 		return nil, s.engineErr(err)
 	}
-	byID := map[string][]dockerapi.ContainerSummary{}
-	for _, c := range res {
+	byID := map[string][]container.Summary{}
+	for _, c := range res.Items {
 		id := c.Labels[LabelAppID]
 		byID[id] = append(byID[id], c)
 	}
-	var sums []dockerapi.ContainerSummary
+	var sums []container.Summary
 	warns := map[string][]string{}
 	for id, cs := range byID {
 		own, w := ownContainers(cs)
@@ -367,13 +370,13 @@ func replicaStatus(r *replica) spec.ReplicaStatus {
 	rep.Restarts = info.RestartCount
 	rep.Started = parseTime(cs.StartedAt)
 	switch cs.Status {
-	case dockerapi.StateCreated:
+	case container.StateCreated:
 		rep.State = spec.Submitted
-	case dockerapi.StateRunning:
+	case container.StateRunning:
 		rep.State = spec.Running
-	case dockerapi.StateRestarting, dockerapi.StatePaused, dockerapi.StateRemoving:
+	case container.StateRestarting, container.StatePaused, container.StateRemoving:
 		rep.State = spec.Pending
-	case dockerapi.StateExited:
+	case container.StateExited:
 		rep.ExitCode = spec.IntPtr(cs.ExitCode)
 		rep.Ended = parseTime(cs.FinishedAt)
 		if cs.ExitCode == 0 {
@@ -381,7 +384,7 @@ func replicaStatus(r *replica) spec.ReplicaStatus {
 		} else {
 			rep.State = spec.Failed
 		}
-	case dockerapi.StateDead:
+	case container.StateDead:
 		rep.State = spec.Failed
 		rep.Ended = parseTime(cs.FinishedAt)
 		rep.StructuredError = "container is dead (the Engine failed to stop or remove it)"

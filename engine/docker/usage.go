@@ -2,16 +2,24 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/sched"
 )
 
 // Limits on container stats.
 const (
+	// maxStatsBytes bounds one stats record read from the Engine (about 2 KiB, more
+	// with many networks or CPUs).
+	maxStatsBytes = 1 << 20
 	// maxTrackedContainers bounds the previous CPU samples kept: past it they are all
 	// dropped, and each container's next CPU is its average since it was created.
 	maxTrackedContainers = 4096
@@ -41,9 +49,9 @@ func (s *Scheduler) Usage(ctx context.Context, appID string) (map[sched.ReplicaK
 	if err != nil {
 		return nil, err
 	}
-	var running []dockerapi.ContainerSummary
+	var running []container.Summary
 	for _, c := range sums {
-		if c.State == dockerapi.StateRunning {
+		if c.State == container.StateRunning {
 			running = append(running, c)
 		}
 	}
@@ -71,13 +79,18 @@ func (s *Scheduler) Usage(ctx context.Context, appID string) (map[sched.ReplicaK
 }
 
 // containerUsage reads one container's stats; ok is false when it is gone or stopped.
-func (s *Scheduler) containerUsage(ctx context.Context, cli *dockerapi.Client, c dockerapi.ContainerSummary) (sched.Usage, bool, error) {
-	st, err := cli.ContainerStats(ctx, c.ID)
-	if dockerapi.IsNotFound(err) {
+func (s *Scheduler) containerUsage(ctx context.Context, cli *client.Client, c container.Summary) (sched.Usage, bool, error) {
+	res, err := cli.ContainerStats(ctx, c.ID, client.ContainerStatsOptions{})
+	if cerrdefs.IsNotFound(err) {
 		return sched.Usage{}, false, nil
 	}
 	if err != nil {
-		return sched.Usage{}, false, fmt.Errorf("stats of container %s: %w", shortID(c.ID), s.engineErr(err))
+		return sched.Usage{}, false, s.engineErr(err)
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(io.LimitReader(res.Body, maxStatsBytes)).Decode(&st); err != nil {
+		return sched.Usage{}, false, fmt.Errorf("stats of container %s: %w", shortID(c.ID), err)
 	}
 	if st.Read.IsZero() || st.Read.Year() < 2000 {
 		return sched.Usage{}, false, nil // a stopped container's stats are empty
@@ -109,7 +122,7 @@ func (s *Scheduler) containerUsage(ctx context.Context, cli *dockerapi.Client, c
 // memUsage is the memory `docker stats` shows: usage less the inactive file cache
 // (total_inactive_file on cgroup v1, inactive_file on v2), which the kernel reclaims
 // first.
-func memUsage(m dockerapi.MemoryStats) uint64 {
+func memUsage(m container.MemoryStats) uint64 {
 	inactive, ok := m.Stats["total_inactive_file"]
 	if !ok {
 		inactive = m.Stats["inactive_file"]

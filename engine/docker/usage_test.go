@@ -9,7 +9,6 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
@@ -95,17 +94,17 @@ func BenchmarkBareStats1(b *testing.B) {
 	s := newScheduler(b)
 	id := launch(b, s, &spec.AppDef{Name: "idle", Roles: []spec.Role{role("idle", 1, "loop")}}, nil)
 	wait(b, s, id, 60*time.Second, func(st *spec.AppStatus) bool { return st.State == spec.Running })
-	_, sums, _, err := s.appContainers(context.Background(), id)
+	cli, sums, _, err := s.appContainers(context.Background(), id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cpu := cpuTime()
 	for b.Loop() {
-		res, err := env.cli.ContainerStats(context.Background(), sums[0].ID, client.ContainerStatsOptions{})
+		res, err := cli.ContainerStats(context.Background(), sums[0].ID, client.ContainerStatsOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, dockerapi.MaxStats))
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxStatsBytes))
 		res.Body.Close()
 	}
 	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")

@@ -17,7 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wick-dev/wick/engine/docker/dockerapi"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/client"
+
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -167,7 +169,7 @@ func workspaceTag(repo, digest string) (string, error) {
 		repo = DefaultImageRepo
 	}
 	tag := repo + ":" + digest[:16]
-	if err := checkImageRef(tag); err != nil {
+	if _, err := reference.ParseNormalizedNamed(tag); err != nil {
 		return "", fmt.Errorf("%w %s=%q: not a valid image repository (%v)", spec.ErrInvalidRunOpt, OptImageRepo, repo, err)
 	}
 	return tag, nil
@@ -303,7 +305,7 @@ func readBuild(body io.Reader, quiet bool, progress sched.Progress) error {
 // buildWorkspace makes the image b names unless an image of that tag, built over the
 // same base image, exists already. It returns the tag to run, which differs from
 // b.Tag when the workspace changed since the dry run.
-func (s *Scheduler) buildWorkspace(ctx context.Context, cli *dockerapi.Client, b *Build, repo string, progress sched.Progress) (string, error) {
+func (s *Scheduler) buildWorkspace(ctx context.Context, cli *client.Client, b *Build, repo string, progress sched.Progress) (string, error) {
 	base, err := cli.ImageInspect(ctx, b.BaseImage)
 	if err != nil {
 		return "", s.imageErr(err, b.BaseImage)
@@ -341,7 +343,7 @@ func (s *Scheduler) buildWorkspace(ctx context.Context, cli *dockerapi.Client, b
 		dockerfile = genDockerfileName
 	}
 	image, workdir := b.BaseImage, ws.dir
-	body, err := cli.ImageBuild(ctx, pr, dockerapi.BuildOptions{
+	res, err := cli.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags:        []string{tag},
 		Dockerfile:  dockerfile,
 		BuildArgs:   map[string]*string{"IMAGE": &image, "WORKSPACE": &workdir},
@@ -358,8 +360,8 @@ func (s *Scheduler) buildWorkspace(ctx context.Context, cli *dockerapi.Client, b
 	if err != nil {
 		return "", fmt.Errorf("building workspace image %s: %w", tag, s.engineErr(err))
 	}
-	defer body.Close()
-	if err := readBuild(body, b.Quiet, progress); err != nil {
+	defer res.Body.Close()
+	if err := readBuild(res.Body, b.Quiet, progress); err != nil {
 		return "", fmt.Errorf("building workspace image %s: %w", tag, err)
 	}
 	if _, err := cli.ImageInspect(ctx, tag); err != nil {
