@@ -65,16 +65,20 @@ type Container struct {
 	// Env is the container's whole environment (nothing else is inherited from the
 	// host): copy_env matches, then the env option, the role's env and the variables
 	// wick and TorchX set, later ones winning.
-	Env        map[string]string `json:"env"`
-	Labels     map[string]string `json:"labels"`
-	Mounts     []MountSpec       `json:"mounts,omitempty"`
-	Devices    []DeviceSpec      `json:"devices,omitempty"`
-	Resources  Resources         `json:"resources"`
-	Ports      []PortSpec        `json:"ports,omitempty"`
-	Network    string            `json:"network"`
-	Restart    RestartSpec       `json:"restart"`
-	Init       bool              `json:"init"`
-	Privileged bool              `json:"privileged,omitempty"`
+	Env       map[string]string `json:"env"`
+	Labels    map[string]string `json:"labels"`
+	Mounts    []MountSpec       `json:"mounts,omitempty"`
+	Devices   []DeviceSpec      `json:"devices,omitempty"`
+	Resources Resources         `json:"resources"`
+	// GPUDevices are the very GPUs the container gets (indexes, GPU or MIG UUIDs),
+	// when the app was given its pool (sched.Submission.Devices); Resources.GPUs is
+	// then 0.
+	GPUDevices []string    `json:"gpu_devices,omitempty"`
+	Ports      []PortSpec  `json:"ports,omitempty"`
+	Network    string      `json:"network"`
+	Restart    RestartSpec `json:"restart"`
+	Init       bool        `json:"init"`
+	Privileged bool        `json:"privileged,omitempty"`
 	// StopTimeout is the grace, in seconds, between SIGTERM and SIGKILL on stop.
 	StopTimeout int `json:"stop_timeout"`
 	// Log is the container's log: always json-file, which wick reads back.
@@ -235,7 +239,15 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		return nil, err
 	}
 	req := &Request{AppID: sub.AppID, Session: session, Network: opts.network}
-	req.Warnings = append(req.Warnings, gpuWarnings(ctx, app)...)
+	// An app given its pool: each container its own devices (gpus.Replicas).
+	var devs map[string][][]string
+	if len(sub.Devices) > 0 {
+		if devs, err = gpus.Replicas(app, sub.Devices); err != nil {
+			return nil, fmt.Errorf("local_docker: %w", err)
+		}
+	} else {
+		req.Warnings = append(req.Warnings, gpuWarnings(ctx, app)...)
+	}
 	if sub.Workspace != "" {
 		b, err := planBuild(ctx, sub.Workspace, app.Roles[0], sub.Cfg)
 		if err != nil {
@@ -243,7 +255,7 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		}
 		req.Build = b
 	}
-	p := planner{req: req, opts: opts, app: app, session: session, ver: version(),
+	p := planner{req: req, opts: opts, app: app, session: session, ver: version(), devs: devs,
 		base: copyEnv(sub.Cfg.List(OptCopyEnv), os.Environ()), rank0: containerName(sub.AppID, app.Roles[0].Name, 0)}
 	maps.Copy(p.base, sub.Cfg.Map(OptEnv))
 	for i, role := range app.Roles {
@@ -304,8 +316,9 @@ type planner struct {
 	app     *spec.AppDef
 	session string
 	ver     string
-	base    map[string]string // the environment of every container: copy_env, env
-	rank0   string            // the host name of roles[0]'s replica 0
+	base    map[string]string     // the environment of every container: copy_env, env
+	rank0   string                // the host name of roles[0]'s replica 0
+	devs    map[string][][]string // role -> replica -> its GPUs, when the app has a pool
 }
 
 // role adds the containers of role, each from image.
@@ -327,6 +340,11 @@ func (p *planner) role(role spec.Role, image string) error {
 		if err != nil {
 			return err
 		}
+		res := resources(role.Resource, p.opts.shm)
+		var gpuIDs []string
+		if d := p.devs[role.Name]; d != nil {
+			res.GPUs, gpuIDs = 0, d[k]
+		}
 		p.req.Containers = append(p.req.Containers, Container{
 			Name:        name,
 			Hostname:    name,
@@ -338,7 +356,8 @@ func (p *planner) role(role spec.Role, image string) error {
 			Labels:      p.labels(role.Name, k),
 			Mounts:      cmounts,
 			Devices:     devices,
-			Resources:   resources(role.Resource, p.opts.shm),
+			Resources:   res,
+			GPUDevices:  gpuIDs,
 			Ports:       ports,
 			Network:     p.opts.network,
 			Restart:     restart,

@@ -363,7 +363,12 @@ func createOptions(c *Container, record string) (client.ContainerCreateOptions, 
 			Memory:   c.Resources.MemoryBytes,
 		},
 	}
-	if c.Resources.GPUs > 0 {
+	switch {
+	case len(c.GPUDevices) > 0:
+		// Exactly these devices (docker run --gpus '"device=1,2"'); inside, CUDA
+		// numbers them from 0.
+		host.DeviceRequests = []container.DeviceRequest{{DeviceIDs: c.GPUDevices, Capabilities: [][]string{{"compute", "utility"}}}}
+	case c.Resources.GPUs > 0:
 		host.DeviceRequests = []container.DeviceRequest{{Count: c.Resources.GPUs, Capabilities: [][]string{{"compute", "utility"}}}}
 	}
 	for _, m := range c.Mounts {

@@ -140,7 +140,10 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		StateDir:    stateDir,
 		StopTimeout: stop,
 	}
-	gpus, warn := assignGPUs(ctx, app, cfg.Bool(OptAutoCuda))
+	gpus, warn, err := assignGPUs(ctx, app, cfg.Bool(OptAutoCuda), sub.Devices)
+	if err != nil {
+		return nil, err
+	}
 	if warn != "" {
 		req.Warnings = append(req.Warnings, warn)
 	}
@@ -322,42 +325,61 @@ func checkLogDir(appLogDir, appDir string) error {
 	return nil
 }
 
-// assignGPUs hands out CUDA_VISIBLE_DEVICES as TorchX does: consecutive ranges of
-// resource.gpu devices per replica, roles and replicas in order, when the option is on
-// and there are enough GPUs. It returns role -> replica -> value, and a warning.
-func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool) (map[string][]string, string) {
+// assignGPUs decides each replica's CUDA_VISIBLE_DEVICES; it returns role -> replica
+// -> value, and a warning. An app given its pool (sched.Submission.Devices: a sweep's
+// queue chose them) hands it out whatever the option says, every replica its own
+// slice (gpus.Replicas), and it is an error when the pool is too small. Otherwise,
+// with auto_set_cuda_visible_devices on, it does as TorchX does over this machine's
+// pool (gpus.Pool: the entries of the launcher's CUDA_VISIBLE_DEVICES, else the GPUs
+// nvidia-smi lists): consecutive ranges of resource.gpu devices per replica of the
+// roles that ask for GPUs, roles and replicas in order, when there are enough.
+func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool, given []string) (map[string][]string, string, error) {
+	if len(given) > 0 {
+		parts, err := gpus.Replicas(app, given)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", spec.ErrInvalidRunOpt, err)
+		}
+		out := make(map[string][]string, len(parts))
+		for role, reps := range parts {
+			for _, devs := range reps {
+				out[role] = append(out[role], strings.Join(devs, ","))
+			}
+		}
+		return out, "", nil
+	}
 	want := 0
+	var need []int
 	for _, r := range app.Roles {
 		if r.Resource.GPU > 0 {
 			want += r.NumReplicas * r.Resource.GPU
+			for range r.NumReplicas {
+				need = append(need, r.Resource.GPU)
+			}
 		}
 	}
 	if want == 0 {
-		return nil, ""
+		return nil, "", nil
 	}
 	if !auto {
-		return nil, fmt.Sprintf("the app asks for %d GPUs but %s is off: replicas may share GPUs (-cfg %s=true gives each its own)", want, OptAutoCuda, OptAutoCuda)
+		return nil, fmt.Sprintf("the app asks for %d GPUs but %s is off: replicas may share GPUs (-cfg %s=true gives each its own)", want, OptAutoCuda, OptAutoCuda), nil
 	}
-	have := gpus.Count(ctx)
-	if have < want {
-		return nil, fmt.Sprintf("the app asks for %d GPUs but %d were found (nvidia-smi -L): CUDA_VISIBLE_DEVICES is not set", want, have)
+	pool := gpus.Pool(ctx)
+	parts, ok := gpus.Split(pool, need)
+	if !ok {
+		return nil, fmt.Sprintf("the app asks for %d GPUs but %d were found (%s, else nvidia-smi): CUDA_VISIBLE_DEVICES is not set", want, len(pool), gpus.EnvVisible), nil
 	}
 	out := map[string][]string{}
-	next := 0
+	i := 0
 	for _, r := range app.Roles {
 		if r.Resource.GPU <= 0 {
 			continue
 		}
 		for range r.NumReplicas {
-			ids := make([]string, r.Resource.GPU)
-			for i := range ids {
-				ids[i] = strconv.Itoa(next)
-				next++
-			}
-			out[r.Name] = append(out[r.Name], strings.Join(ids, ","))
+			out[r.Name] = append(out[r.Name], strings.Join(parts[i], ","))
+			i++
 		}
 	}
-	return out, ""
+	return out, "", nil
 }
 
 // cutShort says whether the app's log directory is what a launch of it killed before

@@ -48,6 +48,13 @@ type Submission struct {
 	Cfg spec.Cfg `json:"cfg"`
 	// Workspace is a directory to lay over the role's image (docker), or "".
 	Workspace string `json:"workspace"`
+	// Devices is the app's device pool (CUDA_VISIBLE_DEVICES entries: GPU indexes,
+	// GPU or MIG UUIDs) when the caller chose its GPUs (a sweep's queue): the
+	// scheduler hands each replica its own slice of it, in role and replica order,
+	// max(resource.gpu, 1) devices each, and gives no replica any other device.
+	// Empty: the scheduler's own choice (local: auto_set_cuda_visible_devices over
+	// the machine's pool, package gpus).
+	Devices []string `json:"devices,omitempty"`
 }
 
 // DryRunInfo is a planned submission: what Schedule would submit, inspectable and

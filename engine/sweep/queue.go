@@ -15,9 +15,6 @@ import (
 // QueueVerb is the hidden verb that runs a sweep's queue: `wick __sweep SWEEP_DIR`.
 const QueueVerb = "__sweep"
 
-// EnvCUDA is the variable that gives an app its GPUs.
-const EnvCUDA = "CUDA_VISIBLE_DEVICES"
-
 // Launcher is what the queue needs of the Runner: plan and launch an app, wait for it
 // to end, cancel it.
 type Launcher interface {
@@ -446,24 +443,16 @@ func (q *Queue) next(nrunning int, devs *Devices, plans map[int]*Plan) (*Entry, 
 	return &picked, plans[picked.Index], nil
 }
 
-// launch plans the app again on its scheduler (with its devices in its environment)
-// and launches it, with the app id the sweep gave it.
+// launch plans the app again on its scheduler, with its devices as the pool its
+// scheduler hands out to its replicas, and launches it, with the app id the sweep
+// gave it.
 func (q *Queue) launch(ctx context.Context, p *Plan, devices []string) (spec.Handle, error) {
 	s, err := q.Launcher.Scheduler(p.Scheduler)
 	if err != nil {
 		return spec.Handle{}, err
 	}
 	cfg := s.RunOpts().CfgValues(p.Cfg)
-	app := p.App.Clone()
-	if len(devices) > 0 {
-		for i := range app.Roles {
-			if app.Roles[i].Env == nil {
-				app.Roles[i].Env = map[string]string{}
-			}
-			app.Roles[i].Env[EnvCUDA] = strings.Join(devices, ",")
-		}
-	}
-	sub := sched.Submission{AppID: p.AppID, Session: p.Session, App: app, Cfg: cfg, Workspace: p.Workspace}
+	sub := sched.Submission{AppID: p.AppID, Session: p.Session, App: p.App.Clone(), Cfg: cfg, Workspace: p.Workspace, Devices: devices}
 	req, err := s.DryRun(ctx, sub)
 	if err != nil {
 		return spec.Handle{}, err
@@ -472,14 +461,16 @@ func (q *Queue) launch(ctx context.Context, p *Plan, devices []string) (spec.Han
 	return q.Launcher.Schedule(ctx, info, nil)
 }
 
-// GPUsOf is how many devices an app needs on a machine with GPUs: what its roles ask
-// for (gpu x replicas), and at least one, so that no two apps share a device.
+// GPUsOf is how many devices an app needs on a machine with GPUs: every replica its
+// own, max(resource.gpu, 1) each (a replica that asks for none would otherwise see
+// every GPU and use the first), as the schedulers hand out a pool
+// (sched.Submission.Devices).
 func GPUsOf(app *spec.AppDef) int {
 	n := 0
 	for _, r := range app.Roles {
-		n += r.Resource.GPU * r.NumReplicas
+		n += max(r.Resource.GPU, 1) * r.NumReplicas
 	}
-	return max(n, 1)
+	return n
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -118,7 +118,7 @@ type fakeSched struct{ sched.Scheduler }
 
 func (fakeSched) RunOpts() spec.RunOpts { return nil }
 func (fakeSched) DryRun(_ context.Context, sub sched.Submission) (any, error) {
-	return sub.App.Roles[0].Env[EnvCUDA], nil
+	return strings.Join(sub.Devices, ","), nil
 }
 
 func (f *fakeLauncher) Scheduler(string) (sched.Scheduler, error) { return fakeSched{}, nil }

@@ -159,9 +159,7 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	sw := &sweep.Sweep{ID: sweep.NewID(), Created: time.Now(), Component: comp.Name, Scheduler: c.scheduler,
 		Session: a.runner().Session(), MaxParallel: sf.maxParallel, StopOnNaN: sf.stopOnNaN}
 	if !slurm {
-		for i := range gpus.Count(a.ctx) {
-			sw.Devices = append(sw.Devices, strconv.Itoa(i))
-		}
+		sw.Devices = gpus.Pool(a.ctx)
 		if sw.MaxParallel == 0 {
 			sw.MaxParallel = runtime.NumCPU()
 			if len(sw.Devices) > 0 {

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// fakeSMI writes an nvidia-smi that answers as NVIDIA documents it (see
+// engine/gpus/testdata) for a machine of n GPUs, and returns its directory.
+func fakeSMI(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	var query, list strings.Builder
+	for i := range n {
+		uuid := fmt.Sprintf("GPU-48aeb943-9458-4282-da24-e5f49e0db4%02d", i)
+		fmt.Fprintf(&query, "%d, %s\n", i, uuid)
+		fmt.Fprintf(&list, "GPU %d: NVIDIA A100 40GB PCIe (UUID: %s)\n", i, uuid)
+	}
+	script := "#!/bin/sh\ncase \"$1\" in\n--query-gpu=*) printf '%s' '" + query.String() + "' ;;\n-L) printf '%s' '" + list.String() + "' ;;\n*) exit 9 ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// replicaRun is what one replica of a sweep's app wrote: its devices and when it ran.
+type replicaRun struct {
+	who        string
+	devs       []string
+	start, end int64
+}
+
+// TestSweepGivesEveryReplicaItsOwnGPUs runs a sweep of three apps of two replicas
+// (one GPU each) on a machine of four GPUs (nvidia-smi answering as NVIDIA documents
+// it), with auto_set_cuda_visible_devices off and on, and under a user's
+// CUDA_VISIBLE_DEVICES of UUIDs: every replica saw one device of the pool, and no
+// two replicas that ran at the same time saw the same one.
+func TestSweepGivesEveryReplicaItsOwnGPUs(t *testing.T) {
+	smi := fakeSMI(t, 4)
+	uuids := []string{"GPU-48aeb943-9458-4282-da24-e5f49e0db44b", "MIG-fb42055e-9e53-5764-9278-438605a3014c",
+		"MIG-3d4db13e-c42d-5555-98f4-8b50389791bc", "MIG-de819d17-9382-56a2-b9ca-aec36c88014f"}
+	for _, c := range []struct {
+		name    string
+		cfg     []string
+		visible string
+		pool    []string
+	}{
+		{"auto off", nil, "", []string{"0", "1", "2", "3"}},
+		{"auto on", []string{"-cfg", "auto_set_cuda_visible_devices=true"}, "", []string{"0", "1", "2", "3"}},
+		{"user's UUIDs", nil, strings.Join(uuids, ","), uuids},
+		{"user's indexes", []string{"-cfg", "auto_set_cuda_visible_devices=true"}, "3,1", []string{"3", "1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.cmdEnv = append(h.cmdEnv, "PATH="+smi+":"+os.Getenv("PATH"))
+			if c.visible != "" {
+				h.cmdEnv = append(h.cmdEnv, "CUDA_VISIBLE_DEVICES="+c.visible)
+			}
+			out := filepath.Join(h.work, "runs")
+			if err := os.Mkdir(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			script := filepath.Join(h.work, "show.sh")
+			os.WriteFile(script, []byte(`#!/bin/sh
+s=$(date +%s%N)
+sleep 0.4
+echo "$WICK_APP_ID/$WICK_REPLICA_ID ${CUDA_VISIBLE_DEVICES-unset} $s $(date +%s%N)" > "`+out+`/$WICK_APP_ID-$WICK_REPLICA_ID"
+`), 0o755)
+			args := append([]string{"run"}, c.cfg...)
+			args = append(args, "--sweep", "x=a,b,c", "utils.sh", "--gpu", "1", "--num_replicas", "2", "--", script)
+			if r := h.exec(args...); r.code != 0 {
+				t.Fatalf("wick %q: exit %d: %s", args, r.code, r.stderr)
+			}
+			var runs []replicaRun
+			testkit.Wait(t, 20*time.Second, "six replicas ran", func() (bool, string) {
+				ents, _ := os.ReadDir(out)
+				return len(ents) == 6, fmt.Sprint(len(ents))
+			})
+			ents, _ := os.ReadDir(out)
+			for _, e := range ents {
+				b, err := os.ReadFile(filepath.Join(out, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := strings.Fields(string(b))
+				if len(f) != 4 {
+					t.Fatalf("%s: %q", e.Name(), b)
+				}
+				start, _ := strconv.ParseInt(f[2], 10, 64)
+				end, _ := strconv.ParseInt(f[3], 10, 64)
+				runs = append(runs, replicaRun{who: f[0], devs: strings.Split(f[1], ","), start: start, end: end})
+			}
+			for i, a := range runs {
+				if len(a.devs) != 1 || !slices.Contains(c.pool, a.devs[0]) {
+					t.Errorf("%s saw %q: want one device of %q", a.who, a.devs, c.pool)
+				}
+				for _, b := range runs[i+1:] {
+					if a.start < b.end && b.start < a.end && slices.Equal(a.devs, b.devs) {
+						t.Errorf("%s and %s ran at once on %q", a.who, b.who, a.devs)
+					}
+				}
+			}
+		})
+	}
+}
