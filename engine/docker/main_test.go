@@ -60,7 +60,12 @@ func testMain(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
-	cli, err := client.New(client.FromEnv)
+	// The tests' own client reaches the Engine wick does (DOCKER_HOST, a context).
+	ep, err := resolveEndpoint(os.Getenv)
+	var cli *client.Client
+	if err == nil {
+		cli, err = newClient(ep)
+	}
 	if err == nil {
 		pctx, pcancel := context.WithTimeout(ctx, testkit.Scale(5*time.Second))
 		_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
