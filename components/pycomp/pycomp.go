@@ -25,10 +25,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/docker/go-units"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/spec"
@@ -45,11 +48,19 @@ const DefaultPython = "python3"
 // (waits on the network, reads stdin, loops) gives a clear error after it.
 const DefaultTimeout = 30 * time.Second
 
+// DefaultMemory bounds the memory the helper and what it starts may allocate
+// (RLIMIT_DATA: their heaps and anonymous mappings, not the libraries they map). A
+// component is a function that builds an AppDef: TorchX's import and torch's take a few
+// hundred MB; a component allocating in a loop stops here with a MemoryError.
+const DefaultMemory = 2 << 30
+
 // Limits of what is read back from Python: a component's parameters and AppDef are a
 // few kilobytes; stderr is kept only for an error message.
 const (
 	maxAnswer = 8 << 20
 	maxStderr = 64 << 10
+	// maxShown bounds what an error quotes of what the interpreter printed.
+	maxShown = 120
 	// maxCache bounds the answers kept; past it the cache starts over (a form's
 	// edits make a few dozen at most).
 	maxCache = 256
@@ -63,6 +74,9 @@ type Bridge struct {
 	Python string
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Memory bounds what the helper and its children may allocate, in bytes (see
+	// DefaultMemory); 0 means DefaultMemory, a negative value no bound.
+	Memory int64
 	// Dir is the working directory of the helper (relative component files are read
 	// from it, as `torchx run` reads them from its own); "" means the process's.
 	Dir string
@@ -120,6 +134,13 @@ func (b *Bridge) python() string {
 		return DefaultPython
 	}
 	return b.Python
+}
+
+func (b *Bridge) memory() int64 {
+	if b.Memory == 0 {
+		return DefaultMemory
+	}
+	return b.Memory
 }
 
 func (b *Bridge) timeout() time.Duration {
@@ -285,20 +306,23 @@ func (b *Bridge) answerError(name string, a *answer) error {
 	return fmt.Errorf("%s: %s", name, msg)
 }
 
-// EnvPython and EnvTimeout name the variables that override the interpreter and the
-// time limit (see Configure); EnvTraceback, set to 1, asks for Python's traceback of a
-// component that raised.
+// EnvPython, EnvTimeout and EnvMemory name the variables that override the
+// interpreter, the time limit and the memory bound (2GiB, 512m, unlimited; see
+// Configure); EnvTraceback, set to 1, asks for Python's traceback of a component that
+// raised.
 const (
 	EnvPython    = "WICK_PYTHON"
 	EnvTimeout   = "WICK_PYTHON_TIMEOUT"
 	EnvTraceback = "WICK_PYTHON_TRACEBACK"
+	EnvMemory    = "WICK_PYTHON_MEMORY"
 )
 
 // Configure returns a Bridge for the working directory dir, with the interpreter and
 // time limit from $WICK_PYTHON and $WICK_PYTHON_TIMEOUT (read with getenv), else
 // from settings (the [wick:python] section of .torchxconfig: python, timeout), else
-// the defaults. The helper inherits the process's environment (PYTHONPATH, a
-// virtualenv's PATH). A bad timeout is an error.
+// the defaults; and its memory bound from $WICK_PYTHON_MEMORY, else [wick:python]
+// memory. The helper inherits the process's environment (PYTHONPATH, a virtualenv's
+// PATH). A bad timeout or memory bound is an error.
 func Configure(dir string, getenv func(string) string, settings map[string]string) (*Bridge, error) {
 	b := &Bridge{Dir: dir, Python: settings["python"]}
 	b.Traceback = getenv(EnvTraceback) != "" && getenv(EnvTraceback) != "0"
@@ -315,6 +339,19 @@ func Configure(dir string, getenv func(string) string, settings map[string]strin
 			return nil, fmt.Errorf("%s: %q is not a duration such as 30s or 2m", where, t)
 		}
 		b.Timeout = d
+	}
+	m, where := settings["memory"], "[wick:python] memory"
+	if v := getenv(EnvMemory); v != "" {
+		m, where = v, "$"+EnvMemory
+	}
+	switch n, err := units.RAMInBytes(m); {
+	case m == "":
+	case strings.EqualFold(m, "unlimited"):
+		b.Memory = -1
+	case err != nil || n < 64<<20:
+		return nil, fmt.Errorf("%s: %q is not a size of at least 64MiB such as 2GiB or 512m (or unlimited)", where, m)
+	default:
+		b.Memory = n
 	}
 	return b, nil
 }
@@ -365,7 +402,10 @@ func (b *Bridge) call(ctx context.Context, op string, req map[string]any, file s
 // library's).
 const bootstrap = "import sys;sys.path[:1]=[] if sys.path[:1]==[''] else sys.path[:1];exec(compile(sys.argv.pop(1),'<wick-helper>','exec'))"
 
-// run starts the helper and reads its answer from fd 3.
+// run starts the helper and reads its answer from fd 3. The helper runs in a process
+// group of its own, with its memory bounded (Memory), and the group is killed when
+// the helper has ended (answered, failed or timed out): nothing a component started
+// outlives the call.
 func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout())
 	defer cancel()
@@ -381,8 +421,8 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 	cmd.ExtraFiles = []*os.File{pw} // fd 3
 	cmd.Stdin = nil                 // /dev/null: a component that reads stdin gets EOF
 	stderr := &tailBuffer{max: maxStderr}
-	cmd.Stdout = io.Discard // what the component prints is not wick's to show
-	cmd.Stderr = stderr
+	stdout := &headBuffer{max: maxShown} // what the component prints is not wick's to show, but for an error
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so that a timeout kills what the component started too;
 	// killed if wick dies. Linux sends the death signal when the thread that forked
 	// exits (golang/go#27505): start and wait on one locked thread.
@@ -399,11 +439,15 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 			started <- err
 			return
 		}
-		started <- nil
-		waited <- cmd.Wait()
+		started <- limitMemory(cmd.Process.Pid, b.memory())
+		waited <- waitKillGroup(cmd)
 	}()
 	if err := <-started; err != nil {
 		pw.Close()
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-waited
+		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: no %s to run TorchX with: install Python and TorchX (pip install torchx), name the interpreter with $%s, or write the component as a YAML component file (wick builtins --print utils.echo)",
 				components.ErrNoTorchX, py, EnvPython)
@@ -426,19 +470,18 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-waited
-		pr.Close() // a grandchild may still hold fd 3: stop reading
+		pr.Close() // a grandchild out of the group may still hold fd 3: stop reading
 		<-read
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("TorchX did not answer within %s (does the component hang? set $%s or [wick:python] timeout for a longer limit)", b.timeout(), EnvTimeout)
 		}
 		return nil, fmt.Errorf("TorchX helper: %w", ctx.Err())
 	}
-	// The helper exited: wait for its answer, unless a process it started keeps the
-	// pipe open, which the deadline ends.
+	// The helper exited and its group was killed: wait for its answer, unless a
+	// process that left the group keeps the pipe open, which the deadline ends.
 	select {
 	case <-read:
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		pr.Close()
 		<-read
 	}
@@ -449,17 +492,82 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 		return nil, fmt.Errorf("TorchX helper: answer larger than %d bytes", maxAnswer)
 	}
 	if len(bytes.TrimSpace(out)) == 0 {
-		last := lastLine(stderr.String())
-		if last == "" && waitErr != nil {
-			last = waitErr.Error()
-		}
-		return nil, fmt.Errorf("TorchX helper (%s) gave no answer: %s", py, last)
+		return nil, noAnswer(py, cmd.ProcessState, waitErr, stdout, stderr.String())
 	}
 	var a answer
 	if err := json.Unmarshal(out, &a); err != nil {
-		return nil, fmt.Errorf("TorchX helper: bad answer: %w", err)
+		return nil, fmt.Errorf("TorchX helper (%s): bad answer (%v), starting %s", py, err, quote(out, maxShown))
+	}
+	if a.Error != nil && a.Error.Kind == "raised" && strings.Contains(a.Error.Message, "MemoryError") {
+		a.Error.Message += fmt.Sprintf(" (the TorchX helper may allocate %s: $%s or [wick:python] memory sets more)", units.BytesSize(float64(b.memory())), EnvMemory)
 	}
 	return &a, nil
+}
+
+// noAnswer says what the interpreter did when it wrote no answer: how it ended, the
+// first bytes it printed and the last line of its stderr, escaped.
+func noAnswer(py string, ps *os.ProcessState, waitErr error, stdout *headBuffer, stderr string) error {
+	var how string
+	switch {
+	case ps == nil:
+		how = fmt.Sprintf("failed (%v)", waitErr)
+	case ps.Success():
+		how = "exited 0"
+	case ps.ExitCode() >= 0:
+		how = fmt.Sprintf("exited with status %d", ps.ExitCode())
+	default:
+		how = "was killed (" + ps.String() + ")"
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			how += ", perhaps for memory"
+		}
+	}
+	msg := fmt.Sprintf("TorchX helper (%s) %s without an answer: is it Python with TorchX?", py, how)
+	if b, n := stdout.bytes(); n > 0 {
+		q := quote(b, maxShown)
+		if n > int64(len(b)) && !strings.HasSuffix(q, "...") {
+			q += "..."
+		}
+		msg += fmt.Sprintf(" It printed %d bytes: %s", n, q)
+	} else {
+		msg += " It printed nothing"
+	}
+	if last := lastLine(stderr); last != "" {
+		msg += "; stderr: " + quote([]byte(last), 2*maxShown)
+	}
+	return errors.New(msg)
+}
+
+// quote is the first max bytes of b, escaped (Go's %q: control bytes and invalid
+// UTF-8 as \x.. escapes), marked when cut.
+func quote(b []byte, max int) string {
+	if len(b) > max {
+		return strconv.Quote(string(b[:max])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// headBuffer keeps the first max bytes written to it and counts them all.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+	n   int64
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	h.n += int64(len(p))
+	return len(p), nil
+}
+
+func (h *headBuffer) bytes() ([]byte, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]byte(nil), h.b...), h.n
 }
 
 // toComponent makes a wick component of the helper's description: called name (as

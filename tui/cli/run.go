@@ -59,7 +59,8 @@ entry points register, and TorchX's builtins wick has no copy of (utils.booth, .
 wick asks your own TorchX for their AppDef, with the python3 on PATH (as torchx
 would); $WICK_PYTHON or [wick:python] python = ... in .torchxconfig names another
 interpreter, and $WICK_PYTHON_TIMEOUT or [wick:python] timeout = ... the time
-limit of that call (default 30s). TorchX parses their arguments: its error messages.
+limit of that call (default 30s), $WICK_PYTHON_MEMORY or [wick:python] memory = ...
+its memory bound (default 2GiB). TorchX parses their arguments: its error messages.
 A component that raises is one line (exception and file:line);
 WICK_PYTHON_TRACEBACK=1 adds Python's traceback. wick's own builtins and YAML
 components never need Python.
