@@ -314,7 +314,7 @@ func TestDescribeView(t *testing.T) {
 	d := newDriver(t, e.opts, 120, 24)
 	d.keys("j") // sh, FAILED
 	d.keys("enter")
-	d.contains("handle:   "+s.sh, "state:    FAILED", "error:    sh/0 failed with exit code 3", "REPLICA", "sh/1")
+	d.contains("handle:   "+s.sh, "state:    FAILED", "error:    sh/0: exit code 3", "REPLICA", "sh/1")
 	d.golden("describe_120x24")
 	d.keys("esc")
 	d.contains("Apps")

@@ -153,3 +153,28 @@ func killCgroupDir(dir string) error {
 	c.remove()
 	return err
 }
+
+// maxMemoryEvents bounds what is read of a cgroup's memory.events.
+const maxMemoryEvents = 4 << 10
+
+// oomKills is how many processes of the cgroup the kernel's OOM killer has killed
+// (memory.events' oom_kill, cgroup v2), 0 where it cannot be read or c is nil.
+func (c *cgroup) oomKills() int {
+	if c == nil {
+		return 0
+	}
+	f, err := os.Open(filepath.Join(c.dir, "memory.events"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	b := make([]byte, maxMemoryEvents)
+	n, _ := f.Read(b)
+	for line := range strings.Lines(string(b[:n])) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+			k, _ := strconv.Atoi(v)
+			return k
+		}
+	}
+	return 0
+}

@@ -193,7 +193,7 @@ func TestExitCodesAndFailFast(t *testing.T) {
 	cfg := spec.Cfg{OptStopTimeout: 5.0}
 	id := start(t, s, appOf("codes", fail, sleeper), cfg)
 	st := waitApp(t, s, id)
-	if st.State != spec.Failed || !strings.Contains(st.Msg, "fail/0 failed with exit code 3") {
+	if st.State != spec.Failed || st.Msg != "fail/0: exit code 3" {
 		t.Fatalf("app: %s %q", st.State, st.Msg)
 	}
 	if r := replicaOf(t, st, "fail", 0); r.State != spec.Failed || *r.ExitCode != 3 {

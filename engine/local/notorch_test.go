@@ -32,15 +32,15 @@ func TestRootCauseOfAPython3WithoutTorch(t *testing.T) {
 		r := role("trainer", argv[0], argv[1:]...)
 		r.Env = map[string]string{"PATH": filepath.Join(venv, "bin") + ":" + os.Getenv("PATH")}
 		st := waitApp(t, s, start(t, s, appOf("notorch", r), nil))
-		want := "trainer/0 failed: ModuleNotFoundError: No module named 'torch': the python3 that ran (" + py + ") has no torch"
+		want := "trainer/0: ModuleNotFoundError: No module named 'torch': the python3 that ran (" + py + ") has no torch"
 		if st.State != spec.Failed || !strings.HasPrefix(st.Msg, want) {
 			t.Errorf("%v: app %s %q, want it to start with %q", argv, st.State, st.Msg, want)
 		}
 	}
-	// A replica failing otherwise keeps the usual message.
+	// A replica failing otherwise: its exit code, named after it.
 	r := role("trainer", "sh", "-c", "echo 'some other error' >&2; exit 4")
 	st := waitApp(t, s, start(t, s, appOf("other", r), nil))
-	if st.Msg != "trainer/0 failed with exit code 4" {
+	if st.Msg != "trainer/0: exit code 4" {
 		t.Errorf("other failure: %q", st.Msg)
 	}
 }

@@ -74,20 +74,36 @@ func (sv *supervisor) rootCause() {
 	if sv.errorFileCause(reports) {
 		return
 	}
-	// No error file (a script without @record): the workers' tracebacks and
-	// torchrun's summaries say which rank failed first.
-	var best *torchrunReport
-	var cause ranks.Cause
-	for _, rep := range reports {
-		if c, ok := ranks.RootCause(rep.nodes); ok && (best == nil || c.Time.Before(cause.Time)) {
-			best, cause = rep, c
+	// No error file (a script without @record): the first failure of any replica,
+	// from the workers' tracebacks and torchrun's summaries, the plain replicas'
+	// tracebacks and ends.
+	if c, ok := ranks.RootCause(sv.failureReports(reports)); ok {
+		if r := sv.replicaOf(c.Role, c.Replica); r != nil && c.Plain && c.What == noTorchError {
+			if msg := noTorchCause(r); msg != "" {
+				c.What = strings.TrimPrefix(msg, r.name()+" failed: ")
+			}
 		}
-	}
-	if best != nil {
-		sv.setCause(best, cause)
+		sv.applyCause(c)
 		return
 	}
 	sv.noTorchRootCause()
+}
+
+// failureReports are the reports of every replica for RootCause: each torchrun node
+// of reports, and each other replica that failed on its own, with how it ended.
+func (sv *supervisor) failureReports(reports []*torchrunReport) []ranks.NodeReport {
+	var out []ranks.NodeReport
+	for _, rep := range reports {
+		out = append(out, rep.nodes...)
+	}
+	for _, r := range sv.all {
+		if runsTorchrun(r.req.Argv) || r.st.State != spec.Failed || r.st.ExitCode == nil {
+			continue
+		}
+		e := &ranks.Exit{Code: *r.st.ExitCode, Signal: r.sig, OOM: r.oom, Time: r.st.Ended, Exact: true}
+		out = append(out, ranks.NodeReport{Role: r.role.req.Name, Replica: r.req.ID, GroupRank: -1, Plain: true, Exit: e, Failures: sv.nodeFailures(r)})
+	}
+	return out
 }
 
 // errorFileCause picks the root cause from error files; it reports whether one did. A
@@ -362,7 +378,7 @@ func (sv *supervisor) torchrunReports() []*torchrunReport {
 			byRole[rep.role] = rep
 			out = append(out, rep)
 		}
-		n := ranks.NodeReport{Replica: r.req.ID, NProc: ranks.NProcPerNode(r.req.Argv), GroupRank: -1, Failures: sv.nodeFailures(r)}
+		n := ranks.NodeReport{Role: r.role.req.Name, Replica: r.req.ID, NProc: ranks.NProcPerNode(r.req.Argv), GroupRank: -1, Failures: sv.nodeFailures(r)}
 		// Its failure to bind the rendezvous port was a peer's hosting the store.
 		n.Hosted = int(r.unbound.Load()) == r.attempt+1 && portHolder(r.held.Load()) == holderApp
 		if r.workers != nil {
@@ -398,13 +414,21 @@ func (sv *supervisor) nodeFailures(r *replica) *ranks.Failures {
 	return f
 }
 
-// setCause makes c, found in rep, the app's error: "rank 3: RuntimeError: ..." as its
-// message, and as its structured error a torchelastic error file's JSON with the
-// traceback, as @record would have written it. The node where it happened is FAILED,
-// even if it was being stopped when it exited.
+// setCause makes c, found in rep, the app's error (applyCause).
 func (sv *supervisor) setCause(rep *torchrunReport, c ranks.Cause) {
+	if c.Role == "" {
+		c.Role = rep.role
+	}
+	sv.applyCause(c)
+}
+
+// applyCause makes c the app's error: "rank 3: RuntimeError: ..." (or "python/0:
+// ValueError: ...") as its message, and as its structured error a torchelastic error
+// file's JSON with the traceback, as @record would have written it. The replica where
+// it happened is FAILED, even if it was being stopped when it exited.
+func (sv *supervisor) applyCause(c ranks.Cause) {
 	text := c.JSON()
-	if r := rep.reps[c.Replica]; r != nil {
+	if r := sv.replicaOf(c.Role, c.Replica); r != nil {
 		if r.st.State == spec.Cancelled {
 			r.st.State = spec.Failed
 		}
@@ -413,4 +437,14 @@ func (sv *supervisor) setCause(rep *torchrunReport, c ranks.Cause) {
 	sv.st.Msg = c.String()
 	sv.st.StructuredError = text
 	sv.dirty = true
+}
+
+// replicaOf is replica k of role, or nil.
+func (sv *supervisor) replicaOf(role string, k int) *replica {
+	for _, r := range sv.all {
+		if r.role.req.Name == role && r.req.ID == k {
+			return r
+		}
+	}
+	return nil
 }

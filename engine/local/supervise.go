@@ -171,6 +171,9 @@ type replica struct {
 	forkAt      time.Time   // when this attempt was started
 	endMarked   bool
 	workers     *workerWatch // a torchrun node's workers (workers.go), or nil
+	sig         int          // the signal that killed this attempt's leader, 0 for none
+	oom         bool         // the kernel's OOM killer killed a process of the app meanwhile
+	oomKills    int          // the app cgroup's OOM kills when this attempt started
 	// rdzvPort is the port on which the node tries to host its c10d rendezvous store
 	// here, 0 for none. unbound is 1 + the attempt whose stderr said it could not
 	// bind it, held who listened on it then (a portHolder), written by its tap
@@ -513,6 +516,7 @@ func (sv *supervisor) save() {
 // start forks a replica's current attempt, with fresh pipes for its output.
 func (sv *supervisor) start(r *replica) {
 	r.phase, r.stopping, r.killed, r.groupKilled = starting, false, false, false
+	r.sig, r.oom, r.oomKills = 0, false, sv.cg.oomKills()
 	r.forkAt = time.Now()
 	r.killAt, r.drainAt = time.Time{}, time.Time{}
 	r.errFile = nil
@@ -638,6 +642,10 @@ func (sv *supervisor) handle(ev event) {
 		}
 	case evExited:
 		code := exitCode(ev.ws)
+		if ev.ws.Signaled() {
+			r.sig = int(ev.ws.Signal())
+			r.oom = r.sig == int(unix.SIGKILL) && sv.cg.oomKills() > r.oomKills
+		}
 		r.st.ExitCode = spec.IntPtr(code)
 		r.st.Ended = now
 		if r.stopping && !r.killed && groupAlive(r.pid) {

@@ -27,6 +27,8 @@ type extraInfo struct {
 	Timestamp string `json:"timestamp"`
 	// Rank is the global rank that failed, when known.
 	Rank *int `json:"rank,omitempty"`
+	// Where is the innermost frame of the original exception, "FILE:LINE in FUNC".
+	Where string `json:"where,omitempty"`
 	// LinesFrom and LinesTo are when the node wrote the first and the last line of an
 	// unprefixed traceback: the lines to show as the rank's (see Blame).
 	LinesFrom *time.Time `json:"lines_from,omitempty"`
@@ -43,6 +45,7 @@ func (c Cause) JSON() string {
 		x.PyCallstack = strings.Join(c.Traceback, "\n") + "\n"
 	}
 	x.Timestamp = "0"
+	x.Where = c.Where
 	if !c.Time.IsZero() {
 		x.Timestamp = strconv.FormatInt(c.Time.Unix(), 10)
 	}
@@ -131,6 +134,19 @@ func (n *Node) Learn(st spec.ReplicaStatus) bool {
 		n.SetBlame(b)
 	}
 	return changed
+}
+
+// Where is the innermost frame of the exception a cause's JSON (Cause.JSON) records,
+// "FILE:LINE in FUNC", or "".
+func Where(structuredError string) string {
+	if !strings.Contains(structuredError, `"where"`) {
+		return ""
+	}
+	var doc errorDoc
+	if json.Unmarshal([]byte(structuredError), &doc) != nil {
+		return ""
+	}
+	return doc.Message.ExtraInfo.Where
 }
 
 // Callstack is the py_callstack of a torchelastic error file's JSON, "" if none.

@@ -5,16 +5,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// NodeReport is what one torchrun node of a failed job reported, for RootCause.
+// NodeReport is what one replica of a failed app reported, for RootCause: a torchrun
+// node (its workers are the ranks), or a plain replica (Plain: the replica is the
+// process that failed, a script run by python, a shell).
 type NodeReport struct {
-	// Replica is the node's replica index; NProc its nproc_per_node (0 if unknown).
+	// Role is the replica's role, Replica its index; NProc its nproc_per_node (0 if
+	// unknown, or not torchrun).
+	Role           string
 	Replica, NProc int
 	// GroupRank is the node's group rank when known otherwise (the workers' own
 	// GROUP_RANK, a rendezvous block), else -1.
 	GroupRank int
-	// Failures is what its lines said.
+	// Failures is what its stderr lines said.
 	Failures *Failures
 	// Exits are when the node's workers exited, by pid, when the scheduler saw it
 	// (a local supervisor does); nil when unknown.
@@ -23,19 +29,46 @@ type NodeReport struct {
 	// the rendezvous port that this node could not bind: the node's failure to bind
 	// was the normal one of a node whose peer on the same machine hosts the store.
 	Hosted bool
+	// Plain is set for a replica that is not a torchrun node: its own tracebacks
+	// and its own end are its failure, named "ROLE/REPLICA".
+	Plain bool
+	// Exit is how a plain replica ended, when it failed on its own (not stopped by
+	// the scheduler); nil when it did not fail, or is not known to have.
+	Exit *Exit
 }
 
-// Cause is the root cause of a failed torchrun job: the first failure of a rank.
+// Exit is how a replica's process ended, as its scheduler saw it.
+type Exit struct {
+	// Code is its exit code (a shell's 128+N included); Signal the signal that
+	// killed it, 0 when none did.
+	Code, Signal int
+	// OOM is set when the kernel's OOM killer killed it (its cgroup, or the
+	// container runtime, says so).
+	OOM bool
+	// Time is when it ended; Exact is set when that is when the scheduler saw the
+	// process exit, not a later look at it.
+	Time  time.Time
+	Exact bool
+}
+
+// Cause is the root cause of a failed app: the first failure of a rank, or of a
+// plain replica.
 type Cause struct {
-	// Replica is the node where it happened.
+	// Role and Replica are the replica (torchrun node) where it happened.
+	Role    string
 	Replica int
+	// Plain is set when the replica is not a torchrun node: the cause is named by
+	// its role and index ("python/0: ValueError: ...").
+	Plain bool
 	// Rank is the global rank that failed first, -1 if it cannot be told; Ranks then
 	// are the ranks it may be (the node's failed ranks).
 	Rank  int
 	Ranks []int
-	// What is what happened: the exception line ("RuntimeError: ..."), "killed by
-	// SIGKILL", or "rendezvous port N is in use".
+	// What is what happened: the original exception's line ("RuntimeError: ..."),
+	// "exit code 3", "killed by SIGSEGV", or "rendezvous port N is in use".
 	What string
+	// Where is the innermost frame of its traceback, "FILE:LINE in FUNC", if any.
+	Where string
 	// Traceback is the traceback that ends with What, if any.
 	Traceback []string
 	// Time is when it happened, as well as it is known; Began, when its traceback
@@ -45,9 +78,12 @@ type Cause struct {
 	Prefixed bool
 }
 
-// String is the cause as wick shows it: "rank 3: RuntimeError: ...".
+// String is the cause as wick shows it: "rank 3: RuntimeError: ...", "python/0:
+// exit code 3".
 func (c Cause) String() string {
 	switch {
+	case c.Plain:
+		return c.Role + "/" + strconv.Itoa(c.Replica) + ": " + c.What
 	case c.Rank >= 0:
 		return "rank " + strconv.Itoa(c.Rank) + ": " + c.What
 	case len(c.Ranks) > 0:
@@ -69,109 +105,172 @@ func PortInUse(port int) string {
 // of a whole second, in the node's local time).
 const summaryTime = "2006-01-02_15:04:05"
 
-// RootCause picks the first failure of a failed torchrun job from its nodes' reports:
+// RootCause picks the first failure of a failed app from its replicas' reports:
 //
 //  1. A rendezvous port that no node could bind (every node says so, or some node
 //     does and no worker failed): another program holds it, and whatever failed
 //     next followed from that.
-//  2. Else the earliest traceback that is not a collective failing because a peer
-//     died, across nodes, by the time its exception line was written; a signal that
-//     killed a worker (no traceback: the OOM killer, SIGSEGV) wins when it is known to
-//     come first, or when there is no such traceback.
-//  3. Else the earliest traceback of all.
+//  2. Else the failure that happened first, of every kind and replica: a traceback
+//     (by the time its exception line was written), a worker or replica killed by a
+//     signal, one that exited with a code of its own (sys.exit(3): no traceback).
+//     Times the scheduler saw (a line's, an exit the supervisor watched) come before
+//     torchrun's summary's (its monitor's whole second, up to 5 s late): a failure
+//     known only from a summary wins only where nothing has an exact time.
+//  3. A collective that failed because a peer was gone (gloo's "Connection closed by
+//     peer", a broken pipe, NCCL's abort) is never the cause while another failure
+//     is known: it is the cause only where it is all there is.
 //
-// ok is false when the reports say nothing of a worker's failure.
+// ok is false when the reports say nothing of a failure.
 func RootCause(nodes []NodeReport) (c Cause, ok bool) {
-	if port, ok := commonUnbound(nodes); ok {
-		return Cause{Replica: nodes[0].Replica, Rank: -1, What: PortInUse(port)}, true
+	if port, ok := commonUnbound(torchrunNodes(nodes)); ok {
+		n := nodes[0]
+		for _, x := range nodes {
+			if !x.Plain {
+				n = x
+				break
+			}
+		}
+		return Cause{Role: n.Role, Replica: n.Replica, Rank: -1, What: PortInUse(port)}, true
 	}
-	type tbAt struct {
-		node *NodeReport
-		tb   Traceback
-	}
-	var primary, any *tbAt
+	var cands []candidate
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Failures == nil {
-			continue
-		}
-		for _, tb := range n.Failures.WorkerTracebacks() {
-			if any == nil || tb.Time.Before(any.tb.Time) {
-				any = &tbAt{n, tb}
-			}
-			if !tb.Secondary() && (primary == nil || tb.Time.Before(primary.tb.Time)) {
-				primary = &tbAt{n, tb}
-			}
+		if n.Plain {
+			cands = append(cands, n.plainCandidates()...)
+		} else {
+			cands = append(cands, n.torchrunCandidates()...)
 		}
 	}
-	sig, sigNode, sigExact := earliestSignal(nodes)
+	var best *candidate
+	for i := range cands {
+		if x := &cands[i]; best == nil || x.before(best) {
+			best = x
+		}
+	}
+	if best == nil {
+		return Cause{}, false
+	}
+	return best.c, true
+}
+
+// candidate is a failure RootCause weighs.
+type candidate struct {
+	c Cause
+	// exact is set when c.Time is when it happened (not torchrun's summary's second);
+	// secondary when it is a peer's consequence; root when torchrun's summary put it
+	// under "Root Cause".
+	exact, secondary, root bool
+	// kind orders failures seen at one time by what they say: a traceback, a
+	// signal, an exit code.
+	kind int
+}
+
+// Kinds of candidate, in the order they win a tie.
+const (
+	kindTraceback = iota
+	kindSignal
+	kindExit
+)
+
+// before reports whether x is a better cause than y: not secondary over secondary,
+// then exact times over summary ones, then the earlier; at a tie, the kind that says
+// more, then torchrun's own choice.
+func (x *candidate) before(y *candidate) bool {
 	switch {
-	case sig != nil && (primary == nil || sigExact && sig.t.Before(primary.tb.Time)):
-		return Cause{Replica: sigNode.Replica, Rank: sig.f.Rank, What: "killed by " + sig.f.Signal(), Time: sig.t}, true
-	case primary != nil:
-		return primary.node.cause(primary.tb), true
-	case any != nil:
-		return any.node.cause(any.tb), true
+	case x.secondary != y.secondary:
+		return !x.secondary
+	case x.exact != y.exact:
+		return x.exact
+	case !x.c.Time.Equal(y.c.Time):
+		return x.c.Time.Before(y.c.Time)
+	case x.kind != y.kind:
+		return x.kind < y.kind
 	}
-	// No traceback, no signal: a worker that exited with a code of its own (a script
-	// that is not there, sys.exit(2)). torchrun's summary still names its rank.
-	if f, n, t, ok := firstExit(nodes); ok {
-		return Cause{Replica: n.Replica, Rank: f.Rank, What: "exit code " + strconv.Itoa(f.ExitCode), Time: t}, true
-	}
-	return Cause{}, false
+	return x.root && !y.root
 }
 
-// firstExit finds, in torchrun's summaries, the worker that failed first with an exit
-// code (of equal times, the one under "Root Cause"), and when.
-func firstExit(nodes []NodeReport) (best Failure, node *NodeReport, at time.Time, ok bool) {
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Failures == nil {
+// torchrunNodes are the nodes that run torchrun.
+func torchrunNodes(nodes []NodeReport) []NodeReport {
+	var out []NodeReport
+	for _, n := range nodes {
+		if !n.Plain {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// plainCandidates are the failures of a plain replica: the last traceback it wrote
+// (a Python process dies of its last one, and exits 1), else its exit code, else
+// the signal that killed it.
+func (n *NodeReport) plainCandidates() []candidate {
+	e := n.Exit
+	if e == nil {
+		return nil
+	}
+	base := Cause{Role: n.Role, Replica: n.Replica, Plain: true, Rank: -1, Time: e.Time}
+	if e.Signal != 0 {
+		c := base
+		c.What = "killed by " + signalName(e.Signal)
+		if e.OOM {
+			c.What = "killed by the kernel's OOM killer (" + signalName(e.Signal) + ")"
+		}
+		return []candidate{{c: c, exact: e.Exact, kind: kindSignal}}
+	}
+	if n.Failures != nil {
+		if tbs := n.Failures.WorkerTracebacks(); len(tbs) > 0 && e.Code == 1 {
+			tb := tbs[len(tbs)-1]
+			c := n.cause(tb)
+			c.Plain, c.Rank, c.Ranks = true, -1, nil
+			return []candidate{{c: c, exact: true, secondary: tb.Secondary()}}
+		}
+	}
+	c := base
+	c.What = "exit code " + strconv.Itoa(e.Code)
+	return []candidate{{c: c, exact: e.Exact, kind: kindExit}}
+}
+
+// torchrunCandidates are the failures of a torchrun node's workers: their tracebacks,
+// the signals that killed some (torchrun's summary), the exit codes of those that
+// exited with one of their own and wrote no traceback.
+func (n *NodeReport) torchrunCandidates() []candidate {
+	f := n.Failures
+	if f == nil {
+		return nil
+	}
+	var out []candidate
+	tbs := f.WorkerTracebacks()
+	for _, tb := range tbs {
+		out = append(out, candidate{c: n.cause(tb), exact: true, secondary: tb.Secondary()})
+	}
+	for _, s := range f.Summary {
+		if s.Rank < 0 || s.ExitCode == 0 {
 			continue
 		}
-		for _, f := range n.Failures.Summary {
-			if f.ExitCode <= 0 || f.Rank < 0 {
-				continue
-			}
-			t, _ := time.ParseInLocation(summaryTime, f.Time, time.Local)
-			if et, exact := n.Exits[f.PID]; exact {
-				t = et
-			}
-			if !ok || t.Before(at) || t.Equal(at) && f.Root && !best.Root {
-				best, node, at, ok = f, n, t, true
-			}
+		t, exact := n.Exits[s.PID]
+		if !exact {
+			t, _ = time.ParseInLocation(summaryTime, s.Time, time.Local)
 		}
+		x := candidate{c: Cause{Role: n.Role, Replica: n.Replica, Rank: s.Rank, Time: t}, exact: exact, root: s.Root}
+		switch {
+		case s.Signal() != "":
+			x.c.What, x.kind = "killed by "+s.Signal(), kindSignal
+		case s.ExitCode == 1 && len(tbs) > 0:
+			continue // an exception's exit: its traceback is the candidate
+		default:
+			x.c.What, x.kind = "exit code "+strconv.Itoa(s.ExitCode), kindExit
+		}
+		out = append(out, x)
 	}
-	return best, node, at, ok
+	return out
 }
 
-type signalAt struct {
-	f Failure
-	t time.Time
-}
-
-// earliestSignal finds the first worker killed by a signal, with when (exact when the
-// scheduler saw it exit, else torchrun's second).
-func earliestSignal(nodes []NodeReport) (best *signalAt, node *NodeReport, exact bool) {
-	for i := range nodes {
-		n := &nodes[i]
-		if n.Failures == nil {
-			continue
-		}
-		for _, f := range n.Failures.Summary {
-			if f.Signal() == "" {
-				continue
-			}
-			t, ok := n.Exits[f.PID]
-			if !ok {
-				t, _ = time.ParseInLocation(summaryTime, f.Time, time.Local)
-			}
-			if best == nil || t.Before(best.t) {
-				best, node, exact = &signalAt{f, t}, n, ok
-			}
-		}
+// signalName names signal sig ("SIGSEGV").
+func signalName(sig int) string {
+	if name := unix.SignalName(unix.Signal(sig)); name != "" {
+		return name
 	}
-	return best, node, exact
+	return "signal " + strconv.Itoa(sig)
 }
 
 // commonUnbound returns the rendezvous port every node failed to bind.
@@ -226,7 +325,11 @@ func (f *Failures) pastRendezvous() bool {
 
 // cause names the rank of a traceback of node n.
 func (n *NodeReport) cause(tb Traceback) Cause {
-	c := Cause{Replica: n.Replica, Rank: -1, What: tb.Exception, Traceback: tb.Lines, Time: tb.Time, Began: tb.Began, Prefixed: tb.Local >= 0}
+	what := tb.Origin
+	if what == "" {
+		what = tb.Exception
+	}
+	c := Cause{Role: n.Role, Replica: n.Replica, Rank: -1, What: what, Where: tb.Frame, Traceback: tb.Lines, Time: tb.Time, Began: tb.Began, Prefixed: tb.Local >= 0}
 	c.Rank, c.Ranks = n.RankOf(tb)
 	return c
 }

@@ -81,16 +81,66 @@ type Traceback struct {
 	Lines []string
 	// Agent is set for torchrun's own traceback (the agent's, not a worker's).
 	Agent bool
+	// Origin is the original exception's line: the first of a chain ("The above
+	// exception was the direct cause of the following exception:", "During handling
+	// of the above exception, another exception occurred:", CPython's traceback.py),
+	// or the one a wrapper carries in its message (torch's ExceptionWrapper, which a
+	// DataLoader worker's exception comes back in: "Caught ValueError in DataLoader
+	// worker process 0." then "Original Traceback (most recent call last):",
+	// torch/_utils.py). Exception itself when there is neither.
+	Origin string
+	// Frame is the innermost frame of the original exception, "FILE:LINE in FUNC",
+	// from CPython's frame lines ('  File "{}", line {}, in {}', traceback.py's
+	// StackSummary.format_frame_summary); "" when it had none.
+	Frame string
 	// open is set when another traceback of the same stream was open at the same
 	// time: their lines may be interleaved.
 	open bool
+	// frame is the last frame line read; wrap is set while the traceback goes on
+	// with the original one of a wrapper.
+	frame string
+	wrap  bool
+}
+
+// wrapperOrigin is what precedes the traceback a wrapper exception carries in its
+// message (torch/_utils.py, ExceptionWrapper: "Caught {type} {where}.\nOriginal
+// {formatted traceback}").
+const wrapperOrigin = "Original"
+
+// frameOf reads CPython's frame line ('File "train.py", line 88, in step') as
+// "train.py:88 in step", or returns "".
+func frameOf(trim string) string {
+	rest, ok := strings.CutPrefix(trim, `File "`)
+	if !ok {
+		return ""
+	}
+	file, rest, ok := strings.Cut(rest, `", line `)
+	if !ok {
+		return ""
+	}
+	line, fn, _ := strings.Cut(rest, ", in ")
+	if _, err := strconv.Atoi(line); err != nil {
+		return ""
+	}
+	if fn == "" {
+		return file + ":" + line
+	}
+	return file + ":" + line + " in " + fn
 }
 
 // Secondary reports whether the traceback is a worker failing because a peer did: a
 // collective whose connection was closed when the peer died.
 func (tb Traceback) Secondary() bool {
+	if tb.Origin != "" {
+		return secondary(tb.Origin)
+	}
+	return secondary(tb.Exception)
+}
+
+// secondary reports whether an exception's line is one of secondaryErrors.
+func secondary(exception string) bool {
 	for _, s := range secondaryErrors {
-		if strings.Contains(tb.Exception, s) {
+		if strings.Contains(exception, s) {
 			return true
 		}
 	}
@@ -194,12 +244,15 @@ func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
 	}
 	trim := strings.TrimSpace(text)
 	if k := strings.Index(text, tracebackHead); k >= 0 {
-		if s.chained && s.last != nil {
-			// The next exception of a chain: the traceback goes on.
+		wrapped := s.last != nil && strings.TrimSpace(text[:k]) == wrapperOrigin && strings.Contains(s.last.Exception, "Caught ")
+		if s.chained && s.last != nil || wrapped {
+			// The next exception of a chain, or the original one a wrapper carries:
+			// the traceback goes on.
 			s.chained = false
 			f.drop(s.last)
 			s.open = append(s.open, s.last)
-			s.last.Lines = appendLine(s.last.Lines, text[k:])
+			s.last.wrap = wrapped
+			s.last.Lines = appendLine(s.last.Lines, text)
 			s.last = nil
 			return
 		}
@@ -228,6 +281,9 @@ func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
 		// far as one can tell.
 		tb := s.open[0]
 		tb.Lines = appendLine(tb.Lines, text)
+		if fr := frameOf(trim); fr != "" {
+			tb.frame = fr
+		}
 		if strings.HasPrefix(trim, "File ") && (strings.Contains(trim, `torchrun"`) || strings.Contains(trim, "torch/distributed/run.py")) {
 			tb.Agent = true
 		}
@@ -239,6 +295,13 @@ func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
 	tb := s.open[0]
 	s.open = s.open[1:]
 	tb.End, tb.Time, tb.Exception = i, t, trim
+	// The original: the chain's first, unless that was a peer's consequence (a
+	// DataLoader whose killed worker's queue said "Connection reset by peer" before
+	// its "worker ... is killed by signal"); a wrapper's inner one.
+	if tb.Origin == "" || tb.wrap || secondary(tb.Origin) && !secondary(trim) {
+		tb.Origin, tb.Frame = trim, tb.frame
+	}
+	tb.wrap = false
 	tb.Lines = appendLine(tb.Lines, text)
 	if strings.Contains(trim, "ChildFailedError") {
 		tb.Agent = true

@@ -43,10 +43,10 @@ func TestDescribeShowsAnEndedApp(t *testing.T) {
 	d := viewtest.New(t, vc, describe.New(vc, h))
 	scr := d.WaitFor(h.String(), "FAILED")
 	for _, want := range []string{
-		"error:    worker/0 failed with exit code 3", // why the app failed
-		"worker/0  FAILED  3",                        // the replica's row: state, exit code
-		"hostname: localhost",                        // where it ran
-		"entrypoint:   sh",                           // the AppDef it ran
+		"error:    worker/0: exit code 3", // why the app failed
+		"worker/0  FAILED  3",             // the replica's row: state, exit code
+		"hostname: localhost",             // where it ran
+		"entrypoint:   sh",                // the AppDef it ran
 		`args:         [-c, "echo hello; exit 3"]`,
 	} {
 		if !strings.Contains(scr, want) {

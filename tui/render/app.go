@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -188,6 +189,9 @@ func status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler, width int)
 	}
 	if a.StructuredError != "" {
 		kv("error", st.Error(Escape(FirstLine(spec.ErrorMessage(a.StructuredError)))))
+		if at := ranks.Where(a.StructuredError); at != "" {
+			kv("at", Escape(at))
+		}
 	}
 	for _, warn := range a.Warnings {
 		kv("warning", st.Error(Escape(warn)))

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""A DDP job that hangs: one rank sleeps forever before all_reduce, the others wait in it.
+
+    wick run dist.ddp -j 1x2 --tee 1 --env PET_REDIRECTS=1 \
+        --script examples/failures/hang.py -- --stuck_rank 1
+
+Nothing fails for gloo's 30 minute timeout. wick raises its hang alarm once no
+rank printed or stepped for the hang time, and wick stack HANDLE shows where each
+rank is: the sleeping rank in slow_io, the others in all_reduce.
+"""
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def slow_io():
+    while True:  # a stuck read, a lock never released
+        time.sleep(3600)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--stuck_rank", type=int, default=1)
+    p.add_argument("--stuck_step", type=int, default=3)
+    args = p.parse_args()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    for step in range(1000):
+        if rank == args.stuck_rank and step == args.stuck_step:
+            slow_io()
+        t = torch.ones(2)
+        dist.all_reduce(t)
+        print(f"step {step} loss {1.0 / (step + 1):.4f}", flush=True)
+        time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    main()
