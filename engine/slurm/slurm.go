@@ -264,10 +264,9 @@ func start(ctx context.Context, stdin io.Reader, name string, args ...string) *r
 	r.out = &limitWriter{max: maxOutput}
 	r.errw = &limitWriter{max: maxStderr}
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.errw
-	// Slurm's commands talk to the controller only; they must not pick up a job's
-	// environment when wick itself runs inside a job (SLURM_JOB_ID and friends would
-	// change squeue's and sbatch's defaults).
-	r.cmd.Env = cleanEnv(os.Environ())
+	// The user's SBATCH_*, SQUEUE_*, SLURM_CONF... reach the command; what Slurm set
+	// inside a job wick runs in does not (see env.go).
+	r.cmd.Env = commandEnv(os.Environ())
 	r.err = r.cmd.Start()
 	return r
 }
@@ -310,27 +309,6 @@ func (r *running) wait() ([]byte, error) {
 		return nil, &CommandError{Cmd: name, Code: code, Stderr: msg, Stdout: out.buf.String()}
 	}
 	return out.buf.Bytes(), nil
-}
-
-// controllerDown recognises Slurm's messages for a controller it cannot reach.
-func controllerDown(msg string) bool {
-	return strings.Contains(msg, "Unable to contact slurm controller") ||
-		strings.Contains(msg, "Slurm backup controller in standby mode") ||
-		strings.Contains(msg, "Socket timed out on send/recv operation")
-}
-
-// cleanEnv drops the variables through which a job's environment would steer Slurm's
-// client commands.
-func cleanEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "SLURM_") && k != "SLURM_CONF" || strings.HasPrefix(k, "SBATCH_") || strings.HasPrefix(k, "SQUEUE_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // Ping checks that Slurm's commands are on PATH and that the controller answers
