@@ -179,6 +179,9 @@ type Args struct {
 	// dist.spmd's nproc_per_node that differs from the host's GPU count). Parse leaves
 	// it nil; the caller sets it before Build.
 	Warn func(msg string)
+	// Warnings are what Parse noticed but let through (a default that TorchX reads
+	// differently from what it seems to say); the caller shows them.
+	Warnings []string
 }
 
 // warnf sends a warning to a.Warn, if set.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -57,7 +58,7 @@ func (c *Component) Parse(argv []string, defaults map[string]string) (Args, erro
 			f.NoOptDefVal = "true"
 		}
 	}
-	merged, err := c.joinBoolWords(argv)
+	merged, err := c.normalizeArgv(argv)
 	if err != nil {
 		return Args{}, err
 	}
@@ -86,10 +87,9 @@ func (c *Component) Parse(argv []string, defaults map[string]string) (Args, erro
 			source string
 		)
 		switch d, inDefaults := defaults[p.Name]; {
-		case len(raw[i].vals) > 1:
-			return Args{}, fmt.Errorf("%s given more than once", p.flag())
-		case len(raw[i].vals) == 1:
-			s, source = raw[i].vals[0], "value"
+		case len(raw[i].vals) > 0:
+			// The last value wins, as in argparse.
+			s, source = raw[i].vals[len(raw[i].vals)-1], "value"
 		case inDefaults:
 			s, source = d, "default"
 		case p.Required:
@@ -100,7 +100,7 @@ func (c *Component) Parse(argv []string, defaults map[string]string) (Args, erro
 		default:
 			s, source = p.Default, "declared"
 		}
-		v, ok, err := p.parse(s)
+		v, ok, err := c.decode(p, s, source, &args)
 		if err != nil {
 			if source == "declared" {
 				return Args{}, fmt.Errorf("%s: parameter %s has a bad default: %w", c.Name, p.flag(), err)
@@ -134,6 +134,20 @@ func (c *Component) Parse(argv []string, defaults map[string]string) (Args, erro
 		}
 	}
 	return args, nil
+}
+
+// decode converts a parameter's value from source ("value": argv; "default":
+// .torchxconfig; "declared": the component's): p.parse, but a bool from argv or the
+// config is read as TorchX reads it (torchxBool), and its warnings go to args.
+func (c *Component) decode(p Param, s, source string, args *Args) (any, bool, error) {
+	if p.Type != Bool || source == "declared" {
+		return p.parse(s)
+	}
+	v, warn, err := torchxBool(s, source)
+	if warn != "" {
+		args.Warnings = append(args.Warnings, fmt.Sprintf("%s = %s in the defaults of %s: %s", p.Name, shown(s), c.Name, warn))
+	}
+	return v, err == nil, err
 }
 
 // rawValue collects the raw strings a flag was given; Parse converts them afterwards so
@@ -265,15 +279,24 @@ func formatValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// joinBoolWords rewrites TorchX's "--flag True" into "--flag=True" for bool parameters
-// (pflag would take "True" as a positional argument), and rejects pflag's "-test."
-// prefix, which pflag silently skips.
-func (c *Component) joinBoolWords(argv []string) ([]string, error) {
+// normalizeArgv rewrites argv into what pflag reads the way argparse (TorchX's parser)
+// reads it:
+//
+//   - a long flag may be abbreviated to any unambiguous prefix (--scr for --script);
+//     an ambiguous one is an error naming the candidates;
+//   - a flag that takes a value takes the next token, as argparse does, unless that
+//     token looks like a flag (starts with '-' and is not a negative number): then the
+//     flag has no value (an error, except for a bool, which wick reads as true);
+//   - a bool flag therefore takes the next token too (--debug 0 --image foo:1 is debug
+//     0 and image foo:1), and Parse decodes it as TorchX does;
+//
+// and rejects pflag's "-test." prefix, which pflag silently skips.
+func (c *Component) normalizeArgv(argv []string) ([]string, error) {
 	out := make([]string, 0, len(argv))
 	for i := 0; i < len(argv); i++ {
 		tok := argv[i]
 		next := func() (string, bool) {
-			if i+1 < len(argv) {
+			if i+1 < len(argv) && !looksLikeFlag(argv[i+1]) {
 				return argv[i+1], true
 			}
 			return "", false
@@ -292,20 +315,12 @@ func (c *Component) joinBoolWords(argv []string) ([]string, error) {
 			name := strings.SplitN(tok[1:], "=", 2)[0]
 			return nil, fmt.Errorf("unknown flag -%s for %s (did you mean --%s?)", shown(name), c.Name, name)
 		case strings.HasPrefix(tok, "--"):
-			name, _, hasVal := strings.Cut(tok[2:], "=")
-			p := c.param(strings.ReplaceAll(name, "-", "_"))
-			out = append(out, tok)
-			if p == nil || hasVal {
-				continue
+			toks, skip, err := c.longArg(argv, i)
+			if err != nil {
+				return nil, err
 			}
-			if nx, ok := next(); ok && (p.Type != Bool || isBoolWord(nx)) {
-				if p.Type == Bool {
-					out[len(out)-1] = tok + "=" + nx
-				} else {
-					out = append(out, nx)
-				}
-				i++
-			}
+			out = append(out, toks...)
+			i += skip
 		default:
 			if strings.HasPrefix(tok, "-test.") {
 				return nil, fmt.Errorf("unknown flag %s for %s", shown(tok), c.Name)
@@ -319,28 +334,137 @@ func (c *Component) joinBoolWords(argv []string) ([]string, error) {
 				if p == nil {
 					break
 				}
-				last := j == len(group)-1
-				if p.Type == Bool {
-					if nx, ok := next(); last && ok && isBoolWord(nx) {
-						out[len(out)-1] = tok + "=" + nx
-						i++
-					}
+				if j < len(group)-1 && p.Type != Bool {
+					break // -j2x8, -j=2x8: the rest of the group is the value
+				}
+				if j < len(group)-1 {
 					continue
 				}
-				if last {
-					if nx, ok := next(); ok {
-						out = append(out, nx)
-						i++
-					}
+				switch nx, ok := next(); {
+				case ok && p.Type == Bool:
+					out[len(out)-1] = tok + "=" + nx
+					i++
+				case ok:
+					out = append(out, nx)
+					i++
+				case p.Type != Bool:
+					return nil, fmt.Errorf("flag -%s needs a value%s", string(group[j]), dashHint(argv, i, "-"+string(group[j])))
 				}
-				break
 			}
 		}
 	}
 	return out, nil
 }
 
-func isBoolWord(s string) bool { return strings.EqualFold(s, "true") || strings.EqualFold(s, "false") }
+// longArg rewrites the long flag argv[i] (and its value) as --NAME[=VALUE], with
+// skip 1 when it took the next token as its value.
+func (c *Component) longArg(argv []string, i int) (toks []string, skip int, err error) {
+	tok := argv[i]
+	name, val, hasVal := strings.Cut(tok[2:], "=")
+	p, err := c.longFlag(strings.ReplaceAll(name, "-", "_"))
+	if err != nil {
+		return nil, 0, err
+	}
+	if p == nil {
+		if name != "help" && name != "" && strings.HasPrefix("help", name) && c.uniqueHelpPrefix(name) {
+			tok = "--help"
+		}
+		return []string{tok}, 0, nil // unknown: pflag's error names it
+	}
+	hasNext := i+1 < len(argv) && !looksLikeFlag(argv[i+1])
+	switch {
+	case hasVal:
+		return []string{"--" + p.Name + "=" + val}, 0, nil
+	case hasNext:
+		return []string{"--" + p.Name + "=" + argv[i+1]}, 1, nil
+	case p.Type == Bool:
+		return []string{"--" + p.Name}, 0, nil
+	}
+	return nil, 0, fmt.Errorf("flag --%s needs a value%s", p.Name, dashHint(argv, i, "--"+p.Name))
+}
+
+// negativeNumber is argparse's _negative_number_matcher: such a token is a value, not a
+// flag (no parameter of a component looks like a negative number).
+var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
+
+// looksLikeFlag is argparse's test of whether a token is an option rather than a value:
+// it starts with '-', is not '-' alone nor a negative number, and holds no space.
+func looksLikeFlag(tok string) bool {
+	return len(tok) > 1 && tok[0] == '-' && !negativeNumber.MatchString(tok) && !strings.Contains(tok, " ")
+}
+
+// dashHint tells how to give a value that starts with '-', when the token after flag
+// is one.
+func dashHint(argv []string, i int, flag string) string {
+	if i+1 < len(argv) && argv[i+1] != "--" {
+		return fmt.Sprintf(" (%s is a flag; for a value that starts with '-' write %s=%s)", shown(argv[i+1]), flag, shown(argv[i+1]))
+	}
+	return ""
+}
+
+// longFlag finds the parameter of --name: the one named so, else the only one whose
+// name starts with name (argparse's abbreviations, allow_abbrev). nil with no error
+// when none matches; an error naming the candidates when several do.
+func (c *Component) longFlag(name string) (*Param, error) {
+	if p := c.param(name); p != nil || name == "" || name == "help" {
+		return p, nil
+	}
+	var found []*Param
+	for i := range c.Params {
+		if strings.HasPrefix(c.Params[i].Name, name) {
+			found = append(found, &c.Params[i])
+		}
+	}
+	helpToo := strings.HasPrefix("help", name)
+	switch {
+	case len(found) == 1 && !helpToo:
+		return found[0], nil
+	case len(found) == 0:
+		return nil, nil
+	}
+	names := make([]string, 0, len(found)+1)
+	for _, p := range found {
+		names = append(names, "--"+p.Name)
+	}
+	if helpToo {
+		names = append(names, "--help")
+	}
+	return nil, fmt.Errorf("ambiguous flag --%s for %s: it could be %s", shown(name), c.Name, strings.Join(names, ", "))
+}
+
+// uniqueHelpPrefix reports whether --name, a prefix of --help, abbreviates it alone.
+func (c *Component) uniqueHelpPrefix(name string) bool {
+	for _, p := range c.Params {
+		if strings.HasPrefix(p.Name, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// torchxBool decodes a bool parameter's value as TorchX does (torchx/util/types.py
+// decode: `value.lower() == "true"`, every other word is false), with two guards where
+// that reading would silently turn a user's "yes" into no. On the command line (source
+// "value") true and false in any case are read, and 0, no, off and "" as false;
+// 1, yes, on, t, y and any other word are an error naming the flag. In .torchxconfig
+// (source "default") TorchX's reading holds, so that a project behaves as under TorchX,
+// with a warning when a word that means true elsewhere reads as false.
+func torchxBool(s, source string) (v bool, warn string, err error) {
+	low := strings.ToLower(strings.TrimSpace(s))
+	switch low {
+	case "true":
+		return true, "", nil
+	case "false", "0", "no", "off", "":
+		return false, "", nil
+	}
+	if source == "default" {
+		return false, "read as false, as TorchX reads every word but \"true\" (write true or false)", nil
+	}
+	if b, perr := spec.ParseBool(low); perr == nil && b {
+		return false, "", errors.New("want true or false (TorchX would read it as false)")
+	}
+	return false, "", errors.New("want a bool (true or false)")
+}
 
 // flagError turns pflag's errors into wick's one-line messages.
 func (c *Component) flagError(err error) error {

@@ -76,9 +76,30 @@ func TestParseValues(t *testing.T) {
 			varargs: []string{"-n", "2"},
 		},
 		{
-			// A negative number is a value, not a flag.
-			argv: []string{"--msg", "-x", "-n", "-2"},
-			want: map[string]any{"msg": "-x", "n": -2, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500},
+			// A negative number is a value, not a flag (argparse's
+			// _negative_number_matcher); so is a word with a space; --msg=-x gives a
+			// value that starts with '-'.
+			argv: []string{"--msg=-x", "-n", "-2", "--ratio", "-.5", "--opt", "-a b"},
+			want: map[string]any{"msg": "-x", "n": -2, "ratio": -0.5, "verbose": false, "quiet": false, "rdzv_port": 29500, "opt": "-a b"},
+		},
+		{
+			// argparse: a bool takes the next token whatever it is, and TorchX decodes
+			// it (0 is false); the flags after it stay flags (issue #33's
+			// "--debug 0 --image foo:1").
+			argv: []string{"--msg", "m", "--verbose", "0", "-n", "3", "-q", "no", "--tags", "a"},
+			want: map[string]any{"msg": "m", "n": 3, "ratio": 0.5, "verbose": false, "quiet": false, "rdzv_port": 29500, "tags": []string{"a"}},
+		},
+		{
+			// A bare bool before another flag is true (argparse would refuse it).
+			argv: []string{"--verbose", "--msg", "m", "--quiet=TRUE"},
+			want: map[string]any{"msg": "m", "n": 1, "ratio": 0.5, "verbose": true, "quiet": true, "rdzv_port": 29500},
+		},
+		{
+			// The last value of a repeated flag wins, as in argparse; unambiguous
+			// abbreviations (argparse's allow_abbrev): --ra for --ratio, --rd for
+			// --rdzv_port, --ms for --msg.
+			argv: []string{"--ms", "a", "--msg", "b", "-n", "1", "-n", "2", "--ra=3", "--rd", "7", "--verbose", "true", "--verbose=false", "--"},
+			want: map[string]any{"msg": "b", "n": 2, "ratio": 3.0, "verbose": false, "quiet": false, "rdzv_port": 7},
 		},
 	} {
 		args, err := c.Parse(tc.argv, tc.defs)
@@ -110,9 +131,15 @@ func TestParseErrors(t *testing.T) {
 		{"", []string{"--msg", "a", "--ratio", "fast"}, nil, `invalid value "fast" for --ratio: want a float`},
 		{"", []string{"--msg", "a", "--verbose=sure"}, nil, `invalid value "sure" for --verbose: want a bool (true or false)`},
 		{"", []string{"--msg", "a", "--env", "novalue"}, nil, `invalid value "novalue" for --env: want a map written KEY=VALUE[,KEY=VALUE...]`},
-		{"", []string{"--msg", "a", "--msg", "b"}, nil, "--msg given more than once"},
-		{"", []string{"--msg", "a", "-v", "--verbose=false"}, nil, "--verbose given more than once"},
-		{"", []string{"--msg", "a", "--verbose="}, nil, `invalid value "" for --verbose: want a bool (true or false)`},
+		// A bool's value that is not true or false is an error naming the flag, never
+		// the start of the program's arguments; 1 and yes, which TorchX reads as false.
+		{"rest", []string{"--msg", "a", "--verbose", "train.py", "x"}, nil, `invalid value "train.py" for --verbose: want a bool (true or false)`},
+		{"", []string{"--msg", "a", "--verbose", "1"}, nil, `invalid value "1" for --verbose: want true or false (TorchX would read it as false)`},
+		{"", []string{"--msg", "a", "-q", "yes"}, nil, `invalid value "yes" for --quiet: want true or false (TorchX would read it as false)`},
+		{"", []string{"--msg", "--verbose"}, nil, `flag --msg needs a value (--verbose is a flag; for a value that starts with '-' write --msg=--verbose)`},
+		{"", []string{"--msg", "a", "-n", "-x"}, nil, `flag -n needs a value (-x is a flag; for a value that starts with '-' write -n=-x)`},
+		{"", []string{"--msg", "a", "--r", "1"}, nil, `ambiguous flag --r for test.comp: it could be --ratio, --rdzv_port`},
+		{"", []string{"--msg", "a", "--"}, map[string]string{"n": "-"}, `invalid default "-" for -n: want an int`},
 		{"", []string{"--msg", "a", "--n="}, nil, `invalid value "" for -n: want an int`},
 		{"", []string{"--msg", "a", "--mgs", "b"}, nil, `unknown flag --mgs for test.comp (did you mean --msg?)`},
 		{"", []string{"--msg", "a", "--zzzzzz"}, nil, `unknown flag --zzzzzz for test.comp`},
@@ -347,5 +374,39 @@ func TestParamTypeString(t *testing.T) {
 		if got := typ.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(typ), got, want)
 		}
+	}
+}
+
+// TestParseConfigBool: a bool default from .torchxconfig is read as TorchX reads it
+// (torchx/util/types.py decode: only "true", in any case, is true), with a warning when
+// the word means true elsewhere (issue #33: `debug = 1` leaves debug off under TorchX).
+func TestParseConfigBool(t *testing.T) {
+	c := testComponent("")
+	for _, tc := range []struct {
+		def  string
+		want bool
+		warn string
+	}{
+		{"True", true, ""},
+		{"false", false, ""},
+		{"0", false, ""},
+		{"1", false, `verbose = 1 in the defaults of test.comp: read as false, as TorchX reads every word but "true" (write true or false)`},
+		{"yes", false, `verbose = yes in the defaults of test.comp: read as false, as TorchX reads every word but "true" (write true or false)`},
+	} {
+		args, err := c.Parse([]string{"--msg", "m"}, map[string]string{"verbose": tc.def})
+		if err != nil {
+			t.Errorf("verbose = %s: %v", tc.def, err)
+			continue
+		}
+		if args.Bool("verbose") != tc.want {
+			t.Errorf("verbose = %s: %v, want %v", tc.def, args.Bool("verbose"), tc.want)
+		}
+		if got := strings.Join(args.Warnings, "\n"); got != tc.warn {
+			t.Errorf("verbose = %s: warnings %q, want %q", tc.def, got, tc.warn)
+		}
+	}
+	// --he abbreviates --help, which no parameter starts with.
+	if _, err := c.Parse([]string{"--he"}, nil); !errors.Is(err, ErrHelp) {
+		t.Errorf("--he: err = %v, want ErrHelp", err)
 	}
 }

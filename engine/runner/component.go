@@ -71,6 +71,11 @@ func (r *Runner) Materialize(ctx context.Context, name string, args []string, c 
 		return comp, nil, &ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
 	}
 	parsed.Warn = c.Warn
+	if c.Warn != nil {
+		for _, w := range parsed.Warnings {
+			c.Warn(w)
+		}
+	}
 	app, err := comp.AppDef(parsed)
 	if err != nil {
 		return comp, nil, &ComponentError{Component: comp, Err: err}

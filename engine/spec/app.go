@@ -70,7 +70,7 @@ func NewRole(name, image, entrypoint string, args ...string) Role {
 		Name:        name,
 		Image:       image,
 		Entrypoint:  entrypoint,
-		Args:        args,
+		Args:        append([]string{}, args...),
 		Env:         map[string]string{},
 		NumReplicas: 1,
 		RetryPolicy: RetryApplication,
@@ -174,7 +174,7 @@ func (a *AppDef) RoleNames() []string {
 // Clone returns a deep copy of the role.
 func (r Role) Clone() Role {
 	c := r
-	c.Args = append([]string(nil), r.Args...)
+	c.Args = append([]string{}, r.Args...) // [] and not null in JSON, as TorchX prints it
 	c.Env = cloneMap(r.Env)
 	if c.Env == nil {
 		c.Env = map[string]string{}

@@ -68,18 +68,26 @@ func NamedResource(name string) (Resource, error) {
 func NamedResources() []string { return SortedKeys(namedResources) }
 
 // ResourceOf builds a resource the way TorchX's specs.resource does: a named resource h
-// wins; otherwise zero or negative values fall back to 2 cpu, 0 gpu, 1024 MB.
+// wins; otherwise a zero value falls back to 2 cpu, 0 gpu, 1024 MB, and a negative one
+// is an error.
 func ResourceOf(cpu, gpu, memMB int, h string) (Resource, error) {
 	if h != "" {
 		return NamedResource(h)
 	}
-	if cpu <= 0 {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"cpu", cpu}, {"gpu", gpu}, {"memMB", memMB}} {
+		if v.n < 0 {
+			// TorchX passes a negative count on into the AppDef (`cpu or 2` keeps -1),
+			// which no scheduler can honour.
+			return Resource{}, fmt.Errorf("invalid --%s %d: a resource cannot be negative (0 takes the default)", v.name, v.n)
+		}
+	}
+	if cpu == 0 {
 		cpu = 2
 	}
-	if gpu <= 0 {
-		gpu = 0
-	}
-	if memMB <= 0 {
+	if memMB == 0 {
 		memMB = 1024
 	}
 	return Resource{CPU: cpu, GPU: gpu, MemMB: memMB}, nil

@@ -346,11 +346,26 @@ func TestResources(t *testing.T) {
 		want          Resource
 	}{
 		{0, 0, 0, "", Resource{CPU: 2, GPU: 0, MemMB: 1024}},
-		{4, -1, 2048, "", Resource{CPU: 4, GPU: 0, MemMB: 2048}},
+		{4, 0, 2048, "", Resource{CPU: 4, GPU: 0, MemMB: 2048}},
 		{4, 1, 2048, "cpu.nano", Resource{CPU: 1, GPU: 0, MemMB: 512}},
+		// A named resource wins: the counts are not read (TorchX's specs.resource).
+		{-1, -1, -1, "cpu.nano", Resource{CPU: 1, GPU: 0, MemMB: 512}},
 	} {
 		if got, err := ResourceOf(tc.cpu, tc.gpu, tc.mem, tc.h); err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ResourceOf(%d, %d, %d, %q) = %+v, %v", tc.cpu, tc.gpu, tc.mem, tc.h, got, err)
+		}
+	}
+	// A negative count: TorchX's `cpu or 2` keeps -1 in the AppDef; wick refuses it.
+	for _, tc := range []struct {
+		cpu, gpu, mem int
+		err           string
+	}{
+		{-1, 0, 0, "invalid --cpu -1: a resource cannot be negative (0 takes the default)"},
+		{2, -1, 0, "invalid --gpu -1: a resource cannot be negative (0 takes the default)"},
+		{2, 0, -512, "invalid --memMB -512: a resource cannot be negative (0 takes the default)"},
+	} {
+		if _, err := ResourceOf(tc.cpu, tc.gpu, tc.mem, ""); err == nil || err.Error() != tc.err {
+			t.Errorf("ResourceOf(%d, %d, %d) err = %v, want %q", tc.cpu, tc.gpu, tc.mem, err, tc.err)
 		}
 	}
 	if len(NamedResources()) != 12 {
