@@ -113,6 +113,11 @@ type run struct {
 	wctx    context.Context
 	// stopOnNaN is the sweep's StopOnNaN.
 	stopOnNaN bool
+	// heldUntil is when the queue may try to launch again after its scheduler
+	// refused an app for a limit (an app's end lets it try at once); held is the
+	// back-off of the next refusal.
+	heldUntil time.Time
+	held      time.Duration
 }
 
 // Run launches the sweep's queued apps, at most MaxParallel at once and each with
@@ -151,8 +156,10 @@ func (q *Queue) Run(ctx context.Context) error {
 	tick := time.NewTicker(rereadEvery)
 	defer tick.Stop()
 	for {
-		if err := r.fill(ctx); err != nil {
-			return err
+		if !time.Now().Before(r.heldUntil) {
+			if err := r.fill(ctx); err != nil {
+				return err
+			}
 		}
 		// The sweep as in memory, with the changes of other wicks (a cancel) read
 		// from its journal.
@@ -171,6 +178,7 @@ func (q *Queue) Run(ctx context.Context) error {
 			r.devs.Free(r.running[end.handle])
 			delete(r.running, end.handle)
 			r.logf("%s ended %s", end.handle, end.state)
+			r.heldUntil = time.Time{} // a slot freed: a refused app may fit now
 		case <-tick.C:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -215,7 +223,11 @@ func (r *run) disown() {
 	})
 }
 
-// watch waits for the app's end, and reports it on ends.
+// watch waits for the app's end, and reports it on ends. Only its scheduler's word
+// ends it: the app is terminal, or its scheduler no longer has it. A wait that fails
+// otherwise (the Engine restarting, an inotify limit, a Slurm controller that does
+// not answer) is tried again with back-off; until then the app keeps its slot and its
+// devices.
 func (r *run) watch(h spec.Handle) {
 	go func() {
 		if mr, ok := r.q.Launcher.(MetricsReader); ok && r.stopOnNaN {
@@ -223,18 +235,47 @@ func (r *run) watch(h spec.Handle) {
 			defer stop() // once the app has ended
 			go r.watchNaN(ctx, mr, h)
 		}
-		st, err := r.q.Launcher.Wait(r.wctx, h, waitPoll)
-		if r.wctx.Err() != nil {
+		state, ok := r.waitEnd(h)
+		if !ok {
 			return
-		}
-		state := spec.UnknownState
-		if err == nil && st != nil {
-			state = st.State
-		} else if err != nil {
-			r.logf("wait for %s: %v", h, err)
 		}
 		r.ends <- ended{h.String(), state}
 	}()
+}
+
+// Back-off of a failed wait for an app's end.
+const (
+	waitRetryFirst = 500 * time.Millisecond
+	waitRetryMax   = 30 * time.Second
+)
+
+// waitEnd waits until the app's scheduler says it is terminal (its state) or gone
+// (UnknownState); ok is false when the queue stops first.
+func (r *run) waitEnd(h spec.Handle) (state spec.AppState, ok bool) {
+	backoff := waitRetryFirst
+	for {
+		st, err := r.q.Launcher.Wait(r.wctx, h, waitPoll)
+		switch {
+		case r.wctx.Err() != nil:
+			return 0, false
+		case err == nil && st != nil && st.State.Terminal():
+			return st.State, true
+		case errors.Is(err, sched.ErrNotFound):
+			r.logf("%s: its scheduler no longer has it", h)
+			return spec.UnknownState, true
+		case err == nil:
+			err = errors.New("the wait returned before the app ended")
+		}
+		r.logf("wait for %s: %v (its slot stays taken; trying again in %s)", h, err, backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-r.wctx.Done():
+			t.Stop()
+			return 0, false
+		case <-t.C:
+		}
+		backoff = min(2*backoff, waitRetryMax)
+	}
 }
 
 // adopt waits for the apps an earlier queue launched that still run (their devices
@@ -266,7 +307,13 @@ func (r *run) adopt(ctx context.Context, s *Sweep) error {
 				r.devs.Hold(e.Devices)
 				r.watch(h)
 			}
-		case err == nil && !d.Status.State.Terminal():
+		case err == nil && !d.Status.State.Terminal(),
+			err != nil && !errors.Is(err, sched.ErrNotFound):
+			// Running, or not known to be ended (its scheduler did not answer): it
+			// keeps its slot and devices until watch hears of its end.
+			if err != nil {
+				r.logf("describe %s: %v (counted as running until its scheduler says it ended)", e.Handle, err)
+			}
 			r.running[e.Handle] = e.Devices
 			r.devs.Hold(e.Devices)
 			r.watch(h)
@@ -355,6 +402,10 @@ func (r *run) fill(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if why, ok := LimitRefusal(lerr); ok {
+			return r.refused(e, why)
+		}
+		r.held = 0
 		cancelIt, err := r.launched(e, h, lerr)
 		if err != nil {
 			return err
@@ -375,6 +426,32 @@ func (r *run) fill(ctx context.Context) error {
 	}
 }
 
+// Back-off of the retries of an app its scheduler refused for a limit: an app's end
+// retries at once.
+const (
+	heldFirst = 5 * time.Second
+	heldMax   = 2 * time.Minute
+)
+
+// refused puts e back in the queue, first in line, after its scheduler refused it for
+// a limit (why): nothing more is launched until an app ends or the back-off passes.
+func (r *run) refused(e *Entry, why string) error {
+	r.devs.Free(e.Devices)
+	r.held = min(max(2*r.held, heldFirst), heldMax)
+	r.heldUntil = time.Now().Add(r.held)
+	wait := fmt.Sprintf("refused by its scheduler (%s): tried again when an app of the sweep ends, or in %s", why, r.held)
+	r.logf("launch %s: %s", e.Handle, wait)
+	return r.q.Store.Change(r.q.ID, func(s *Sweep, edit func(int) *Entry) error {
+		if i := s.index(e.Handle); i >= 0 {
+			cur := edit(i)
+			if cur.State == Launching {
+				cur.State, cur.Devices, cur.LaunchStarted, cur.Wait = Queued, nil, time.Time{}, wait
+			}
+		}
+		return nil
+	})
+}
+
 // launched records how the launch of e went (h: the handle its scheduler gave it);
 // cancelIt is a cancel that came while it was launched.
 func (r *run) launched(e *Entry, h spec.Handle, lerr error) (cancelIt bool, err error) {
@@ -385,10 +462,10 @@ func (r *run) launched(e *Entry, h spec.Handle, lerr error) (cancelIt bool, err 
 		}
 		cur := edit(i)
 		if lerr != nil {
-			cur.State, cur.Error, cur.Ended = NotLaunched, oneLine(lerr.Error()), time.Now()
+			cur.State, cur.Error, cur.Ended, cur.Wait = NotLaunched, oneLine(lerr.Error()), time.Now(), ""
 			return nil
 		}
-		cur.State, cur.Launched = Launched, time.Now()
+		cur.State, cur.Launched, cur.Wait = Launched, time.Now(), ""
 		// Slurm names the app after its job, known once submitted.
 		cur.Handle = h.String()
 		cancelIt = cur.CancelRequested

@@ -41,6 +41,9 @@ func (s *Sweep) StatusAt(e *Entry, ahead int) spec.AppStatus {
 		if e.State == Launching {
 			pos = "being launched"
 		}
+		if e.Wait != "" {
+			pos += "; " + e.Wait
+		}
 		st.Msg = fmt.Sprintf("queued, %s (sweep %s)", pos, s.ID)
 		if !s.QueueRunning() {
 			st.Msg = fmt.Sprintf("queued, but the queue is not running: wick sweep resume %s (sweep %s)", s.ID, s.ID)

@@ -68,6 +68,9 @@ type Entry struct {
 	State  EntryState `json:"state"`
 	// Error is why the launch failed.
 	Error string `json:"error,omitempty"`
+	// Wait is why a queued app waits beyond its turn: its scheduler refused it for a
+	// limit (Slurm's submit limits, a full disk); the queue tries it again.
+	Wait string `json:"wait,omitempty"`
 	// CancelRequested is a cancel that came while the app was being launched: the
 	// queue cancels it once launched.
 	CancelRequested bool `json:"cancel_requested,omitempty"`

@@ -112,16 +112,34 @@ type fakeLauncher struct {
 	maxRun   int
 	ends     map[string]chan spec.AppState
 	failApp  string
+	// waitErrs is how many waits for an app fail before one works; waits counts them.
+	waitErrs map[string]int
+	waits    map[string]int
+	// refuse, if set, may refuse a launch (running: the apps running then).
+	refuse func(id string, running int) error
+	// describeErr fails every Describe.
+	describeErr error
 }
 
-type fakeSched struct{ sched.Scheduler }
+type fakeSched struct {
+	sched.Scheduler
+	f *fakeLauncher
+}
+
+// Describe fails with the launcher's describeErr, else says the app runs.
+func (s fakeSched) Describe(context.Context, string) (*sched.Description, error) {
+	if s.f != nil && s.f.describeErr != nil {
+		return nil, s.f.describeErr
+	}
+	return &sched.Description{Status: spec.AppStatus{State: spec.Running}}, nil
+}
 
 func (fakeSched) RunOpts() spec.RunOpts { return nil }
 func (fakeSched) DryRun(_ context.Context, sub sched.Submission) (any, error) {
 	return strings.Join(sub.Devices, ","), nil
 }
 
-func (f *fakeLauncher) Scheduler(string) (sched.Scheduler, error) { return fakeSched{}, nil }
+func (f *fakeLauncher) Scheduler(string) (sched.Scheduler, error) { return fakeSched{f: f}, nil }
 
 func (f *fakeLauncher) Schedule(_ context.Context, info *sched.DryRunInfo, _ sched.Progress) (spec.Handle, error) {
 	f.mu.Lock()
@@ -129,6 +147,11 @@ func (f *fakeLauncher) Schedule(_ context.Context, info *sched.DryRunInfo, _ sch
 	h := info.Handle()
 	if h.AppID == f.failApp {
 		return spec.Handle{}, errors.New("no room for it")
+	}
+	if f.refuse != nil {
+		if err := f.refuse(h.AppID, f.running); err != nil {
+			return spec.Handle{}, err
+		}
 	}
 	f.launched = append(f.launched, h.AppID)
 	f.cuda[h.AppID] = info.Request.(string)
@@ -147,6 +170,13 @@ func (f *fakeLauncher) end(id string) {
 func (f *fakeLauncher) Wait(ctx context.Context, h spec.Handle, _ time.Duration) (*spec.AppStatus, error) {
 	f.mu.Lock()
 	ch := f.ends[h.AppID]
+	if f.waits != nil {
+		f.waits[h.AppID]++
+		if f.waits[h.AppID] <= f.waitErrs[h.AppID] {
+			f.mu.Unlock()
+			return nil, errors.New("inotify_add_watch: no space left on device")
+		}
+	}
 	f.mu.Unlock()
 	select {
 	case st := <-ch:

@@ -41,7 +41,7 @@ type sweepFlags struct {
 func addSweepFlags(fl *pflag.FlagSet, f *sweepFlags) {
 	fl.StringArrayVar(&f.specs, "sweep", nil, "launch a grid: NAME=V1,V2,... (repeatable: the cartesian product); NAME is a component argument, else a flag of the script after --")
 	fl.BoolVar(&f.stopOnNaN, "stop-on-nan", false, "with --sweep: cancel an app as soon as one of its metrics (its loss) is NaN or Inf, to free its slot")
-	fl.IntVar(&f.maxParallel, "max-parallel", 0, "with --sweep: run at most this many apps at once, the others queued (default: one per GPU, else one per CPU core; slurm: all, Slurm queues them)")
+	fl.IntVar(&f.maxParallel, "max-parallel", 0, "with --sweep: run at most this many apps at once, the others queued (default: one per GPU, else one per CPU core; slurm: all, Slurm queues them); an app its scheduler refuses for a limit (Slurm's MaxSubmitJobs, a full disk) waits in the queue")
 }
 
 // sweepTarget is where a swept name goes: a component argument, or a flag of the
@@ -138,9 +138,6 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 		return err
 	}
 	slurm := c.scheduler == "slurm"
-	if slurm && sf.maxParallel > 0 {
-		return usagef("--max-parallel: on slurm every app of the sweep is a job and Slurm queues them; leave it out")
-	}
 	comp, _, err := a.runner().Materialize(a.ctx, c.name, c.argv, c.lookup)
 	var compErr *runner.ComponentError
 	switch {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/internal/testkit"
 )
 
@@ -110,4 +112,51 @@ echo "$WICK_APP_ID/$WICK_REPLICA_ID ${CUDA_VISIBLE_DEVICES-unset} $s $(date +%s%
 			}
 		})
 	}
+}
+
+// TestSweepSlurmSubmitLimit runs a sweep on the real Slurm behind an sbatch that
+// refuses, as Slurm does past a QOS's MaxSubmitJobsPerUser of 1, while a job it
+// submitted is still in the queue: sbatch's two lines are the reason
+// (job_state_reason_string, src/common/slurm_protocol_defs.c) and
+// ESLURM_ACCOUNTING_POLICY's message (src/common/slurm_errno.c). (This cluster has no
+// accounting database, which a real QOS limit needs.) Every app runs in the end; the
+// queue's log says why they waited.
+func TestSweepSlurmSubmitLimit(t *testing.T) {
+	needSlurm(t)
+	h := newHarness(t)
+	bin := t.TempDir()
+	state := filepath.Join(bin, "submitted")
+	real, err := exec.LookPath("sbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := `#!/bin/sh
+ids=$(paste -sd, "` + state + `" 2>/dev/null)
+if [ -n "$ids" ] && [ "$(squeue -h -j "$ids" 2>/dev/null | wc -l)" -ge 1 ]; then
+	echo "sbatch: error: QOSMaxSubmitJobPerUserLimit" >&2
+	echo "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)" >&2
+	exit 1
+fi
+out=$(` + real + ` "$@") || exit $?
+echo "$out"
+echo "${out%%;*}" >> "` + state + `"
+`
+	if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.cmdEnv = append(h.cmdEnv, "PATH="+bin+":"+os.Getenv("PATH"))
+	r := h.exec("run", "-s", "slurm", "--sweep", "msg=a,b,c", "utils.echo")
+	if r.code != 0 || !strings.Contains(r.stderr, "3 SUCCEEDED") {
+		t.Fatalf("the sweep: %d %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	dir, err := sweep.NewStore(h.home).Dir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, sweep.QueueLog))
+	if !strings.Contains(string(log), "refused by its scheduler (Slurm QOSMaxSubmitJobPerUserLimit)") {
+		t.Errorf("the queue's log does not say why apps waited:\n%s", log)
+	}
+	h.exec("delete", id)
 }

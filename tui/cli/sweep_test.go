@@ -516,14 +516,11 @@ func TestSweepStopOnNaN(t *testing.T) {
 }
 
 // TestSweepOnSlurm: on slurm every app of the sweep is a job (Slurm queues them); the
-// sweep knows them by their job ids once submitted; --max-parallel is refused.
+// sweep knows them by their job ids once submitted.
 func TestSweepOnSlurm(t *testing.T) {
 	t.Parallel()
 	needSlurm(t)
 	h := newHarness(t)
-	if r := h.exec("run", "-s", "slurm", "--max-parallel", "1", "--sweep", "msg=a,b", "utils.echo"); r.code != ExitUsage || !strings.Contains(r.stderr, "Slurm queues them") {
-		t.Errorf("--max-parallel on slurm: %d %s", r.code, r.stderr)
-	}
 	r := h.exec("run", "-s", "slurm", "--sweep", "msg=a,b", "utils.echo")
 	if r.code != 0 || !strings.Contains(r.stderr, "2 SUCCEEDED") {
 		t.Fatalf("the sweep: %d %s", r.code, r.stderr)
