@@ -14,7 +14,7 @@ TEST_PARALLEL ?= 4
 CYCLO_MAX ?= 30
 CYCLO_PENDING =
 
-.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report
+.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report docs
 
 all: build
 
@@ -47,6 +47,11 @@ slurm-down:
 ## (reproducible; 22 KB smaller, no faster)
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) .
+
+## docs: write the documents generated from the code (docs/keys.md, from the UI's
+## action table); TestKeysDocIsCurrent (tui) fails when it is stale
+docs:
+	$(GO) run ./internal/gendocs
 
 ## run: build and open the UI
 run: build
