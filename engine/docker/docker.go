@@ -81,7 +81,7 @@ const (
 )
 
 // ErrUnreachable is wrapped when the Docker Engine cannot be reached.
-var ErrUnreachable = errors.New("cannot reach the Docker Engine")
+var ErrUnreachable = sched.Unreachable("cannot reach the Docker Engine")
 
 // Scheduler is the local_docker scheduler. It is safe for concurrent use.
 type Scheduler struct {

@@ -21,6 +21,22 @@ var ErrNotFound = errors.New("no such app")
 // ErrRunning is returned by Delete for an app that is still running without force.
 var ErrRunning = errors.New("app is still running")
 
+// ErrUnreachable matches (errors.Is) the errors of a scheduler that could not be
+// reached at all: a Docker Engine that does not answer, a Slurm controller that is
+// down. wick exits with a code of its own for them (docs/json.md). A scheduler makes
+// its own such error with Unreachable, so that its message stays its own.
+var ErrUnreachable = errors.New("the scheduler cannot be reached")
+
+// Unreachable returns an error with message msg that matches ErrUnreachable.
+func Unreachable(msg string) error { return &unreachableError{msg} }
+
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string { return e.msg }
+
+// Is makes the error match ErrUnreachable.
+func (e *unreachableError) Is(target error) bool { return target == ErrUnreachable }
+
 // LeftBehindError is a launch that failed, or was stopped, and whose rollback could
 // not remove all it had made: Left names what remains and how to remove it.
 type LeftBehindError struct {

@@ -68,9 +68,9 @@ const JobNamePrefix = "wick:"
 // Errors a caller may decide on.
 var (
 	// ErrNoSlurm is wrapped when Slurm's commands are not on PATH.
-	ErrNoSlurm = errors.New("the Slurm commands (sbatch, squeue, scontrol) are not on PATH")
+	ErrNoSlurm = sched.Unreachable("the Slurm commands (sbatch, squeue, scontrol) are not on PATH")
 	// ErrControllerDown is wrapped when slurmctld does not answer.
-	ErrControllerDown = errors.New("the Slurm controller does not answer")
+	ErrControllerDown = sched.Unreachable("the Slurm controller does not answer")
 	// ErrRejected is wrapped when sbatch refuses a job; the message is Slurm's.
 	ErrRejected = errors.New("sbatch rejected the job")
 )

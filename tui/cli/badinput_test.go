@@ -109,8 +109,8 @@ func TestNoSuchApp(t *testing.T) {
 	} {
 		t.Run(verb[0], func(t *testing.T) {
 			r := h.run(verb...)
-			if r.code != ExitFailure {
-				t.Errorf("exit code %d, want 1; stderr: %s", r.code, r.stderr)
+			if r.code != ExitUsage {
+				t.Errorf("exit code %d, want 2; stderr: %s", r.code, r.stderr)
 			}
 			assertOneLineError(t, r.stderr, "no such app")
 		})

@@ -88,7 +88,8 @@ func (a *app) finishedApps() ([]spec.Handle, error) {
 // bulkResult prints what a cancel or delete did: for one app as before (its JSON
 // object, or its error); for several, each failure as a line on stderr and, with
 // --json, a list with an object per app (an "error" for those that failed). Any
-// failure exits 1.
+// failure exits non-zero: the code of the failures when they all have one (every app
+// not found: 2), else 1.
 func (a *app) bulkResult(verb string, hs []spec.Handle, outs []map[string]any, errs []error, asJSON bool) error {
 	if len(hs) == 1 {
 		if errs[0] != nil {
@@ -99,7 +100,7 @@ func (a *app) bulkResult(verb string, hs []spec.Handle, outs []map[string]any, e
 		}
 		return nil
 	}
-	failed := 0
+	failed, code := 0, 0
 	list := make([]map[string]any, 0, len(hs))
 	for i, err := range errs {
 		if err == nil {
@@ -107,6 +108,11 @@ func (a *app) bulkResult(verb string, hs []spec.Handle, outs []map[string]any, e
 			continue
 		}
 		failed++
+		if c := exitCodeOf(err); code == 0 || code == c {
+			code = c
+		} else {
+			code = ExitFailure
+		}
 		list = append(list, map[string]any{"handle": hs[i].String(), "error": oneLine(err.Error())})
 		fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(oneLine(err.Error())))
 	}
@@ -121,5 +127,5 @@ func (a *app) bulkResult(verb string, hs []spec.Handle, outs []map[string]any, e
 	if !asJSON {
 		fmt.Fprintf(a.env.Stderr, "wick: %s: %d of %d apps failed\n", verb, failed, len(hs))
 	}
-	return exitError{code: ExitFailure}
+	return exitError{code: code}
 }

@@ -94,7 +94,7 @@ func TestDockerThroughTheVerbs(t *testing.T) {
 	if r := h.exec("delete", looping); r.code != 0 {
 		t.Errorf("delete: %d %s", r.code, r.stderr)
 	}
-	if r := h.exec("status", looping); r.code != 1 || !strings.Contains(r.stderr, "no such app") {
+	if r := h.exec("status", looping); r.code != ExitUsage || !strings.Contains(r.stderr, "no such app") {
 		t.Errorf("status after delete: %d %s", r.code, r.stderr)
 	}
 

@@ -250,7 +250,7 @@ func TestPapercuts(t *testing.T) {
 		Error    string `json:"error"`
 		ExitCode int    `json:"exit_code"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &jerr); err != nil || !strings.Contains(jerr.Error, "no such app") || jerr.ExitCode != ExitFailure || r.code != ExitFailure {
+	if err := json.Unmarshal([]byte(r.stdout), &jerr); err != nil || !strings.Contains(jerr.Error, "no such app") || jerr.ExitCode != ExitUsage || r.code != ExitUsage {
 		t.Errorf("status --json of no app: %d %q (%v)", r.code, r.stdout, err)
 	}
 	if r := h.run("ui"); r.code != ExitUsage || !strings.Contains(r.stderr, "wick ui needs a terminal") {
@@ -273,7 +273,7 @@ func TestPapercuts(t *testing.T) {
 	other := strings.Replace(handle, "://wick/", "://other/", 1)
 	for _, verb := range []string{"status", "describe", "cancel", "delete", "log"} {
 		r := h.run(verb, other)
-		if r.code != ExitFailure || !strings.Contains(r.stderr, "no such app") {
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "no such app") {
 			t.Errorf("%s %s: %d %q", verb, other, r.code, r.stderr)
 		}
 	}
@@ -295,7 +295,7 @@ func TestPapercuts(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &deleted); err != nil || deleted.Handle != handle || !deleted.Deleted {
 		t.Errorf("delete --json: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if r := h.run("delete", handle); r.code != ExitFailure || !strings.Contains(r.stderr, "no such app") {
+	if r := h.run("delete", handle); r.code != ExitUsage || !strings.Contains(r.stderr, "no such app") {
 		t.Errorf("second delete: %d %q", r.code, r.stderr)
 	}
 }

@@ -64,7 +64,7 @@ func TestCancelAndDeleteTakeSeveralHandles(t *testing.T) {
 		!strings.Contains(r.stderr, "cancel it first, or use --force") || !strings.Contains(r.stderr, "delete: 1 of 2 apps failed") {
 		t.Fatalf("delete of a finished and a running app: %d %q", r.code, r.stderr)
 	}
-	if r := h.run("status", long[0]); r.code != ExitFailure {
+	if r := h.run("status", long[0]); r.code != ExitUsage {
 		t.Errorf("%s still there after its delete: %d %s", long[0], r.code, r.stdout)
 	}
 
@@ -192,7 +192,7 @@ func TestUILogsTakesAnAppIDPrefix(t *testing.T) {
 	id := hd[strings.LastIndex(hd, "/")+1:]
 
 	r = h.run("ui", "--logs", "nosuchapp-x")
-	if r.code != ExitFailure || !strings.Contains(r.stderr, `no app id starts with "nosuchapp-x"`) {
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `no app id starts with "nosuchapp-x"`) {
 		t.Errorf("ui --logs of an unknown id: %d %q", r.code, r.stderr)
 	}
 	lt := startLiveTerm(t, h, "ui --logs "+id[:len(id)-4])

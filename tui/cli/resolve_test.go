@@ -42,7 +42,7 @@ func TestAppIDPrefixesStandForHandles(t *testing.T) {
 		t.Errorf("ambiguous prefix: want one line, got %q", r.stderr)
 	}
 	r = h.run("delete", "nosuchapp-x")
-	if r.code != ExitFailure || !strings.Contains(r.stderr, `no such app: no app id starts with "nosuchapp-x"`) {
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `no such app: no app id starts with "nosuchapp-x"`) {
 		t.Errorf("unknown id: %d %q", r.code, r.stderr)
 	}
 	r = h.run("status", "bad id")
@@ -113,7 +113,7 @@ func TestHandleHelpSaysWhatWorks(t *testing.T) {
 			}
 		}
 	}
-	if r := h.run("status", id); r.code != ExitFailure || !strings.Contains(r.stderr, "no such app") {
+	if r := h.run("status", id); r.code != ExitUsage || !strings.Contains(r.stderr, "no such app") {
 		t.Errorf("status after the delete by a prefix: exit %d %q", r.code, r.stderr)
 	}
 }

@@ -30,11 +30,15 @@ import (
 	"github.com/wick-dev/wick/tui/render"
 )
 
-// Exit codes.
+// Exit codes, documented in docs/json.md. A --json error carries the same code in
+// its "exit_code". An interrupted verb ends by its signal (128+N in a shell: 130 for
+// Ctrl-C), once it has done what the signal asks (an attached run cancels its app).
 const (
-	ExitOK      = 0
-	ExitFailure = 1 // the app failed, or the operation did
-	ExitUsage   = 2 // bad flags, arguments or input
+	ExitOK          = 0
+	ExitFailure     = 1 // the app failed, or the operation did
+	ExitUsage       = 2 // bad flags, arguments or input; no such app, sweep or component
+	ExitCancelled   = 3 // the app was cancelled (by another command: Ctrl-C is the signal's code)
+	ExitUnreachable = 4 // the scheduler could not be reached (Docker Engine, Slurm controller)
 )
 
 // Env is the world a command runs in. Tests give their own.
@@ -253,11 +257,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}
 	msg := render.Escape(oneLine(err.Error()))
 	fmt.Fprintf(env.Stderr, "wick: %s\n", msg)
-	code = ExitFailure
-	var ue usageError
-	if errors.As(err, &ue) {
-		code = ExitUsage
-	}
+	code = exitCodeOf(err)
 	jsonError(env.Stdout, args, oneLine(err.Error()), code)
 	return code
 }

@@ -220,6 +220,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	a.surviveClosedOutput()
 	lctx, stopLaunch := context.WithCancel(a.ctx)
 	interrupted := make(chan os.Signal, 1)
 	var hungUp atomic.Bool
@@ -385,7 +386,8 @@ func (a *app) printHandle(h spec.Handle, asJSON bool) error {
 
 // interruptedLaunch reports a launch stopped by sig: rolled back by the scheduler
 // (err), or ended by it with the app kept, or, when the launch completed all the same,
-// the app cancelled.
+// the app cancelled. wick then ends by sig, as an interrupted command does, except when
+// the rollback left something behind (exit 1: there is something to clean up).
 func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
 	var left *sched.LeftBehindError
 	switch {
@@ -401,13 +403,13 @@ func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
 			st, werr := a.runner().Wait(ctx, h, 10*time.Millisecond)
 			if werr != nil {
 				fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped; %s is being cancelled (wick status %[2]s)\n", sig, h)
-				return exitError{code: ExitFailure}
+				return interruptedBy(sig)
 			}
 			fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped: %s %s (wick delete removes it)\n", sig, h, a.errs().State(st.State, st.State.String()))
-			return exitError{code: ExitFailure}
+			return interruptedBy(sig)
 		}
 		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped and rolled back (%s)\n", sig, render.Escape(oneLine(err.Error())))
-		return exitError{code: ExitFailure}
+		return interruptedBy(sig)
 	}
 	fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: cancelling %s\n", sig, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -420,7 +422,7 @@ func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
 		return fmt.Errorf("cancel %s: %w (wick status %s)", h, err, h)
 	}
 	fmt.Fprintf(a.env.Stderr, "wick: %s %s\n", h, a.errs().State(st.State, st.State.String()))
-	return exitError{code: ExitFailure}
+	return interruptedBy(sig)
 }
 
 // isBadInput says whether a dry-run error is the user's input (exit 2) rather than a
@@ -468,9 +470,17 @@ func (a *app) progress() (p sched.Progress, done func()) {
 func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-chan os.Signal) error {
 	ctx, stop := context.WithCancel(a.ctx)
 	defer stop()
+	// got is the first signal, once its work (the cancel) is done: wick then ends by
+	// it (130 for Ctrl-C), not by the app's result.
+	var got atomic.Value
+	cancelled := make(chan struct{}) // closed once the first signal's cancel returned
+	var once sync.Once
+	cancelDone := func() { once.Do(func() { close(cancelled) }) }
 	go func() {
+		defer cancelDone()
 		select {
 		case sig := <-sigs:
+			got.Store(sig)
 			if sig == syscall.SIGHUP {
 				// As under nohup... but without a terminal to write to: the app
 				// keeps running, and wick ends.
@@ -491,6 +501,7 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-cha
 			fmt.Fprintf(a.env.Stderr, "wick: cancel: %s\n", render.Escape(oneLine(err.Error())))
 		}
 		cancel()
+		cancelDone()
 		select {
 		case sig := <-sigs:
 			if sig != syscall.SIGHUP {
@@ -519,14 +530,33 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-cha
 	}
 	err := a.streamLogs(ctx, h, refs, opts, emit, idle)
 	finish()
+	// A signal came: its cancel finishes before wick ends, whatever the output
+	// became meanwhile (a closed pipe), and wick ends by the signal.
+	bySignal := func() error {
+		sig, ok := got.Load().(os.Signal)
+		if !ok {
+			return nil
+		}
+		<-cancelled
+		return interruptedBy(sig)
+	}
 	if ctx.Err() != nil {
+		if e := bySignal(); e != nil {
+			return e
+		}
 		return exitError{code: ExitFailure}
 	}
 	if err != nil {
+		if e := bySignal(); e != nil {
+			return e
+		}
 		return err
 	}
 	st, err := a.runner().Wait(ctx, h, 10*time.Millisecond)
 	if err != nil {
+		if e := bySignal(); e != nil {
+			return e
+		}
 		if ctx.Err() != nil {
 			return exitError{code: ExitFailure}
 		}
@@ -550,8 +580,11 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-cha
 			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(w))
 		}
 	}
-	if st.State != spec.Succeeded {
-		return exitError{code: ExitFailure}
+	if e := bySignal(); e != nil {
+		return e
+	}
+	if code := exitCodeOfState(st.State); code != ExitOK {
+		return exitError{code: code}
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ func TestSlurmNotInstalled(t *testing.T) {
 	h := newHarness(t)
 	t.Setenv("PATH", t.TempDir())
 	r := h.run("run", "-s", "slurm", "utils.echo")
-	if r.code != ExitFailure || !strings.Contains(r.stderr, "are not on PATH") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+	if r.code != ExitUnreachable || !strings.Contains(r.stderr, "are not on PATH") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
 		t.Errorf("run: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if r := h.run("list", "-s", "slurm"); r.code != 0 {

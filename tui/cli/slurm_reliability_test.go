@@ -118,7 +118,7 @@ func TestSlurmControllerDown(t *testing.T) {
 	if r := h.exec("cancel", "--now", hd); r.code != 0 || r.stderr != hd+" CANCELLED\n" {
 		t.Errorf("cancel --now of an ended job: %d %q", r.code, r.stderr)
 	}
-	if r := h.exec("cancel", "--now", "slurm://wick/2000000000"); r.code != 1 || r.stderr != "wick: no such app: slurm://wick/2000000000\n" {
+	if r := h.exec("cancel", "--now", "slurm://wick/2000000000"); r.code != ExitUsage || r.stderr != "wick: no such app: slurm://wick/2000000000\n" {
 		t.Errorf("cancel --now of no job: %d %q", r.code, r.stderr)
 	}
 }
