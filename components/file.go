@@ -128,6 +128,11 @@ func ParseFile(path string, data []byte) (comps []*Component, err error) {
 		k, v := root.Content[i], f.resolve(root.Content[i+1])
 		name := k.Value
 		if k.Kind != yaml.ScalarNode || !validComponentName(name) {
+			if i == 0 {
+				// Nothing says this is a component file (/etc/shadow, named by mistake or
+				// not): its content is not quoted.
+				return nil, f.errAt(k, "not a component file: its first key is not a component name (letters, digits, '_', '.' and '-')")
+			}
 			return nil, f.errAt(k, "component name %q may hold only letters, digits, '_', '.' and '-'", name)
 		}
 		if seen[name] {

@@ -209,7 +209,10 @@ func TestParseFileErrors(t *testing.T) {
 		{"- a\n", "f.yaml:1: want a mapping from component names to components"},
 		{"a: [x, ${{ y }}]\n", "f.yaml:1: did not find expected ',' or ']'"},
 		{"a:\n  app: *nope\n", "f.yaml:2: unknown anchor 'nope' referenced"},
-		{"a b:\n  app: {}\n", `f.yaml:1: component name "a b" may hold only letters, digits, '_', '.' and '-'`},
+		{"a b:\n  app: {}\n", `f.yaml:1: not a component file: its first key is not a component name (letters, digits, '_', '.' and '-')`},
+		{"a: {app: {roles: [{name: r, entrypoint: e}]}}\na b:\n  app: {}\n", `f.yaml:2: component name "a b" may hold only letters, digits, '_', '.' and '-'`},
+		// /etc/shadow's format (shadow(5)): not a component file, and not quoted.
+		{"root:$6$salt$hash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n", `f.yaml:1: not a component file: its first key is not a component name (letters, digits, '_', '.' and '-')`},
 		{"a: {app: {roles: [{name: r, entrypoint: e}]}}\na: {}\n", `f.yaml:2: component "a" defined twice`},
 		{"a: {}\n", "f.yaml:1: component a: no app"},
 		{"a: {summary: [x], app: {}}\n", "f.yaml:1: summary: want a string"},

@@ -665,7 +665,9 @@ func (p *linePrinter) prefixOf(role string, k int) string {
 		p.prefixes = map[replicaRef]string{}
 	}
 	name := role + "/" + strconv.Itoa(k)
-	s := p.st.Prefix(p.index[name], name) + " "
+	// The role name comes from the app's state file: escaped as every name is, so that a
+	// tampered one cannot drive the terminal (render.Escape).
+	s := p.st.Prefix(p.index[name], render.Escape(name)) + " "
 	p.prefixes[ref] = s
 	return s
 }
@@ -823,7 +825,7 @@ func (p *linePrinter) printNamed(name string, l sched.Line) error {
 		p.w.Write(b)
 		return p.w.WriteByte('\n')
 	}
-	prefix := name + " "
+	prefix := render.Escape(name) + " "
 	if p.timestamps {
 		prefix = sched.Timestamp(l.Time) + " " + prefix
 	}

@@ -37,6 +37,26 @@ func TestDescribeEscapesATamperedRoleName(t *testing.T) {
 	if !strings.Contains(d.stderr, `ech\x1b]0;pwned\ao`) {
 		t.Errorf("stderr does not show the name escaped: %q", d.stderr)
 	}
+	// wick log's line prefix, on a terminal and off it, and with --raw: the role's name
+	// in state.json too (the logs' paths, under echo/0, are left as they were).
+	state := filepath.Join(filepath.Dir(launch), "state.json")
+	if b, err = os.ReadFile(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state, []byte(strings.ReplaceAll(string(b), `"echo"`, `"ech\u001b]0;pwned\u0007o"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"log", handle}, {"log", "--raw", handle}, {"log", "-t", handle}} {
+		for _, r := range []result{h.runTTY(args...), h.run(args...)} {
+			// Colors (SGR) on a terminal are wick's own; a title sequence (OSC) never is.
+			if strings.Contains(r.stdout+r.stderr, "\x1b]") || strings.ContainsAny(r.stdout+r.stderr, "\x07") {
+				t.Errorf("%v printed raw escape sequences: stdout %q, stderr %q", args, r.stdout, r.stderr)
+			}
+			if r.code != 0 || !strings.Contains(r.stdout, `ech\x1b]0;pwned\ao/0`) {
+				t.Errorf("%v: exit %d, the prefix does not show the name escaped: %q %q", args, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
 }
 
 // TestHugeNprocRefusedAtOnce: -j 1x1000000 would have torchrun start a million

@@ -127,7 +127,7 @@ func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOpti
 			case v.kind == 's' || inlineable(v):
 				b.WriteString(st.Key(k + ":"))
 				b.WriteString(strings.Repeat(" ", width-utf8.RuneCountInString(k)+1))
-				b.WriteString(inline(v, st, secret || masked))
+				b.WriteString(inline(v, st, secret || masked, opts.MaskSecrets))
 				b.WriteByte('\n')
 			default:
 				b.WriteString(st.Key(k + ":"))
@@ -138,7 +138,7 @@ func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOpti
 	case 'a':
 		for _, item := range n.items {
 			if item.kind == 's' || inlineable(item) {
-				b.WriteString(pad + "- " + inline(item, st, masked) + "\n")
+				b.WriteString(pad + "- " + inline(item, st, masked, opts.MaskSecrets) + "\n")
 				continue
 			}
 			var sub strings.Builder
@@ -148,7 +148,7 @@ func writeNode(b *strings.Builder, n *node, indent int, st Styler, opts TreeOpti
 			b.WriteString(pad + "- " + strings.TrimPrefix(s, pad+"  "))
 		}
 	default:
-		b.WriteString(pad + inline(n, st, masked) + "\n")
+		b.WriteString(pad + inline(n, st, masked, opts.MaskSecrets) + "\n")
 	}
 }
 
@@ -174,7 +174,9 @@ func inlineable(n *node) bool {
 	return false
 }
 
-func inline(n *node, st Styler, masked bool) string {
+// inline renders n on one line: masked hides it whole, scrub masks the secrets its
+// strings hold (MaskValue).
+func inline(n *node, st Styler, masked, scrub bool) string {
 	switch n.kind {
 	case 'o':
 		return st.Dim("{}")
@@ -183,17 +185,28 @@ func inline(n *node, st Styler, masked bool) string {
 		for i, it := range n.items {
 			if it.isStr && !masked && strings.Contains(it.scalar, " ") {
 				// In a one-line list a space would read as two items.
-				parts[i] = st.Value(strconv.Quote(it.scalar))
+				parts[i] = st.Value(strconv.Quote(scrubbed(it.scalar, scrub)))
 				continue
 			}
-			parts[i] = inline(it, st, masked)
+			parts[i] = inline(it, st, masked, scrub)
 		}
 		return st.Dim("[") + strings.Join(parts, st.Dim(", ")) + st.Dim("]")
 	}
 	if masked {
 		return st.Dim(Masked)
 	}
+	if n.isStr && scrub {
+		return st.Value(Quote(MaskValue("", n.scalar)))
+	}
 	return st.Value(scalarText(n))
+}
+
+// scrubbed is s with its secrets masked when scrub.
+func scrubbed(s string, scrub bool) string {
+	if scrub {
+		return MaskValue("", s)
+	}
+	return s
 }
 
 // scalarText quotes strings only where a plain rendering would be ambiguous.
