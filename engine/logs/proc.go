@@ -21,7 +21,7 @@ func (p Proc) IsZero() bool { return p.PID <= 0 }
 
 // ProcOf returns the identity of the live process pid.
 func ProcOf(pid int) (Proc, error) {
-	start, state, err := procStat(pid)
+	start, state, _, err := procStat(pid)
 	if err != nil {
 		return Proc{}, err
 	}
@@ -34,36 +34,66 @@ func ProcOf(pid int) (Proc, error) {
 // Self returns the identity of the calling process.
 func Self() (Proc, error) { return ProcOf(os.Getpid()) }
 
-// Alive reports whether p is still running: its pid exists, has the same start time
-// and is not a zombie (an exited child its parent has not reaped yet).
+// Alive reports whether p is still running: its pid exists, has the same start time,
+// is not a zombie (an exited child its parent has not reaped yet) and is not dying
+// (exiting, or a SIGKILL pending: for a moment after kill -9 returns, the process is
+// still there and running, and `wick sweep resume` right after the kill of a queue
+// took it for a live one).
 func (p Proc) Alive() bool {
 	if p.IsZero() {
 		return false
 	}
-	start, state, err := procStat(p.PID)
-	return err == nil && start == p.Start && state != 'Z' && state != 'X'
+	start, state, flags, err := procStat(p.PID)
+	if err != nil || start != p.Start || state == 'Z' || state == 'X' || flags&pfExiting != 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/status")
+	return err == nil && !killPending(b)
 }
 
-// procStat reads a process's start time and state letter from /proc/PID/stat.
-func procStat(pid int) (start uint64, state byte, err error) {
+// pfExiting is the kernel's PF_EXITING flag (include/linux/sched.h), set in field 9
+// of /proc/PID/stat once the process has begun to exit.
+const pfExiting = 0x4
+
+// killPending reads /proc/PID/status: whether SIGKILL is pending for the thread
+// (SigPnd) or its process (ShdPnd), masks of signals in hexadecimal, signal N being
+// bit N-1 (proc(5)).
+func killPending(status []byte) bool {
+	const sigkill = 1 << (9 - 1)
+	for _, line := range bytes.Split(status, []byte{'\n'}) {
+		k, v, ok := bytes.Cut(line, []byte{':'})
+		if !ok || (string(k) != "SigPnd" && string(k) != "ShdPnd") {
+			continue
+		}
+		if m, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 16, 64); err == nil && m&sigkill != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads a process's start time, state letter and flags from /proc/PID/stat.
+func procStat(pid int) (start uint64, state byte, flags uint64, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	// The command name (field 2) is in parentheses and may hold spaces and ')', so
 	// the fields are counted from the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, errors.New("malformed /proc stat")
+		return 0, 0, 0, errors.New("malformed /proc stat")
 	}
 	fields := bytes.Fields(b[i+1:])
-	// fields[0] is field 3 (state); field 22 (starttime) is fields[19].
+	// fields[0] is field 3 (state); field 9 (flags) is fields[6]; field 22
+	// (starttime) is fields[19].
 	if len(fields) < 20 || len(fields[0]) != 1 {
-		return 0, 0, errors.New("malformed /proc stat")
+		return 0, 0, 0, errors.New("malformed /proc stat")
 	}
 	start, err = strconv.ParseUint(string(fields[19]), 10, 64)
 	if err != nil {
-		return 0, 0, fmt.Errorf("malformed /proc stat: %w", err)
+		return 0, 0, 0, fmt.Errorf("malformed /proc stat: %w", err)
 	}
-	return start, fields[0][0], nil
+	flags, _ = strconv.ParseUint(string(fields[6]), 10, 64)
+	return start, fields[0][0], flags, nil
 }

@@ -31,6 +31,16 @@ func (s *Sweep) Status(e *Entry) spec.AppStatus {
 // a listing counts them once for the whole sweep (Status counts them for each app,
 // which at 10,000 apps is 50 million steps a listing).
 func (s *Sweep) StatusAt(e *Entry, ahead int) spec.AppStatus {
+	running := false
+	if e.State == Queued || e.State == Launching {
+		running = s.QueueRunning()
+	}
+	return s.statusAt(e, ahead, running)
+}
+
+// statusAt is StatusAt with whether the queue runs read by the caller, once for the
+// whole sweep (it reads /proc).
+func (s *Sweep) statusAt(e *Entry, ahead int, queueRunning bool) spec.AppStatus {
 	h, _ := spec.ParseHandle(e.Handle)
 	st := spec.AppStatus{Handle: e.Handle, AppID: h.AppID, Scheduler: h.Scheduler, Name: e.Name,
 		Created: s.Created, Roles: []spec.RoleStatus{}, Sweep: s.Ref(e)}
@@ -45,7 +55,7 @@ func (s *Sweep) StatusAt(e *Entry, ahead int) spec.AppStatus {
 			pos += "; " + e.Wait
 		}
 		st.Msg = fmt.Sprintf("queued, %s (sweep %s)", pos, s.ID)
-		if !s.QueueRunning() {
+		if !queueRunning {
 			st.Msg = fmt.Sprintf("queued, but the queue is not running: wick sweep resume %s (sweep %s)", s.ID, s.ID)
 		}
 	case NotLaunched:
@@ -92,13 +102,13 @@ func Annotate(apps []spec.AppStatus, sweeps []*Sweep, sched string) []spec.AppSt
 		if sched != "" && s.Scheduler != sched {
 			continue
 		}
-		ahead := 0
+		ahead, running := 0, s.QueueRunning()
 		for i := range s.Entries {
 			e := &s.Entries[i]
 			if e.State == Launched || e.State == Deleted || listed[e.Handle] {
 				continue
 			}
-			apps = append(apps, s.StatusAt(e, ahead))
+			apps = append(apps, s.statusAt(e, ahead, running))
 			if e.State == Queued {
 				ahead++
 			}
