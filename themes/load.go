@@ -183,3 +183,16 @@ func paletteRef(p *Palette, key string) *color.Color {
 	}
 	return nil
 }
+
+// isBareKey reports whether s is a non-empty run of letters, digits, '_' and '-'.
+func isBareKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}

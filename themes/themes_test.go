@@ -1,6 +1,7 @@
 package themes_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +80,7 @@ func TestParseThemeErrors(t *testing.T) {
 		"[colors]\naccent = \"#ffffff\"":       `line 2: theme files have no sections`,
 		`prefixes = ["#fff", "nope"]`:          `line 1: prefixes: "nope" is not a color`,
 		"accent = \"#fff\"\naccent = \"#000\"": `line 2: accent is set twice (first on line 1)`,
-		`accent "#fff"`:                        `line 1: want key = value`,
+		`accent "#fff"`:                        `line 1: expected '=' after key`,
 	}
 	for in, want := range cases {
 		_, err := themes.Parse("x", in)
@@ -144,6 +145,41 @@ esc = "a\"b#c"
 	for _, bad := range []string{"[unclosed", "x = \"open", "x = [\"a\"", "x = [a]", "= 1", "x = 1.5", "[[arr]]"} {
 		if _, err := themes.ParseTOML(bad); err == nil {
 			t.Errorf("ParseTOML(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestParseTOMLIsTOML: the files are read by a TOML parser (go-toml), so what TOML
+// allows works (multi-line and escaped strings, hex integers, arrays over lines), and
+// what wick's files do not hold, or bad syntax, is an error naming its line.
+func TestParseTOMLIsTOML(t *testing.T) {
+	entries, err := themes.ParseTOML("# settings\ntheme = \"\"\"\nlight\"\"\"\nn = 0x10\n\n[keys]\nquit = [\n  \"q\",\n  'ctrl+q', # a comment\n]\nlogs = \"\\u004c\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []themes.Entry{
+		{Key: "theme", Value: "light", Line: 2},
+		{Key: "n", Value: int64(16), Line: 4},
+		{Section: "keys", Key: "quit", Value: []string{"q", "ctrl+q"}, Line: 7},
+		{Section: "keys", Key: "logs", Value: "L", Line: 11},
+	}
+	if fmt.Sprint(entries) != fmt.Sprint(want) {
+		t.Fatalf("entries\n%v\nwant\n%v", entries, want)
+	}
+	for in, msg := range map[string]string{
+		"a = 1\n\n[a.b]\nx = 1":          "line 3: [a.b]: sections are not nested",
+		"a = 1\nb.c = 1":                 "line 2: b.c: dotted keys are not used",
+		"\n[keys]\nquit = [1, 2]":        "line 3: quit: array items must be quoted strings",
+		"x = 1979-05-27":                 "line 1: x: ",
+		"[k]\nx = 1\n[k]\ny = 2":         "line 3: ",
+		"x = 1\ny = \"open\nz = 2":       "line 2: ",
+		"x = { a = 1 }":                  "line 1: x: a table is not used here",
+		"\n\n[[arr]]\nx = 1":             "line 3: [[arr]]: arrays of tables",
+		"[keys]\nquit = 'q'\nquit = 'x'": "line 3: quit is set twice (first on line 2)",
+	} {
+		_, err := themes.ParseTOML(in)
+		if err == nil || !strings.HasPrefix(err.Error(), msg) {
+			t.Errorf("ParseTOML(%q) = %v, want an error starting %q", in, err, msg)
 		}
 	}
 }

@@ -1,9 +1,13 @@
 package themes
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
+	"regexp"
 	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // Entry is one `key = value` line of a TOML file, with the [section] it sits in and
@@ -16,160 +20,120 @@ type Entry struct {
 	Line  int
 }
 
-// ParseTOML reads the subset of TOML that wick's UI files use: comments, [section]
-// headers, and `key = value` lines whose value is a string ("basic" or 'literal'), a
-// boolean, an integer or a one-line array of strings. Anything else is an error naming
-// the line, so a typo never passes silently. It is a subset on purpose: theme and
-// settings files are a handful of flat keys, and this keeps wick free of a TOML
-// dependency.
+// ParseTOML reads a TOML file of wick's UI (config.toml, a theme) with go-toml: the
+// whole of TOML 1.0 is parsed, and the file is then read as what these files hold,
+// flat keys in [section]s (no nested tables, no arrays of tables), each value a
+// string, a boolean, an integer or an array of strings. Every error, of the syntax or
+// of that shape, names the line, so a typo never passes silently: callers prefix the
+// file's name.
 func ParseTOML(data string) ([]Entry, error) {
+	// The parser's walk gives each key its line (and finds a key set twice, which
+	// the decoder would report without the first line); the decoder, the values.
+	var p unstable.Parser
+	p.Reset([]byte(data))
 	var out []Entry
+	first := map[string]int{} // section + "\x00" + key -> line
 	section := ""
-	for i, raw := range strings.Split(data, "\n") {
-		n := i + 1
-		line := strings.TrimSpace(stripComment(raw))
-		if line == "" {
-			continue
-		}
-		if strings.HasPrefix(line, "[") {
-			if !strings.HasSuffix(line, "]") || strings.HasPrefix(line, "[[") {
-				return nil, fmt.Errorf("line %d: malformed section header %q", n, line)
+	for p.NextExpression() {
+		e := p.Expression()
+		parts, line := keyOf(&p, e)
+		switch e.Kind {
+		case unstable.ArrayTable:
+			return nil, fmt.Errorf("line %d: [[%s]]: arrays of tables are not used in wick's files", line, strings.Join(parts, "."))
+		case unstable.Table:
+			if len(parts) != 1 {
+				return nil, fmt.Errorf("line %d: [%s]: sections are not nested in wick's files", line, strings.Join(parts, "."))
 			}
-			section = strings.TrimSpace(line[1 : len(line)-1])
-			if !isBareKey(section) {
-				return nil, fmt.Errorf("line %d: section name %q may hold only letters, digits, '_' and '-'", n, section)
+			section = parts[0]
+		case unstable.KeyValue:
+			if len(parts) != 1 {
+				return nil, fmt.Errorf("line %d: %s: dotted keys are not used in wick's files", line, strings.Join(parts, "."))
 			}
-			continue
+			id := section + "\x00" + parts[0]
+			if l, ok := first[id]; ok {
+				return nil, fmt.Errorf("line %d: %s is set twice (first on line %d)", line, parts[0], l)
+			}
+			first[id] = line
+			out = append(out, Entry{Section: section, Key: parts[0], Line: line})
 		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			return nil, fmt.Errorf("line %d: want key = value, got %q", n, line)
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal([]byte(data), &doc); err != nil {
+		return nil, decodeError(data, err)
+	}
+	if err := p.Error(); err != nil { // the decoder took it: not expected
+		return nil, fmt.Errorf("toml: %w", err)
+	}
+	for i := range out {
+		e := &out[i]
+		raw := doc[e.Key]
+		if e.Section != "" {
+			m, _ := doc[e.Section].(map[string]any)
+			raw = m[e.Key]
 		}
-		k = strings.TrimSpace(k)
-		if !isBareKey(k) {
-			return nil, fmt.Errorf("line %d: key %q may hold only letters, digits, '_' and '-'", n, k)
-		}
-		v = strings.TrimSpace(v)
-		if v == "" && strings.Contains(raw, "#") {
-			return nil, fmt.Errorf("line %d: %s: missing value ('#' starts a comment: quote colors, e.g. \"#7aa2f7\")", n, k)
-		}
-		val, err := parseValue(v)
+		v, err := entryValue(raw)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %s: %v", n, k, err)
+			return nil, fmt.Errorf("line %d: %s: %v", e.Line, e.Key, err)
 		}
-		for _, e := range out {
-			if e.Section == section && e.Key == k {
-				return nil, fmt.Errorf("line %d: %s is set twice (first on line %d)", n, k, e.Line)
-			}
-		}
-		out = append(out, Entry{Section: section, Key: k, Value: val, Line: n})
+		e.Value = v
 	}
 	return out, nil
 }
 
-// stripComment removes a '#' comment that is outside quotes.
-func stripComment(s string) string {
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' && quote == '"' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '#':
-			return s[:i]
+// keyOf returns the parts of the key of a table header or key-value expression, and
+// the line it is on.
+func keyOf(p *unstable.Parser, e *unstable.Node) (parts []string, line int) {
+	it := e.Key()
+	for it.Next() {
+		n := it.Node()
+		if line == 0 {
+			line = p.Shape(n.Raw).Start.Line
 		}
+		parts = append(parts, string(n.Data))
 	}
-	return s
+	return parts, line
 }
 
-func isBareKey(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r == '-' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-func parseValue(s string) (any, error) {
-	switch {
-	case s == "":
-		return nil, fmt.Errorf("missing value")
-	case s == "true":
-		return true, nil
-	case s == "false":
-		return false, nil
-	case s[0] == '"' || s[0] == '\'':
-		str, rest, err := parseString(s)
-		if err != nil {
-			return nil, err
-		}
-		if strings.TrimSpace(rest) != "" {
-			return nil, fmt.Errorf("unexpected %q after the string", rest)
-		}
-		return str, nil
-	case s[0] == '[':
-		return parseArray(s)
-	}
-	if v, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64); err == nil {
+// entryValue is the value of an Entry: a string, bool, int64 or []string.
+func entryValue(v any) (any, error) {
+	switch v := v.(type) {
+	case string, bool, int64:
 		return v, nil
+	case []any:
+		items := make([]string, 0, len(v))
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil, errors.New("array items must be quoted strings")
+			}
+			items = append(items, s)
+		}
+		return items, nil
+	case map[string]any:
+		return nil, errors.New("a table is not used here (want a string, boolean, integer or array of strings)")
 	}
-	return nil, fmt.Errorf("%s is not a string, boolean, integer or array of strings (strings need quotes)", s)
+	return nil, fmt.Errorf("%v (%T) is not a string, boolean, integer or array of strings", v, v)
 }
 
-// parseString reads a quoted string at the start of s and returns it and what follows.
-func parseString(s string) (str, rest string, err error) {
-	q := s[0]
-	for i := 1; i < len(s); i++ {
-		switch {
-		case q == '"' && s[i] == '\\':
-			i++
-		case s[i] == q:
-			if q == '\'' {
-				return s[1:i], s[i+1:], nil
-			}
-			str, err := strconv.Unquote(s[:i+1])
-			if err != nil {
-				return "", "", fmt.Errorf("bad escape in %s", s[:i+1])
-			}
-			return str, s[i+1:], nil
-		}
-	}
-	return "", "", fmt.Errorf("unterminated string %s", s)
-}
+// commentValue is a `key = #...` line: a color left unquoted, read as a comment.
+var commentValue = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=\s*#`)
 
-func parseArray(s string) ([]string, error) {
-	if !strings.HasSuffix(s, "]") {
-		return nil, fmt.Errorf("arrays must close on the same line")
+// decodeError is go-toml's error as one line that starts with the line number.
+func decodeError(data string, err error) error {
+	var de *toml.DecodeError
+	if !errors.As(err, &de) {
+		return fmt.Errorf("toml: %w", err)
 	}
-	body := strings.TrimSpace(s[1 : len(s)-1])
-	items := []string{}
-	for body != "" {
-		if body[0] != '"' && body[0] != '\'' {
-			return nil, fmt.Errorf("array items must be quoted strings")
+	row, col := de.Position()
+	lines := strings.Split(data, "\n")
+	if row >= 1 && row <= len(lines) {
+		if m := commentValue.FindStringSubmatch(lines[row-1]); m != nil {
+			return fmt.Errorf("line %d: %s: missing value ('#' starts a comment: quote colors, e.g. \"#7aa2f7\")", row, m[1])
 		}
-		str, rest, err := parseString(body)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, str)
-		rest = strings.TrimSpace(rest)
-		if rest == "" {
-			break
-		}
-		if rest[0] != ',' {
-			return nil, fmt.Errorf("want ',' between array items")
-		}
-		body = strings.TrimSpace(rest[1:])
 	}
-	return items, nil
+	msg := strings.TrimPrefix(de.Error(), "toml: ")
+	if k := de.Key(); len(k) > 0 {
+		msg = strings.Join(k, ".") + ": " + msg
+	}
+	return fmt.Errorf("line %d: %s (column %d)", row, msg, col)
 }

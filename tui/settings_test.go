@@ -39,7 +39,7 @@ func TestLoadSettings(t *testing.T) {
 		"[colors]\nx = \"y\"":      `line 2: unknown section [colors]`,
 		"theme = true":             `line 1: theme must be a string`,
 		"[keys]\nquit = []":        `line 2: action quit has no keys`,
-		"theme = \"light\" extra!": `line 1: theme: unexpected`,
+		"theme = \"light\" extra!": `line 1: expected newline`,
 	} {
 		writeFile(t, path, in)
 		if _, err := tui.LoadSettings(path); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
