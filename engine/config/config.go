@@ -16,33 +16,35 @@
 //	[cli:run]              defaults of `wick run`: scheduler, workspace, component
 //	scheduler = local_cwd
 //
-// [torchx:tracker] and [tracker:NAME] sections are accepted and ignored. [wick:NAME]
+// [torchx:tracker] and [tracker:NAME] configure TorchX's experiment trackers
+// (TrackerEnv puts them in the replicas' env, as TorchX does). [wick:NAME]
 // sections hold wick's own settings ([wick:metrics]: see engine/metrics.ParseConfig).
 //
 // # Which files, and precedence
 //
-// If $TORCHXCONFIG is set, only the file it names is read (it must exist; set and
-// empty, no file is read), as in TorchX. Otherwise wick reads the project's
-// ./.torchxconfig and ~/.torchxconfig, those that exist.
+// If $TORCHXCONFIG is set, only the file it names is read (it must exist), as in
+// TorchX. Otherwise wick reads ~/.torchxconfig and the project's ./.torchxconfig,
+// those that exist.
 //
-// For each value, the first source that has it wins:
+// For each value, the first source that has it wins, as in TorchX
+// (torchx/runner/config.py find_configs, whose DEFAULT_CONFIG_DIRS is [$HOME, $CWD],
+// and load, which "does not override existing values"):
 //
 //  1. the command line (`wick run -cfg k=v`, component flags, -s);
-//  2. the project's ./.torchxconfig;
-//  3. ~/.torchxconfig;
+//  2. ~/.torchxconfig;
+//  3. the project's ./.torchxconfig;
 //  4. the defaults in code (a run option's default, a parameter's declared default).
 //
-// This differs from TorchX on purpose: TorchX reads $HOME before the project, and
-// since the first file seen wins, a user's home file overrides the project's (a known
-// defect: a project cannot pin its own settings). wick lets the project win. A key
-// set to None in a file masks the same key of lower-precedence files, leaving the
-// option at its default.
+// So a user's home file overrides the project's, as under TorchX. A key set to None
+// in a file masks the same key of lower-precedence files, leaving the option at its
+// default.
 //
-// Unlike TorchX, which warned and went on, an unknown run option key, an unknown
-// [cli:run] key and a value of the wrong type are errors that name the file and the
-// line (and suggest the closest key). A [component:NAME] section that names no
-// component is ignored, as in TorchX, but `wick run` warns of it when NAME is a near
-// miss of one (ComponentSections).
+// An option a scheduler section names that the scheduler does not have is skipped
+// with a warning naming the file and line (UnknownRunOpts), as TorchX warns and runs.
+// An unknown [cli:run] key and a value of the wrong type are errors that name the
+// file and the line (and suggest the closest key). A [component:NAME] section that
+// names no component is ignored, as in TorchX, but `wick run` warns of it when NAME is
+// a near miss of one (ComponentSections).
 package config
 
 import (
@@ -84,7 +86,8 @@ type Locations struct {
 
 // Paths returns the config files to read, highest precedence first: the
 // $TORCHXCONFIG file alone (an error if it is not a file; none if it is empty), or
-// the project's then the home directory's .torchxconfig, those that exist.
+// the home directory's then the project's .torchxconfig, those that exist (TorchX's
+// find_configs).
 func Paths(loc Locations) ([]string, error) {
 	if loc.TorchxConfigSet {
 		if loc.TorchxConfig == "" {
@@ -98,7 +101,7 @@ func Paths(loc Locations) ([]string, error) {
 	}
 	var paths []string
 	seen := map[string]bool{}
-	for _, dir := range []string{loc.Cwd, loc.Home} {
+	for _, dir := range []string{loc.Home, loc.Cwd} { // TorchX's DEFAULT_CONFIG_DIRS order
 		if dir == "" {
 			continue
 		}
@@ -188,8 +191,7 @@ func (c *Config) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) 
 			}
 			opt, ok := opts.Get(key)
 			if !ok {
-				return nil, fmt.Errorf("%s:%d: [%s] %s is not a run option of %s%s", f.Path, e.Line, scheduler, e.Key, scheduler,
-					spec.DidYouMean(e.Key, opts.Names()))
+				continue // UnknownRunOpts warns of it
 			}
 			if seen[key] {
 				continue
@@ -206,6 +208,77 @@ func (c *Config) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) 
 		}
 	}
 	return cfg, nil
+}
+
+// UnknownRunOpts returns a warning for each key of the scheduler's sections that is
+// not one of its run options: RunOpts skips them, as TorchX's config.load does (it
+// logs "... is not a runopt of `SCHEDULER` scheduler" and runs).
+func (c *Config) UnknownRunOpts(scheduler string, opts spec.RunOpts) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range c.files {
+		s := f.Section(scheduler)
+		if s == nil {
+			continue
+		}
+		for _, e := range s.Entries {
+			if _, ok := opts.Get(e.Key); ok {
+				continue
+			}
+			if _, ok := opts.Get(snakeCase(e.Key)); ok {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s:%d: [%s] %s is not a run option of %s%s; skipped, as TorchX does",
+				f.Path, e.Line, scheduler, e.Key, scheduler, spec.DidYouMean(e.Key, opts.Names())))
+		}
+	}
+	return out
+}
+
+// EnvTrackers is the variable naming the experiment trackers (torchx/tracker/api.py).
+const EnvTrackers = "TORCHX_TRACKERS"
+
+// TrackerEnv is the environment TorchX's runner puts in every role for its experiment
+// trackers (torchx/runner/api.py get_configured_trackers and dryrun): the tracker
+// names are the keys of [torchx:tracker] (files in precedence order, the first value
+// winning), or $TORCHX_TRACKERS split on ',' when set; the config of each is the
+// config key of [tracker:NAME], or $TORCHX_TRACKER_<NAME>_CONFIG when set. It sets
+// TORCHX_TRACKERS to the names joined by ',' and TORCHX_TRACKER_<NAME>_CONFIG for each
+// that has a config. Nil when no tracker is configured.
+func (c *Config) TrackerEnv(lookup func(string) (string, bool)) map[string]string {
+	var names []string
+	if v, ok := lookup(EnvTrackers); ok {
+		names = strings.Split(v, ",")
+	} else if c != nil {
+		seen := map[string]bool{}
+		for _, f := range c.files {
+			if s := f.Section("torchx:tracker"); s != nil {
+				for _, e := range s.Entries {
+					if !seen[e.Key] {
+						seen[e.Key] = true
+						names = append(names, e.Key)
+					}
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	env := map[string]string{EnvTrackers: strings.Join(names, ",")}
+	for _, name := range names {
+		key := "TORCHX_TRACKER_" + strings.ToUpper(name) + "_CONFIG" // tracker_config_env_var_name
+		conf, ok := lookup(key)
+		if !ok {
+			conf = c.merged("tracker:" + name)["config"]
+		}
+		if conf != "" {
+			env[key] = conf
+		}
+	}
+	return env
 }
 
 // snakeCase turns logDir into log_dir (newer TorchX accepts camelCase spellings).

@@ -128,7 +128,7 @@ func TestRunOpts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := spec.Cfg{
-		"log_dir":                       "/project/logs", // the project wins over home
+		"log_dir":                       "/project/logs", // the first file wins
 		"prepend_cwd":                   true,
 		"retries":                       3,
 		"env":                           map[string]string{"X": "1", "Y": "2"},
@@ -150,12 +150,29 @@ func TestRunOpts(t *testing.T) {
 	if !reflect.DeepEqual(c.Files(), []string{project, home}) {
 		t.Errorf("Files() = %v", c.Files())
 	}
-	// An unknown key is an error naming the file and line (TorchX only warned).
-	if _, err := c.RunOpts("local_docker", opts); err == nil || err.Error() != home+":8: [local_docker] foo is not a run option of local_docker" {
-		t.Errorf("unknown key: %v", err)
+	// An unknown key is skipped with one warning naming the file and line, as TorchX's
+	// config.load warns and runs.
+	if cfg, err := c.RunOpts("local_docker", opts); err != nil || len(cfg) != 0 {
+		t.Errorf("unknown key: %v, %v", cfg, err)
+	}
+	if got := c.UnknownRunOpts("local_docker", opts); !reflect.DeepEqual(got, []string{home + ":8: [local_docker] foo is not a run option of local_docker; skipped, as TorchX does"}) {
+		t.Errorf("UnknownRunOpts = %q", got)
+	}
+	if got := c.UnknownRunOpts("local_cwd", opts); len(got) != 0 {
+		t.Errorf("UnknownRunOpts(local_cwd) = %q (autoSetCudaVisibleDevices is auto_set_cuda_visible_devices)", got)
+	}
+	typo, err := Parse("f", []byte("[local_cwd]\nlog_dri = x\nretries = 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &Config{files: []*File{typo}}
+	if cfg, err := tc.RunOpts("local_cwd", opts); err != nil || !reflect.DeepEqual(cfg, spec.Cfg{"retries": 2}) {
+		t.Errorf("log_dri: %v, %v", cfg, err)
+	}
+	if got := tc.UnknownRunOpts("local_cwd", opts); len(got) != 1 || got[0] != `f:2: [local_cwd] log_dri is not a run option of local_cwd (did you mean "log_dir"?); skipped, as TorchX does` {
+		t.Errorf("UnknownRunOpts = %q", got)
 	}
 	for src, want := range map[string]string{
-		"[local_cwd]\nlog_dri = x\n":         `f:2: [local_cwd] log_dri is not a run option of local_cwd (did you mean "log_dir"?)`,
 		"[local_cwd]\nprepend_cwd = maybe\n": `f:2: [local_cwd] invalid run option prepend_cwd="maybe": "maybe" is not a boolean (want true or false)`,
 		"[local_cwd]\nretries = many\n":      `f:2: [local_cwd] invalid run option retries="many": want an integer`,
 		"[local_cwd]\nenv = A=1\n":           `f:2: [local_cwd] invalid run option env="A=1": want KEY:VALUE pairs, got "A=1"`,
@@ -231,7 +248,8 @@ func TestPaths(t *testing.T) {
 		want []string
 		err  string
 	}{
-		{Locations{Cwd: cwd, Home: home}, []string{pc, ph}, ""},
+		// TorchX's find_configs: $HOME first, then the project; the first value wins.
+		{Locations{Cwd: cwd, Home: home}, []string{ph, pc}, ""},
 		{Locations{Cwd: cwd, Home: cwd}, []string{pc}, ""},
 		{Locations{Cwd: filepath.Join(dir, "none"), Home: home}, []string{ph}, ""},
 		{Locations{Cwd: cwd, Home: home, TorchxConfig: explicit, TorchxConfigSet: true}, []string{explicit}, ""},
@@ -257,8 +275,8 @@ func TestPaths(t *testing.T) {
 	if cfg, _ := c.RunOpts("local_cwd", opts); cfg["log_dir"] != "/e" {
 		t.Errorf("TORCHXCONFIG file not read: %v", cfg)
 	}
-	if c, err := Load(Locations{Cwd: cwd, Home: home}); err != nil || !reflect.DeepEqual(c.Files(), []string{pc, ph}) {
-		t.Errorf("Load: %v, %v (the project's file first)", c.Files(), err)
+	if c, err := Load(Locations{Cwd: cwd, Home: home}); err != nil || !reflect.DeepEqual(c.Files(), []string{ph, pc}) {
+		t.Errorf("Load: %v, %v (the home file first, as in TorchX)", c.Files(), err)
 	}
 	if _, err := LoadFiles(filepath.Join(dir, "missing")); err == nil {
 		t.Error("LoadFiles of a missing file")
@@ -266,5 +284,37 @@ func TestPaths(t *testing.T) {
 	bad := write(t, filepath.Join(dir, "bad"), "oops\n")
 	if _, err := LoadFiles(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":1: ") {
 		t.Errorf("bad file: %v", err)
+	}
+}
+
+// TestTrackerEnv: [torchx:tracker] and [tracker:NAME] become the env TorchX's runner
+// gives every role (torchx/runner/api.py get_configured_trackers, dryrun;
+// torchx/tracker/api.py tracker_config_env_var_name), and the env overrides them.
+func TestTrackerEnv(t *testing.T) {
+	dir := t.TempDir()
+	home := write(t, filepath.Join(dir, "home"), "[torchx:tracker]\nmlflow =\n[tracker:mlflow]\nconfig = s3://home/cfg\n")
+	project := write(t, filepath.Join(dir, "project"), "[torchx:tracker]\nfsspec =\nmlflow =\n[tracker:mlflow]\nconfig = s3://project/cfg\n[tracker:fsspec]\nconfig = /tmp/fsspec.txt\n")
+	c, err := LoadFiles(home, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	want := map[string]string{
+		"TORCHX_TRACKERS":              "mlflow,fsspec",
+		"TORCHX_TRACKER_MLFLOW_CONFIG": "s3://home/cfg", // the first file wins
+		"TORCHX_TRACKER_FSSPEC_CONFIG": "/tmp/fsspec.txt",
+	}
+	if got := c.TrackerEnv(lookup); !reflect.DeepEqual(got, want) {
+		t.Errorf("TrackerEnv = %v, want %v", got, want)
+	}
+	env["TORCHX_TRACKERS"] = "fsspec,other"
+	env["TORCHX_TRACKER_FSSPEC_CONFIG"] = "/from/env"
+	want = map[string]string{"TORCHX_TRACKERS": "fsspec,other", "TORCHX_TRACKER_FSSPEC_CONFIG": "/from/env"}
+	if got := c.TrackerEnv(lookup); !reflect.DeepEqual(got, want) {
+		t.Errorf("TrackerEnv with env = %v, want %v", got, want)
+	}
+	if got := (*Config)(nil).TrackerEnv(func(string) (string, bool) { return "", false }); got != nil {
+		t.Errorf("no config: %v", got)
 	}
 }

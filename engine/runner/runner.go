@@ -37,6 +37,9 @@ type Runner struct {
 
 	mu     sync.Mutex
 	scheds map[string]sched.Scheduler
+	// roleEnv, when set, gives env that every role of a new app gets (TorchX's
+	// tracker variables, from .torchxconfig): see SetRoleEnv.
+	roleEnv func() map[string]string
 	// sweeps holds the sweeps of StateDir: their queued apps are listed, described,
 	// waited for and cancelled here as every other app is.
 	sweeps *sweep.Store
@@ -60,6 +63,11 @@ func New(reg *sched.Registry, cfg sched.Config) *Runner {
 	}
 	return r
 }
+
+// SetRoleEnv makes DryRun put the variables f returns into every role's env, after
+// the component's own, as TorchX's runner puts TORCHX_TRACKERS and
+// TORCHX_TRACKER_<NAME>_CONFIG there. Call it before the runner is used.
+func (r *Runner) SetRoleEnv(f func() map[string]string) { r.roleEnv = f }
 
 // Session is the session name put in new handles.
 func (r *Runner) Session() string { return r.cfg.Session }
@@ -119,8 +127,15 @@ func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string,
 	}
 	app = app.Clone()
 	parent := os.Getenv(EnvParentRunID)
+	var extra map[string]string
+	if r.roleEnv != nil {
+		extra = r.roleEnv()
+	}
 	for i := range app.Roles {
 		env := app.Roles[i].Env
+		for k, v := range extra {
+			env[k] = v
+		}
 		env[EnvJobID] = fmt.Sprintf("%s://%s/${%s}", schedName, r.cfg.Session, spec.MacroAppID)
 		env[EnvSessionID] = r.sessionID()
 		if parent != "" {

@@ -267,6 +267,35 @@ func (o RunOpts) ParseCfg(s string) (Cfg, error) {
 	return cfg, nil
 }
 
+// ParseCfgLenient is ParseCfg for -cfg on the command line, as TorchX's
+// runopts.cfg_from_str reads it: a key that is no option is left out with a warning
+// ("unknown run option passed to scheduler: KEY=VALUE", and the closest key), not an
+// error. A bad value of a known key is still an error.
+func (o RunOpts) ParseCfgLenient(s string) (Cfg, []string, error) {
+	kvs, err := SplitCfg(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := Cfg{}
+	var warns []string
+	for _, kv := range kvs {
+		if _, ok := o.Get(kv.Key); !ok {
+			warns = append(warns, fmt.Sprintf("unknown run option passed to scheduler: %s=%s%s; skipped, as TorchX does",
+				kv.Key, kv.Value, DidYouMean(kv.Key, o.Names())))
+			continue
+		}
+		if _, dup := cfg[kv.Key]; dup {
+			return nil, nil, fmt.Errorf("%w: %s given twice", ErrInvalidRunOpt, kv.Key)
+		}
+		v, err := o.Cast(kv.Key, kv.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg[kv.Key] = v
+	}
+	return cfg, warns, nil
+}
+
 // Cast casts the string value of the option named key, rejecting unknown keys.
 func (o RunOpts) Cast(key, value string) (any, error) {
 	opt, ok := o.Get(key)

@@ -196,8 +196,23 @@ func (a *app) runner() *runner.Runner {
 			Self:     []string{a.env.Self},
 			Warn:     a.warn,
 		})
+		a.run.SetRoleEnv(a.trackerEnv)
 	}
 	return a.run
+}
+
+// trackerEnv is the tracker env TorchX's runner gives every role, from
+// .torchxconfig's [torchx:tracker] and [tracker:NAME] and $TORCHX_TRACKERS (a config
+// that does not load gives none: the verb that launches reports it).
+func (a *app) trackerEnv() map[string]string {
+	conf, err := a.loadConfig()
+	if err != nil {
+		return nil
+	}
+	return conf.TrackerEnv(func(k string) (string, bool) {
+		v := a.env.Getenv(k)
+		return v, v != ""
+	})
 }
 
 // styler picks colors for w: only on a terminal, never with NO_COLOR.

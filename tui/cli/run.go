@@ -190,7 +190,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 		return err
 	}
 	a.warnComponentSections(conf)
-	cfg, err := runCfg(r, conf, f.scheduler, f.cfg)
+	cfg, err := runCfg(r, conf, f.scheduler, f.cfg, a.warn)
 	if err != nil {
 		return err
 	}
@@ -343,18 +343,24 @@ func (a *app) warnComponentSections(conf *config.Config) {
 
 // runCfg returns the run options of the named scheduler: those of -cfg (cfgFlag)
 // over those of .torchxconfig.
-func runCfg(r *runner.Runner, conf *config.Config, scheduler, cfgFlag string) (spec.Cfg, error) {
+func runCfg(r *runner.Runner, conf *config.Config, scheduler, cfgFlag string, warn func(string)) (spec.Cfg, error) {
 	s, err := r.Scheduler(scheduler)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	cfg, err := s.RunOpts().ParseCfg(cfgFlag)
+	cfg, warns, err := s.RunOpts().ParseCfgLenient(cfgFlag)
 	if err != nil {
 		return nil, usagef("-cfg: %v", err)
+	}
+	for _, w := range warns {
+		warn("-cfg: " + w)
 	}
 	fileCfg, err := conf.RunOpts(scheduler, s.RunOpts())
 	if err != nil {
 		return nil, usageError{err}
+	}
+	for _, w := range conf.UnknownRunOpts(scheduler, s.RunOpts()) {
+		warn(w)
 	}
 	return cfg.Merge(fileCfg), nil
 }

@@ -76,3 +76,32 @@ func TestConfigTyposAreNamed(t *testing.T) {
 		t.Errorf("a sweep with a misspelt [cli:run] scheduler: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestConfigAsTorchXReadsIt: ~/.torchxconfig and ./.torchxconfig are read in TorchX's
+// order (find_configs: $HOME first, the first value wins), an unknown run option is
+// one warning naming file and line and the run goes on, and [torchx:tracker] reaches
+// every role's env as TorchX's runner sets it (TORCHX_TRACKERS,
+// TORCHX_TRACKER_<NAME>_CONFIG).
+func TestConfigAsTorchXReadsIt(t *testing.T) {
+	h := newHarness(t)
+	home := filepath.Join(h.user, ".torchxconfig")
+	project := filepath.Join(h.work, ".torchxconfig")
+	if err := os.WriteFile(home, []byte("[local_cwd]\nlog_dir = /tmp/from-home\n[torchx:tracker]\nfsspec =\n[tracker:fsspec]\nconfig = /tmp/runs.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(project, []byte("[local_cwd]\nlog_dir = /tmp/from-project\ncluster_name = ignored\n[component:utils.echo]\nmsg = from the project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("run", "--dryrun", "--json", "utils.echo")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{`"log_dir": "/tmp/from-home"`, `"TORCHX_TRACKERS": "fsspec"`, `"TORCHX_TRACKER_FSSPEC_CONFIG": "/tmp/runs.txt"`, "from the project"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the dry run lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	if want := "wick: warning: " + project + ":3: [local_cwd] cluster_name is not a run option of local_cwd; skipped, as TorchX does\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}

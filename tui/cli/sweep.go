@@ -99,19 +99,11 @@ func (a *app) readSweepCall(f runFlags, argv []string) (*sweepCall, error) {
 		return nil, err
 	}
 	a.warnComponentSections(conf)
-	s, err := a.runner().Scheduler(c.scheduler)
+	cfg, err := runCfg(a.runner(), conf, c.scheduler, f.cfg, a.warn)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, err
 	}
-	cfg, err := s.RunOpts().ParseCfg(f.cfg)
-	if err != nil {
-		return nil, usagef("-cfg: %v", err)
-	}
-	fileCfg, err := conf.RunOpts(c.scheduler, s.RunOpts())
-	if err != nil {
-		return nil, usageError{err}
-	}
-	c.cfg = cfg.Merge(fileCfg)
+	c.cfg = cfg
 	c.lookup = components.Lookup{
 		Find:     a.findOptions(),
 		Defaults: conf.ComponentDefaults,
