@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -61,12 +62,22 @@ func TestFullLogDirIsReported(t *testing.T) {
 	const n = 20000 // 1,000,000 bytes
 	id := start(t, s, appOf("full", role("full", os.Args[0], helperVerb, "lines", strconv.Itoa(n))), spec.Cfg{OptLogDir: disk})
 	st := waitApp(t, s, id)
-	if st.State != spec.Succeeded || len(st.Warnings) != 1 {
-		t.Fatalf("app %s, warnings %q", st.State, st.Warnings)
+	if st.State != spec.Succeeded || len(st.Warnings) != 2 {
+		t.Fatalf("app %s, warnings %q; want what stdout.log lost and what the views lack", st.State, st.Warnings)
 	}
 	m := regexp.MustCompile(`^full/0: (\d+) bytes of stdout not written: no space left on device$`).FindStringSubmatch(st.Warnings[0])
 	if m == nil {
 		t.Fatalf("warning %q", st.Warnings[0])
+	}
+	// What the views read (combined.log) lacks every line the warning counts, and no
+	// other: every line the replica wrote is read, or counted.
+	mv := regexp.MustCompile(`^full/0: (\d+) lines of stdout missing from combined.log, which wick log and the views read: no space left on device$`).FindStringSubmatch(st.Warnings[1])
+	if mv == nil {
+		t.Fatalf("warning %q", st.Warnings[1])
+	}
+	missing, _ := strconv.Atoi(mv[1])
+	if read := len(logLines(t, s, id, "full", 0, sched.LogOptions{})); read+missing != n {
+		t.Errorf("%d lines read + %d counted missing != %d written", read, missing, n)
 	}
 	lost, _ := strconv.Atoi(m[1])
 	info, err := os.Stat(filepath.Join(replicaLogDir(t, s, id, "full", 0), logs.StdoutFile))

@@ -937,7 +937,23 @@ func (sv *supervisor) noteWarnings() {
 				ws = append(ws, fmt.Sprintf("%s: %d bytes of %s not written: %s", r.name(), l.n, l.name, why))
 			}
 		}
-		if out == 0 && errb == 0 && err != nil {
+		// What the views read (combined.log: wick log, --json, -n, the wall) may lack
+		// more than the stream files: each file's loss is said, in lines for the views.
+		mout, merr := r.w.Missing()
+		for _, l := range []struct {
+			n, lost int64
+			name    string
+		}{{mout, out, "stdout"}, {merr, errb, "stderr"}} {
+			if l.n == 0 {
+				continue
+			}
+			held := ""
+			if l.lost == 0 {
+				held = fmt.Sprintf(" (%s.log has them: wick log --streams %s)", l.name, l.name)
+			}
+			ws = append(ws, fmt.Sprintf("%s: %d lines of %s missing from %s, which wick log and the views read%s: %s", r.name(), l.n, l.name, logs.CombinedFile, held, why))
+		}
+		if out == 0 && errb == 0 && mout == 0 && merr == 0 && err != nil {
 			ws = append(ws, fmt.Sprintf("%s: logs incomplete: %s", r.name(), rootCause(err)))
 		}
 	}

@@ -96,6 +96,10 @@ type Writer struct {
 	idxOff  int64 // size of the index up to its last complete record
 	lastT   int64 // run times never go backwards, whatever the wall clock does
 	ended   bool
+	// behind, per stream code: the runs combined.log could not take (a full disk),
+	// one contiguous segment of the stream's file, written there before the next run
+	// once there is room again (see catchUp).
+	behind [3]segment
 
 	// taps, per stream code: who sees its lines as they are read (see Tap).
 	taps [3]atomic.Pointer[Tap]
@@ -103,6 +107,19 @@ type Writer struct {
 	mu   sync.Mutex
 	err  error    // the first write error, reported by Copy and Close
 	lost [3]int64 // per stream code: bytes read but not written to its file
+	// missing, per stream code: lines read but not in combined.log (and so not in
+	// what the views read), waiting in behind or given up at the end.
+	missing [3]int64
+}
+
+// segment is a stretch of a stream's file that combined.log lacks.
+type segment struct {
+	active   bool
+	from, to int64 // offsets in the stream's file
+	time     int64 // the read time of its first line
+	lines    int64
+	attempt  uint32
+	partial  bool // it ends with the stream's final line, without a newline
 }
 
 type streamFile struct {
@@ -185,6 +202,23 @@ func (w *Writer) addLost(code uint8, n int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.lost[code] += n
+}
+
+func (w *Writer) addMissing(code uint8, n int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.missing[code] += n
+}
+
+// Missing returns how many lines of stdout and of stderr were read from the replica
+// but are not in combined.log, which the views read (`wick log`, --json, -n, the
+// wall): runs a full disk kept out of it. Lines held back are written in their place
+// once combined.log has room again; those still missing at the end stay missing.
+// The stream files may hold them (see Lost for what they lack).
+func (w *Writer) Missing() (stdout, stderr int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.missing[codeStdout], w.missing[codeStderr]
 }
 
 // Lost returns how many bytes of stdout and of stderr were read from the replica but
@@ -363,6 +397,7 @@ func (w *Writer) combine() {
 		switch {
 		case r.end:
 			if !w.ended {
+				w.catchUp(true)
 				w.ended = true
 				if err := writeEnd(w.idx, max(w.rec.now().UnixNano(), w.lastT)); err != nil {
 					w.fail(err)
@@ -386,11 +421,82 @@ func (w *Writer) combine() {
 	}
 }
 
-// writeRun appends one run to combined.log and its record to the index.
+// writeRun appends one run to combined.log and its record to the index, after the
+// runs held back before it (catchUp). A run that cannot be written (a full disk) is
+// held back in turn, from its stream's file, where Copy wrote it first.
 func (w *Writer) writeRun(r *run) error {
 	if w.ended {
 		return errors.New("log already ended")
 	}
+	var err error
+	if !w.catchUp(false) {
+		err = errors.New("runs held back before it") // written after them, in order
+	} else {
+		err = w.appendRun(r)
+	}
+	if err != nil {
+		w.holdBack(r)
+	}
+	return err
+}
+
+// holdBack adds run r, which combined.log could not take, to its stream's segment.
+func (w *Writer) holdBack(r *run) {
+	total := r.disk + int64(len(r.mem))
+	w.addMissing(r.code, r.lines)
+	b := &w.behind[r.code]
+	if b.active && (b.to != r.diskOff || b.attempt != r.attempt) {
+		// Not contiguous (another attempt): the segment held back is given up.
+		*b = segment{}
+	}
+	if !b.active {
+		*b = segment{active: true, from: r.diskOff, to: r.diskOff, time: r.time, attempt: r.attempt}
+	}
+	b.to += total
+	b.lines += r.lines
+	b.partial = r.partial
+}
+
+// catchUp writes the segments held back to combined.log, from the stream files, in
+// the order their first lines were read, and reports whether none is left. A stream
+// whose file lost bytes too (Lost) cannot give them back: its segment is given up.
+// At the end (final) what is still held back is given up: those lines stay missing.
+func (w *Writer) catchUp(final bool) bool {
+	for {
+		code := uint8(0)
+		for c := codeStdout; c <= codeStderr; c++ {
+			if b := w.behind[c]; b.active && (code == 0 || b.time < w.behind[code].time) {
+				code = uint8(c)
+			}
+		}
+		if code == 0 {
+			return true
+		}
+		b := &w.behind[code]
+		w.mu.Lock()
+		lost := w.lost[code]
+		w.mu.Unlock()
+		if lost > 0 {
+			*b = segment{}
+			continue
+		}
+		r := run{code: code, attempt: b.attempt, time: b.time, sf: w.streams[code], diskOff: b.from,
+			disk: b.to - b.from, lines: b.lines, partial: b.partial}
+		if err := w.appendRun(&r); err != nil {
+			if final {
+				*b = segment{}
+				continue
+			}
+			return false
+		}
+		w.addMissing(code, -b.lines)
+		*b = segment{}
+	}
+}
+
+// appendRun appends one run to combined.log and its record to the index, or leaves
+// both as they were (rewind).
+func (w *Writer) appendRun(r *run) error {
 	total := r.disk + int64(len(r.mem))
 	t := max(r.time, w.lastT)
 	w.lastT = t
