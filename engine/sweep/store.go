@@ -107,6 +107,12 @@ type Sweep struct {
 	StopOnNaN bool `json:"stop_on_nan,omitempty"`
 	// Devices are the GPUs the queue hands out (empty: none, CPU slots only).
 	Devices []string `json:"devices,omitempty"`
+	// Env and WorkDir are the launching command's environment (KEY=VALUE) and working
+	// directory: the queue runs with them, so that every app of the sweep, resumed or
+	// not, gets them (its PATH, virtualenv, CUDA_VISIBLE_DEVICES). Empty in sweeps made
+	// before: the queue then runs with the resuming command's.
+	Env     []string `json:"env,omitempty"`
+	WorkDir string   `json:"work_dir,omitempty"`
 	// Queue is the queue process, once it runs.
 	Queue logs.Proc `json:"queue,omitzero"`
 	// Entries are the apps, in queue order.

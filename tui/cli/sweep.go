@@ -211,11 +211,12 @@ func (a *app) launchSweep(sw *sweep.Sweep, plans []sweep.Plan, f runFlags) error
 	if store == nil {
 		return errors.New("sweeps need a state directory (set WICK_HOME)")
 	}
+	sw.Env, sw.WorkDir = sweep.RecordEnv(os.Environ(), envSweepReady), a.env.WorkDir
 	dir, err := store.Create(sw, plans)
 	if err != nil {
 		return err
 	}
-	if err := a.startQueue(dir); err != nil {
+	if err := a.startQueue(dir, sw); err != nil {
 		return err
 	}
 	if f.detach {
@@ -385,8 +386,10 @@ func upperAll(ss []string) []string {
 }
 
 // startQueue starts the sweep's queue process (`wick __sweep DIR`) in its own session,
-// as the per-app supervisor is started, and returns once it owns the sweep.
-func (a *app) startQueue(dir string) error {
+// as the per-app supervisor is started, and returns once it owns the sweep. It runs
+// in the environment and directory recorded with the sweep (those of the command
+// that launched it), so that a resume from another shell changes nothing an app sees.
+func (a *app) startQueue(dir string, sw *sweep.Sweep) error {
 	self := a.env.Self
 	if self == "" {
 		return errors.New("cannot start the sweep's queue: the command that runs wick is unknown")
@@ -405,8 +408,14 @@ func (a *app) startQueue(dir string) error {
 	}
 	defer pr.Close()
 	cmd := exec.Command(self, sweep.QueueVerb, dir)
-	cmd.Dir = a.env.WorkDir
-	cmd.Env = append(os.Environ(), "WICK_HOME="+a.home, envSweepReady+"=3")
+	cmd.Dir, cmd.Env = a.env.WorkDir, os.Environ()
+	if sw.WorkDir != "" {
+		cmd.Dir = sw.WorkDir
+	}
+	if len(sw.Env) > 0 {
+		cmd.Env = slices.Clone(sw.Env)
+	}
+	cmd.Env = append(cmd.Env, "WICK_HOME="+a.home, envSweepReady+"=3")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw}
 	// Its own session: no terminal, no Ctrl-C of the launcher, no death with it.
@@ -435,6 +444,26 @@ func (a *app) startQueue(dir string) error {
 		return nil
 	case <-t.C:
 		return fmt.Errorf("the sweep's queue did not start within %s; see %s", queueStartWait, filepath.Join(dir, sweep.QueueLog))
+	}
+}
+
+// sayEnvKept tells, on resume, that the sweep goes on in the environment and directory
+// it was launched with, naming what this shell would have changed.
+func (a *app) sayEnvKept(sw *sweep.Sweep) {
+	if len(sw.Env) == 0 {
+		fmt.Fprintf(a.env.Stderr, "sweep %s: made before sweeps recorded their environment: its apps get this shell's\n", sw.ID)
+		return
+	}
+	if ch := sweep.EnvChanges(sw.Env, os.Environ()); len(ch) > 0 {
+		names := ch
+		if len(names) > 8 {
+			names = append(names[:8:8], fmt.Sprintf("and %d more", len(ch)-8))
+		}
+		fmt.Fprintf(a.env.Stderr, "sweep %s: its apps keep the environment it was launched with; this shell's differs in %s (not used)\n",
+			sw.ID, render.Escape(strings.Join(names, ", ")))
+	}
+	if sw.WorkDir != "" && sw.WorkDir != a.env.WorkDir {
+		fmt.Fprintf(a.env.Stderr, "sweep %s: its apps run in %s, where it was launched (not here)\n", sw.ID, render.Escape(sw.WorkDir))
 	}
 }
 
@@ -803,10 +832,11 @@ compares them. These verbs act on its queue.`,
 			if err != nil {
 				return err
 			}
-			if err := a.startQueue(dir); err != nil {
+			if err := a.startQueue(dir, sw); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.env.Stderr, "sweep %s: queue resumed, %d queued\n", sw.ID, sw.Waiting())
+			a.sayEnvKept(sw)
 			return nil
 		},
 	})

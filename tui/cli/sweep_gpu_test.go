@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,4 +160,61 @@ echo "${out%%;*}" >> "` + state + `"
 		t.Errorf("the queue's log does not say why apps waited:\n%s", log)
 	}
 	h.exec("delete", id)
+}
+
+// TestSweepResumeKeepsTheLaunchEnvironment: the queue is killed while the first app
+// runs and resumed from a shell with another environment: every app got the
+// launching command's environment, and the resume says what it did not use.
+func TestSweepResumeKeepsTheLaunchEnvironment(t *testing.T) {
+	h := newHarness(t)
+	out := filepath.Join(h.work, "runs")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(h.work, "show.sh")
+	os.WriteFile(script, []byte("#!/bin/sh\nwhile [ ! -e \""+out+"/go\" ]; do sleep 0.1; done\necho \"$WICK_SWEEP_TEST_VAR $CUDA_VISIBLE_DEVICES\" > \""+out+"/$WICK_APP_ID\"\n"), 0o755)
+	h.cmdEnv = []string{"WICK_SWEEP_TEST_VAR=launch", "CUDA_VISIBLE_DEVICES="}
+	r := h.exec("run", "--detach", "--max-parallel", "1", "--sweep", "x=a,b,c", "utils.sh", "--", script)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	store := sweep.NewStore(h.home)
+	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+		s := states(sweepRows(t, h, id))
+		return s == "RUNNING QUEUED QUEUED", s
+	})
+	sw, err := store.Load(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(sw.Queue.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Wait(t, 20*time.Second, "the queue dead", func() (bool, string) {
+		sw, _ := store.Load(id)
+		return !sw.QueueRunning(), ""
+	})
+	h.cmdEnv = []string{"WICK_SWEEP_TEST_VAR=resume", "CUDA_VISIBLE_DEVICES=3"}
+	r = h.exec("sweep", "resume", id)
+	if r.code != 0 || !strings.Contains(r.stderr, "differs in CUDA_VISIBLE_DEVICES, WICK_SWEEP_TEST_VAR (not used)") {
+		t.Fatalf("resume: %d %s", r.code, r.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Wait(t, 30*time.Second, "three apps ran", func() (bool, string) {
+		ents, _ := os.ReadDir(out)
+		return len(ents) == 4, fmt.Sprint(len(ents))
+	})
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		if e.Name() == "go" {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(out, e.Name()))
+		if got := strings.TrimSpace(string(b)); got != "launch" {
+			t.Errorf("%s saw %q, want the launching environment's (launch, no GPU)", e.Name(), got)
+		}
+	}
 }
