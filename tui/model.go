@@ -321,6 +321,9 @@ func (m *Model) goHome(msg common.HomeMsg) tea.Cmd {
 	if msg.Notice != "" {
 		m.notice, m.noticeErr, m.noticeAt, m.noticeView = msg.Notice, false, m.ctx.Now(), m.home.ID()
 	}
+	if msg.Launched != nil {
+		return m.home.Launched(*msg.Launched)
+	}
 	if msg.Handle != "" {
 		return m.home.Select(msg.Handle)
 	}
@@ -440,7 +443,7 @@ func (m *Model) run(name common.ActionName) tea.Cmd {
 
 // quit ends the UI; running apps keep running, and the note says so.
 func (m *Model) quit() tea.Cmd {
-	if n := m.home.Running(); n > 0 {
+	if n := m.home.Active(); n > 0 {
 		what, keep, them := "1 app is", "keeps", "it"
 		if n > 1 {
 			what, keep, them = fmt.Sprintf("%d apps are", n), "keep", "them"

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -173,7 +174,7 @@ func plural(n int, word string) string {
 // ticks) to say so. Safe for concurrent use.
 type BulkProgress struct {
 	verb    string // "cancelling", "deleting"
-	total   int
+	total   atomic.Int32
 	started atomic.Bool // confirmed
 	done    atomic.Int32
 	ended   atomic.Bool
@@ -185,7 +186,7 @@ func (p *BulkProgress) Status() string {
 	if p == nil || !p.started.Load() || p.ended.Load() {
 		return ""
 	}
-	return fmt.Sprintf("%s %d/%s…", p.verb, p.done.Load(), apps(p.total))
+	return fmt.Sprintf("%s %d/%s…", p.verb, p.done.Load(), apps(int(p.total.Load())))
 }
 
 // Bulk cancels (ActCancel) or deletes (ActDelete) the apps hs after one confirmation
@@ -211,7 +212,8 @@ func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []
 		return common.Notify(fmt.Sprintf("no %s app to %s%s", adj, strings.ToLower(question), note)), nil
 	}
 	prompt := fmt.Sprintf("%s %d %s %s?%s %s", question, len(hs), adj, plural(len(hs), "app"), note, what)
-	p := &BulkProgress{verb: doing, total: len(hs)}
+	p := &BulkProgress{verb: doing}
+	p.total.Store(int32(len(hs)))
 	return common.Confirm(prompt, func() tea.Msg {
 		p.started.Store(true)
 		defer p.ended.Store(true)
@@ -234,18 +236,56 @@ func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []
 	}), p
 }
 
+// sweepCountWait bounds the listing that counts a sweep's apps for its cancel's
+// confirmation.
+const sweepCountWait = 10 * time.Second
+
 // CancelSweep cancels every app of sweep id after one confirmation that says how many
 // are queued and how many run, through the engine's one cancel of a sweep
 // (Backend.CancelSweep, as `wick cancel ID`): its queue is emptied before its running
-// apps are cancelled, so no queued app starts once the user said yes.
-func CancelSweep(ctx *common.Context, id common.ViewID, sweepID string, queued, running int) (tea.Cmd, *BulkProgress) {
-	if queued+running == 0 {
-		return common.Notify("sweep " + sweepID + ": no queued or running app to cancel"), nil
-	}
+// apps are cancelled, so no queued app starts once the user said yes. The counts are
+// read when the confirmation is asked, not taken from the list's last listing, which
+// may be minutes old.
+func CancelSweep(ctx *common.Context, id common.ViewID, sweepID string) (tea.Cmd, *BulkProgress) {
 	b, parent := ctx.Backend, ctx.Ctx
+	p := &BulkProgress{verb: "cancelling"}
+	return func() tea.Msg {
+		lctx, cancel := context.WithTimeout(parent, sweepCountWait)
+		defer cancel()
+		all, errs := b.List(lctx, "")
+		queued, running := sweepCounts(all, sweepID)
+		if queued+running == 0 {
+			if len(errs) > 0 {
+				return common.NoticeMsg{Text: fmt.Sprintf("sweep %s: its apps could not be listed: %v", sweepID, errs[0]), Err: true}
+			}
+			return common.NoticeMsg{Text: "sweep " + sweepID + ": no queued or running app to cancel"}
+		}
+		p.total.Store(int32(queued + running))
+		return cancelSweepConfirm(b, parent, id, sweepID, queued, running, p)()
+	}, p
+}
+
+// sweepCounts counts the apps of sweep id in apps that wait in its queue and that
+// have not ended.
+func sweepCounts(apps []spec.AppStatus, id string) (queued, running int) {
+	for i := range apps {
+		a := &apps[i]
+		switch {
+		case a.Sweep == nil || a.Sweep.ID != id || a.State.Terminal():
+		case a.State == spec.Queued:
+			queued++
+		default:
+			running++
+		}
+	}
+	return queued, running
+}
+
+// cancelSweepConfirm asks to cancel sweep sweepID, of which queued apps wait and
+// running run.
+func cancelSweepConfirm(b common.Backend, parent context.Context, id common.ViewID, sweepID string, queued, running int, p *BulkProgress) tea.Cmd {
 	prompt := fmt.Sprintf("Cancel sweep %s: %d queued and %d running %s? The queued never start; the running replicas get SIGTERM, then SIGKILL.",
 		sweepID, queued, running, plural(running, "app"))
-	p := &BulkProgress{verb: "cancelling", total: queued + running}
 	return common.Confirm(prompt, func() tea.Msg {
 		p.started.Store(true)
 		defer p.ended.Store(true)
@@ -259,5 +299,5 @@ func CancelSweep(ctx *common.Context, id common.ViewID, sweepID string, queued, 
 			d.Errs = append(d.Errs, err)
 		}
 		return d
-	}), p
+	})
 }

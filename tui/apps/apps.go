@@ -112,6 +112,19 @@ type Model struct {
 	// hold them, and must not bring their rows back.
 	seq  int
 	gone map[string]int
+	// applied is the seq of the listing shown: an older one that comes after it (a
+	// listing under way when a launch started another) is not shown.
+	applied int
+	// fresh holds the apps just launched from here, by the seq of the last listing
+	// started before their launch ended (such a listing may not hold them): their rows
+	// are shown from the launch's own answer until a later listing has them.
+	fresh map[string]freshApp
+}
+
+// freshApp is an app just launched: its status as the launch read it.
+type freshApp struct {
+	st  spec.AppStatus
+	seq int
 }
 
 type listedMsg struct {
@@ -154,20 +167,30 @@ func (m *Model) TypingHelp() []key.Binding {
 	}
 }
 
-// Running counts the apps that have not ended, as last listed.
-func (m *Model) Running() int {
-	n := 0
+// Active counts the apps that have not ended and are not queued, as last listed:
+// those that keep going when the UI quits.
+func (m *Model) Active() int {
+	running, pending := m.counts()
+	return running + pending
+}
+
+// counts counts the apps, as last listed, that run and those submitted or pending
+// (the scheduler has them, none of their replicas runs yet). UNKNOWN (corrupt
+// state) is neither: nothing is known to run; a queued app of a sweep runs nothing
+// yet. Other homes' apps are not this user's to mind.
+func (m *Model) counts() (running, pending int) {
 	for i := range m.apps {
-		// UNKNOWN (corrupt state) is not running: nothing is known to run. Other
-		// homes' apps are not this user's to mind.
 		if m.apps[i].Foreign && !m.all {
 			continue
 		}
-		if st := m.apps[i].State; !st.Terminal() && st != spec.UnknownState && st != spec.Queued {
-			n++ // a queued app of a sweep runs nothing yet
+		switch m.apps[i].State {
+		case spec.Running:
+			running++
+		case spec.Submitted, spec.Pending:
+			pending++
 		}
 	}
-	return n
+	return running, pending
 }
 
 // Select selects the app with handle h, now or as soon as a listing shows it, and
@@ -176,6 +199,45 @@ func (m *Model) Select(h string) tea.Cmd {
 	m.pending = h
 	m.applySelection()
 	return m.refresh()
+}
+
+// Launched shows the app just launched, st as the launch read it, at once and
+// selected (clearing a filter that would hide it), and starts a listing that holds
+// it: one already under way began before the launch.
+func (m *Model) Launched(st spec.AppStatus) tea.Cmd {
+	if m.fresh == nil {
+		m.fresh = map[string]freshApp{}
+	}
+	m.fresh[st.Handle] = freshApp{st: st, seq: m.seq}
+	if !m.listed(st.Handle) {
+		m.apps = append(m.apps, st)
+	}
+	m.loaded = true
+	m.pending = st.Handle
+	m.rebuild(st.Handle)
+	m.loading = false
+	return m.refresh()
+}
+
+// withFresh is a listing numbered seq, with the rows of the apps just launched that
+// it does not hold because it began before their launch ended.
+func (m *Model) withFresh(apps []spec.AppStatus, seq int) []spec.AppStatus {
+	for h, f := range m.fresh {
+		held := false
+		for i := range apps {
+			if apps[i].Handle == h {
+				held = true
+				break
+			}
+		}
+		switch {
+		case held || seq > f.seq:
+			delete(m.fresh, h) // listed, or gone since (deleted)
+		default:
+			apps = append(apps, f.st)
+		}
+	}
+	return apps
 }
 
 func (m *Model) refresh() tea.Cmd {
@@ -230,9 +292,16 @@ func (m *Model) withoutGone(apps []spec.AppStatus, seq int) []spec.AppStatus {
 func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case listedMsg:
+		if msg.seq == m.seq {
+			m.loading = false
+		}
+		if msg.seq < m.applied {
+			return nil // older than the listing shown
+		}
+		m.applied = msg.seq
 		sel := m.selectedHandle() // before the indices change meaning
-		m.loading, m.loaded = false, true
-		m.apps, m.errs = m.withoutGone(msg.apps, msg.seq), msg.errs
+		m.loaded = true
+		m.apps, m.errs = m.withFresh(m.withoutGone(msg.apps, msg.seq), msg.seq), msg.errs
 		m.dropGoneMarks()
 		m.rebuild(sel)
 		m.retainAlarms()

@@ -64,6 +64,13 @@ func TestSweepRowCancelStartsNoQueuedApp(t *testing.T) {
 	vc.Backend = r
 	d := viewtest.New(t, vc, apps.New(vc))
 	d.WaitFor("▸ "+id, "sweep of 4: 1 running, 3 queued")
+	// One queued app is cancelled from elsewhere after the list was read: the
+	// confirmation counts what is, when it is asked, not the list's last reading.
+	last, _ := spec.ParseHandle(sw.Entries[3].Handle)
+	if err := r.Cancel(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	d.Contains("sweep of 4: 1 running, 3 queued") // the list has not read it again
 	d.Keys("x")
 	var confirm *common.ConfirmMsg
 	for _, m := range d.Sent {
@@ -71,14 +78,14 @@ func TestSweepRowCancelStartsNoQueuedApp(t *testing.T) {
 			confirm = &c
 		}
 	}
-	want := "Cancel sweep " + id + ": 3 queued and 1 running app?"
+	want := "Cancel sweep " + id + ": 2 queued and 1 running app?"
 	if confirm == nil || !strings.HasPrefix(confirm.Prompt, want) {
 		t.Fatalf("x on the sweep's row sent %v, want a confirmation %q", d.Sent, want)
 	}
 	d.Run(confirm.Yes)
 	ns := d.Notices()
-	if len(ns) == 0 || ns[len(ns)-1].Text != "cancelled 1 app (3 queued: never started)" {
-		t.Errorf("notices %+v, want \"cancelled 1 app (3 queued: never started)\"", ns)
+	if len(ns) == 0 || ns[len(ns)-1].Text != "cancelled 1 app (2 queued: never started)" {
+		t.Errorf("notices %+v, want \"cancelled 1 app (2 queued: never started)\"", ns)
 	}
 	select {
 	case err := <-qdone:

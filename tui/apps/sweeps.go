@@ -92,23 +92,29 @@ func (m *Model) rowKey(r int) string {
 	return m.apps[m.rows[r]].Handle
 }
 
-// groupCells is the row of a sweep: its id and how many apps, what they do, and the
-// age of its newest app.
+// groupCells is the row of a sweep: its id and how many apps it has (and how many
+// the filter shows), what they all do, and its age: that of its oldest app, made when
+// the sweep was (its apps are made when it is planned, queued), so that the age never
+// goes down as its apps start.
 func (m *Model) groupCells(g *group, now time.Time) []string {
 	fold := "▸"
 	if m.unfolded[g.id] {
 		fold = "▾"
 	}
 	counts := map[spec.AppState]int{}
-	running, total := 0, 0
-	var newest time.Time
-	for _, i := range g.members {
+	running, total, all := 0, 0, 0
+	var oldest time.Time
+	for i := range m.apps {
 		a := &m.apps[i]
+		if a.Sweep == nil || a.Sweep.ID != g.id || a.Foreign && !m.all {
+			continue
+		}
+		all++
 		counts[a.State]++
 		r, t := a.Replicas()
 		running, total = running+r, total+t
-		if a.Created.After(newest) {
-			newest = a.Created
+		if oldest.IsZero() || !a.Created.IsZero() && a.Created.Before(oldest) {
+			oldest = a.Created
 		}
 	}
 	var parts []string
@@ -122,10 +128,14 @@ func (m *Model) groupCells(g *group, now time.Time) []string {
 		row[i] = "-"
 	}
 	row[render.AppColHandle] = fmt.Sprintf("%s %s", fold, g.id)
-	row[render.AppColName] = fmt.Sprintf("sweep of %d: %s", len(g.members), strings.Join(parts, ", "))
+	of := fmt.Sprintf("sweep of %d", all)
+	if len(g.members) != all {
+		of += fmt.Sprintf(", %d shown", len(g.members))
+	}
+	row[render.AppColName] = of + ": " + strings.Join(parts, ", ")
 	row[render.AppColState] = groupState(counts).String()
 	row[render.AppColRunning] = fmt.Sprintf("%d/%d", running, total)
-	row[render.AppColAge] = render.Age(newest, now)
+	row[render.AppColAge] = render.Age(oldest, now)
 	return row
 }
 
@@ -170,8 +180,10 @@ func (m *Model) styledRow(tbl *widget.Table, r int, st render.Styler) []string {
 	if g := m.rowGroup(r); g != nil {
 		row := append([]string(nil), tbl.Row(r)...)
 		counts := map[spec.AppState]int{}
-		for _, i := range g.members {
-			counts[m.apps[i].State]++
+		for i := range m.apps {
+			if a := &m.apps[i]; a.Sweep != nil && a.Sweep.ID == g.id && (!a.Foreign || m.all) {
+				counts[a.State]++
+			}
 		}
 		row[render.AppColState] = st.State(groupState(counts), row[render.AppColState])
 		return row
@@ -193,8 +205,7 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return common.Push(sweepchart.New(m.Ctx, g.id)), true
 	case appops.ActCancel:
 		// The whole sweep, as `wick cancel ID`: its queue emptied first.
-		queued, running := m.sweepCounts(g.id)
-		cmd, p := appops.CancelSweep(m.Ctx, m.ID(), g.id, queued, running)
+		cmd, p := appops.CancelSweep(m.Ctx, m.ID(), g.id)
 		m.progress = p
 		return cmd, true
 	case appops.ActDelete:
@@ -206,22 +217,6 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return common.Notify("a sweep's row: z unfolds its apps"), true
 	}
 	return nil, false
-}
-
-// sweepCounts counts the apps of sweep id the list holds (shown or not) that wait in
-// its queue and that have not ended.
-func (m *Model) sweepCounts(id string) (queued, running int) {
-	for i := range m.apps {
-		a := &m.apps[i]
-		switch {
-		case a.Sweep == nil || a.Sweep.ID != id || a.State.Terminal():
-		case a.State == spec.Queued:
-			queued++
-		default:
-			running++
-		}
-	}
-	return queued, running
 }
 
 // compareSweep opens the comparison of the apps of sweep id the list holds, in

@@ -92,7 +92,7 @@ func (m *Model) summary(narrow bool) string {
 		// then changes by one digit is all a terminal redraws of it.
 		return t.Muted.Render("listing apps…")
 	}
-	running := m.Running()
+	running, pending := m.counts()
 	// The count is of the apps the list shows (unfiltered): other homes' apps, hidden,
 	// are counted apart.
 	n := len(m.apps) - m.foreign
@@ -102,6 +102,9 @@ func (m *Model) summary(narrow bool) string {
 	}
 	if running > 0 {
 		s += fmt.Sprintf(" · %d running", running)
+	}
+	if pending > 0 {
+		s += fmt.Sprintf(" · %d pending", pending)
 	}
 	if len(m.visible) != len(m.apps)-m.foreign {
 		s += fmt.Sprintf(" · %d shown", len(m.visible))

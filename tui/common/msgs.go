@@ -1,6 +1,8 @@
 package common
 
 import (
+	"github.com/wick-dev/wick/engine/spec"
+
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -20,8 +22,13 @@ func Pop() tea.Msg { return PopMsg{} }
 
 // HomeMsg asks the root to close every view above the app list and select Handle in
 // it (when not empty), then to say Notice there (when not empty): a notice belongs to
-// the view it is shown over.
-type HomeMsg struct{ Handle, Notice string }
+// the view it is shown over. Launched, when set, is the status of the app just
+// launched, as the launch itself read it: the list shows its row and selects it at
+// once, before its next listing.
+type HomeMsg struct {
+	Handle, Notice string
+	Launched       *spec.AppStatus
+}
 
 // OpenLogsMsg asks the root to open the logs of an app.
 type OpenLogsMsg struct{ Handle string }

@@ -41,11 +41,17 @@ type Model struct {
 // progressMsg is one step reported by the scheduler.
 type progressMsg struct{ step string }
 
-// launchedMsg ends the launch.
+// launchedMsg ends the launch: the app's handle and its status as read right after
+// the launch (nil if that read failed).
 type launchedMsg struct {
 	h   spec.Handle
+	st  *spec.AppStatus
 	err error
 }
+
+// statusWait bounds the read of a launched app's status: the list shows the app at
+// once from it; without it, the list shows the app at its next listing.
+const statusWait = 2 * time.Second
 
 // New returns a view that schedules a planned app.
 func New(ctx *common.Context, info *sched.DryRunInfo) *Model {
@@ -83,7 +89,11 @@ func (m *Model) Init() tea.Cmd {
 		} else {
 			h, err = relaunch(ctx, b, from, workspace, progress)
 		}
-		send(launchedMsg{h: h, err: err})
+		msg := launchedMsg{h: h, err: err}
+		if err == nil {
+			msg.st = launchedStatus(ctx, b, h, info)
+		}
+		send(msg)
 	}()
 	return common.Stream(m.ID(), ch)
 }
@@ -122,7 +132,7 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 			return common.NotifyErr(fmt.Errorf("launch failed: %w", msg.err))
 		}
 		h := msg.h.String()
-		return func() tea.Msg { return common.HomeMsg{Handle: h, Notice: "launched " + h} }
+		return func() tea.Msg { return common.HomeMsg{Handle: h, Notice: "launched " + h, Launched: msg.st} }
 	case tea.MouseWheelMsg:
 		m.pager.Scroll(widget.WheelDelta(msg), m.Ctx.Height)
 	}
@@ -167,4 +177,21 @@ func (m *Model) View() string {
 	}
 	m.pager.SetText(b.String())
 	return m.pager.View(m.Ctx.Width, m.Ctx.Height)
+}
+
+// launchedStatus is the status of the app h just launched, from the scheduler (as
+// describe reads it), else what the launch knows of it: its handle, name and the time,
+// SUBMITTED. The app list shows it at once, selected, before its next listing.
+func launchedStatus(ctx context.Context, b common.Backend, h spec.Handle, info *sched.DryRunInfo) *spec.AppStatus {
+	dctx, cancel := context.WithTimeout(ctx, statusWait)
+	defer cancel()
+	if d, err := b.Describe(dctx, h); err == nil && d.Status.Handle != "" {
+		st := d.Status
+		return &st
+	}
+	st := &spec.AppStatus{Handle: h.String(), AppID: h.AppID, Scheduler: h.Scheduler, State: spec.Submitted, Created: time.Now()}
+	if info != nil && info.App != nil {
+		st.Name = info.App.Name
+	}
+	return st
 }
