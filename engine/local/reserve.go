@@ -86,6 +86,9 @@ func (sv *supervisor) saveFinal() error {
 	if werr == nil {
 		werr = os.Rename(path, filepath.Join(sv.dir, stateFile))
 	}
+	if werr == nil {
+		werr = safefs.SyncDir(sv.dir) // the rename on disk, as WriteFileAtomic does
+	}
 	if werr != nil {
 		return errors.Join(err, fmt.Errorf("write the state into its reserved space: %w", werr))
 	}

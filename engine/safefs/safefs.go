@@ -79,10 +79,37 @@ func Tighten(path string) error {
 }
 
 // WriteFileAtomic replaces dir/name with data, mode 0600: readers see the old or the
-// new file, never a mix. The temporary file is in dir so that rename stays on one
-// file system; rename replaces a symbolic link at dir/name rather than following it.
+// new file, never a mix, and the change survives a crash of the machine once it
+// returns. The temporary file is in dir so that rename stays on one file system;
+// rename replaces a symbolic link at dir/name rather than following it. The order is
+// what durability needs: write the temporary file, fsync it (its data on disk before
+// its name), rename it over dir/name, fsync dir (the rename on disk). Without the
+// first fsync a power loss could leave dir/name empty; without the second, the old
+// file.
 func WriteFileAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".*")
+	return writeFileAtomic(osFS{}, dir, name, data)
+}
+
+// fileSys is what writeFileAtomic does to the file system: the real one (osFS), or a
+// test's recorder of the order of the calls.
+type fileSys interface {
+	CreateTemp(dir, pattern string) (file, error)
+	Rename(from, to string) error
+	Remove(path string) error
+	SyncDir(dir string) error
+}
+
+// file is the temporary file of writeFileAtomic.
+type file interface {
+	Name() string
+	Write(b []byte) (int, error)
+	Chmod(mode os.FileMode) error
+	Sync() error
+	Close() error
+}
+
+func writeFileAtomic(fsys fileSys, dir, name string, data []byte) error {
+	f, err := fsys.CreateTemp(dir, "."+name+".*")
 	if err != nil {
 		return err
 	}
@@ -90,16 +117,48 @@ func WriteFileAtomic(dir, name string, data []byte) error {
 	if err == nil {
 		err = f.Chmod(FileMode)
 	}
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
+		err = fsys.Rename(f.Name(), filepath.Join(dir, name))
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		_ = fsys.Remove(f.Name())
+		return err
 	}
-	return err
+	return fsys.SyncDir(dir)
+}
+
+// osFS is the real file system.
+type osFS struct{}
+
+func (osFS) CreateTemp(dir, pattern string) (file, error) { return os.CreateTemp(dir, pattern) }
+func (osFS) Rename(from, to string) error                 { return os.Rename(from, to) }
+func (osFS) Remove(path string) error                     { return os.Remove(path) }
+func (osFS) SyncDir(dir string) error                     { return SyncDir(dir) }
+
+// SyncDir fsyncs a directory: the names created, renamed or removed in it are on disk
+// once it returns.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if errors.Is(err, unix.EINVAL) {
+		err = nil // a file system that cannot sync a directory (some FUSE ones): nothing to do
+	}
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }
 
 // OpenAppend opens path for appending, creating it 0600; it does not follow a

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -140,6 +141,9 @@ func (s *Scheduler) saveRecord(rec *record) error {
 		return fmt.Errorf("slurm: %w", err)
 	}
 	_, werr := f.Write(b)
+	if werr == nil {
+		werr = f.Sync() // its data on disk before its name (see safefs.WriteFileAtomic)
+	}
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(f.Name())
@@ -148,6 +152,9 @@ func (s *Scheduler) saveRecord(rec *record) error {
 	if err := os.Rename(f.Name(), s.recordPath(rec.JobID)); err != nil {
 		os.Remove(f.Name())
 		return fmt.Errorf("slurm: %w", err)
+	}
+	if err := safefs.SyncDir(dir); err != nil {
+		return fmt.Errorf("slurm: the record of job %s: %w", rec.JobID, err)
 	}
 	return nil
 }

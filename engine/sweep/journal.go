@@ -383,6 +383,13 @@ func (st *Store) write(dir string, c *cached, rec *record, whole func() *Sweep) 
 	if err != nil && n > 0 {
 		_ = f.Truncate(c.off) // no half record left behind (a full disk)
 	}
+	if err == nil {
+		// The change survives a crash of the machine, as a snapshot does
+		// (safefs.WriteFileAtomic); one that cannot be synced is taken back.
+		if err = f.Sync(); err != nil {
+			_ = f.Truncate(c.off)
+		}
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
