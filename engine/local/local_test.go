@@ -353,7 +353,8 @@ func TestTorchelasticErrorFile(t *testing.T) {
 	r.MaxRetries, r.RetryPolicy = 1, spec.RetryReplica
 	id = start(t, s, appOf("err", r), nil)
 	st = waitApp(t, s, id)
-	if rep := replicaOf(t, st, "trainer", 0); rep.Restarts != 1 || *rep.ExitCode != 4 || rep.StructuredError != "" {
+	// Its error is its own exit, not the earlier file.
+	if rep := replicaOf(t, st, "trainer", 0); rep.Restarts != 1 || *rep.ExitCode != 4 || spec.ErrorMessage(rep.StructuredError) != "trainer/0: exit code 4" {
 		t.Errorf("second attempt: %+v", rep)
 	}
 }

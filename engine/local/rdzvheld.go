@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/wick-dev/wick/engine/ranks"
-	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
@@ -75,19 +74,17 @@ const (
 // it, as a planning wick does) is gone by then.
 const foreignRecheck = 200 * time.Millisecond
 
-// tapRendezvous watches the stderr of attempt a of r, a node that tries to host its
-// rendezvous store here, for its failure to bind the port, and then looks who holds
-// the port.
-func (sv *supervisor) tapRendezvous(r *replica, a int) {
+// rendezvousTap is the part of the stderr tap of attempt a of r (tapStderr) that
+// watches a node that tries to host its rendezvous store here for its failure to
+// bind the port, and then looks who holds the port; nil when r hosts no store here.
+// It returns false once it is done.
+func (sv *supervisor) rendezvousTap(r *replica, a int) func(lines []byte) bool {
 	port := r.rdzvPort
-	if port == 0 || r.w == nil {
-		return
+	if port == 0 {
+		return nil
 	}
 	seen := 0
-	r.w.Tap(sched.Stderr, func(attempt int, lines []byte) bool {
-		if attempt != a {
-			return attempt < a // the last lines of the attempt before: ours follow
-		}
+	return func(lines []byte) bool {
 		seen += len(lines)
 		if bytes.Contains(lines, []byte("failed to bind")) {
 			for line := range bytes.Lines(lines) {
@@ -103,7 +100,7 @@ func (sv *supervisor) tapRendezvous(r *replica, a int) {
 			}
 		}
 		return seen < rdzvTapBytes
-	})
+	}
 }
 
 // portHolder looks who listens on port now.

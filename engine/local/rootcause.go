@@ -141,6 +141,9 @@ func (sv *supervisor) firstErrorFile() *errorCandidate {
 		if c.mtime.Before(since[role]) {
 			return // an earlier run's
 		}
+		if c.r != nil && strings.Contains(spec.ErrorMessage(readErrorFile(c.path)), "SignalException") {
+			return // torchrun's agent stopped by a signal: the stop, not a failure
+		}
 		if best == nil || c.mtime.Before(best.mtime) {
 			best = &c
 		}
@@ -384,6 +387,10 @@ func (sv *supervisor) torchrunReports() []*torchrunReport {
 		if r.workers != nil {
 			n.GroupRank = r.workers.GroupRank()
 			n.Exits = r.workers.Exits()
+			if len(n.Failures.Summary) == 0 {
+				// Stopped before its agent printed its summary (nodefail.go).
+				n.Failures.Summary = r.workers.Summary()
+			}
 		}
 		rep.nodes = append(rep.nodes, n)
 		rep.reps[r.req.ID] = r

@@ -174,6 +174,10 @@ type replica struct {
 	sig         int          // the signal that killed this attempt's leader, 0 for none
 	oom         bool         // the kernel's OOM killer killed a process of the app meanwhile
 	oomKills    int          // the app cgroup's OOM kills when this attempt started
+	// nodeFailed is set when this attempt, a torchrun node, failed while its agent
+	// still ran (nodefail.go); agentFailures counts its agent's failed rounds.
+	nodeFailed    bool
+	agentFailures atomic.Int32
 	// rdzvPort is the port on which the node tries to host its c10d rendezvous store
 	// here, 0 for none. unbound is 1 + the attempt whose stderr said it could not
 	// bind it, held who listened on it then (a portHolder), written by its tap
@@ -516,7 +520,7 @@ func (sv *supervisor) save() {
 // start forks a replica's current attempt, with fresh pipes for its output.
 func (sv *supervisor) start(r *replica) {
 	r.phase, r.stopping, r.killed, r.groupKilled = starting, false, false, false
-	r.sig, r.oom, r.oomKills = 0, false, sv.cg.oomKills()
+	r.sig, r.oom, r.oomKills, r.nodeFailed = 0, false, sv.cg.oomKills(), false
 	r.forkAt = time.Now()
 	r.killAt, r.drainAt = time.Time{}, time.Time{}
 	r.errFile = nil
@@ -538,7 +542,7 @@ func (sv *supervisor) start(r *replica) {
 	}
 	r.readers, r.pumps = []*os.File{outR, errR}, 2
 	r.pipeIDs = []int{sv.holdPipe(r.req.LogDir, sched.Stdout, outR), sv.holdPipe(r.req.LogDir, sched.Stderr, errR)}
-	sv.tapRendezvous(r, a)
+	sv.tapStderr(r, a)
 	sv.pump(r, a, sched.Stdout, outR, r.pipeIDs[0])
 	sv.pump(r, a, sched.Stderr, errR, r.pipeIDs[1])
 	env := mergeEnv(sv.env, r.req.Env)
@@ -662,6 +666,10 @@ func (sv *supervisor) handle(ev event) {
 			sv.groupGone(r, now)
 		}
 		switch {
+		case r.nodeFailed:
+			// Its workers failed before it was stopped (nodefail.go).
+			r.st.State = spec.Failed
+			r.st.StructuredError = sv.errorFile(r)
 		case code == 0:
 			r.st.State = spec.Succeeded
 		case r.stopping && sv.stoppedBySignal(r, ev.ws, code):
@@ -725,27 +733,35 @@ func (sv *supervisor) exited(r *replica, code int) {
 	if code == 0 || stopped || sv.target != 0 {
 		return
 	}
+	if !sv.retry(r) {
+		sv.fail(r, code)
+	}
+}
+
+// retry applies the retry policy of r's role to r, which failed: it restarts what the
+// policy restarts and reports true, or reports false when no retry is left.
+func (sv *supervisor) retry(r *replica) bool {
 	role := r.role
 	switch role.req.RetryPolicy {
 	case spec.RetryReplica:
 		if r.attempt < role.req.MaxRetries {
 			sv.restart(r)
-			return
+			return true
 		}
 	case spec.RetryRole:
 		if role.restarts < role.req.MaxRetries {
 			role.restarts++
 			sv.restart(role.replicas...)
-			return
+			return true
 		}
 	default: // APPLICATION
 		if sv.appRestarts < role.req.MaxRetries {
 			sv.appRestarts++
 			sv.restart(sv.all...)
-			return
+			return true
 		}
 	}
-	sv.fail(r, code)
+	return false
 }
 
 // errorFile reads the torchelastic error file a failed replica wrote during this

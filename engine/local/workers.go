@@ -36,12 +36,16 @@ import (
 type workerWatch struct {
 	leader int
 	// learned is called (from the watch's goroutine) when a worker's GROUP_RANK is
-	// first read, or changes (a restart of the workers).
+	// first read, or changes (a restart of the workers), and with -1 when a worker
+	// exits with a failure.
 	learned func(group int)
 
-	mu    sync.Mutex
-	exits map[int]time.Time // worker pid -> when it exited
-	group int               // the latest GROUP_RANK read, -1 before
+	mu     sync.Mutex
+	exits  map[int]time.Time // worker pid -> when it exited
+	group  int               // the latest GROUP_RANK read, -1 before
+	failed int               // workers seen to exit with a failure (nodefail.go)
+	vars   map[int]rankVars  // worker pid -> its ranks
+	status map[int]int       // worker pid -> its exit status (wait(2)'s), when read
 
 	quit chan struct{}
 	done chan struct{}
@@ -61,6 +65,7 @@ const (
 // watchWorkers starts watching the workers under leader.
 func watchWorkers(leader int, learned func(group int)) *workerWatch {
 	w := &workerWatch{leader: leader, learned: learned, exits: map[int]time.Time{}, group: -1,
+		vars: map[int]rankVars{}, status: map[int]int{},
 		quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
@@ -83,6 +88,44 @@ func (w *workerWatch) Exits() map[int]time.Time {
 	out := make(map[int]time.Time, len(w.exits))
 	for k, v := range w.exits {
 		out[k] = v
+	}
+	return out
+}
+
+// Failed is how many workers were seen to exit with a failure (a non-zero status, or
+// a signal), read from the zombie before torchrun reaped it.
+func (w *workerWatch) Failed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+// Summary is what torchrun's failure summary would say of the workers seen to fail,
+// from their exit statuses and rank variables: for a node stopped before its agent
+// printed one (it waits in its exit barrier first). The one that exited first is its
+// root cause.
+func (w *workerWatch) Summary() []ranks.Failure {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []ranks.Failure
+	first := -1
+	for pid, st := range w.status {
+		ws := unix.WaitStatus(st)
+		v, ok := w.vars[pid]
+		if st == 0 || !ok || v.rank < 0 {
+			continue
+		}
+		code := ws.ExitStatus()
+		if ws.Signaled() {
+			code = -int(ws.Signal())
+		}
+		out = append(out, ranks.Failure{Rank: v.rank, Local: v.local, ExitCode: code, PID: pid, Time: w.exits[pid].Local().Format(ranks.SummaryTime)})
+		if first < 0 || w.exits[pid].Before(w.exits[out[first].PID]) {
+			first = len(out) - 1
+		}
+	}
+	if first >= 0 {
+		out[first].Root = true
 	}
 	return out
 }
@@ -127,7 +170,8 @@ func (w *workerWatch) run() {
 				if seen[pid] < 0 || len(live) >= maxWatched {
 					continue
 				}
-				group, ok := workerGroup(pid)
+				vars, ok := workerVars(pid)
+				group := vars.group
 				if !ok {
 					if seen[pid]++; seen[pid] >= envTries {
 						seen[pid] = -1
@@ -142,6 +186,7 @@ func (w *workerWatch) run() {
 				}
 				live = append(live, watched{pid, fd})
 				w.mu.Lock()
+				w.vars[pid] = vars
 				changed := w.group != group
 				w.group = group
 				w.mu.Unlock()
@@ -174,10 +219,23 @@ func (w *workerWatch) run() {
 				kept = append(kept, x)
 				continue
 			}
+			// The worker is a zombie until torchrun reaps it: its status is still
+			// there to read (nodefail.go).
+			status, ok := zombieExitStatus(x.pid)
+			failed := ok && status != 0
 			unix.Close(x.fd)
 			w.mu.Lock()
 			w.exits[x.pid] = now
+			if ok {
+				w.status[x.pid] = status
+			}
+			if failed {
+				w.failed++
+			}
 			w.mu.Unlock()
+			if failed && w.learned != nil {
+				w.learned(-1)
+			}
 		}
 		live = kept
 	}
@@ -217,25 +275,39 @@ func descendants(pid int) []proc {
 // workerGroup reads GROUP_RANK from the environment of a torchrun worker; ok is false
 // for a process without torchrun's rank variables.
 func workerGroup(pid int) (group int, ok bool) {
+	v, ok := workerVars(pid)
+	return v.group, ok
+}
+
+// rankVars are a torchrun worker's GROUP_RANK, RANK and LOCAL_RANK (-1: unset).
+type rankVars struct{ group, rank, local int }
+
+// workerVars reads a torchrun worker's rank variables from its environment; ok is
+// false for a process that is not one.
+func workerVars(pid int) (v rankVars, ok bool) {
+	v = rankVars{-1, -1, -1}
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return 0, false
+		return v, false
 	}
 	defer f.Close()
 	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
-	group, hasLocal := -1, false
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		k, v, _ := bytes.Cut(kv, []byte{'='})
+		k, val, _ := bytes.Cut(kv, []byte{'='})
+		n, err := strconv.Atoi(string(val))
+		if err != nil || n < 0 {
+			continue
+		}
 		switch string(k) {
 		case "GROUP_RANK":
-			if g, err := strconv.Atoi(string(v)); err == nil && g >= 0 {
-				group = g
-			}
+			v.group = n
+		case "RANK":
+			v.rank = n
 		case "LOCAL_RANK":
-			hasLocal = true
+			v.local = n
 		}
 	}
-	return group, group >= 0 && hasLocal
+	return v, v.group >= 0 && v.local >= 0
 }
 
 // runsTorchrun reports whether a replica's command runs torchrun.
@@ -260,8 +332,12 @@ func (sv *supervisor) watchWorkers(r *replica) {
 	})
 }
 
-// learnRanks records the group ranks the watches learned.
+// learnRanks records the group ranks the watches learned, and fails the nodes whose
+// workers failed (checkNodes).
 func (sv *supervisor) learnRanks() {
+	if sv.target == 0 {
+		sv.checkNodes()
+	}
 	for _, r := range sv.all {
 		if r.workers == nil {
 			continue

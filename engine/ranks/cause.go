@@ -101,9 +101,9 @@ func PortInUse(port int) string {
 	return "rendezvous port " + strconv.Itoa(port) + " is in use"
 }
 
-// summaryTime is how torchrun prints a failure's time (datetime.isoformat(sep="_")
+// SummaryTime is how torchrun prints a failure's time (datetime.isoformat(sep="_")
 // of a whole second, in the node's local time).
-const summaryTime = "2006-01-02_15:04:05"
+const SummaryTime = "2006-01-02_15:04:05"
 
 // RootCause picks the first failure of a failed app from its replicas' reports:
 //
@@ -249,7 +249,7 @@ func (n *NodeReport) torchrunCandidates() []candidate {
 		}
 		t, exact := n.Exits[s.PID]
 		if !exact {
-			t, _ = time.ParseInLocation(summaryTime, s.Time, time.Local)
+			t, _ = time.ParseInLocation(SummaryTime, s.Time, time.Local)
 		}
 		x := candidate{c: Cause{Role: n.Role, Replica: n.Replica, Rank: s.Rank, Time: t}, exact: exact, root: s.Root}
 		switch {

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
+
+	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// failuresHarness copies the scripts of examples/failures (real training scripts that
+// fail or hang, shaped like pytorch/examples' DDP scripts, without @record) into the
+// harness's work directory, and puts a python that has torch (/usr/bin/python3) first
+// on PATH, for utils.python.
+func failuresHarness(t *testing.T) *harness {
+	t.Helper()
+	needTorch(t)
+	h := newHarness(t)
+	dir := filepath.Join("..", "..", "examples", "failures")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".py") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.work, e.Name()), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(h.work, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/python3", filepath.Join(bin, "python")); err != nil {
+		t.Fatal(err)
+	}
+	h.cmdEnv = append(h.cmdEnv, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return h
+}
+
+// failureCase is a failing example and the one line a user sees of it.
+type failureCase struct {
+	name string
+	args []string
+	want string
+	// where is the end of describe's "at:" line (the innermost frame), "" for none.
+	where string
+}
+
+func failArgs(j, script string, extra ...string) []string {
+	args := []string{"run", "-s", "local_cwd", "dist.ddp", "-j", j, "--tee", "1", "--env", "PET_REDIRECTS=1", "--script", script}
+	if len(extra) > 0 {
+		args = append(append(args, "--"), extra...)
+	}
+	return args
+}
+
+func pythonArgs(script string) []string {
+	return []string{"run", "-s", "local_cwd", "utils.python", "--script", script}
+}
+
+// TestFailuresNamed runs each failing example of examples/failures for real (torch
+// 1.13, gloo) and checks the one line a user sees of its failure, the first failure
+// whatever its kind, in the attached run's last line, wick status (with the innermost
+// frame), describe --json and wick list's ERROR column.
+func TestFailuresNamed(t *testing.T) {
+	t.Parallel()
+	h := failuresHarness(t)
+	for _, tc := range []failureCase{
+		{"raise", pythonArgs("raise_plain.py"), "python/0: ValueError: boom at step 3", "raise_plain.py:20 in train_step"},
+		{"loader_raise", pythonArgs("loader_raise.py"), "python/0: ValueError: corrupt sample 81 in shard 1", "loader_raise.py:24 in __getitem__"},
+		{"loader_killed", pythonArgs("loader_killed.py"), "python/0: RuntimeError: DataLoader worker (pid ", "signal_handling.py:66 in handler"},
+		{"segfault", pythonArgs("segfault.py"), "python/0: killed by SIGSEGV", ""},
+		{"exit_rank", failArgs("1x2", "exit_rank.py", "--exit_rank", "1"), "rank 1: exit code 3", ""},
+		{"segfault_rank", failArgs("1x2", "segfault.py", "--rank", "1"), "rank 1: killed by SIGSEGV", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := execLong(h, tc.args...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+			}
+			if got := lastLine(r.stderr); !strings.HasPrefix(got, "wick: "+tc.want) {
+				t.Errorf("the attached run ends with %q, want %q", got, "wick: "+tc.want)
+			}
+			handle := failedHandle(t, h, r)
+			checkFailure(t, h, handle, tc)
+		})
+	}
+}
+
+// failedHandle is the handle an attached run printed ("wick: HANDLE FAILED").
+func failedHandle(t *testing.T, h *harness, r result) string {
+	t.Helper()
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if rest, ok := strings.CutPrefix(l, "wick: "); ok && strings.HasSuffix(rest, " FAILED") && strings.Contains(rest, "://") {
+			return strings.TrimSuffix(rest, " FAILED")
+		}
+	}
+	t.Fatalf("no handle in:\n%s", r.stderr)
+	return ""
+}
+
+// checkFailure checks what status, describe --json and list show of a failed app.
+func checkFailure(t *testing.T, h *harness, handle string, tc failureCase) {
+	t.Helper()
+	st := h.exec("status", handle)
+	if !strings.Contains(st.stdout, "error:    "+tc.want) {
+		t.Errorf("wick status:\n%s", st.stdout)
+	}
+	if tc.where != "" && !strings.Contains(st.stdout, tc.where+"\n") {
+		t.Errorf("wick status has no %q:\n%s", tc.where, st.stdout)
+	}
+	var js struct {
+		Status spec.AppStatus `json:"status"`
+	}
+	dj := h.exec("describe", "--json", handle)
+	if err := json.Unmarshal([]byte(dj.stdout), &js); err != nil || !strings.HasPrefix(spec.ErrorMessage(js.Status.StructuredError), tc.want) || !strings.HasPrefix(js.Status.Msg, tc.want) {
+		t.Errorf("describe --json: %v %q %q", err, spec.ErrorMessage(js.Status.StructuredError), js.Status.Msg)
+	}
+	if tc.where != "" && !strings.HasSuffix(ranks.Where(js.Status.StructuredError), tc.where) {
+		t.Errorf("describe --json's where: %q", ranks.Where(js.Status.StructuredError))
+	}
+}
+
+// TestNodeFailureEndsTheApp: node 1 of a 2x1 dist.ddp job fails to import a module
+// (its worker raises ModuleNotFoundError), while node 0's worker waits for it in
+// init_process_group. torch's agent on node 1 then waits in its exit barrier (300 s)
+// before it says anything more; wick fails the app at once, with node 1's cause, and
+// stops node 0: node 1's torchrun never got to print its failure summary.
+func TestNodeFailureEndsTheApp(t *testing.T) {
+	t.Parallel()
+	h := failuresHarness(t)
+	tc := failureCase{"import_error", failArgs("2x1", "import_error.py"), "rank 1: ModuleNotFoundError: No module named 'apex_fused_adam_missing'", "import_error.py:18 in <module>"}
+	r := execLong(h, tc.args...)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if got := lastLine(r.stderr); got != "wick: "+tc.want {
+		t.Errorf("the attached run ends with %q, want %q", got, "wick: "+tc.want)
+	}
+	if strings.Contains(r.stderr, "Root Cause (first observed failure)") {
+		t.Errorf("a node's torchrun got past its exit barrier: wick waited for it\n%s", r.stderr)
+	}
+	handle := failedHandle(t, h, r)
+	checkFailure(t, h, handle, tc)
+	// The node of rank 1 is FAILED with the cause, the other CANCELLED.
+	states := map[spec.AppState]int{}
+	for _, rep := range h.status(handle).Roles[0].Replicas {
+		states[rep.State]++
+		if rep.State == spec.Failed && spec.ErrorMessage(rep.StructuredError) != tc.want {
+			t.Errorf("the failed node's error: %q", rep.StructuredError)
+		}
+	}
+	if states[spec.Failed] != 1 || states[spec.Cancelled] != 1 {
+		t.Errorf("replica states %v, want one FAILED, one CANCELLED", states)
+	}
+}
+
+// BenchmarkNodeFailureToFailed measures, on dist.ddp -j 2x1 with node 1's worker
+// failing to import a module (examples/failures/import_error.py), the time from the
+// worker's exception (the time its line was read) to the app's end as FAILED: the
+// figure of "a node that failed ends the app now" (torch's agent alone would wait in
+// its exit barrier, 300 s, before it exits):
+//
+//	go test ./tui/cli -run '^$' -bench NodeFailureToFailed -benchtime 3x
+func BenchmarkNodeFailureToFailed(b *testing.B) {
+	if exec.Command("/usr/bin/python3", "-c", "import torch.distributed").Run() != nil {
+		b.Skip("no torch for /usr/bin/python3")
+	}
+	dir := b.TempDir()
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "failures", "import_error.py"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "import_error.py"), src, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
+	wick := func(args ...string) (string, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(ddpTimeout))
+		defer cancel()
+		cmd := exec.CommandContext(ctx, builtWick, args...)
+		cmd.Dir, cmd.Env = dir, env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return out.String(), errb.String()
+	}
+	var fromLine, fromNode time.Duration
+	seen := 0
+	for range b.N {
+		_, stderr := wick(failArgs("2x1", "import_error.py")...)
+		handle := ""
+		for _, l := range strings.Split(stderr, "\n") {
+			if rest, ok := strings.CutPrefix(l, "wick: "); ok && strings.HasSuffix(rest, " FAILED") {
+				handle = strings.TrimSuffix(rest, " FAILED")
+			}
+		}
+		if handle == "" {
+			b.Fatalf("no failure:\n%s", stderr)
+		}
+		out, _ := wick("status", "--json", handle)
+		var st spec.AppStatus
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			b.Fatal(err)
+		}
+		logs, _ := wick("log", "--json", handle+"/import_error")
+		var failedAt time.Time
+		for _, l := range strings.Split(logs, "\n") {
+			var line struct {
+				Time time.Time `json:"time"`
+				Text string    `json:"text"`
+			}
+			if json.Unmarshal([]byte(l), &line) == nil && strings.HasPrefix(line.Text, "ModuleNotFoundError: ") && (failedAt.IsZero() || line.Time.Before(failedAt)) {
+				failedAt = line.Time
+			}
+		}
+		if failedAt.IsZero() || st.Ended.IsZero() {
+			b.Fatalf("no failure line or end:\n%s", logs)
+		}
+		fromLine += st.Ended.Sub(failedAt)
+		// When the supervisor saw the node fail (its worker's exit), from its log.
+		slog, _ := os.ReadFile(filepath.Join(dir, "state", "local", "apps", handle[strings.LastIndexByte(handle, '/')+1:], "supervisor.log"))
+		for _, l := range strings.Split(string(slog), "\n") {
+			if ts, _, ok := strings.Cut(l, " "); ok && strings.Contains(l, "its workers failed") {
+				if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+					fromNode += st.Ended.Sub(at)
+					seen++
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(fromLine.Milliseconds())/float64(b.N), "ms-exception-to-FAILED")
+	if seen > 0 {
+		b.ReportMetric(float64(fromNode.Milliseconds())/float64(seen), "ms-node-failed-to-FAILED")
+	}
+}
