@@ -272,12 +272,6 @@ func descendants(pid int) []proc {
 	return out
 }
 
-// workerGroup reads GROUP_RANK from the environment of a torchrun worker; ok is false
-// for a process without torchrun's rank variables.
-func workerGroup(pid int) (group int, ok bool) {
-	v, ok := workerVars(pid)
-	return v.group, ok
-}
 
 // rankVars are a torchrun worker's GROUP_RANK, RANK and LOCAL_RANK (-1: unset).
 type rankVars struct{ group, rank, local int }
