@@ -272,7 +272,6 @@ func descendants(pid int) []proc {
 	return out
 }
 
-
 // rankVars are a torchrun worker's GROUP_RANK, RANK and LOCAL_RANK (-1: unset).
 type rankVars struct{ group, rank, local int }
 
