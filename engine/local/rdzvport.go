@@ -2,11 +2,15 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/wick-dev/wick/engine/safefs"
 
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/spec"
@@ -25,8 +29,10 @@ import (
 
 // rendezvousPort returns the port a role's replicas rendezvous on instead of the
 // default, or 0 to keep their command lines: the role is not a multi-node torchrun
-// role on the default port, or no port is free.
-func rendezvousPort(appID string, role spec.Role) int {
+// role on the default port, or no port is free. A free port another live app of this
+// machine has reserved (its nodes have not bound it yet: torch takes seconds to start)
+// is not free: Schedule reserves the port until the app ends (reservePorts).
+func (s *Scheduler) rendezvousPort(appID string, role spec.Role) int {
 	if !ranks.KeepsDefaultRdzvPort(role) {
 		return 0
 	}
@@ -35,11 +41,54 @@ func rendezvousPort(appID string, role spec.Role) int {
 	start := int(h.Sum32() % ranks.RdzvPortCount)
 	for i := range ranks.RdzvPortCount {
 		p := ranks.RdzvPortFirst + (start+i)%ranks.RdzvPortCount
-		if portFree(p) {
+		if _, held := s.portHolder(p); !held && portFree(p) {
 			return p
 		}
 	}
 	return 0
+}
+
+// portsDir holds a file per reserved rendezvous port, named after it, holding the id of
+// the app that reserved it.
+func (s *Scheduler) portsDir() string { return filepath.Join(s.cfg.StateDir, "local", "ports") }
+
+// portHolder says which live app holds port p's reservation. An app that ended, or
+// that is gone, holds nothing: its reservation is stale and taken over.
+func (s *Scheduler) portHolder(p int) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(s.portsDir(), strconv.Itoa(p)))
+	if err != nil || len(b) > 256 {
+		return "", false
+	}
+	owner := strings.TrimSpace(string(b))
+	if owner == "" || owner != filepath.Base(owner) || owner == ".." {
+		return "", false
+	}
+	st, err := readState(filepath.Join(s.appsDir(), owner))
+	if err != nil || st.State.Terminal() {
+		return "", false
+	}
+	return owner, true
+}
+
+// reservePorts reserves the rendezvous ports the plan chose for req's roles until the
+// app ends, so that no other app of this machine is planned on them. A port another
+// live app reserved since the plan is refused: plan again.
+func (s *Scheduler) reservePorts(req *Request) error {
+	for _, r := range req.Roles {
+		if r.RdzvPort == 0 {
+			continue
+		}
+		if err := safefs.MkdirAll(s.portsDir()); err != nil {
+			return fmt.Errorf("rendezvous ports: %w", err)
+		}
+		if owner, held := s.portHolder(r.RdzvPort); held && owner != req.AppID {
+			return fmt.Errorf("rendezvous port %d of role %q was reserved by app %s since the plan: run the dry run again", r.RdzvPort, r.Name, owner)
+		}
+		if err := safefs.WriteFileAtomic(s.portsDir(), strconv.Itoa(r.RdzvPort), []byte(req.AppID+"\n")); err != nil {
+			return fmt.Errorf("rendezvous port %d: %w", r.RdzvPort, err)
+		}
+	}
+	return nil
 }
 
 // portFree reports whether a TCP port can be bound on every address, as c10d's store

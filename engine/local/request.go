@@ -60,7 +60,10 @@ type RoleRequest struct {
 	Name        string           `json:"name"`
 	MaxRetries  int              `json:"max_retries"`
 	RetryPolicy spec.RetryPolicy `json:"retry_policy"`
-	Replicas    []ReplicaRequest `json:"replicas"`
+	// RdzvPort is the rendezvous port chosen for a multi-node torchrun role on the
+	// default one (reserved at launch until the app ends), or 0.
+	RdzvPort int              `json:"rdzv_port,omitempty"`
+	Replicas []ReplicaRequest `json:"replicas"`
 }
 
 // ReplicaRequest is one replica's process.
@@ -157,7 +160,8 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 			}
 		}
 		rr := RoleRequest{Name: role.Name, MaxRetries: role.MaxRetries, RetryPolicy: role.RetryPolicy}
-		port := rendezvousPort(sub.AppID, role) // rdzvport.go
+		port := s.rendezvousPort(sub.AppID, role) // rdzvport.go
+		rr.RdzvPort = port
 		if rr.RetryPolicy == "" {
 			rr.RetryPolicy = spec.RetryApplication
 		}

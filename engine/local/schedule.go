@@ -100,6 +100,10 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := st.save(appDir); err != nil {
 		return err
 	}
+	// Once the app exists (portHolder reads its state), before anything binds.
+	if err := s.reservePorts(req); err != nil {
+		return err
+	}
 	progress.Report("starting %s", spec.Count(req.replicas(), "replica"))
 	started = true
 	return s.startSupervisor(ctx, appDir, self, st)

@@ -70,7 +70,8 @@ func rdzvApp(port int) spec.Role {
 // Each multi-node app on the default port gets a free port of its own; a port the user
 // chose is kept; one node uses torchelastic's own free port.
 func TestRendezvousPort(t *testing.T) {
-	a, b := rendezvousPort("train-a1", rdzvApp(29500)), rendezvousPort("train-b2", rdzvApp(29500))
+	s := testScheduler(t, false)
+	a, b := s.rendezvousPort("train-a1", rdzvApp(29500)), s.rendezvousPort("train-b2", rdzvApp(29500))
 	if a == 0 || b == 0 || a == b || a == 29500 || b == 29500 {
 		t.Errorf("ports %d and %d, want two different ports, not 29500", a, b)
 	}
@@ -78,16 +79,16 @@ func TestRendezvousPort(t *testing.T) {
 	l, err := net.Listen("tcp", ":"+strconv.Itoa(a))
 	if err == nil {
 		defer l.Close()
-		if p := rendezvousPort("train-a1", rdzvApp(29500)); p == a || p == 0 {
+		if p := s.rendezvousPort("train-a1", rdzvApp(29500)); p == a || p == 0 {
 			t.Errorf("port %d again, though it is taken", p)
 		}
 	}
-	if p := rendezvousPort("train-a1", rdzvApp(29512)); p != 0 {
+	if p := s.rendezvousPort("train-a1", rdzvApp(29512)); p != 0 {
 		t.Errorf("a chosen port was replaced by %d", p)
 	}
 	one := rdzvApp(29500)
 	one.NumReplicas = 1
-	if p := rendezvousPort("train-a1", one); p != 0 {
+	if p := s.rendezvousPort("train-a1", one); p != 0 {
 		t.Errorf("one node got port %d", p)
 	}
 	argv := withRendezvousPort([]string{"bash", "-c", "torchrun --rdzv_endpoint ${TORCHX_RANK0_HOST:=localhost}:29500 --rdzv_id x t.py --port 29500"}, 31000)

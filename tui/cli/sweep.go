@@ -374,7 +374,17 @@ func (a *app) printSweepPlan(sw *sweep.Sweep, infos []*sched.DryRunInfo, f runFl
 		return err
 	}
 	fmt.Fprintf(a.env.Stdout, "\n%s\n", st.Header("=== APP 1 OF "+strconv.Itoa(len(infos))+" (the others differ only by their values) ==="))
+	fmt.Fprintln(a.env.Stdout, launchChoice(sw))
 	return render.DryRun(a.env.Stdout, infos[0], st, render.TreeOptions{MaskSecrets: !f.reveal})
+}
+
+// launchChoice says what the queue decides only when it launches an app, so that the
+// plan printed is not taken for more than it is.
+func launchChoice(sw *sweep.Sweep) string {
+	if len(sw.Devices) > 0 {
+		return fmt.Sprintf("Chosen when each app is launched: its GPUs, from the pool %s (each replica its own), and a free rendezvous port for a multi-node torchrun role on the default one.", strings.Join(sw.Devices, ","))
+	}
+	return "Chosen when each app is launched: a free rendezvous port for a multi-node torchrun role on the default one."
 }
 
 func upperAll(ss []string) []string {
