@@ -51,7 +51,7 @@ func TestSweepChartInTmux(t *testing.T) {
 	})
 
 	s := testkit.StartTmux(t, 120, 32, "cd "+work+" && exec env "+strings.Join(env, " ")+" "+bin+" ui")
-	s.WaitFor(e2eTimeout, "▸ "+id, "sweep of 3: 3 succeeded")
+	s.WaitFor(e2eTimeout, "+ "+id, "sweep of 3: 3 succeeded")
 	s.Keys("p")
 	scr := s.WaitFor(e2eTimeout, "sweep "+id+" · 3 apps: 3 succeeded · t: table", "loss · ", "● steps=20 ", "● steps=40 ", "● steps=60 ")
 	if !regexp.MustCompile(`(?m)^ +0 +step +59 *$`).MatchString(scr) {
@@ -79,5 +79,5 @@ func TestSweepChartInTmux(t *testing.T) {
 	}
 	t.Logf("the table:\n%s", scr)
 	s.Keys("Escape")
-	s.WaitFor(e2eTimeout, "Apps  ", "▸ "+id)
+	s.WaitFor(e2eTimeout, "Apps  ", "+ "+id)
 }

@@ -63,7 +63,7 @@ func TestSweepRowCancelStartsNoQueuedApp(t *testing.T) {
 	vc := viewtest.Context(t, 160, 30, time.Now(), apps.Actions(), describe.Actions())
 	vc.Backend = r
 	d := viewtest.New(t, vc, apps.New(vc))
-	d.WaitFor("▸ "+id, "sweep of 4: 1 running, 3 queued")
+	d.WaitFor("+ "+id, "sweep of 4: 1 running, 3 queued")
 	// One queued app is cancelled from elsewhere after the list was read: the
 	// confirmation counts what is, when it is asked, not the list's last reading.
 	last, _ := spec.ParseHandle(sw.Entries[3].Handle)

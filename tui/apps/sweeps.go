@@ -97,9 +97,9 @@ func (m *Model) rowKey(r int) string {
 // the sweep was (its apps are made when it is planned, queued), so that the age never
 // goes down as its apps start.
 func (m *Model) groupCells(g *group, now time.Time) []string {
-	fold := "▸"
+	fold := foldedMark
 	if m.unfolded[g.id] {
-		fold = "▾"
+		fold = unfoldedMark
 	}
 	counts := map[spec.AppState]int{}
 	running, total, all := 0, 0, 0
@@ -149,6 +149,14 @@ func groupState(counts map[spec.AppState]int) spec.AppState {
 	}
 	return spec.Succeeded
 }
+
+// foldedMark and unfoldedMark start a sweep's row, folded (its apps hidden: z shows
+// them) or not. Not ▸ and ▾: ▸ is the cursor's, and a folded sweep's row under the
+// cursor read "▸ ▸ sweep-…".
+const (
+	foldedMark   = "+"
+	unfoldedMark = "-"
+)
 
 // memberMark starts the name of an app shown under its sweep's row.
 const memberMark = "  "

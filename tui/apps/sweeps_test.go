@@ -26,7 +26,7 @@ func TestSweepRowFolds(t *testing.T) {
 	other := app("local_cwd://wick/echo-4", spec.Succeeded, false)
 	m.Update(listedMsg{ViewID: m.ID(), seq: m.seq, apps: []spec.AppStatus{a, b, c, other}})
 	s := screen(m)
-	if !strings.Contains(s, "▸ sweep-abcd1234") || !strings.Contains(s, "sweep of 3: 1 running, 1 queued, 1 succeeded") ||
+	if !strings.Contains(s, "+ sweep-abcd1234") || !strings.Contains(s, "sweep of 3: 1 running, 1 queued, 1 succeeded") ||
 		strings.Contains(s, "train-lr0.1") || !strings.Contains(s, "echo-4") {
 		t.Fatalf("the folded sweep:\n%s", s)
 	}
@@ -40,7 +40,7 @@ func TestSweepRowFolds(t *testing.T) {
 			t.Errorf("unfolded, %s is not shown:\n%s", h, s)
 		}
 	}
-	if !strings.Contains(s, "▾ sweep-abcd1234") || !strings.Contains(s, "  train-lr0.2-2") {
+	if !strings.Contains(s, "- sweep-abcd1234") || !strings.Contains(s, "  train-lr0.2-2") {
 		t.Errorf("the unfolded sweep:\n%s", s)
 	}
 	if !strings.Contains(s, "4 apps · 1 running") {
