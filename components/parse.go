@@ -88,7 +88,11 @@ func (c *Component) Parse(argv []string, defaults map[string]string) (Args, erro
 		)
 		switch d, inDefaults := defaults[p.Name]; {
 		case len(raw[i].vals) > 0:
-			// The last value wins, as in argparse.
+			// The last value wins, as in argparse, which converts each one it reads
+			// (type=int, float): an earlier value that is no number is an error too.
+			if err := p.checkEarlier(raw[i].vals); err != nil {
+				return Args{}, err
+			}
 			s, source = raw[i].vals[len(raw[i].vals)-1], "value"
 		case inDefaults:
 			s, source = d, "default"
@@ -148,6 +152,20 @@ func (c *Component) decode(p Param, s, source string, args *Args) (any, bool, er
 		args.Warnings = append(args.Warnings, fmt.Sprintf("%s = %s in the defaults of %s: %s", p.Name, shown(s), c.Name, warn))
 	}
 	return v, err == nil, err
+}
+
+// checkEarlier checks the values of a repeated int or float flag before the last
+// (argparse converts every occurrence; bools, lists and maps it reads as strings).
+func (p Param) checkEarlier(vals []string) error {
+	if p.Type != Int && p.Type != Float {
+		return nil
+	}
+	for _, v := range vals[:len(vals)-1] {
+		if _, _, err := p.parse(v); err != nil {
+			return fmt.Errorf("invalid value %q for %s: %w", v, p.flag(), err)
+		}
+	}
+	return nil
 }
 
 // rawValue collects the raw strings a flag was given; Parse converts them afterwards so

@@ -61,11 +61,18 @@ func NamedResource(name string) (Resource, error) {
 	if r, ok := namedResources[name]; ok {
 		return r.Clone(), nil
 	}
+	if r, ok := awsNamedResources[name]; ok {
+		return r.Clone(), nil
+	}
 	return Resource{}, fmt.Errorf("unknown named resource %q%s", name, DidYouMean(name, NamedResources()))
 }
 
-// NamedResources lists the known named resources, sorted.
-func NamedResources() []string { return SortedKeys(namedResources) }
+// NamedResources lists the known named resources: the generic ones, then the aws_*
+// ones, each sorted.
+func NamedResources() []string {
+	names := SortedKeys(namedResources)
+	return append(names, SortedKeys(awsNamedResources)...)
+}
 
 // ResourceOf builds a resource the way TorchX's specs.resource does: a named resource h
 // wins; otherwise a zero value falls back to 2 cpu, 0 gpu, 1024 MB, and a negative one

@@ -368,7 +368,12 @@ func TestResources(t *testing.T) {
 			t.Errorf("ResourceOf(%d, %d, %d) err = %v, want %q", tc.cpu, tc.gpu, tc.mem, err, tc.err)
 		}
 	}
-	if len(NamedResources()) != 12 {
+	// dist.spmd's docstring: -h aws_p4d.24xlarge (torchx/specs/named_resources_aws.py:92:
+	// memMB=1152 * GiB, GiB = int(1024 * MEM_TAX) = int(1024 * 0.96) = 983).
+	if r, err := NamedResource("aws_p4d.24xlarge"); err != nil || r.CPU != 96 || r.GPU != 8 || r.MemMB != 1152*983 || r.Devices["vpc.amazonaws.com/efa"] != 4 {
+		t.Errorf("aws_p4d.24xlarge = %+v, %v", r, err)
+	}
+	if len(NamedResources()) != 12+len(awsNamedResources) {
 		t.Errorf("NamedResources = %v", NamedResources())
 	}
 	for s, want := range map[string]string{
