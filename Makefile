@@ -79,7 +79,7 @@ e2e-docker-torch:
 
 ## bench: Go benchmarks, each beside what the machine can do, plus CLI timings
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m $(PKGS)
+	WICK_TEST_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench . -benchtime 5x -timeout 20m $(PKGS)
 	WICK_TEST_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench Soak -benchtime 1x -timeout 15m ./tui/wall
 	bash scripts/bench.sh $(BIN)
 

@@ -83,6 +83,8 @@ var zero = 0
 // stop marks and stops the live containers among sums, concurrently; now kills them
 // without the grace period.
 func (s *Scheduler) stop(ctx context.Context, cli *client.Client, sums []container.Summary, now bool) error {
+	// A listing during the stop may keep a replica as ended and not cancelled.
+	defer s.forgetSums(sums)
 	marker := markerTar(time.Now())
 	errs := make([]error, len(sums))
 	err := forEach(ctx, len(sums), func(i int) error {
@@ -169,6 +171,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 			networks[c.HostConfig.NetworkMode] = true
 		}
 	}
+	defer s.forgetSums(sums)
 	errs := make([]error, len(sums))
 	err = forEach(ctx, len(sums), func(i int) error {
 		_, err := cli.ContainerRemove(ctx, sums[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
@@ -189,4 +192,13 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 		}
 	}
 	return nil
+}
+
+// forgetSums drops the ended cache's entries of the containers sums.
+func (s *Scheduler) forgetSums(sums []container.Summary) {
+	ids := make([]string, len(sums))
+	for i, c := range sums {
+		ids[i] = c.ID
+	}
+	s.forgetReplicas(ids...)
 }

@@ -87,10 +87,13 @@ var ErrUnreachable = sched.Unreachable("cannot reach the Docker Engine")
 type Scheduler struct {
 	cfg sched.Config
 
-	mu     sync.Mutex // guards cli, ep and pinged
+	mu     sync.Mutex // guards cli, ep, pinged and lastList
 	cli    *client.Client
 	ep     endpoint // the Engine cli talks to
 	pinged bool
+	// lastList is the last listing that answered, this home's (false) and every
+	// home's (true): what a listing shows while the Engine does not answer.
+	lastList map[bool][]spec.AppStatus
 
 	errs errorCache
 	// failures remembers what stopped torchrun nodes wrote of their failure.
@@ -100,6 +103,8 @@ type Scheduler struct {
 	// cleanupTimeout replaces the package's when set (tests of a rollback that
 	// cannot finish).
 	cleanupTimeout time.Duration
+	// listTimeout replaces the package's when set (tests of an Engine that stalls).
+	listTimeout time.Duration
 }
 
 // New makes the local_docker scheduler. It does not contact the Engine: the first call

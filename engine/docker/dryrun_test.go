@@ -226,6 +226,9 @@ func TestDryRunErrors(t *testing.T) {
 		{"absurd stop", ok, spec.Cfg{OptStopTimeout: 9999999999}, "", "between 0 and 86400"},
 		{"no roles", &spec.AppDef{Name: "x"}, nil, "", "no roles"},
 		{"no image", &spec.AppDef{Name: "x", Roles: []spec.Role{spec.NewRole("r", "", "/bin/true")}}, nil, "", "no image"},
+		// Issue 38: a path is local_dir's image; the Engine was asked GET /images//tmp/json/json.
+		{"image is a path", &spec.AppDef{Name: "x", Roles: []spec.Role{spec.NewRole("r", "/tmp/json", "/bin/true")}}, nil, "", `image "/tmp/json" is a path, not a Docker image`},
+		{"image not a reference", &spec.AppDef{Name: "x", Roles: []spec.Role{spec.NewRole("r", "Not An Image", "/bin/true")}}, nil, "", `image "Not An Image" is not a Docker image reference`},
 		{"bad port", &spec.AppDef{Name: "x", Roles: []spec.Role{{Name: "r", Image: "i", Entrypoint: "e", NumReplicas: 1, PortMap: map[string]int{"p": 70000}}}}, nil, "", "not a port"},
 		{"workspace missing", ok, nil, "/nonexistent/ws", "workspace"},
 		{"bad image_repo", ok, spec.Cfg{OptImageRepo: "Not A Repo"}, t.TempDir(), "image_repo"},

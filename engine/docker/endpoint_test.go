@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +149,30 @@ type recordingProxy struct {
 	sock string
 	mu   sync.Mutex
 	n    int
+	// paths are the requests' methods and paths (without the API version).
+	paths []string
+	// stall, when set, holds every request until the client gives up.
+	stall bool
+}
+
+// reset forgets the requests recorded so far.
+func (p *recordingProxy) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paths = nil
+}
+
+// recorded returns the requests recorded since the last reset.
+func (p *recordingProxy) recorded() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.paths)
+}
+
+func (p *recordingProxy) setStall(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stall = on
 }
 
 func (p *recordingProxy) requests() int {
@@ -185,7 +210,17 @@ func newRecordingProxy(t *testing.T) *recordingProxy {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.n++
+		path := r.URL.Path
+		if v, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && strings.HasPrefix(v, "v1.") {
+			path = "/" + rest
+		}
+		p.paths = append(p.paths, r.Method+" "+path)
+		stall := p.stall
 		p.mu.Unlock()
+		if stall {
+			<-r.Context().Done() // the client gave up
+			return
+		}
 		proxy.ServeHTTP(w, r)
 	})}
 	go srv.Serve(l)

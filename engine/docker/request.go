@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/distribution/reference"
 	units "github.com/docker/go-units"
 
 	"github.com/wick-dev/wick/engine/gpus"
@@ -232,6 +233,9 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 			// A role with no image runs a program of this machine (demo.train runs the
 			// wick binary): there is nothing to start a container from.
 			return nil, fmt.Errorf("role %q has no image: local_docker runs every role in a container of its image; run it on local_cwd or local_dir", r.Name)
+		}
+		if err := checkImage(r.Name, r.Image); err != nil {
+			return nil, err
 		}
 	}
 	opts, err := runOptions(sub.Cfg)
@@ -577,4 +581,17 @@ func gpuWarnings(ctx context.Context, app *spec.AppDef) []string {
 		out = append(out, fmt.Sprintf("%d containers ask for GPUs: Docker gives each the same first GPUs of the machine, so they share them", sharing))
 	}
 	return out
+}
+
+// checkImage refuses an image that is no image reference before the Engine is asked
+// of it (the Engine's answer to GET /images//tmp/json/json is no JSON): a path is
+// local_dir's image, not an image of the Engine.
+func checkImage(role, image string) error {
+	if strings.HasPrefix(image, "/") || strings.HasPrefix(image, "./") || strings.HasPrefix(image, "../") || image == "." {
+		return fmt.Errorf("role %q: image %q is a path, not a Docker image: local_docker runs a container of an image (NAME[:TAG], as docker run takes it); a directory is the image of local_dir", role, image)
+	}
+	if _, err := reference.ParseAnyReference(image); err != nil {
+		return fmt.Errorf("role %q: image %q is not a Docker image reference (NAME[:TAG][@DIGEST]): %v", role, image, err)
+	}
+	return nil
 }

@@ -3,7 +3,9 @@ package docker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,13 +119,74 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 	return d, nil
 }
 
-// List returns one status per app (not per container), of every session, oldest first.
+// listTimeout bounds a listing: an Engine that has not answered in this time counts
+// as not answering (busy or hung), and the listing answers with the last rows it
+// knows and one calm line.
+const listTimeout = 10 * time.Second
+
+// List returns one status per app (not per container), of every session, oldest
+// first: the apps of this WICK_HOME only, the Engine filtering on LabelHome, so that
+// no other home's container is listed or inspected (a shared Engine may hold many).
 func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
+	return s.list(ctx, false)
+}
+
+// ListAllHomes is List with the apps of every WICK_HOME on the Engine, other homes'
+// marked Foreign (wick list --all, the UI's A).
+func (s *Scheduler) ListAllHomes(ctx context.Context) ([]spec.AppStatus, error) {
+	return s.list(ctx, true)
+}
+
+// list lists the apps, of every home when all. An Engine that does not answer within
+// listTimeout gives the last rows this scheduler listed, with an error that says so
+// in one line (ErrEngineSlow), never the client's request.
+func (s *Scheduler) list(ctx context.Context, all bool) ([]spec.AppStatus, error) {
+	start := time.Now()
+	limit := listTimeout
+	if s.listTimeout > 0 {
+		limit = s.listTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	out, err := s.listNow(lctx, all)
+	if err == nil {
+		s.mu.Lock()
+		if s.lastList == nil {
+			s.lastList = map[bool][]spec.AppStatus{}
+		}
+		s.lastList[all] = out
+		s.mu.Unlock()
+		return out, nil
+	}
+	if !errors.Is(err, ErrEngineSlow) && !errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.Canceled) {
+		return nil, err
+	}
+	secs := max(1, int(time.Since(start).Round(time.Second)/time.Second))
+	s.mu.Lock()
+	last, known := s.lastList[all]
+	s.mu.Unlock()
+	if known {
+		rows := slices.Clone(last)
+		for i := range rows {
+			rows[i].LastKnown = true // views say so
+		}
+		return rows, fmt.Errorf("%w in %d s; showing the last known rows", ErrEngineSlow, secs)
+	}
+	return nil, fmt.Errorf("%w in %d s", ErrEngineSlow, secs)
+}
+
+// listNow lists the apps as the Engine has them now.
+func (s *Scheduler) listNow(ctx context.Context, all bool) ([]spec.AppStatus, error) {
 	cli, err := s.engine(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", LabelAppID)})
+	f := client.Filters{}.Add("label", LabelAppID)
+	home := s.homeID()
+	if home != "" && !all {
+		f.Add("label", LabelHome+"="+home) // label filters all hold: the Engine ANDs them
+	}
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, s.engineErr(err)
 	}
@@ -139,9 +202,16 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 		sums = append(sums, own...)
 		warns[id] = w
 	}
-	reps, err := s.inspect(ctx, cli, sums)
+	reps, err := s.inspectListed(ctx, cli, sums)
 	if err != nil {
 		return nil, err
+	}
+	if home != "" && !all {
+		listed := make(map[string]bool, len(res.Items))
+		for _, c := range res.Items {
+			listed[c.ID] = true
+		}
+		s.pruneEnded(listed)
 	}
 	byApp := map[string][]*replica{}
 	for _, r := range reps {
@@ -161,6 +231,33 @@ func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
 		return out[i].AppID < out[j].AppID
 	})
 	return out, nil
+}
+
+// inspectListed is inspect for the listing: an ended container the ended cache
+// holds needs no call at all; one that runs, only its inspection (no archive read);
+// one that has ended since the last listing is inspected in full once and kept.
+func (s *Scheduler) inspectListed(ctx context.Context, cli *client.Client, sums []container.Summary) ([]*replica, error) {
+	reps := make([]*replica, len(sums))
+	var todo []container.Summary
+	var at []int
+	for i, c := range sums {
+		r := &replica{sum: c}
+		if s.cachedReplica(r) {
+			reps[i] = r
+			continue
+		}
+		todo = append(todo, c)
+		at = append(at, i)
+	}
+	got, err := s.inspect(ctx, cli, todo)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range got {
+		reps[at[j]] = r
+		s.keepReplica(r)
+	}
+	return reps, nil
 }
 
 // describe builds the description of an app from its containers.

@@ -409,6 +409,17 @@ func (e *ListError) Unwrap() error { return e.Err }
 // with what it listed nonetheless (a Slurm controller that is down: the last known
 // states of wick's jobs).
 func (r *Runner) List(ctx context.Context, schedName string) ([]spec.AppStatus, []error) {
+	return r.list(ctx, schedName, false)
+}
+
+// ListAllHomes is List with the apps other WICK_HOMEs launched where a scheduler
+// lists only this home's by default (sched.AllHomesLister: local_docker), marked
+// Foreign.
+func (r *Runner) ListAllHomes(ctx context.Context, schedName string) ([]spec.AppStatus, []error) {
+	return r.list(ctx, schedName, true)
+}
+
+func (r *Runner) list(ctx context.Context, schedName string, allHomes bool) ([]spec.AppStatus, []error) {
 	names := r.reg.Names()
 	if schedName != "" {
 		names = []string{schedName}
@@ -426,7 +437,11 @@ func (r *Runner) List(ctx context.Context, schedName string) ([]spec.AppStatus, 
 				results[i].err = err
 				return
 			}
-			apps, err := s.List(ctx)
+			list := s.List
+			if l, ok := s.(sched.AllHomesLister); ok && allHomes {
+				list = l.ListAllHomes
+			}
+			apps, err := list(ctx)
 			if err != nil {
 				// What it could list still is (a Slurm controller that is down:
 				// the last known states, marked).

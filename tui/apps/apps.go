@@ -246,11 +246,15 @@ func (m *Model) refresh() tea.Cmd {
 	}
 	m.loading = true
 	m.seq++
-	id, b, parent, seq := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.seq
+	id, b, parent, seq, all := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.seq, m.all
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, listTimeout)
 		defer cancel()
-		apps, errs := b.List(ctx, "")
+		list := b.List
+		if all {
+			list = b.ListAllHomes // other homes' apps are listed only when shown
+		}
+		apps, errs := list(ctx, "")
 		return listedMsg{ViewID: id, seq: seq, apps: apps, errs: errs}
 	}
 }
@@ -527,7 +531,7 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		m.all = !m.all
 		m.rebuild(m.selectedHandle())
 		if m.all {
-			return common.Notify("showing the apps of every WICK_HOME"), true
+			return tea.Batch(common.Notify("showing the apps of every WICK_HOME"), m.refresh()), true
 		}
 		return common.Notify("showing this WICK_HOME's apps"), true
 	}

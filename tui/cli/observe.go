@@ -189,7 +189,11 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 					return usageError{err}
 				}
 			}
-			apps, errs := a.runner().List(a.ctx, schedName)
+			list := a.runner().List
+			if all {
+				list = a.runner().ListAllHomes
+			}
+			apps, errs := list(a.ctx, schedName)
 			for _, err := range errs {
 				if schedName == "" || len(apps) > 0 {
 					fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(oneLine(err.Error())))

@@ -290,6 +290,14 @@ func TestCompletionLeavesOutOtherHomesApps(t *testing.T) {
 	if r := h.run("__complete", "status", ""); !strings.Contains(r.stdout, mine+"\t") {
 		t.Errorf("status <TAB> lacks this home's app %s:\n%s", mine, r.stdout)
 	}
+	// Issue 38: an app-id prefix names only what wick list shows: cancel, status and
+	// delete of the other home's prefix find no app, and its app is left as it was.
+	for _, verb := range []string{"cancel", "status", "delete"} {
+		if r := h.run(verb, theirID[:6]); r.code == ExitOK || !strings.Contains(r.stderr, "no app id starts with") {
+			t.Errorf("%s %s (another home's app): exit %d\n%s%s", verb, theirID[:6], r.code, r.stdout, r.stderr)
+		}
+	}
+	other.waitState(theirs, spec.Succeeded)
 }
 
 // TestHomeThatIsAFile: a WICK_HOME that is a file (or a link to one) is one line naming

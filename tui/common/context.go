@@ -35,6 +35,8 @@ type Backend interface {
 	// Call is the component call the app h was launched from, nil when not known.
 	Call(h spec.Handle) (*sched.Call, error)
 	List(ctx context.Context, scheduler string) ([]spec.AppStatus, []error)
+	// ListAllHomes is List with other WICK_HOMEs' local_docker apps, marked Foreign.
+	ListAllHomes(ctx context.Context, scheduler string) ([]spec.AppStatus, []error)
 	Cancel(ctx context.Context, h spec.Handle) error
 	// CancelSweep cancels every app of sweep id, its queued apps first (none of them
 	// starts while its running apps are cancelled).
