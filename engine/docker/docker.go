@@ -197,7 +197,7 @@ func newClient(ep endpoint) (*client.Client, error) {
 // ErrEngineSlow is wrapped when the Engine did not answer a call in time: the
 // Engine is there but busy (or hung), which callers show as a calm line, not as a
 // failure of the app.
-var ErrEngineSlow = errors.New("the Docker Engine did not answer")
+var ErrEngineSlow = sched.Unreachable("the Docker Engine did not answer")
 
 // engineErr turns a failure to reach the Engine into one line naming its socket or
 // address and what chose it (DOCKER_HOST, a context); a call that ran out of time
