@@ -306,8 +306,30 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if rf != nil {
 		err = a.endRanks(rf, r, id.Handle, err, stopFollow())
 	}
+	if err == nil && opts.Follow {
+		err = a.followEnded(r, id.Handle)
+	}
 	return err
 }
+
+// followEnded says how the app of a follow that ended of itself ended, when that is
+// not its own end: deleted under the follower (an error: its logs are gone), or
+// cancelled (a line on stderr).
+func (a *app) followEnded(r *runner.Runner, h spec.Handle) error {
+	ctx, cancel := context.WithTimeout(a.ctx, followEndAsk)
+	defer cancel()
+	d, err := r.Describe(ctx, h)
+	switch {
+	case errors.Is(err, sched.ErrNotFound):
+		return exitError{code: ExitFailure, err: fmt.Errorf("%s was deleted while its logs were followed: they end here", h)}
+	case err == nil && d.Status.State == spec.Cancelled:
+		fmt.Fprintf(a.env.Stderr, "wick: %s was cancelled\n", h)
+	}
+	return nil
+}
+
+// followEndAsk bounds the question followEnded asks: the follow has ended already.
+const followEndAsk = 10 * time.Second
 
 // describeFor describes the app of id for its log: when id names replicas (and no
 // --rank asks for every node's ranks), those replicas only, so that the log of one
