@@ -133,6 +133,9 @@ func checkFailure(t *testing.T, h *harness, handle string, tc failureCase) {
 	if err := json.Unmarshal([]byte(dj.stdout), &js); err != nil || !strings.HasPrefix(spec.ErrorMessage(js.Status.StructuredError), tc.want) || !strings.HasPrefix(js.Status.Msg, tc.want) {
 		t.Errorf("describe --json: %v %q %q", err, spec.ErrorMessage(js.Status.StructuredError), js.Status.Msg)
 	}
+	if l := h.exec("list"); !strings.Contains(l.stdout, "  "+tc.want) {
+		t.Errorf("wick list's ERROR column:\n%s", l.stdout)
+	}
 	if tc.where != "" && !strings.HasSuffix(ranks.Where(js.Status.StructuredError), tc.where) {
 		t.Errorf("describe --json's where: %q", ranks.Where(js.Status.StructuredError))
 	}

@@ -221,7 +221,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 			if sw != nil {
 				return sweepList(a.env.Stdout, sw, apps, time.Now(), a.out())
 			}
-			return render.AppList(a.env.Stdout, apps, time.Now(), a.out())
+			return render.AppList(a.env.Stdout, apps, time.Now(), a.out(), termWidth(a.env.Stdout))
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")

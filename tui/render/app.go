@@ -104,14 +104,39 @@ const (
 // AppHeaders are the columns of AppRow.
 var AppHeaders = []string{"HANDLE", "NAME", "STATE", "RUNNING", "AGE", "DURATION", "EXIT"}
 
-// AppList writes the app list as a table.
-func AppList(w io.Writer, apps []spec.AppStatus, now time.Time, st Styler) error {
+// AppList writes the app list as a table, `wick list`'s: AppRow's columns and the
+// app's error (AppError) last; each line cut to width columns ("…" at the cut) when
+// width is positive (a terminal's), whole otherwise.
+func AppList(w io.Writer, apps []spec.AppStatus, now time.Time, st Styler, width int) error {
 	rows := make([][]string, len(apps))
 	for i := range apps {
-		rows[i] = AppRow(&apps[i], now, st)
+		rows[i] = append(AppRow(&apps[i], now, st), AppError(&apps[i], st))
 	}
-	_, err := io.WriteString(w, Table(AppHeaders, rows, st))
+	out := Table(append(slices.Clone(AppHeaders), "ERROR"), rows, st)
+	if width > 0 {
+		lines := strings.SplitAfter(out, "\n")
+		for i, l := range lines {
+			if body := strings.TrimSuffix(l, "\n"); ansi.StringWidth(body) > width {
+				lines[i] = ansi.Truncate(body, width, "…") + "\n"
+			}
+		}
+		out = strings.Join(lines, "")
+	}
+	_, err := io.WriteString(w, out)
 	return err
+}
+
+// AppError is the one line of a failed app's error (its root cause), "" for an app
+// that did not fail.
+func AppError(a *spec.AppStatus, st Styler) string {
+	if a.State != spec.Failed {
+		return ""
+	}
+	msg := FirstLine(spec.ErrorMessage(a.StructuredError))
+	if msg == "" {
+		msg = FirstLine(a.Msg)
+	}
+	return st.Error(Escape(msg))
 }
 
 // ReplicaHeaders are the columns of ReplicaRow.

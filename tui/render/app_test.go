@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -46,5 +48,36 @@ trainer/0
 	}
 	if got := b.String(); !strings.Contains(got, "  attempts:\n    (1 earlier not kept)\n    #2  exit 137") {
 		t.Errorf("dropped attempts:\n%s", got)
+	}
+}
+
+// wick list's ERROR column: a failed app's root cause, whole through a pipe, each line
+// cut to a terminal's width with "…".
+func TestAppListErrorColumn(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+	cause := "rank 1: ModuleNotFoundError: No module named 'apex_fused_adam_missing'"
+	apps := []spec.AppStatus{
+		{AppID: "ddp-1", State: spec.Failed, Created: t0, Ended: t0.Add(time.Minute), StructuredError: `{"message":{"message":"` + cause + `","extraInfo":{"timestamp":"0"}}}`},
+		{AppID: "ok-2", State: spec.Succeeded, Created: t0, Ended: t0.Add(time.Minute)},
+	}
+	var b strings.Builder
+	if err := AppList(&b, apps, t0.Add(2*time.Minute), Plain{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "ERROR") || !strings.HasSuffix(lines[1], "  "+cause) || strings.Contains(lines[2], "rank") {
+		t.Errorf("list:\n%s", b.String())
+	}
+	b.Reset()
+	if err := AppList(&b, apps, t0.Add(2*time.Minute), Plain{}, 72); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if w := ansi.StringWidth(l); w > 72 {
+			t.Errorf("%d columns: %q", w, l)
+		}
+	}
+	if !strings.Contains(b.String(), "rank 1:") || !strings.Contains(b.String(), "…") {
+		t.Errorf("cut list:\n%s", b.String())
 	}
 }
