@@ -14,7 +14,7 @@ TEST_PARALLEL ?= 4
 CYCLO_MAX ?= 30
 CYCLO_PENDING =
 
-.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down e2e-docker-torch metrics-report docs
+.PHONY: all build run test bench fuzz lint setup clean slurm-up slurm-down k8s-build k8s-up k8s-down k8s-env k8s-load e2e-docker-torch metrics-report docs
 
 all: build
 
@@ -40,6 +40,35 @@ slurm-up:
 ## slurm-down: stop the cluster slurm-up started, by pid
 slurm-down:
 	bash scripts/slurm/down.sh
+
+## k8s-build: build the pinned Kubernetes components (scripts/k8s/tools: one binary,
+## kube-apiserver, controller-manager, scheduler, kubelet and kubectl, from source; cold
+## ~830 CPU-s) into ~/.cache/wick/k8s/VERSION-HASH, or reuse the one there
+k8s-build:
+	@bash scripts/k8s/build.sh
+
+## k8s-up: start a throwaway one-node Kubernetes cluster on this machine (etcd, the
+## control plane, its own containerd and the kubelet; root; state under /tmp/wick-k8s;
+## 127.0.0.1 and the bridge wick-k8s0 only) for the kubernetes tests; builds first
+k8s-up:
+	@command -v etcd >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ] || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends etcd-server containernetworking-plugins; }
+	bash scripts/k8s/up.sh
+
+## k8s-down: stop the cluster k8s-up started, by pid, and remove its bridge, iptables
+## rule, mounts and state (its logs stay in /tmp/wick-k8s/log)
+k8s-down:
+	bash scripts/k8s/down.sh
+
+## k8s-env: print the export of the running test cluster's KUBECONFIG (make -s k8s-env)
+k8s-env:
+	@[ -f /tmp/wick-k8s/up ] || { echo "k8s-env: no cluster is up: make k8s-up" >&2; exit 1; }
+	@echo "export KUBECONFIG=$$(cat /tmp/wick-k8s/up)"
+
+## k8s-load: move an image from the Docker Engine onto the test cluster's node
+## (make k8s-load IMAGE=NAME), for wick run -s kubernetes --image NAME
+k8s-load:
+	bash scripts/k8s/load.sh $(IMAGE)
 
 ## build: compile the wick binary into bin/, static (CGO_ENABLED=0): without the
 ## dynamic loader and libc each start of wick (every verb, every supervisor) costs

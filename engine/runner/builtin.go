@@ -2,6 +2,7 @@ package runner
 
 import (
 	"github.com/wick-dev/wick/engine/docker"
+	"github.com/wick-dev/wick/engine/kubernetes"
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/slurm"
@@ -16,5 +17,6 @@ func Builtin() *sched.Registry {
 	local.Register(r)
 	docker.Register(r)
 	slurm.Register(r)
+	kubernetes.Register(r)
 	return r
 }

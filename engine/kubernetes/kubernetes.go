@@ -1,0 +1,289 @@
+// Package kubernetes is wick's kubernetes scheduler: an AppDef runs on a Kubernetes
+// cluster as one Indexed Job per role (parallelism = completions = the role's
+// replicas, completionMode Indexed: each pod's completion index is its replica id)
+// and one headless Service that gives each pod a stable name, <job>-<index>.<service>,
+// for the rank-0 address. The first role's Job owns the Service and the other Jobs
+// (ownerReferences), so that deleting it deletes the whole app; cancel suspends every
+// Job of the app, which stops their pods.
+//
+// The app's handle is kubernetes://SESSION/APP_ID. Every object wick makes is labelled
+// with the app id, the session and the role (labels below); the owner Job also holds
+// the AppDef and the run options in an annotation, so that describe rebuilds the app
+// from the cluster alone. The namespace is the namespace run option, else the current
+// context's (as kubectl takes it); wick records it under
+// $WICK_HOME/kubernetes/apps/APP_ID, so that later verbs find the app.
+//
+// The client is client-go, configured as kubectl is: KUBECONFIG, ~/.kube/config or
+// the in-cluster service account. Logs are the pods' logs, with their timestamps;
+// a retried replica's earlier attempts are its earlier pods (restartPolicy Never).
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// Name is the scheduler's registry name.
+const Name = "kubernetes"
+
+// Run option names, as TorchX's kubernetes scheduler has them where it has them.
+const (
+	OptNamespace       = "namespace"
+	OptServiceAccount  = "service_account"
+	OptPriorityClass   = "priority_class"
+	OptImagePullPolicy = "image_pull_policy"
+	OptSchedulerName   = "scheduler_name"
+	OptQueue           = "queue"
+	OptContext         = "context"
+)
+
+// Labels and annotations wick puts on what it creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "wick"
+	LabelAppID     = "wick.dev/app-id"
+	LabelSession   = "wick.dev/session"
+	LabelRole      = "wick.dev/role"
+	// LabelQueue is Kueue's queue label, set from the queue run option.
+	LabelQueue = "kueue.x-k8s.io/queue-name"
+	// AnnotationApp holds the AppDef and run options on the owner Job (JSON).
+	AnnotationApp = "wick.dev/app"
+	// AnnotationCancelled marks an app cancelled by wick.
+	AnnotationCancelled = "wick.dev/cancelled"
+	// labelCompletionIndex is the Job controller's label of a pod's completion index.
+	labelCompletionIndex = "batch.kubernetes.io/job-completion-index"
+	// annotationCompletionIndex is the same, as an annotation (for the downward API).
+	annotationCompletionIndex = "batch.kubernetes.io/job-completion-index"
+)
+
+// Errors a caller may decide on.
+var (
+	// ErrNoConfig is wrapped when no kubeconfig and no in-cluster account are found.
+	ErrNoConfig = errors.New("no Kubernetes configuration")
+	// ErrUnreachable is wrapped when the API server does not answer.
+	ErrUnreachable = sched.Unreachable("the Kubernetes API server does not answer")
+)
+
+// callTimeout bounds each call to the API server that is not a watch or a log stream.
+const callTimeout = 30 * time.Second
+
+// Scheduler is the kubernetes scheduler. It holds a client, made on first use; apps
+// live in the cluster and in the small records under StateDir. It is safe for
+// concurrent use.
+type Scheduler struct {
+	cfg sched.Config
+
+	mu     sync.Mutex // guards conns
+	conns  map[string]*conn
+	loader func(kubeContext string) clientcmd.ClientConfig
+}
+
+// conn is a client of one kubeconfig context and its namespace.
+type conn struct {
+	cs        kubernetes.Interface
+	namespace string
+	host      string
+}
+
+// New makes the kubernetes scheduler. It does not contact the cluster.
+func New(cfg sched.Config) (sched.Scheduler, error) {
+	if cfg.Session == "" {
+		cfg.Session = spec.DefaultSession
+	}
+	if cfg.StateDir != "" && !filepath.IsAbs(cfg.StateDir) {
+		abs, err := filepath.Abs(cfg.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		cfg.StateDir = abs
+	}
+	return &Scheduler{cfg: cfg, conns: map[string]*conn{}, loader: kubeconfig}, nil
+}
+
+// kubeconfig loads the configuration as kubectl does: KUBECONFIG (a list), else
+// ~/.kube/config, else the in-cluster service account; kubeContext "" is the current
+// context.
+func kubeconfig(kubeContext string) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+}
+
+// Name returns "kubernetes".
+func (s *Scheduler) Name() string { return Name }
+
+// RunOpts lists the kubernetes run options.
+func (s *Scheduler) RunOpts() spec.RunOpts {
+	return spec.RunOpts{
+		{Name: OptNamespace, Type: spec.OptString, Help: "namespace to run the app in (default: the current context's, as kubectl takes it)"},
+		{Name: OptServiceAccount, Type: spec.OptString, Help: "service account the pods run as (default: the namespace's default)"},
+		{Name: OptPriorityClass, Type: spec.OptString, Help: "priority class name of the pods"},
+		{Name: OptImagePullPolicy, Type: spec.OptString, Default: "IfNotPresent", Help: "when the node pulls the image: Always, IfNotPresent or Never"},
+		{Name: OptSchedulerName, Type: spec.OptString, Help: "pod scheduler to use (e.g. volcano); default: the cluster's"},
+		{Name: OptQueue, Type: spec.OptString, Help: "Kueue local queue to submit the Jobs to (label kueue.x-k8s.io/queue-name)"},
+		{Name: OptContext, Type: spec.OptString, Help: "kubeconfig context to use (default: the current context)"},
+	}
+}
+
+// Close does nothing: client-go's connections close with the process.
+func (s *Scheduler) Close() error { return nil }
+
+// client returns the client of kubeContext ("" for the current one).
+func (s *Scheduler) client(kubeContext string) (*conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[kubeContext]; ok {
+		return c, nil
+	}
+	cc := s.loader(kubeContext)
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("%w: set KUBECONFIG or write ~/.kube/config (kubectl config view shows what is found)", ErrNoConfig)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrNoConfig, err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "wick"
+	rc.QPS, rc.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	c := &conn{cs: cs, namespace: ns, host: rc.Host}
+	s.conns[kubeContext] = c
+	return c, nil
+}
+
+// apiError words an API error in one line: an unreachable server names its address,
+// a forbidden request gives RBAC's reason, the rest keep the server's message.
+func (c *conn) apiError(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return fmt.Errorf("%s: %w", what, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%s: forbidden: %s", what, string(apierrors.ReasonForError(err))+": "+statusMessage(err))
+	case errors.As(err, &ue) || errors.As(err, &ne) || isConnRefused(err):
+		return fmt.Errorf("%w at %s: %s: %v", ErrUnreachable, c.host, what, rootCause(err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// statusMessage is the API server's own message of an error.
+func statusMessage(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+func isConnRefused(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host"))
+}
+
+// rootCause is the innermost error of a chain.
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+// callCtx bounds one API call.
+func callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, callTimeout)
+}
+
+// recordDir is where the scheduler keeps each app's namespace and context.
+func (s *Scheduler) recordDir() string {
+	return filepath.Join(s.cfg.StateDir, "kubernetes", "apps")
+}
+
+// where is an app's place: the kubeconfig context and namespace it was launched in.
+type where struct {
+	Context   string `json:"context,omitempty"`
+	Namespace string `json:"namespace"`
+}
+
+// locate returns the client and namespace of appID: its record's, else the current
+// context's namespace.
+func (s *Scheduler) locate(appID string) (*conn, string, error) {
+	w := where{}
+	if s.cfg.StateDir != "" {
+		if b, err := os.ReadFile(filepath.Join(s.recordDir(), appID)); err == nil && len(b) < 4096 {
+			w = parseWhere(string(b))
+		}
+	}
+	c, err := s.client(w.Context)
+	if err != nil {
+		return nil, "", err
+	}
+	if w.Namespace == "" {
+		w.Namespace = c.namespace
+	}
+	return c, w.Namespace, nil
+}
+
+// parseWhere reads a record: "namespace\ncontext\n".
+func parseWhere(s string) where {
+	lines := strings.Split(s, "\n")
+	w := where{Namespace: strings.TrimSpace(lines[0])}
+	if len(lines) > 1 {
+		w.Context = strings.TrimSpace(lines[1])
+	}
+	return w
+}
+
+// remember writes appID's record.
+func (s *Scheduler) remember(appID string, w where) error {
+	if s.cfg.StateDir == "" {
+		return nil
+	}
+	dir := s.recordDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("kubernetes: recording the app: %w", err)
+	}
+	tmp := filepath.Join(dir, "."+appID+".tmp")
+	if err := os.WriteFile(tmp, []byte(w.Namespace+"\n"+w.Context+"\n"), 0o644); err != nil {
+		return fmt.Errorf("kubernetes: recording the app: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, appID))
+}
+
+// forget removes appID's record.
+func (s *Scheduler) forget(appID string) {
+	if s.cfg.StateDir != "" {
+		_ = os.Remove(filepath.Join(s.recordDir(), appID))
+	}
+}

@@ -1,0 +1,331 @@
+package kubernetes
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wick-dev/wick/engine/logs"
+	"github.com/wick-dev/wick/engine/sched"
+)
+
+// Logs returns the lines of one replica: the logs of its pods, oldest attempt first,
+// each line timed by the kubelet (timestamps=true). Kubernetes keeps one stream per
+// container: stdout and stderr come mixed, as sched.Combined. Following waits for
+// the replica's pods to start and for its retries, until the replica ends.
+func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, opts sched.LogOptions) (sched.LogIterator, error) {
+	c, o, err := s.fetch(ctx, appID, false)
+	if err != nil {
+		return nil, err
+	}
+	r := o.record.App.Role(role)
+	if r == nil {
+		return nil, fmt.Errorf("%w: app %s has no role %q (roles: %v)", sched.ErrNotFound, appID, role, o.record.App.RoleNames())
+	}
+	if replica < 0 || replica >= r.NumReplicas {
+		return nil, fmt.Errorf("%w: role %s of %s has replicas 0 to %d, not %d", sched.ErrNotFound, role, appID, r.NumReplicas-1, replica)
+	}
+	ictx, cancel := context.WithCancel(context.Background())
+	it := &logIter{
+		ch:     make(chan item, 1024),
+		done:   make(chan struct{}),
+		cancel: cancel,
+		s:      s, c: c, ns: o.ns, appID: appID, role: role, replica: replica, opts: opts,
+	}
+	it.opts.Streams = "" // one stream: a filter on stdout or stderr cannot be applied
+	go it.run(ictx)
+	return it, nil
+}
+
+type item struct {
+	line sched.Line
+	err  error
+}
+
+// logIter reads a replica's pods' logs in a goroutine into a channel.
+type logIter struct {
+	ch     chan item
+	done   chan struct{}
+	cancel context.CancelFunc
+	head   *item
+	ended  bool
+
+	s       *Scheduler
+	c       *conn
+	ns      string
+	appID   string
+	role    string
+	replica int
+	opts    sched.LogOptions
+	last    time.Time
+}
+
+// Next returns the next line, io.EOF at the end, or ctx's error.
+func (it *logIter) Next(ctx context.Context) (sched.Line, error) {
+	if it.head != nil {
+		h := *it.head
+		it.head = nil
+		return h.line, h.err
+	}
+	if it.ended {
+		return sched.Line{}, io.EOF
+	}
+	select {
+	case <-ctx.Done():
+		return sched.Line{}, ctx.Err()
+	case x, ok := <-it.ch:
+		if !ok {
+			it.ended = true
+			return sched.Line{}, io.EOF
+		}
+		return x.line, x.err
+	}
+}
+
+// Ready reports whether Next would return at once.
+func (it *logIter) Ready() bool {
+	if it.head != nil || it.ended {
+		return true
+	}
+	select {
+	case x, ok := <-it.ch:
+		if !ok {
+			it.ended = true
+		} else {
+			it.head = &x
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// Close stops the reader and waits for it.
+func (it *logIter) Close() error {
+	it.cancel()
+	<-it.done
+	return nil
+}
+
+// send hands a line over, or gives up when ctx ends.
+func (it *logIter) send(ctx context.Context, x item) bool {
+	select {
+	case it.ch <- x:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pods lists the replica's pods, oldest first.
+func (it *logIter) pods(ctx context.Context) ([]corev1.Pod, error) {
+	cctx, cancel := callCtx(ctx)
+	defer cancel()
+	sel := selector(it.appID) + "," + LabelRole + "=" + it.role + "," + labelCompletionIndex + "=" + strconv.Itoa(it.replica)
+	pl, err := it.c.cs.CoreV1().Pods(it.ns).List(cctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, it.c.apiError("listing the pods of "+it.appID, err)
+	}
+	pods := pl.Items
+	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
+	return pods, nil
+}
+
+// run reads each attempt's pod in turn; following, it waits for pods to start and for
+// the next attempt until the app ends.
+func (it *logIter) run(ctx context.Context) {
+	defer close(it.done)
+	defer close(it.ch)
+	attempt := 0
+	wait := 100 * time.Millisecond
+	for {
+		pods, err := it.pods(ctx)
+		if err != nil {
+			it.send(ctx, item{err: err})
+			return
+		}
+		if it.opts.Tail > 0 && len(pods) > 1 && attempt == 0 {
+			attempt = len(pods) - 1 // the last lines are the last attempt's
+		}
+		if attempt < len(pods) {
+			p := &pods[attempt]
+			started, ended := containerStarted(p)
+			if !started && it.opts.Follow && !ended && p.DeletionTimestamp == nil {
+				if !sleep(ctx, wait) {
+					return
+				}
+				wait = min(wait*2, time.Second)
+				continue
+			}
+			if started {
+				if err := it.stream(ctx, p, attempt, it.opts.Follow && !ended); err != nil {
+					if ctx.Err() == nil {
+						it.send(ctx, item{err: err})
+					}
+					return
+				}
+			}
+			attempt++
+			wait = 100 * time.Millisecond
+			continue
+		}
+		if !it.opts.Follow || it.finished(ctx, pods) {
+			return
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// finished reports whether no more attempts will come: the last pod succeeded, or the
+// app ended.
+func (it *logIter) finished(ctx context.Context, pods []corev1.Pod) bool {
+	if n := len(pods); n > 0 && pods[n-1].Status.Phase == corev1.PodSucceeded {
+		return true
+	}
+	_, o, err := it.s.fetch(ctx, it.appID, false)
+	if err != nil {
+		return true
+	}
+	state, _, _ := appState(o.owner, o.jobs)
+	if state.Terminal() {
+		return true
+	}
+	for i := range o.jobs {
+		if o.jobs[i].Labels[LabelRole] == it.role {
+			js := stateOfJob(&o.jobs[i])
+			return js.complete || js.failed || js.suspended
+		}
+	}
+	return false
+}
+
+// containerStarted says whether the main container has started, and whether it has
+// ended (or will never start: the pod failed or succeeded).
+func containerStarted(p *corev1.Pod) (started, ended bool) {
+	ended = p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != containerName {
+			continue
+		}
+		if cs.State.Running != nil {
+			return true, ended
+		}
+		if cs.State.Terminated != nil {
+			return true, true
+		}
+		if cs.LastTerminationState.Terminated != nil {
+			return true, ended
+		}
+	}
+	return false, ended
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// stream reads one pod's log, with timestamps, and sends its lines.
+func (it *logIter) stream(ctx context.Context, p *corev1.Pod, attempt int, follow bool) error {
+	o := &corev1.PodLogOptions{Container: containerName, Follow: follow, Timestamps: true}
+	if !it.opts.Since.IsZero() {
+		since := metav1.NewTime(it.opts.Since.Add(-time.Second)) // the server's bound is in seconds
+		o.SinceTime = &since
+	}
+	if it.opts.Tail > 0 {
+		n := int64(it.opts.Tail)
+		o.TailLines = &n
+	}
+	rc, err := it.c.cs.CoreV1().Pods(it.ns).GetLogs(p.Name, o).Stream(ctx)
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
+			return nil // gone (deleted by cancel) or never started
+		}
+		return it.c.apiError("reading the log of pod "+p.Name, err)
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 64<<10)
+	for {
+		text, cut, size, err := readLine(br)
+		if len(text) > 0 || err == nil {
+			l := it.line(text, attempt)
+			if cut {
+				l.Cut, l.Size = true, size
+			}
+			if it.opts.Match(l) && !it.send(ctx, item{line: l}) {
+				return nil
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading the log of pod %s: %w", p.Name, err)
+		}
+	}
+}
+
+// line parses "TIMESTAMP TEXT" (the kubelet's RFC 3339 time with nanoseconds). Times
+// never go backwards within the replica.
+func (it *logIter) line(b []byte, attempt int) sched.Line {
+	l := sched.Line{Stream: sched.Combined, Role: it.role, Replica: it.replica, Attempt: attempt}
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		if t, err := time.Parse(time.RFC3339Nano, string(b[:i])); err == nil {
+			l.Time = t
+			b = b[i+1:]
+		}
+	}
+	if l.Time.Before(it.last) {
+		l.Time = it.last
+	}
+	it.last = l.Time
+	l.Text = string(b)
+	return l
+}
+
+// readLine reads one line without its newline; a line longer than logs.MaxLine is cut
+// there (the rest is skipped) and its full size given.
+func readLine(br *bufio.Reader) (text []byte, cut bool, size int64, err error) {
+	for {
+		chunk, e := br.ReadSlice('\n')
+		size += int64(len(chunk))
+		if len(text) < logs.MaxLine {
+			room := logs.MaxLine - len(text)
+			if len(chunk) > room {
+				text = append(text, chunk[:room]...)
+				cut = true
+			} else {
+				text = append(text, chunk...)
+			}
+		} else {
+			cut = true
+		}
+		if e == bufio.ErrBufferFull {
+			continue
+		}
+		if e != nil {
+			return text, cut, size, e
+		}
+		text = bytes.TrimSuffix(text, []byte("\n"))
+		return text, cut, size - 1, nil
+	}
+}

@@ -1,0 +1,411 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+)
+
+// appObjects are an app's Jobs and pods as the API server holds them.
+type appObjects struct {
+	ns     string
+	owner  *batchv1.Job
+	jobs   []batchv1.Job
+	pods   []corev1.Pod
+	record appRecord
+}
+
+// selector selects every object of appID.
+func selector(appID string) string { return LabelAppID + "=" + appID }
+
+// fetch reads appID's Jobs and, with pods, its pods: one list call each.
+func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, *appObjects, error) {
+	c, ns, err := s.locate(appID)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := callCtx(ctx)
+	defer cancel()
+	jl, err := c.cs.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+	if err != nil {
+		return c, nil, c.apiError("listing the Jobs of "+appID, err)
+	}
+	if len(jl.Items) == 0 {
+		return c, nil, fmt.Errorf("%w: %s (no Job labelled %s in namespace %s)", sched.ErrNotFound, appID, selector(appID), ns)
+	}
+	o := &appObjects{ns: ns, jobs: jl.Items}
+	for i := range o.jobs {
+		if _, ok := o.jobs[i].Annotations[AnnotationApp]; ok {
+			o.owner = &o.jobs[i]
+		}
+	}
+	if o.owner == nil {
+		return c, nil, fmt.Errorf("%w: %s (its Jobs have no %s annotation: not launched by wick)", sched.ErrNotFound, appID, AnnotationApp)
+	}
+	if err := json.Unmarshal([]byte(o.owner.Annotations[AnnotationApp]), &o.record); err != nil || o.record.App == nil {
+		return c, nil, fmt.Errorf("kubernetes: app %s: its %s annotation is damaged: %v", appID, AnnotationApp, err)
+	}
+	if pods {
+		pl, err := c.cs.CoreV1().Pods(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+		if err != nil {
+			return c, nil, c.apiError("listing the pods of "+appID, err)
+		}
+		o.pods = pl.Items
+	}
+	return c, o, nil
+}
+
+// Describe returns the app's status from its Jobs and pods, and its AppDef and run
+// options from the owner's annotation. A Pending app says why (the scheduler's
+// reason, an image the node cannot get).
+func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
+	_, o, err := s.fetch(ctx, appID, true)
+	if err != nil {
+		return nil, err
+	}
+	st := s.status(appID, o)
+	cfg := spec.Cfg{}
+	for k, v := range o.record.Cfg {
+		cfg[k] = v
+	}
+	return &sched.Description{Status: st, App: o.record.App, Cfg: cfg}, nil
+}
+
+// jobState is what a Job's conditions say: finished, failed (with why), suspended.
+type jobState struct {
+	complete, failed, suspended bool
+	msg                         string
+	ended                       time.Time
+}
+
+func stateOfJob(j *batchv1.Job) jobState {
+	var js jobState
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			js.complete = true
+			js.ended = c.LastTransitionTime.Time
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			js.failed = true
+			js.msg = c.Reason + ": " + c.Message
+			js.ended = c.LastTransitionTime.Time
+		case batchv1.JobSuspended:
+			js.suspended = true
+		}
+	}
+	return js
+}
+
+// appState is the app's state from its Jobs alone (what List can afford): cancelled,
+// failed, succeeded, running (a pod ready) or pending.
+func appState(owner *batchv1.Job, jobs []batchv1.Job) (spec.AppState, string, time.Time) {
+	if owner.Annotations[AnnotationCancelled] != "" {
+		return spec.Cancelled, "cancelled", time.Time{}
+	}
+	complete, running := 0, false
+	var ended time.Time
+	for i := range jobs {
+		js := stateOfJob(&jobs[i])
+		if js.failed {
+			return spec.Failed, "Job " + jobs[i].Name + ": " + js.msg, js.ended
+		}
+		if js.complete {
+			complete++
+			if js.ended.After(ended) {
+				ended = js.ended
+			}
+		}
+		if jobs[i].Status.Ready != nil && *jobs[i].Status.Ready > 0 {
+			running = true
+		}
+	}
+	switch {
+	case complete == len(jobs):
+		return spec.Succeeded, "", ended
+	case running || complete > 0:
+		return spec.Running, "", time.Time{}
+	}
+	return spec.Pending, "", time.Time{}
+}
+
+// status builds the AppStatus of o: the app's state from its Jobs, each replica's from
+// its pods (the newest pod of an index is its current attempt, the older ones its
+// earlier attempts).
+func (s *Scheduler) status(appID string, o *appObjects) spec.AppStatus {
+	state, msg, ended := appState(o.owner, o.jobs)
+	st := spec.AppStatus{
+		Handle:    spec.Handle{Scheduler: Name, Session: o.owner.Labels[LabelSession], AppID: appID}.String(),
+		AppID:     appID,
+		Scheduler: Name,
+		Name:      o.record.App.Name,
+		State:     state,
+		Msg:       msg,
+		Created:   o.owner.CreationTimestamp.Time,
+		Ended:     ended,
+	}
+	byReplica := map[string][]corev1.Pod{}
+	for _, p := range o.pods {
+		key := p.Labels[LabelRole] + "/" + p.Labels[labelCompletionIndex]
+		byReplica[key] = append(byReplica[key], p)
+	}
+	var firstErr time.Time
+	var pending string
+	for _, role := range o.record.App.Roles {
+		rs := spec.RoleStatus{Role: role.Name}
+		for k := range role.NumReplicas {
+			pods := byReplica[role.Name+"/"+strconv.Itoa(k)]
+			sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
+			r := replicaStatus(role.Name, k, pods, state)
+			if r.State == spec.Pending && pending == "" {
+				pending = pendingReason(pods)
+			}
+			if r.State == spec.Failed && r.StructuredError != "" && (firstErr.IsZero() || r.Ended.Before(firstErr)) {
+				firstErr = r.Ended
+				st.StructuredError = r.StructuredError
+			}
+			if r.Restarts > st.NumRestarts {
+				st.NumRestarts = r.Restarts
+			}
+			rs.Replicas = append(rs.Replicas, r)
+		}
+		st.Roles = append(st.Roles, rs)
+	}
+	if st.State == spec.Pending && pending != "" {
+		st.Msg = pending
+	}
+	return st
+}
+
+// replicaStatus is replica k's status from its pods, oldest first.
+func replicaStatus(role string, k int, pods []corev1.Pod, app spec.AppState) spec.ReplicaStatus {
+	r := spec.ReplicaStatus{ID: k, Role: role, State: spec.Pending}
+	if len(pods) == 0 {
+		if app.Terminal() {
+			r.State = app
+		}
+		return r
+	}
+	for i, p := range pods[:len(pods)-1] {
+		a := spec.Attempt{Attempt: i}
+		a.ExitCode, a.Started, a.Ended, a.Error = terminated(&p)
+		r.Attempts = append(r.Attempts, a)
+	}
+	if len(r.Attempts) > spec.MaxAttempts {
+		r.Attempts = r.Attempts[len(r.Attempts)-spec.MaxAttempts:]
+	}
+	p := &pods[len(pods)-1]
+	r.Restarts = len(pods) - 1
+	r.Hostname = p.Spec.NodeName
+	r.ContainerID = p.Name
+	r.ExitCode, r.Started, r.Ended, r.StructuredError = terminated(p)
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+		r.State = spec.Running
+	case corev1.PodSucceeded:
+		r.State = spec.Succeeded
+	case corev1.PodFailed:
+		r.State = spec.Failed
+	}
+	if app == spec.Cancelled && !r.State.Terminal() {
+		r.State = spec.Cancelled
+	}
+	if r.State == spec.Running && p.DeletionTimestamp != nil && app.Terminal() {
+		r.State = app
+	}
+	return r
+}
+
+// terminated reads the main container's end: exit code, start, end, and its error
+// (the termination message: torchelastic's error file, else the log's last lines;
+// else the kubelet's reason, such as OOMKilled).
+func terminated(p *corev1.Pod) (*int, time.Time, time.Time, string) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != containerName {
+			continue
+		}
+		if run := cs.State.Running; run != nil {
+			return nil, run.StartedAt.Time, time.Time{}, ""
+		}
+		t := cs.State.Terminated
+		if t == nil {
+			return nil, time.Time{}, time.Time{}, ""
+		}
+		code := int(t.ExitCode)
+		msg := ""
+		if code != 0 {
+			msg = strings.TrimSpace(t.Message)
+			if msg == "" || t.Reason == "OOMKilled" {
+				msg = strings.TrimSpace(t.Reason + " " + msg)
+			}
+		}
+		return &code, t.StartedAt.Time, t.FinishedAt.Time, msg
+	}
+	return nil, time.Time{}, time.Time{}, ""
+}
+
+// pendingReason says why the newest of pods is not running: the scheduler's reason
+// (Unschedulable and its message), or the container's waiting reason
+// (ErrImageNeverPull, ImagePullBackOff, ...), as kubectl describe shows them.
+func pendingReason(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	p := &pods[len(pods)-1]
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return fmt.Sprintf("pod %s: %s: %s", p.Name, c.Reason, c.Message)
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			return fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+		}
+	}
+	return ""
+}
+
+// List returns the apps launched with this state directory ($WICK_HOME), from their
+// Jobs alone: one list call per namespace they were launched in. With no record it
+// asks the cluster nothing, so a machine without Kubernetes, or with its server
+// down, lists nothing rather than failing every `wick list`.
+func (s *Scheduler) List(ctx context.Context) ([]spec.AppStatus, error) {
+	places, err := s.records()
+	if err != nil || len(places) == 0 {
+		return nil, err
+	}
+	var out []spec.AppStatus
+	var errs []error
+	for _, w := range sortedPlaces(places) {
+		apps, err := s.listIn(ctx, w, places[w])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out = append(out, apps...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// records reads the app records: each app id by its context and namespace.
+func (s *Scheduler) records() (map[where]map[string]bool, error) {
+	if s.cfg.StateDir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(s.recordDir())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("kubernetes: reading the app records: %w", err)
+	}
+	places := map[where]map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		if strings.HasPrefix(id, ".") || spec.ValidateName("app id", id) != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.recordDir(), id))
+		if err != nil || len(b) > 4096 {
+			continue
+		}
+		w := parseWhere(string(b))
+		if places[w] == nil {
+			places[w] = map[string]bool{}
+		}
+		places[w][id] = true
+	}
+	return places, nil
+}
+
+func sortedPlaces(m map[where]map[string]bool) []where {
+	out := make([]where, 0, len(m))
+	for w := range m {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Context+"/"+out[i].Namespace < out[j].Context+"/"+out[j].Namespace
+	})
+	return out
+}
+
+// listIn lists wick's Jobs in one namespace and returns the apps of ids among them.
+func (s *Scheduler) listIn(ctx context.Context, w where, ids map[string]bool) ([]spec.AppStatus, error) {
+	c, err := s.client(w.Context)
+	if err != nil {
+		return nil, err
+	}
+	ns := w.Namespace
+	if ns == "" {
+		ns = c.namespace
+	}
+	cctx, cancel := callCtx(ctx)
+	defer cancel()
+	jl, err := c.cs.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + managedBy})
+	if err != nil {
+		return nil, c.apiError("listing wick's Jobs in namespace "+ns, err)
+	}
+	apps := map[string][]batchv1.Job{}
+	var order []string
+	for _, j := range jl.Items {
+		id := j.Labels[LabelAppID]
+		if !ids[id] {
+			continue
+		}
+		if _, ok := apps[id]; !ok {
+			order = append(order, id)
+		}
+		apps[id] = append(apps[id], j)
+	}
+	out := make([]spec.AppStatus, 0, len(order))
+	for _, id := range order {
+		if st, ok := listed(id, apps[id]); ok {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// listed is the status of app id from its Jobs alone.
+func listed(id string, jobs []batchv1.Job) (spec.AppStatus, bool) {
+	var owner *batchv1.Job
+	for i := range jobs {
+		if _, ok := jobs[i].Annotations[AnnotationApp]; ok {
+			owner = &jobs[i]
+		}
+	}
+	if owner == nil {
+		return spec.AppStatus{}, false
+	}
+	state, msg, ended := appState(owner, jobs)
+	var rec appRecord
+	name := ""
+	if json.Unmarshal([]byte(owner.Annotations[AnnotationApp]), &rec) == nil && rec.App != nil {
+		name = rec.App.Name
+	}
+	return spec.AppStatus{
+		Handle:    spec.Handle{Scheduler: Name, Session: owner.Labels[LabelSession], AppID: id}.String(),
+		AppID:     id,
+		Scheduler: Name,
+		Name:      name,
+		State:     state,
+		Msg:       msg,
+		Created:   owner.CreationTimestamp.Time,
+		Ended:     ended,
+	}, true
+}
