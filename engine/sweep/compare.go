@@ -13,13 +13,21 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 )
 
-// Stat is one metric of one run, over every rank: its last value, and its best (the
-// lowest for a loss, the highest otherwise; see metrics.LowerIsBetter) with the step
-// of the best.
+// Stat is one metric of one run: its value is defined once (Of says how) and the
+// same in the table, the chart and --json. When every rank logs the metric at the
+// same steps it is the mean over the ranks at each step; otherwise it is rank 0's
+// series (the lowest replica and local rank that logs it at steps: a node's progress
+// bar without steps is no rank's curve). Last is that value's last point; Best its
+// best (the lowest for a loss, the highest otherwise; see metrics.LowerIsBetter), and
+// the step of Best is where that value was best. Both are read off the curve, whose
+// points past metrics.MaxPoints are averages of neighbouring steps.
 type Stat struct {
 	Count int64
 	Last  metrics.Point
 	Best  metrics.Point // Value NaN when no value was finite
+	// Of says what the value is: "trainer/0:0" (that rank's series), or "mean of 4
+	// ranks".
+	Of string
 	// NonFinite is the first NaN or Inf value seen, when there was one.
 	NonFinite *metrics.Alarm
 }
@@ -28,7 +36,8 @@ type Stat struct {
 type Run struct {
 	Handle string
 	Stats  map[string]*Stat
-	// Curve is the first rank's points of each metric, for comparisons at a step.
+	// Curve is each metric's value at each step (Stat), for comparisons at a step and
+	// the chart.
 	Curve map[string][]metrics.Point
 	// Alarm says why the run stands out in the sweep (NaN, far above the median), or "".
 	Alarm string
@@ -45,19 +54,10 @@ func RunOf(handle string, s *metrics.Store) *Run {
 		if sum.Setting {
 			continue
 		}
-		st := &Stat{Count: sum.Count, Last: sum.Last, Best: metrics.Point{Value: math.NaN()}}
-		lower := metrics.LowerIsBetter(sum.Name)
-		for _, ser := range s.Series(sum.Name) {
-			b := ser.Best
-			if math.IsNaN(b.Value) {
-				continue
-			}
-			if math.IsNaN(st.Best.Value) || lower && b.Value < st.Best.Value || !lower && b.Value > st.Best.Value {
-				st.Best = b
-			}
-		}
-		if c := curveOf(s.Series(sum.Name)); c != nil {
-			r.Curve[sum.Name] = c
+		st, curve := valueOf(s.Series(sum.Name), metrics.LowerIsBetter(sum.Name))
+		st.Count = sum.Count
+		if curve != nil {
+			r.Curve[sum.Name] = curve
 		}
 		r.Stats[sum.Name] = st
 	}
@@ -72,25 +72,102 @@ func RunOf(handle string, s *metrics.Store) *Run {
 	return r
 }
 
-// curveOf is a metric's curve: its longest series (the first rank's may be a
-// progress bar's few values: demo.train's stderr tqdm line, "loss=2.89", whose stream
-// has no step), less the values without a step when others have one (a bar's value
-// read before the first step line would put the whole curve on a time axis).
-func curveOf(series []*metrics.Series) []metrics.Point {
-	var longest *metrics.Series
+// valueOf is a metric's value in a run (see Stat) and its curve.
+func valueOf(series []*metrics.Series, lower bool) (*Stat, []metrics.Point) {
+	var stepped []*metrics.Series
 	for _, ser := range series {
-		if longest == nil || ser.Count > longest.Count {
-			longest = ser
+		if slices.ContainsFunc(ser.Points(), func(p metrics.Point) bool { return p.Step >= 0 }) {
+			stepped = append(stepped, ser)
 		}
 	}
-	if longest == nil {
-		return nil
+	if len(stepped) > 1 {
+		if pts, ok := meanAtSteps(stepped); ok {
+			st := &Stat{Of: fmt.Sprintf("mean of %d ranks", len(stepped)), Last: pts[len(pts)-1], Best: bestOf(pts, lower)}
+			return st, pts
+		}
 	}
-	pts := slices.Clone(longest.Points())
-	if slices.ContainsFunc(pts, func(p metrics.Point) bool { return p.Step >= 0 }) {
+	var ser *metrics.Series
+	switch {
+	case len(stepped) > 0:
+		ser = slices.MinFunc(stepped, func(a, b *metrics.Series) int {
+			return cmp.Or(cmp.Compare(a.Rank.Replica, b.Rank.Replica), cmp.Compare(a.Rank.Local, b.Rank.Local))
+		})
+	case len(series) > 0:
+		ser = slices.MaxFunc(series, func(a, b *metrics.Series) int { return cmp.Compare(a.Count, b.Count) })
+	default:
+		return &Stat{Best: metrics.Point{Value: math.NaN()}}, nil
+	}
+	pts := slices.Clone(ser.Points())
+	if len(stepped) > 0 {
 		pts = slices.DeleteFunc(pts, func(p metrics.Point) bool { return p.Step < 0 })
 	}
-	return pts
+	// Last and Best are read off the curve, so that the table, the chart and --json
+	// agree, and Best's step is the step of that value (a progress bar's last frame,
+	// read without a step, is not the value at any step).
+	st := &Stat{Of: ser.Rank.String(), Last: ser.Last, Best: bestOf(pts, lower)}
+	if len(pts) > 0 {
+		st.Last = pts[len(pts)-1]
+	}
+	return st, pts
+}
+
+// meanAtSteps is the mean over the series at each step, when each has a value at
+// exactly the same steps (its last at a step, for a step logged twice); ok is false
+// otherwise.
+func meanAtSteps(series []*metrics.Series) ([]metrics.Point, bool) {
+	at := func(ser *metrics.Series) ([]int64, map[int64]metrics.Point) {
+		m := map[int64]metrics.Point{}
+		var steps []int64
+		for _, p := range ser.Points() {
+			if p.Step < 0 {
+				continue
+			}
+			if _, ok := m[p.Step]; !ok {
+				steps = append(steps, p.Step)
+			}
+			m[p.Step] = p
+		}
+		return steps, m
+	}
+	steps, first := at(series[0])
+	maps := []map[int64]metrics.Point{first}
+	for _, ser := range series[1:] {
+		st, m := at(ser)
+		if len(st) != len(steps) {
+			return nil, false
+		}
+		for _, s := range steps {
+			if _, ok := m[s]; !ok {
+				return nil, false
+			}
+		}
+		maps = append(maps, m)
+	}
+	out := make([]metrics.Point, 0, len(steps))
+	for _, s := range steps {
+		sum, last := 0.0, int64(0)
+		for _, m := range maps {
+			sum += m[s].Value
+			last = max(last, m[s].Time)
+		}
+		out = append(out, metrics.Point{Step: s, Time: last, Value: sum / float64(len(maps))})
+	}
+	slices.SortFunc(out, func(a, b metrics.Point) int { return cmp.Compare(a.Step, b.Step) })
+	return out, len(out) > 0
+}
+
+// bestOf is the best finite point of pts (Value NaN when none is finite).
+func bestOf(pts []metrics.Point, lower bool) metrics.Point {
+	best := metrics.Point{Step: -1, Value: math.NaN()}
+	for _, p := range pts {
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+			continue
+		}
+		if math.IsNaN(best.Value) || lower && p.Value < best.Value || !lower && p.Value > best.Value {
+			best = p
+		}
+	}
+	return best
 }
 
 // Names lists the metrics of runs, in order of first appearance (run by run).

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -31,5 +32,44 @@ func TestCurveIsTheStepsOfTheLongestSeries(t *testing.T) {
 		if p.Step != int64(i) {
 			t.Errorf("point %d: step %d, want %d (%v)", i, p.Step, i, pts)
 		}
+	}
+}
+
+// TestRunValueIsDefined: a run's value for a metric is the mean over its ranks at each
+// step when every rank logs it at the same steps, else rank 0's series; never the rank
+// that printed last (two identical apps showed 2.6232 and 2.5663 as their LAST LOSS).
+// BEST @STEP is the step of that value's best.
+func TestRunValueIsDefined(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	run := func(lines map[int][]string, order []int) *Stat {
+		st := metrics.NewStore(metrics.DefaultConfig())
+		idx := map[int]int{}
+		for _, rep := range order {
+			st.Add(sched.Line{Role: "trainer", Replica: rep, Text: lines[rep][idx[rep]], Time: t0})
+			idx[rep]++
+		}
+		return RunOf("local_cwd://wick/a", st).Stats["loss"]
+	}
+	// Both ranks log steps 1-3 (rank 1 last): the mean at each step, 2.7 2.6 2.3.
+	all := map[int][]string{
+		0: {"step 1 loss 2.6", "step 2 loss 2.5", "step 3 loss 2.4"},
+		1: {"step 1 loss 2.8", "step 2 loss 2.7", "step 3 loss 2.2"},
+	}
+	s := run(all, []int{0, 1, 0, 1, 0, 1})
+	if s.Of != "mean of 2 ranks" || s.Last.Step != 3 || math.Abs(s.Last.Value-2.3) > 1e-9 || s.Best.Step != 3 || math.Abs(s.Best.Value-2.3) > 1e-9 {
+		t.Errorf("all ranks: %+v", s)
+	}
+	// The same lines read in another order: the same value.
+	if s2 := run(all, []int{1, 1, 1, 0, 0, 0}); s2.Last != s.Last || s2.Best != s.Best {
+		t.Errorf("another order: %+v, want %+v", s2, s)
+	}
+	// Rank 1 logs steps 1-2 only: rank 0's series, whoever printed last.
+	some := map[int][]string{
+		0: {"step 1 loss 2.6", "step 2 loss 2.5", "step 3 loss 2.55"},
+		1: {"step 1 loss 2.8", "step 2 loss 2.1"},
+	}
+	s = run(some, []int{0, 0, 0, 1, 1})
+	if s.Of != "trainer/0" || s.Last.Value != 2.55 || s.Last.Step != 3 || s.Best.Value != 2.5 || s.Best.Step != 2 {
+		t.Errorf("rank 0: %+v", s)
 	}
 }

@@ -219,7 +219,7 @@ func compareJSON(apps []*compared, metricNames []string) []map[string]any {
 			if s == nil {
 				continue
 			}
-			v := map[string]any{"count": s.Count, "last": jsonNumber(s.Last.Value)}
+			v := map[string]any{"count": s.Count, "last": jsonNumber(s.Last.Value), "value_of": s.Of}
 			if s.Last.Step >= 0 {
 				v["last_step"] = s.Last.Step
 			}
