@@ -61,6 +61,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -118,6 +119,30 @@ type LineInfo struct {
 	// (else 0); Epoch is the epoch the line names, -1 when none (imagenet's `Test: [
 	// 1/196]`: the Store takes its stream's last).
 	Epoch, EpochSteps int64
+	// Bar is the position of a progress bar's drawing (tqdm's `20/200 [00:01<...`,
+	// rich's `200/200 0:00:10`), -1 when none, and BarTotal its total (-1: `?`). A
+	// training bar's position is its step when the line names none (BarStep); the
+	// Store counts it over the bar's restarts when no epoch is named.
+	Bar, BarTotal int64
+	BarStep       bool
+	// barEpoch is the epoch the bar's line names (-1: none), until its values are read.
+	barEpoch int64
+	// notTrain is whether the line's bar is not training's (see notTraining), once
+	// asked for one of its drawings: 0 not asked yet, 1 training's, 2 not.
+	notTrain uint8
+	// EpochOnly is whether the line names an epoch (Epoch) and no finer counter: the
+	// epoch is its step in a run that counts nothing finer (PyG's `Epoch: 001, Loss:`,
+	// fastai's table), else the line sums the epoch up (flair's `EPOCH 1 done: loss
+	// 0.91`) and its training values are the series epoch/NAME (see Store.AddParsed).
+	EpochOnly bool
+	// Header is whether the line names a step and no value and ends with a colon: the
+	// head of a record whose indented lines are at its step (Composer's
+	// `[epoch=1][batch=10/100]:` then one metric a line); Indented whether the line
+	// starts with a space or a tab.
+	Header, Indented bool
+	// tableHead is whether the line is a group's of a table of key | value (within its
+	// record, but at no step).
+	tableHead bool
 	// ctx is the context the line names for all its values ("" for none or train).
 	ctx string
 }
@@ -134,10 +159,17 @@ type Parsed struct {
 	names [nameCache]nameSlot
 	// clean holds a line without its escape sequences.
 	clean []byte
+	// frames are the earlier drawings of a line redrawn with \r that carry values,
+	// their samples in frameSamples (see Drawings).
+	frames       []drawing
+	frameSamples []Sample
 	// header is the last header line of columns read (Ultralytics' `Epoch GPU_mem
 	// box_loss ...`), for the rows of values under it, and headerLocal its local rank.
 	header      []string
 	headerLocal int
+	// group is the group of the rows of a table of key | value that follow its line
+	// (Stable-Baselines3's `| rollout/    |     |`), "" when none.
+	group string
 	// The time each user pattern took, over how many lines, and the patterns skipped
 	// for their time (see PatternLineBudget), with their notices.
 	patTime  [maxPatterns]time.Duration
@@ -190,7 +222,7 @@ type nameSlot struct {
 // Reset empties p for reuse, keeping its buffers.
 func (p *Parsed) Reset() {
 	p.Samples = p.Samples[:0]
-	p.LineInfo = LineInfo{Local: -1, Epoch: -1}
+	p.LineInfo = LineInfo{Local: -1, Epoch: -1, Bar: -1, barEpoch: -1}
 }
 
 // Extractor reads values from lines as a Config says. It keeps no state between lines
@@ -285,17 +317,120 @@ func (e *Extractor) Config() Config { return e.cfg }
 
 // DefaultStepKeys are the names that give a line's step. `steps` is not one: `Steps:
 // 32` is a count of steps (per epoch, to run), not the step a line is at.
-var DefaultStepKeys = []string{"step", "global_step", "iter", "it", "iteration", "num_updates"}
+var DefaultStepKeys = []string{"step", "global_step", "iter", "it", "iteration", "num_updates", "total_timesteps"}
 
 // Extract reads the values of one line into p (which it resets first).
 func (e *Extractor) Extract(text string, p *Parsed) {
 	p.Reset()
 	text, p.Local = localRank(text)
+	if strings.IndexByte(text, '\r') >= 0 && e.drawings(text, p) {
+		return
+	}
+	p.frames, p.frameSamples = p.frames[:0], p.frameSamples[:0]
+	e.extractDrawing(text, p)
+}
+
+// maxDrawings bounds the drawings of one line read as points: a bar redrawn for hours
+// without a newline is read from its last maxDrawings drawings.
+const maxDrawings = 1 << 13
+
+// drawings reads a line redrawn with \r (a progress bar): every drawing that carries
+// values is a point, whatever the pattern of the writes that stored it, and a drawing
+// at the bar's position of the one before it replaces it (tqdm draws a step's postfix,
+// then the same again when it moves on). The last drawing with values is p's own; the
+// ones before it are p's earlier drawings (see Parsed.Drawings). It reports false when
+// no drawing carries a value: the line is then read as its last drawing.
+func (e *Extractor) drawings(text string, p *Parsed) bool {
+	t := strings.TrimRight(text, "\r\b")
+	if strings.IndexByte(t, '\r') < 0 {
+		return false
+	}
+	start, n := len(t), 0
+	for start > 0 && n < maxDrawings {
+		start = strings.LastIndexByte(t[:start], '\r')
+		if start < 0 {
+			start = 0
+			break
+		}
+		n++
+	}
+	local := p.Local
+	p.frames, p.frameSamples = p.frames[:0], p.frameSamples[:0]
+	for rest := t[start:]; rest != ""; {
+		seg := rest
+		if k := strings.IndexByte(rest, '\r'); k >= 0 {
+			seg, rest = rest[:k], rest[k+1:]
+		} else {
+			rest = ""
+		}
+		if seg == "" {
+			continue
+		}
+		p.Samples = p.Samples[:0]
+		p.LineInfo = LineInfo{Local: local, Epoch: -1, Bar: -1, barEpoch: -1, notTrain: p.notTrain}
+		e.extractDrawing(seg, p)
+		if len(p.Samples) == 0 {
+			continue
+		}
+		if k := len(p.frames); k > 0 && p.Bar >= 0 && p.frames[k-1].info.Bar == p.Bar {
+			p.frameSamples = p.frameSamples[:p.frames[k-1].lo]
+			p.frames = p.frames[:k-1]
+		}
+		lo := len(p.frameSamples)
+		p.frameSamples = append(p.frameSamples, p.Samples...)
+		p.frames = append(p.frames, drawing{info: p.LineInfo, lo: lo, hi: len(p.frameSamples)})
+	}
+	if len(p.frames) == 0 {
+		p.Reset()
+		p.Local = local
+		return false
+	}
+	last := p.frames[len(p.frames)-1]
+	p.frames = p.frames[:len(p.frames)-1]
+	p.Samples = append(p.Samples[:0], p.frameSamples[last.lo:last.hi]...)
+	p.LineInfo = last.info
+	return true
+}
+
+// drawing is an earlier drawing of a line with values: its LineInfo and its samples,
+// p.frameSamples[lo:hi].
+type drawing struct {
+	info   LineInfo
+	lo, hi int
+}
+
+// Drawings calls fn with each earlier drawing of the line that carries values (a
+// progress bar's), in order, before p's own: each is a point of its own. fn must not
+// keep samples.
+func (p *Parsed) Drawings(fn func(info LineInfo, samples []Sample)) {
+	for _, d := range p.frames {
+		fn(d.info, p.frameSamples[d.lo:d.hi])
+	}
+}
+
+// extractDrawing reads the values of one drawing of a line into p (reset but for Local).
+func (e *Extractor) extractDrawing(text string, p *Parsed) {
 	text = p.cleanLine(text)
+	p.Indented = len(text) > 0 && (text[0] == ' ' || text[0] == '\t')
+	if len(text) > 0 && (text[0] == '|' || text[0] == '-') && p.tableGroup(text) {
+		p.Indented, p.tableHead = true, true
+		return
+	}
+	if p.group != "" && strings.HasPrefix(text, "|   ") {
+		p.Indented = true // a row of the table: a record whose step one of its rows names
+	}
 	if mayHoldNumber(text) {
 		e.scan(text, p)
 	}
 	e.table(text, p)
+	if p.Bar >= 0 && !p.HasStep && p.ctx == "" && hasMeasure(p.Samples) && !p.notTraining(text) {
+		// A training bar's position is the step of its values: within the epoch the
+		// line names, else within the bar (the Store counts the bar's restarts).
+		p.Step, p.HasStep, p.BarStep = p.Bar, true, true
+		if p.BarTotal > 0 && p.BarTotal < maxEpochCount && p.barEpoch >= 0 {
+			p.Epoch, p.EpochSteps = p.barEpoch, p.BarTotal
+		}
+	}
 	for i := range e.cfg.Patterns {
 		if len(p.Samples) >= MaxValuesPerLine {
 			break
@@ -395,6 +530,17 @@ type lineState struct {
 	epoch        int64
 	single       int64
 	singleEnd    int
+	// epochEnd is where the word epoch ended when no value followed it (`Epoch [1/5]`,
+	// `Epoch: [1]`): the bracket after it is the epoch's, -1 when none.
+	epochEnd int
+	// stepTotal is the total written after a step's value (`iter: 10/1833`), or 0.
+	stepTotal int64
+	// lastRest is the name of the line's last value that had a qualifier of its own
+	// (litgpt's `loss train: 9.1, val: 9.3`: val's value is val/loss), or nil.
+	lastRest []byte
+	// lead is the line's first word when it is a metric's and the line ends with a
+	// percentage (`Accuracy of the network on the 10000 test images: 54 %`), else "".
+	lead string
 	// unctx are the values of the line without a qualifier of their own: they take
 	// ctx, even when it is named after them, as a context names the whole line.
 	unctx  [MaxValuesPerLine]uint8
@@ -403,17 +549,26 @@ type lineState struct {
 
 // scan reads the pairs of s into p.
 func (e *Extractor) scan(s string, p *Parsed) {
-	st := lineState{spacedOnly: true, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1}
+	st := lineState{spacedOnly: true, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1, epochEnd: -1}
 	if n, ok := torchtuneStep(s); ok {
 		p.Step, p.HasStep = n, true
 	}
+	st.lead = leadMetric(s)
 	e.pairs(s, p, &st)
+	if p.group != "" && p.group != "train" && len(p.Samples) > 0 && strings.HasPrefix(s, "|   ") {
+		for k := range p.Samples {
+			p.Samples[k].Name = p.prefixed(p.group, p.Samples[k].Name)
+		}
+	}
 	// Prose has numbers after words too ("will create 8 worker processes"): a line
 	// whose only pair is `name value`, with no = or :, is not taken unless the name is
 	// a metric's (`val loss 5.32`).
 	if st.pairs == 1 && st.spacedOnly && !st.spacedKnown {
 		p.Samples = p.Samples[:0]
 		p.HasStep = false
+		if st.epoch >= 0 {
+			p.Epoch, p.EpochOnly = st.epoch, true // Keras' `Epoch 1/2`: the epoch of the lines under it
+		}
 		return
 	}
 	p.ctx = st.ctx
@@ -426,6 +581,17 @@ func (e *Extractor) scan(s string, p *Parsed) {
 			}
 		}
 	}
+	if p.Bar >= 0 {
+		p.barEpoch = st.epoch
+	}
+	st.step(s, p)
+}
+
+// step gives p the step the line names, from what the scan of its pairs found.
+func (st *lineState) step(s string, p *Parsed) {
+	if p.HasStep && st.stepTotal > 0 && st.epoch >= 0 && p.EpochSteps == 0 {
+		p.Epoch, p.EpochSteps = st.epoch, st.stepTotal
+	}
 	if !p.HasStep {
 		switch {
 		case st.bracketStep >= 0:
@@ -437,8 +603,192 @@ func (e *Extractor) scan(s string, p *Parsed) {
 			}
 		case st.counter && len(p.Samples) > 0:
 			p.Step, p.HasStep = NoStep, true
+		case st.epoch >= 0:
+			// The line names an epoch and no finer counter: the epoch is its step, or
+			// it sums the epoch up (the Store says which).
+			p.Epoch, p.EpochOnly = st.epoch, true
 		}
 	}
+	p.Header = p.HasStep && p.Step >= 0 && len(p.Samples) == 0 && (strings.HasSuffix(strings.TrimRight(s, " "), ":") || p.group != "")
+}
+
+// barPosition reads a progress bar's position at s[i:j] and the slash at s[j]: `20/200
+// [00:01<00:09` (tqdm: its total may be ?) or `200/200 0:00:10` (rich), a count, a
+// total and the elapsed time after them. It returns the count, the total (-1 for ?)
+// and where the total ends.
+func barPosition(s string, i, j int) (n, total int64, end int, ok bool) {
+	if j-i > 15 {
+		return 0, 0, 0, false
+	}
+	k := j + 1
+	for k < len(s) && isDigit(s[k]) && k-j < 16 {
+		k++
+	}
+	total = -1
+	switch {
+	case k > j+1:
+		t, err := strconv.ParseInt(s[j+1:k], 10, 64)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		total = t
+	case k < len(s) && s[k] == '?':
+		k++
+	default:
+		return 0, 0, 0, false
+	}
+	m := k
+	if m+1 >= len(s) || s[m] != ' ' {
+		return 0, 0, 0, false
+	}
+	m++
+	if strings.HasPrefix(s[m:], "━") || strings.HasPrefix(s[m:], "[=") || strings.HasPrefix(s[m:], "[.") {
+		// Keras' bar: `938/1875 ━━━━━━━━━━`, `10/60 [====>.....]`
+	} else if !barTime(s, m) || s[m] != '[' && !strings.Contains(s[:i], "━") {
+		return 0, 0, 0, false // rich's time follows its bar: `11/20 10:00:10` is a date
+	}
+	c, err := strconv.ParseInt(s[i:j], 10, 64)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return c, total, k, true
+}
+
+// barTime reports whether a bar's elapsed time starts at s[m]: tqdm's `[00:01<`, rich's
+// `0:00:10`.
+func barTime(s string, m int) bool {
+	if s[m] == '[' {
+		m++
+	}
+	d := m
+	for m < len(s) && isDigit(s[m]) && m-d < 4 {
+		m++
+	}
+	return m > d && m < len(s) && s[m] == ':'
+}
+
+// hasMeasure reports whether samples hold a value that is not a bar's rate (it/s): a
+// bar that draws only its rate (a validation pass's) has no step of its own.
+func hasMeasure(samples []Sample) bool {
+	for _, smp := range samples {
+		if n := smp.Name; !strings.HasSuffix(n, "/s") && n != "s/it" {
+			return true
+		}
+	}
+	return false
+}
+
+// fraction reads a count of a total with no name, at s[i:j] and the slash at s[j]: a
+// bar's position, a count of batches, a pair of rates. It returns where the scan goes
+// on, and false when it is none of them.
+func (st *lineState) fraction(s string, p *Parsed, i, j int) (int, bool) {
+	if n, total, k, ok := barPosition(s, i, j); ok {
+		p.Bar, p.BarTotal = n, total
+		return k, true
+	}
+	if n, total, k, ok := countOf(s, i, j); ok && st.bracketStep < 0 && len(p.Samples) == 0 {
+		st.bracketStep, st.bracketTotal = n, total // `| 200/ 2983 batches |`
+		return k, true
+	}
+	if k, ok := rateOfTotal(s, j); ok {
+		return k, true // OpenNMT's `28141/28877 tok/s`: the rate is the second's
+	}
+	return 0, false
+}
+
+// countOf reads a count of steps in an epoch at s[i:j], the slash at s[j]: `200/ 2983
+// batches` (pytorch/examples' word_language_model). It returns the count, the total
+// and where the word ends.
+func countOf(s string, i, j int) (n, total int64, end int, ok bool) {
+	k := j + 1
+	for k < len(s) && s[k] == ' ' && k-j < 8 {
+		k++
+	}
+	d := k
+	for k < len(s) && isDigit(s[k]) && k-d < 16 {
+		k++
+	}
+	if k == d || k+1 >= len(s) || s[k] != ' ' {
+		return 0, 0, 0, false
+	}
+	w := k + 1
+	e := w
+	for e < len(s) && isLetter(s[e]) && e-w < 12 {
+		e++
+	}
+	switch strings.ToLower(s[w:e]) {
+	case "batches", "steps", "iters", "iterations", "updates":
+	default:
+		return 0, 0, 0, false
+	}
+	c, err1 := strconv.ParseInt(s[i:j], 10, 64)
+	t, err2 := strconv.ParseInt(s[d:k], 10, 64)
+	if err1 != nil || err2 != nil || t <= 0 || t >= maxEpochCount {
+		return 0, 0, 0, false
+	}
+	return c, t, e, true
+}
+
+// rateOfTotal reports whether a number follows the slash at s[j] and a rate follows it
+// (`28141/28877 tok/s`): the scan goes on at that number, read as the rate.
+func rateOfTotal(s string, j int) (int, bool) {
+	k := j + 1
+	for k < len(s) && isDigit(s[k]) {
+		k++
+	}
+	if k == j+1 {
+		return 0, false
+	}
+	if r, _ := rateAfter(s, k); r == "" {
+		return 0, false
+	}
+	return j + 1, true
+}
+
+// notTraining is notTraining(s) asked once per line: its drawings share their
+// description.
+func (p *Parsed) notTraining(s string) bool {
+	if p.notTrain == 0 {
+		p.notTrain = 1
+		if notTraining(s) {
+			p.notTrain = 2
+		}
+	}
+	return p.notTrain == 2
+}
+
+// notTraining reports whether a bar's line says it is not training: Lightning's
+// `Sanity Checking`, a prediction, a download or a dataset's map (a rate of bytes or of
+// examples, a file's name).
+func notTraining(s string) bool {
+	for _, w := range [...]string{"Sanity", "sanity", "Predict", "predict", "Download", "B/s", "examples/s",
+		".json", ".bin", ".safetensors", ".model", ".txt", "Map", "Loading", "shards", "Generating"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableGroup reads the lines of a table of key | value that are no rows: a group's
+// (`| rollout/   |     |`: the rows under it are rollout/NAME) and its rule of dashes,
+// which ends the table. It reports whether s was one.
+func (p *Parsed) tableGroup(s string) bool {
+	if s[0] == '-' {
+		if strings.Trim(s, "- ") == "" && len(s) >= 8 {
+			p.group = ""
+		}
+		return false
+	}
+	t := strings.TrimSpace(s[1:])
+	name, rest, ok := strings.Cut(t, " ")
+	if !ok || len(name) < 2 || name[len(name)-1] != '/' || strings.Trim(rest, " |") != "" || len(name) > 32 {
+		return false
+	}
+	var b [32]byte
+	lw, _ := appendLower(b[:0], name[:len(name)-1])
+	p.group = p.intern(lw)
+	return true
 }
 
 // isSummary reports whether a line is marked as a summary: ` * ` before its values, as
@@ -516,6 +866,9 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			} else {
 				st.endField(s)
 				st.closeWords(s, []span{{i, wend}})
+				if wend-i == 5 && foldEqual(s[i:wend], "epoch") {
+					st.epochEnd = wend
+				}
 			}
 			i = j
 		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
@@ -525,6 +878,12 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
 			if j < len(s) && s[j]|0x20 == 'e' {
 				j = readNumber(s, i).end // and its exponent's
+			}
+			if j < len(s) && s[j] == '/' && p.Bar < 0 {
+				if k, ok := st.fraction(s, p, i, j); ok {
+					i = k
+					continue
+				}
 			}
 			if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
 				e.rate(s, p, st, i, j, rate)
@@ -589,12 +948,23 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 	if b.end <= i {
 		return i + 1
 	}
+	afterEpoch := st.epochEnd >= 0 && st.epoch < 0 && i-st.epochEnd <= 3 && strings.Trim(s[st.epochEnd:i], " :") == ""
 	switch {
+	case b.step >= 0 && afterEpoch:
+		st.epoch = b.step // `Epoch [1/5], Step [100/600]`
+	case b.step >= 0 && st.bracketStep >= 0 && st.bracketTotal > 0 && st.epoch < 0:
+		// Two counters of a total (`[0/25][0/1583]`, `Epoch [1/4] [20/100]`): the
+		// first counts the epochs, the second the steps within one.
+		st.epoch = st.bracketStep
+		st.bracketStep, st.bracketTotal = b.step, b.total
 	case b.step >= 0 && st.bracketStep < 0:
 		st.bracketStep, st.bracketTotal = b.step, b.total
-		if st.singleEnd == i {
-			st.epoch = st.single // mmengine's `[1][ 50/500]`
+		if st.singleEnd >= 0 && st.singleEnd <= i && strings.TrimLeft(s[st.singleEnd:i], " ") == "" {
+			st.epoch = st.single // mmengine's `[1][ 50/500]`, torchvision's `[1]  [ 0/5005]`
 		}
+	case b.step < 0 && afterEpoch && b.single >= 0:
+		st.epoch = b.single // torchvision's `Epoch: [1]`
+		st.single, st.singleEnd = b.single, b.end
 	case b.step < 0:
 		st.counter = true
 		st.single, st.singleEnd = b.single, b.end
@@ -625,7 +995,7 @@ func (st *lineState) closeWords(s string, words []span) {
 		return
 	}
 	for _, w := range words {
-		if st.ctx == "" && mayQualify(s, w) {
+		if st.ctx == "" && mayQualify(s, w) && !missingAfter(s, w.end) {
 			var b [maxQualifierLen]byte
 			lw, _ := appendLower(b[:0], s[w.start:w.end])
 			if q := canonQualifier(lw); q != "" && q != "train" {
@@ -633,6 +1003,25 @@ func (st *lineState) closeWords(s string, words []span) {
 			}
 		}
 	}
+}
+
+// missingAfter reports whether a value written as missing follows the name ending at
+// i: `val: n/a` (litgpt before its first evaluation), `None`, `-`. The name is then no
+// context of the line.
+func missingAfter(s string, i int) bool {
+	if i >= len(s) || s[i] != ':' && s[i] != '=' {
+		return false
+	}
+	i++
+	for i < len(s) && s[i] == ' ' {
+		i++
+	}
+	for _, m := range [...]string{"n/a", "N/A", "None", "none", "-"} {
+		if strings.HasPrefix(s[i:], m) && (i+len(m) == len(s) || !isNameChar(s[i+len(m)]) || s[i+len(m)] == '-') {
+			return true
+		}
+	}
+	return false
 }
 
 // pair takes the value v of the name word w, with the words of its field before it,
@@ -656,6 +1045,7 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	// What the name's words mean is the same on every line that writes them: it is
 	// worked out once (resolve) and remembered by their text.
 	r := p.pairOf(e, s[start:w.end])
+	v.quotedName = start > 0 && (s[start-1] == '\'' || s[start-1] == '"') // HF's `'epoch': 1.0`
 	if r.ok && v.sep == ' ' && !own && r.stop {
 		return st.stopWord(s, w, v)
 	}
@@ -668,12 +1058,7 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	if v.sep != ' ' {
 		st.spacedOnly = false
 	}
-	switch {
-	case r.only != "":
-		st.onlyContext(r.only, v)
-		return v.end
-	case r.stepOrIgnored():
-		st.configured(p, r, own, v)
+	if e.notMetric(p, st, r, own, v) {
 		return v.end
 	}
 	// A metric's value, a sample named after its own qualifier, else after the line's
@@ -693,9 +1078,23 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		r.names[k], r.verdict[k] = e.resolve(p, r, k)
 	}
 	if r.verdict[k] != 1 {
+		if st.lead != "" && !e.listed && percentAfter(s, v) {
+			// `Accuracy of the network on the 10000 test images: 54 %`: the sentence's
+			// metric is its first word, in the context its words name.
+			e.addNamed(p, r.q, []byte(st.lead), val, "%")
+		}
 		return v.end
 	}
-	unit := v.unit
+	st.addMetric(p, r, k, val, v.unit)
+	return v.end
+}
+
+// addMetric adds the value of r, named in the context of index k, with its unit.
+func (st *lineState) addMetric(p *Parsed, r *pairInfo, k int, val float64, unit string) {
+	if r.q != "" {
+		st.lastRest = r.rest
+	}
+	val, unit = scaled(r.names[k], val, unit)
 	if unit != "" && !isTableUnit(unit) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
@@ -704,7 +1103,82 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		st.nunctx++
 	}
 	p.Samples = append(p.Samples, Sample{Name: r.names[k], Value: val, Unit: unit})
-	return v.end
+}
+
+// notMetric takes the value v of a name that is no metric's: a context (`Test: 3`), a
+// step or an ignored name, a counter of a total. It reports whether it was one.
+func (e *Extractor) notMetric(p *Parsed, st *lineState, r *pairInfo, own bool, v *value) bool {
+	switch {
+	case r.only != "" && st.lastRest != nil:
+		// `loss train: 9.179, val: 9.312`: the value of the same name in that context.
+		e.addNamed(p, r.only, st.lastRest, v.v, v.unit)
+	case r.only != "" && len(p.Samples) > 0:
+		// PyG's `Loss: 1.9463, Train: 0.2929, Val: 0.2780`: a value of a split the line
+		// does not name (an accuracy), not the context of the whole line.
+	case r.only != "":
+		st.onlyContext(r.only, v)
+	case r.stepOrIgnored():
+		st.configured(p, r, own, v)
+	case r.counter && v.ratio:
+		// `[batch=10/100]`: a count of a total is a counter, not a value; the step within
+		// the epoch when it is training's (an eval counter never is the step).
+		if (r.q == "" || r.q == "train") && st.ctx == "" && st.bracketStep < 0 && v.den < maxEpochCount {
+			st.bracketStep, st.bracketTotal = int64(v.num), int64(v.den)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// addNamed adds the value of the metric named rest in context q ("" or train: rest).
+func (e *Extractor) addNamed(p *Parsed, q string, rest []byte, v float64, unit string) {
+	var b [MaxNameLen + 16]byte
+	key := b[:0]
+	if q != "" {
+		key = append(append(key, q...), '/')
+	}
+	key = append(key, rest...)
+	if len(key) <= MaxNameLen {
+		e.add(p, key, v, unit)
+	}
+}
+
+// leadMetric returns the first word of s, lowercased, when it is an accuracy and s
+// ends with a percentage: a sentence that says a metric (`Accuracy of the network on
+// the 10000 test images: 54 %`).
+func leadMetric(s string) string {
+	t := strings.TrimRight(s, " ")
+	if !strings.HasSuffix(t, "%") {
+		return ""
+	}
+	t = strings.TrimLeft(t, " ")
+	j := 0
+	for j < len(t) && isLetter(t[j]) && j < 16 {
+		j++
+	}
+	var b [16]byte
+	lw, _ := appendLower(b[:0], t[:j])
+	switch string(lw) {
+	case "accuracy":
+		return "accuracy"
+	case "acc":
+		return "acc"
+	}
+	return ""
+}
+
+// percentAfter reports whether the value v is a percentage: its unit, or a % one space
+// after it.
+func percentAfter(s string, v *value) bool {
+	if v.unit == "%" {
+		return true
+	}
+	i := v.end
+	for i < len(s) && s[i] == ' ' && i-v.end < 2 {
+		i++
+	}
+	return i < len(s) && s[i] == '%'
 }
 
 // onlyContext takes the value v of a name that is only a qualifier (`Train: 0`, `Test:
@@ -739,8 +1213,11 @@ func (st *lineState) configured(p *Parsed, r *pairInfo, own bool, v *value) {
 	}
 	if r.info.kind == kindStep && !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
 		p.Step, p.HasStep = int64(v.v), true
+		if v.ratio && v.den < maxEpochCount {
+			st.stepTotal = int64(v.den) // YOLOX's `iter: 10/1833`: within the epoch when one is named
+		}
 	}
-	if r.epoch {
+	if r.epoch && !v.quotedName {
 		st.takeEpoch(v) // `Epoch: [0][ 1/5005]`, `Train Epoch: 1 [640/60000]`
 	}
 }
@@ -751,7 +1228,7 @@ const maxEpochCount = 1 << 31
 
 // takeEpoch takes the value v as the line's epoch, when it is a count.
 func (st *lineState) takeEpoch(v *value) {
-	if st.epoch < 0 && v.v >= 0 && v.v < maxEpochCount && v.v == math.Trunc(v.v) {
+	if st.epoch < 0 && v.integer && v.v >= 0 && v.v < maxEpochCount && v.v == math.Trunc(v.v) {
 		st.epoch = int64(v.v)
 	}
 }
@@ -895,6 +1372,9 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 		return r
 	}
 	rest = trimModifiers(rest)
+	if q != "" && qualifiedPath(rest) {
+		q = "" // Composer's `Train loss/train/total`: the name already says its context
+	}
 	r.q = q
 	r.rest = append([]byte(nil), rest...)
 	r.info = e.words.lookup(rest, headOf(rest))
@@ -935,6 +1415,7 @@ func (e *Extractor) add(p *Parsed, name []byte, v float64, unit string) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
 	if n, ok := e.nameOf(p, name, e.words.lookup(name, headOf(name))); ok {
+		v, unit = scaled(n, v, unit)
 		p.Samples = append(p.Samples, Sample{Name: n, Value: v, Unit: unit})
 	}
 }

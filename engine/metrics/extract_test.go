@@ -43,11 +43,11 @@ func TestExtractRealLines(t *testing.T) {
 		{"iter 300: loss 1.9021, time 35.12ms, mfu 12.55%", "step=300 loss=1.9021 time=35.12 mfu=12.55"},
 		// Keras
 		{"1875/1875 [==============================] - 3s 2ms/step - loss: 0.2934 - accuracy: 0.9151",
-			"loss=0.2934 accuracy=0.9151"},
+			"step=1875 loss=0.2934 accuracy=0.9151"}, // the bar's position is the step
 		// tqdm, committed after redraws
 		{"\rEpoch 0:  10%|█         | 20/200 [00:01<00:09, 20.00it/s, loss=2.90]\rEpoch 0: 100%|██████████| 200/200 [00:10<00:00, 20.00it/s, loss=1.70]",
-			"it/s=20 loss=1.7"},
-		{"100%|██████████| 50/50 [00:25<00:00,  1.98s/it, loss=0.512, acc=91.2%]", "s/it=1.98 loss=0.512 acc=91.2"},
+			"step=200 it/s=20 loss=1.7"},
+		{"100%|██████████| 50/50 [00:25<00:00,  1.98s/it, loss=0.512, acc=91.2%]", "step=50 s/it=1.98 loss=0.512 acc=91.2"},
 		// JSON lines and Python dicts (Hugging Face Trainer)
 		{`{"step": 20, "loss": 2.84, "lr": 6.3e-05}`, "step=20 loss=2.84 lr=6.3e-05"},
 		{`{"global_step": 7, "train/loss": NaN, "grad_norm": Infinity}`, "step=7 train/loss=NaN grad_norm=inf"},
@@ -197,15 +197,28 @@ func BenchmarkBaselineScan(b *testing.B) {
 	_ = n
 }
 
-// A progress bar line of any length is read from its last drawing, and a line cut at
-// MaxLineBytes is cut at a space, never inside a number.
+// A progress bar line of any length is read drawing by drawing, its own values its
+// last drawing's (a drawing at the position of the one before it replaces it), and a
+// line cut at MaxLineBytes is cut at a space, never inside a number.
 func TestExtractAnyLength(t *testing.T) {
 	e := NewExtractor(DefaultConfig())
 	frame := "\rEpoch 0:  50%|█████     | 100/200 [00:05<00:05, 19.97it/s, v_num=0, train_loss=2.900]"
 	for _, frames := range []int{1, 100, 20_000} { // up to 1.8 MB
 		line := strings.Repeat(frame, frames) + "\rEpoch 0: 100%|██████████| 200/200 [00:10<00:00, 19.99it/s, v_num=0, train_loss=1.700]"
-		if g := got(e, line); g != "it/s=19.99 train/loss=1.7" {
+		if g := got(e, line); g != "step=200 it/s=19.99 train/loss=1.7" {
 			t.Errorf("%d frames (%d bytes): %q", frames, len(line), g)
+		}
+		var p Parsed
+		e.Extract(line, &p)
+		n := 0
+		p.Drawings(func(info LineInfo, samples []Sample) {
+			n++
+			if info.Step != 100 || len(samples) != 2 {
+				t.Errorf("%d frames: earlier drawing at %d: %v", frames, info.Step, samples)
+			}
+		})
+		if n != 1 {
+			t.Errorf("%d frames: %d earlier drawings, want 1 (one position)", frames, n)
 		}
 	}
 	// The limit falls inside 1.2345: the value is not read as 1.

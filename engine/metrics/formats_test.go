@@ -36,6 +36,10 @@ type formatFile struct {
 	xs     map[string][]string // "NAME RANK" -> x of each point
 	alarms int                 // -1: not said
 	alarm  []string
+	// pending says why the file is read as scored, not as asserted: the holdout of
+	// issue #35, set aside while its rules were written; TestFormats reports what it
+	// reads wrong and fails once it reads all of it right (remove the mark then).
+	pending string
 }
 
 // readFormats reads testdata/formats/*.txt (see its README).
@@ -100,6 +104,8 @@ func readFormats(t testing.TB) []formatFile {
 				var s string
 				s, err = strconv.Unquote(rest)
 				ff.alarm = append(ff.alarm, s)
+			case "pending":
+				ff.pending = rest
 			default:
 				err = fmt.Errorf("unknown keyword %q", kw)
 			}
@@ -176,6 +182,27 @@ func formatStore(ff formatFile) *Store {
 	return st
 }
 
+// readRight reports whether every line of a file and what its Store shows are read as
+// the file says, without saying what is not.
+func readRight(t testing.TB, ff formatFile) bool {
+	cs := NewStore(DefaultConfig())
+	for i, c := range ff.cases {
+		if v, s := checkCase(t, cs, i, c); v != "" || s != "" {
+			return false
+		}
+	}
+	sc := scoreFile(t, ff)
+	st := formatStore(ff)
+	return slices.Equal(st.SystemNames(), ff.system) && sc.junk == 0 && sc.xsOK == sc.xs && sc.chartOK &&
+		(ff.alarms < 0 || len(st.Alarms()) == ff.alarms) && sc.divRaised == sc.divDue && sc.nanRaised == sc.nanDue
+}
+
+// trainingNames are the metrics a Store shows as training's: Names without the system
+// group.
+func trainingNames(st *Store) []string {
+	return slices.DeleteFunc(st.Names(), IsSystem)
+}
+
 // xsOf renders the x of each point of a series: its step or -.
 func xsOf(st *Store, name string, rank int) []string {
 	for _, s := range st.Series(name) {
@@ -200,6 +227,14 @@ func xsOf(st *Store, name string, rank int) []string {
 // chart's metric, the x of the points, and the alarms.
 func TestFormats(t *testing.T) {
 	for _, ff := range readFormats(t) {
+		if ff.pending != "" {
+			t.Run(ff.name, func(t *testing.T) {
+				if readRight(t, ff) {
+					t.Errorf("read right now: remove its pending mark (%s)", ff.pending)
+				}
+			})
+			continue
+		}
 		t.Run(ff.name, func(t *testing.T) {
 			cs := NewStore(DefaultConfig())
 			for i, c := range ff.cases {
@@ -212,8 +247,11 @@ func TestFormats(t *testing.T) {
 				}
 			}
 			st := formatStore(ff)
-			if ff.shown != nil && !slices.Equal(st.Names(), ff.shown) {
-				t.Errorf("shown %v\n  want %v (settings %v)", st.Names(), ff.shown, st.Settings())
+			if ff.shown != nil && !slices.Equal(trainingNames(st), ff.shown) {
+				t.Errorf("shown %v\n  want %v (settings %v)", trainingNames(st), ff.shown, st.Settings())
+			}
+			if ff.shown != nil && !slices.Equal(st.SystemNames(), ff.system) {
+				t.Errorf("system %v\n  want %v", st.SystemNames(), ff.system)
 			}
 			if ff.chart != "" {
 				if got := Headline(st); got != ff.chart {
@@ -313,9 +351,9 @@ func scoreFile(t testing.TB, ff formatFile) fileScore {
 		}
 	}
 	st := formatStore(ff)
-	for _, n := range st.Names() {
+	for _, n := range trainingNames(st) {
 		if ff.shown != nil && !slices.Contains(ff.shown, n) {
-			sc.junk++
+			sc.junk++ // a setting, context, or the system's, among the training metrics
 		}
 	}
 	sc.chartOK = ff.chart == "" || Headline(st) == ff.chart

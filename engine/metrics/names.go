@@ -30,7 +30,16 @@ var settingWords = map[string]bool{
 	"version": true, "id": true, "rank": true, "ranks": true, "port": true, "pid": true,
 	"addr": true, "samples": true, "num": true, "number": true, "count": true,
 	"classes": true, "images": true, "tokens": true, "layers": true, "heads": true,
-	"dim": true, "shards": true,
+	"dim": true, "shards": true, "sents": true, "sentences": true, "updates": true,
+	"timesteps": true, "consumed": true, "seen": true,
+}
+
+// countedWords are the last words of a name that counts what training went through
+// (Composer's time/batch, time/sample_in_epoch, time/token): a counter, not a metric,
+// unless a time is counted per one of them (ms/batch).
+var countedWords = map[string]bool{
+	"batch": true, "sample": true, "token": true, "batch_in_epoch": true,
+	"sample_in_epoch": true, "token_in_epoch": true, "epoch": true,
 }
 
 // isSetting reports whether a lowercase name (words joined by _ . - / or space) names
@@ -42,9 +51,16 @@ func isSetting(name []byte) bool {
 		return false
 	}
 	for i := 0; i+1 < len(name); i++ {
-		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_') {
-			return false
+		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_' || bytes.HasPrefix(name[i+1:], []byte("sec"))) {
+			return false // tok/s, samples/sec
 		}
+	}
+	if k := bytes.LastIndexByte(name, '/'); k > 0 && countedWords[string(name[k+1:])] {
+		switch string(name[:k]) {
+		case "ms", "s", "sec", "us":
+			return false // ms/batch: a time per batch
+		}
+		return true
 	}
 	if bytes.Contains(name, []byte("per_sec")) || bytes.Contains(name, []byte("persec")) {
 		return false
@@ -161,7 +177,19 @@ func splitQualifier(name []byte) (string, []byte) {
 			if q := canonQualifier(name[:i]); q != "" && i+1 < len(name) {
 				return q, name[i+1:]
 			}
-			return "", name
+			break
+		}
+	}
+	// After the name, with a space or _ (litgpt's `loss train`, `loss_val`).
+	for i := len(name) - 1; i > 0 && len(name)-i <= maxQualifierLen; i-- {
+		if c := name[i]; c == '_' || c == ' ' {
+			if q := canonQualifier(name[i+1:]); q != "" {
+				return q, name[:i]
+			}
+			break
+		}
+		if c := name[i]; c == '/' || c == '.' || c == '-' {
+			break
 		}
 	}
 	return "", name
@@ -225,6 +253,20 @@ func joinWords(b []byte, text string) ([]byte, bool) {
 		text = rest
 	}
 	return b, len(b) > 0
+}
+
+// qualifiedPath reports whether a name of segments (loss/train/total) has a qualifier
+// among them: it names its context itself.
+func qualifiedPath(name []byte) bool {
+	if bytes.IndexByte(name, '/') < 0 {
+		return false
+	}
+	for _, seg := range bytes.Split(name, []byte("/")) {
+		if canonQualifier(seg) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // hasIgnoredSuffix reports whether a name ends like an id.

@@ -82,11 +82,16 @@ type Series struct {
 	Best Point
 
 	firstSeq, lastSeq int64 // the store's order of arrival, to order values read at one time
-	finite            int64 // values that were finite
-	lowerIsBetter     bool
-	div               *divergence // checked for divergence: the metric's, else nil
-	noPoints          bool        // statistics only (see NewAlarmStore)
-	countsNaN         bool        // countsNaN(Name), asked once and not for every point
+	// preamble is whether every value came before its rank's training started (a
+	// configuration printed once, a model's repr): context, not a series (IsSetting).
+	preamble      bool
+	finite        int64 // values that were finite
+	lowerIsBetter bool
+	prev          float64 // the value before Last, when hasPrev
+	hasPrev       bool
+	div           *divergence // checked for divergence: the metric's, else nil
+	noPoints      bool        // statistics only (see NewAlarmStore)
+	countsNaN     bool        // countsNaN(Name), asked once and not for every point
 
 	points []Point
 	stride int   // values averaged into each point after downsampling
@@ -101,7 +106,7 @@ func newSeries(name string, r Rank) *Series {
 // LowerIsBetter reports whether a metric improves downwards: losses, errors,
 // perplexity, times.
 func LowerIsBetter(name string) bool {
-	for _, w := range []string{"loss", "err", "ppl", "perplexity", "time", "latency", "wer", "cer"} {
+	for _, w := range []string{"loss", "err", "ppl", "perplexity", "time", "latency", "wer", "cer", "xent", "nll"} {
 		if strings.Contains(name, w) {
 			return true
 		}
@@ -112,6 +117,8 @@ func LowerIsBetter(name string) bool {
 func (s *Series) add(p Point, seq int64) {
 	if s.Count == 0 {
 		s.First, s.firstSeq = p, seq
+	} else {
+		s.prev, s.hasPrev = s.Last.Value, true
 	}
 	s.Count++
 	s.Last, s.lastSeq = p, seq
@@ -207,8 +214,11 @@ type Alarm struct {
 	// Others is the median of the other ranks' values (for AlarmDiverged), or the
 	// other rank's value (for AlarmDisagree).
 	Others float64
-	// Peer is the other rank of AlarmDisagree.
+	// Peer is the other rank of AlarmDisagree, and of an AlarmDiverged between two
+	// ranks (the one that kept to its history); Own is then how far the alarm's rank
+	// went from its own last value (a factor).
 	Peer Rank
+	Own  float64
 }
 
 // MarshalJSON writes the alarm with its rank as role/replica[:local], a null step when
@@ -234,7 +244,7 @@ func (a Alarm) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"others":`...)
 		b = AppendJSONValue(b, a.Others)
 	}
-	if a.Kind == AlarmDisagree {
+	if a.Kind == AlarmDisagree || a.Peer.Role != "" {
 		b = append(b, `,"peer":`...)
 		b = AppendJSONString(b, a.Peer.String())
 	}
@@ -265,6 +275,9 @@ func (a Alarm) DescribeWith(name func(Rank) string) string {
 	}
 	switch a.Kind {
 	case AlarmDiverged:
+		if a.Peer.Role != "" {
+			return fmt.Sprintf("%s on %s is %s, %.3gx its own last value, while %s's is %s %s", a.Metric, rank, FormatValue(a.Value), a.Own, name(a.Peer), FormatValue(a.Others), at)
+		}
 		return fmt.Sprintf("%s on %s is %s, the other ranks' %s (%.3gx) %s", a.Metric, rank, FormatValue(a.Value), FormatValue(a.Others), ratio(a.Value, a.Others), at)
 	case AlarmDisagree:
 		return fmt.Sprintf("%s on %s and %s disagree: %s and %s (%.3gx) %s", a.Metric, rank, name(a.Peer), FormatValue(a.Value), FormatValue(a.Others), ratio(a.Value, a.Others), at)
@@ -326,6 +339,7 @@ func AppendJSONString(b []byte, s string) []byte {
 type Store struct {
 	ext     *Extractor
 	parsed  Parsed
+	frame   Parsed               // an earlier drawing of a line, as AddParsed adds it
 	ranks   map[Rank]*rankSeries // series by rank, then name
 	nseries int
 	// The rank of the last line and its series: lines come in runs of one rank.
@@ -386,11 +400,31 @@ func (s *Store) Add(l sched.Line) *Parsed {
 		return p
 	}
 	s.ext.Extract(l.Text, p)
-	if len(p.Samples) == 0 && !p.HasStep {
-		return p
-	}
-	s.AddParsed(Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p)
+	s.AddLine(Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p)
 	return p
+}
+
+// AddLine adds what a line of rank r read at t says, already extracted into p, as Add
+// does: its values (AddParsed), and what a line without values tells the lines after
+// it (it ends a record of indented lines; Keras' `Epoch 1/2` names the epoch of the
+// bar under it).
+func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
+	if len(p.Samples) == 0 && !p.HasStep && !p.Indented {
+		st := s.stream(r)
+		st.record = false // a line out of the record ends it
+		if p.EpochOnly {
+			st.headEpoch = p.Epoch // Keras' `Epoch 1/2` before its bar
+		}
+		return
+	}
+	s.AddParsed(r, t, p)
+}
+
+// Telling reports whether an extracted line tells a Store anything (AddLine): a value,
+// a step, a line of a record or an epoch. A reader that batches lines may leave the
+// others out.
+func (p *Parsed) Telling() bool {
+	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly
 }
 
 // StepOf returns the step a parsed line's values are at on rank r: the step it names,
@@ -398,11 +432,47 @@ func (s *Store) Add(l sched.Line) *Parsed {
 // A line with NoStep prints a counter of its own: it takes no other line's step.
 func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 	st := s.stream(r)
+	switch {
+	case p.Indented && st.record && st.stepped && !p.HasStep && !p.tableHead:
+		// A line of a record whose head named the step (Composer's `[epoch=1][batch=10/100]:`).
+		p.Step, p.HasStep = st.step, true
+		return st.step
+	case p.Indented && st.record:
+	default:
+		st.record = p.Header
+	}
+	if p.BarStep && p.EpochSteps == 0 && p.BarTotal > 0 && st.headEpoch >= 0 && p.BarTotal < maxEpochCount {
+		p.Epoch, p.EpochSteps = st.headEpoch, p.BarTotal // the epoch of the line above the bar
+	}
+	if p.BarStep && p.EpochSteps == 0 && p.BarTotal > 0 {
+		// A bar that names no epoch (`ITERATION - loss: 0.21: 1%| 10/938`): each of
+		// its restarts is an epoch.
+		if st.barTotal == p.BarTotal && p.Bar < st.bar {
+			st.barRuns++
+		}
+		st.bar, st.barTotal = p.Bar, p.BarTotal
+		if st.barRuns > 0 && st.barRuns < maxEpochCount && p.BarTotal < maxEpochCount {
+			p.Step = st.barRuns*p.BarTotal + p.Bar
+		}
+		p.BarStep = false // counted: asked again, the step is p.Step
+	}
+	if p.EpochOnly && !p.HasStep && !st.finer {
+		// A run that counts nothing finer than epochs: the epoch is the step.
+		p.Step, p.HasStep = p.Epoch, true
+	}
 	if p.HasStep {
 		if p.Step < 0 {
 			return -1
 		}
 		st.step, st.stepped = st.overEpochs(p), true
+		if p.Epoch >= 0 && p.EpochSteps > 0 {
+			// Counted over the epochs the line names: the line's step is the run's
+			// (and asked again, it is p.Step).
+			p.Step, p.EpochSteps = st.step, 0
+		}
+		if !p.EpochOnly {
+			st.finer = true
+		}
 		return st.step
 	}
 	if st.stepped {
@@ -421,6 +491,19 @@ type stream struct {
 	// are counted from 0, or from 1 when the first the stream names is 1 (mmengine,
 	// mnist).
 	epoch, base int64
+	// finer is whether a line named a step finer than the epoch: a line that names
+	// only an epoch then sums it up. record is whether the last line was a record's
+	// head (Parsed.Header): the indented lines under it are at its step.
+	finer, record bool
+	// training is whether a line named a step or a loss: what came before is the
+	// preamble of the run (Series.preamble).
+	training bool
+	// bar and barTotal are the last position and total of a bar that names no epoch,
+	// barRuns how many times it restarted.
+	bar, barTotal, barRuns int64
+	// headEpoch is the epoch of the last line that named only an epoch, and no value
+	// (Keras' `Epoch 1/2`), -1 when none.
+	headEpoch int64
 }
 
 // overEpochs returns the step of p counted over epochs when p counts it within one
@@ -455,7 +538,7 @@ func (s *Store) stream(r Rank) *stream {
 		// Lines come in runs of one rank: its stream is looked up once a run.
 		st := s.streams[r]
 		if st == nil {
-			st = &stream{epoch: -1}
+			st = &stream{epoch: -1, headEpoch: -1}
 			s.streams[r] = st
 		}
 		s.streamRank, s.lastStream = r, st
@@ -463,8 +546,31 @@ func (s *Store) stream(r Rank) *stream {
 	return s.lastStream
 }
 
-// AddParsed adds values already extracted from a line of rank r read at t.
+// AddParsed adds values already extracted from a line of rank r read at t: its earlier
+// drawings' (a progress bar's, see Parsed.Drawings), then its own.
 func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
+	if len(p.frames) > 0 {
+		p.Drawings(func(info LineInfo, samples []Sample) {
+			s.frame.Samples = append(s.frame.Samples[:0], samples...)
+			s.frame.LineInfo = info
+			s.addParsed(r, t, &s.frame)
+		})
+	}
+	s.addParsed(r, t, p)
+}
+
+// addParsed adds the values of one drawing of a line.
+func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
+	if p.EpochOnly && !p.HasStep && s.stream(r).finer {
+		// An epoch's summary in a run that counts steps (flair's `EPOCH 1 done: loss
+		// 0.9121`): its values that would join a per-step series are epoch/NAME (one
+		// qualified by its own words, train/loss, is apart already).
+		for i := range p.Samples {
+			if !strings.Contains(p.Samples[i].Name, "/") {
+				p.Samples[i].Name = p.prefixed("epoch", p.Samples[i].Name)
+			}
+		}
+	}
 	step := s.StepOf(r, p)
 	if st := s.stream(r); p.Summary {
 		// imagenet's ` * Acc@1 76.130` after its `Test: [..]` lines: the summary of
@@ -476,6 +582,10 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 		st.ctx = p.ctx
 	}
 	ns := t.UnixNano()
+	st := s.stream(r)
+	if !st.training && (step >= 0 || p.HasStep || hasLoss(p.Samples)) {
+		st.training = true
+	}
 	for _, smp := range p.Samples {
 		if s.lastSeries == nil || s.lastRank != r {
 			s.lastRank, s.lastSeries = r, s.ranks[r]
@@ -491,6 +601,9 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 				continue
 			}
 			ser = s.newSeries(smp, r)
+			ser.preamble = !st.training
+		} else if st.training {
+			ser.preamble = false
 		}
 		pt := Point{Step: step, Time: ns, Value: smp.Value}
 		s.seq++
@@ -564,6 +677,16 @@ func (rs *rankSeries) get(name string) *Series {
 	return ser
 }
 
+// hasLoss reports whether one of samples is a loss.
+func hasLoss(samples []Sample) bool {
+	for _, smp := range samples {
+		if strings.Contains(smp.Name, "loss") {
+			return true
+		}
+	}
+	return false
+}
+
 // countsNaN reports whether a metric counts NaN values (Megatron prints `number of nan
 // iterations: 1` where the loss was NaN, and no loss).
 func countsNaN(name string) bool {
@@ -584,11 +707,54 @@ func (s *Store) raise(a Alarm) {
 func (s *Store) Names() []string {
 	out := make([]string, 0, len(s.names))
 	for _, n := range s.names {
-		if !s.IsSetting(n) {
+		if !s.IsSetting(n) && !IsSystem(n) {
+			out = append(out, n)
+		}
+	}
+	return append(out, s.SystemNames()...)
+}
+
+// SystemNames lists the metrics of the system group, settings left out, in order of
+// first appearance: memory, throughput and time (see IsSystem). Names lists them after
+// the training metrics; views show them apart.
+func (s *Store) SystemNames() []string {
+	var out []string
+	for _, n := range s.names {
+		if !s.IsSetting(n) && IsSystem(n) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// IsSystem reports whether a metric is the system's rather than training's: a memory
+// (gpu_mem, max_mem, peak_memory_active), a throughput (it/s, tok/s, samples/sec,
+// img/s, fps, tflops, mfu) or a time (iter_time, data_time, ms/batch, dur, runtime).
+// A loss never is.
+func IsSystem(name string) bool {
+	if strings.Contains(name, "loss") {
+		return false
+	}
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		switch name[:i] {
+		case "val", "test", "eval", "train", "epoch":
+			name = name[i+1:]
+		}
+	}
+	switch name {
+	case "data", "dur", "eta", "time", "fps", "mfu", "throughput", "elapsed", "tps", "wps", "ups", "wall":
+		return true
+	}
+	if strings.HasSuffix(name, "/s") || strings.Contains(name, "/s_") {
+		return true // tok/s, samples/s_per_gpu
+	}
+	for _, w := range [...]string{"mem", "cache", "alloc", "reserved", "/sec", "per_sec", "persec",
+		"per_second", "s/it", "fps", "flops", "throughput", "ms/", "_dt", "latency", "runtime", "elapsed"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return strings.Contains(name, "time") && !strings.Contains(name, "timestep")
 }
 
 // AllNames lists every name seen, settings included, in order of first appearance.
@@ -619,6 +785,13 @@ func (s *Store) IsSetting(name string) bool {
 	if strings.Contains(name, "/s") || strings.Contains(name, "s/it") || strings.Contains(name, "per_sec") {
 		return false
 	}
+	preamble := true
+	for _, ser := range list {
+		preamble = preamble && ser.preamble && s.streams[ser.Rank] != nil && s.streams[ser.Rank].training
+	}
+	if preamble {
+		return true // printed once before training: Composer's config, a model's repr
+	}
 	var n int64
 	v := list[0].Min
 	for _, ser := range list {
@@ -636,6 +809,7 @@ func Headline(s *Store) string { return HeadlineOf(s.Names()) }
 
 // HeadlineOf is Headline over a list of metric names (several stores', say).
 func HeadlineOf(names []string) string {
+	names = slices.DeleteFunc(slices.Clone(names), IsSystem)
 	if slices.Contains(names, "loss") {
 		return "loss"
 	}
@@ -652,6 +826,11 @@ func HeadlineOf(names []string) string {
 	for _, n := range names {
 		if strings.Contains(n, "loss") {
 			return n
+		}
+	}
+	for _, w := range [...]string{"xent", "nll", "ppl", "perplexity"} {
+		if slices.Contains(names, w) {
+			return w // OpenNMT's cross-entropy
 		}
 	}
 	if len(names) > 0 {
@@ -811,6 +990,20 @@ func (s *Store) compare(name string, vals []rankVal, step int64, t time.Time) {
 		if worse(b.v, a.v) {
 			a, b = b, a
 		}
+		// The one that left its own history is the one that departed: rank 1's loss
+		// x5 while rank 0's kept falling.
+		da, db := s.departure(name, a, worse), s.departure(name, b, worse)
+		switch {
+		case da > f && db <= f:
+			s.raise(Alarm{Kind: AlarmDiverged, Metric: name, Rank: a.rank, Peer: b.rank, Step: step, Time: t, Value: a.v, Others: b.v, Own: da})
+			return
+		case db > f && da <= f:
+			s.raise(Alarm{Kind: AlarmDiverged, Metric: name, Rank: b.rank, Peer: a.rank, Step: step, Time: t, Value: b.v, Others: a.v, Own: db})
+			return
+		}
+		if s.raised[alarmKey{AlarmDiverged, name, a.rank}] || s.raised[alarmKey{AlarmDiverged, name, b.rank}] {
+			return // the one that departed is named already
+		}
 		if compareRanks(a.rank, b.rank) > 0 {
 			a, b = b, a // named in rank order: neither is known to be the bad one
 		}
@@ -838,6 +1031,20 @@ func (s *Store) compare(name string, vals []rankVal, step int64, t time.Time) {
 		}
 		s.raise(Alarm{Kind: AlarmDiverged, Metric: name, Rank: rv.rank, Step: step, Time: t, Value: rv.v, Others: m})
 	}
+}
+
+// departure is how far a rank's value went from its own last value on the bad side (a
+// factor, 1 when it did not get worse or has no history).
+func (s *Store) departure(name string, rv rankVal, worse func(v, than float64) bool) float64 {
+	rs := s.ranks[rv.rank]
+	if rs == nil {
+		return 1
+	}
+	ser := rs.m[name]
+	if ser == nil || !ser.hasPrev || !(ser.prev > 0) || !worse(rv.v, ser.prev) {
+		return 1
+	}
+	return ratio(rv.v, ser.prev)
 }
 
 func median(v []float64) float64 {

@@ -204,8 +204,9 @@ func TestStoreNoDivergenceWithoutSteps(t *testing.T) {
 	}
 }
 
-// Two ranks: no majority says which is off, so both are named.
-func TestStoreTwoRanksDisagree(t *testing.T) {
+// Two ranks: no majority says which is off, but the one that left its own history
+// (rank 1's loss x4.5 while rank 0's held) is the one named, once.
+func TestStoreTwoRanksDeparted(t *testing.T) {
 	s := NewStore(DefaultConfig())
 	for step := range 40 {
 		s.Add(line(0, step, fmt.Sprintf("step %d loss 2.0", step)))
@@ -215,7 +216,21 @@ func TestStoreTwoRanksDisagree(t *testing.T) {
 		}
 		s.Add(line(1, step, fmt.Sprintf("step %d loss %g", step, loss)))
 	}
-	want := "loss on trainer/0 and trainer/1 disagree: 2 and 9.5 (4.75x) at step 30"
+	want := "loss on trainer/1 is 9.5, 4.52x its own last value, while trainer/0's is 2 at step 30"
+	if got := alarms(s); got != want {
+		t.Fatalf("alarms:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Two ranks that part from the start, neither leaving a history of its own: both
+// are named.
+func TestStoreTwoRanksDisagree(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	for step := range 10 {
+		s.Add(line(0, step, fmt.Sprintf("step %d loss 2.0", step)))
+		s.Add(line(1, step, fmt.Sprintf("step %d loss 9.5", step)))
+	}
+	want := "loss on trainer/0 and trainer/1 disagree: 2 and 9.5 (4.75x) at step 1"
 	if got := alarms(s); got != want {
 		t.Fatalf("alarms:\n%s\nwant\n%s", got, want)
 	}

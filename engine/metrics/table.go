@@ -85,6 +85,11 @@ func (p *Parsed) setHeader(cols []string) {
 			c = c[:MaxNameLen]
 		}
 		lw, _ := appendLower(b[:0], c)
+		if q, rest := splitQualifier(lw); q != "" && len(q)+1+len(rest) <= MaxNameLen {
+			// fastai's and skorch's valid_loss is val/loss, as a pair's would be
+			var qb [MaxNameLen + 16]byte
+			lw = append(append(append(qb[:0], q...), '/'), rest...)
+		}
 		p.header = append(p.header, p.intern(lw))
 	}
 	p.headerLocal = p.Local
@@ -95,15 +100,22 @@ func (p *Parsed) setHeader(cols []string) {
 // epoch) are passed over.
 func (e *Extractor) row(p *Parsed, cols []string) {
 	for k, c := range cols {
-		if !isDigit(c[0]) && !(c[0] == '.' || c[0] == '-') {
+		if !isDigit(c[0]) && !(c[0] == '.' || c[0] == '-') && !nonFiniteWord(c) {
 			continue // a label: all, person
 		}
 		v := value{sep: ':'}
 		ok := readValue(c, 0, &v, false)
+		if ok && v.ratio && p.header[k] == "epoch" && v.num < maxEpochCount {
+			p.barEpoch = int64(v.num) // Ultralytics' `1/100` under Epoch: the bar's epoch
+		}
 		if !ok || v.ratio || v.end != len(c) {
 			continue // 1/100 is the epoch
 		}
 		name := []byte(p.header[k])
+		if p.header[k] == "epoch" && v.integer && v.v >= 0 && v.v < maxEpochCount {
+			p.Epoch = int64(v.v) // fastai's and skorch's tables: a row per epoch
+			continue
+		}
 		if info := e.words.lookup(name, headOf(name)); info.flags&flagConfigured != 0 && info.kind == kindStep {
 			if !p.HasStep && v.v >= 0 && v.v == math.Trunc(v.v) && v.v < 1<<53 {
 				p.Step, p.HasStep = int64(v.v), true
@@ -115,4 +127,13 @@ func (e *Extractor) row(p *Parsed, cols []string) {
 			return
 		}
 	}
+	if !p.HasStep && p.Epoch >= 0 && len(p.Samples) > 0 {
+		p.EpochOnly = true
+	}
+}
+
+// nonFiniteWord reports whether a column is nan, inf or infinity (in any case): fastai
+// prints a loss that went NaN as `nan` in its column.
+func nonFiniteWord(c string) bool {
+	return foldEqual(c, "nan") || foldEqual(c, "inf") || foldEqual(c, "infinity")
 }

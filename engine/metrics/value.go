@@ -53,10 +53,40 @@ type value struct {
 	// ratio is a count of a total (`9800/10000`): the value is num/den for a metric.
 	ratio    bool
 	num, den float64
+	// integer is whether the number was written without a point or an exponent: a
+	// count (HF's `'epoch': 1.0` is a fraction of the way, not the epoch's count).
+	integer bool
+	// quotedName is whether the name was quoted (a dict's or JSON's key).
+	quotedName bool
 }
 
 // units are the units kept with a value, longest first.
-var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "%"}
+var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "K", "k", "B", "T", "%"}
+
+// scaled reads a human-format suffix (nanotron's `524K`, `1.05M`, `3.4B`): K, M, B (G)
+// and T multiply the value, for a metric that is not a memory's (Detectron2's
+// `max_mem: 2345M`, Ultralytics' `3.21G` are sizes in those units, kept as written).
+func scaled(name string, v float64, unit string) (float64, string) {
+	if len(unit) != 1 || isMemory(name) {
+		return v, unit
+	}
+	switch unit[0] {
+	case 'K', 'k':
+		return v * 1e3, ""
+	case 'M':
+		return v * 1e6, ""
+	case 'B', 'G':
+		return v * 1e9, ""
+	case 'T':
+		return v * 1e12, ""
+	}
+	return v, unit
+}
+
+// isMemory reports whether a metric's name says it is a memory's size.
+func isMemory(name string) bool {
+	return strings.Contains(name, "mem") || strings.Contains(name, "cache") || strings.Contains(name, "alloc") || strings.Contains(name, "reserved")
+}
 
 // valueAfter reads the value that follows a name ending at i: optional closing quote,
 // spaces, at most one `=` or `:`, spaces, an optional opening quote or bracket, then a
@@ -74,6 +104,14 @@ func valueAfter(s string, i int, v *value) bool {
 	}
 	v.sep = ' '
 	tight := false // `name:value`, no space after the colon
+	if i > sp && i+1 < len(s) && s[i] == '|' && s[i+1] == ' ' && s[0] == '|' && strings.IndexByte(s[1:sp], '|') < 0 {
+		v.sep = ':' // Stable-Baselines3's table: `|    loss      | 7.29     |`
+		i++
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		return readValue(s, i, v, false)
+	}
 	if i < len(s) && (s[i] == '=' || s[i] == ':') {
 		v.sep = s[i]
 		i++
@@ -181,6 +219,11 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	if !boundary(s, end) || countsThings(s, end) {
 		return false // countsThings: `dataset: 1,000,000 samples` is a size
 	}
+	if v.unit == "" && !list && end+1 < len(s) && s[end] == ' ' && (s[end+1] == 'm' || s[end+1] == 's' || s[end+1] == '%') {
+		if u, e := spacedUnit(s, end+1); u != "" {
+			v.unit, end = u, e // litgpt's `iter time: 412.31 ms`, `54 %`
+		}
+	}
 	if !word {
 		f, ok := parseNumber(tok, n, neg)
 		if !ok {
@@ -192,6 +235,7 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	if v.ratio {
 		v.num = v.v
 	}
+	v.integer = integer
 	v.end = end
 	return true
 }
@@ -275,7 +319,7 @@ func (v *value) suffix(s string, end int, integer, list bool) (int, bool) {
 	// A unit against the number: 30.12ms, 25.1GiB, 98%.
 	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
 		for _, u := range units {
-			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) {
+			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) && !(len(u) == 1 && strings.IndexByte("KkMBGT", u[0]) >= 0 && end+1 < len(s) && s[end+1] == '/') {
 				v.unit = u
 				end += len(u)
 				break
@@ -325,6 +369,19 @@ func (v *value) readTotal(s string, end int, integer bool) int {
 		}
 	}
 	return k
+}
+
+// spacedUnits are the units read one space after a value: times and percentages.
+var spacedUnits = []string{"ms", "sec", "s", "%"}
+
+// spacedUnit reads a unit of spacedUnits at s[i], a word of its own.
+func spacedUnit(s string, i int) (string, int) {
+	for _, u := range spacedUnits {
+		if strings.HasPrefix(s[i:], u) && (unitEnds(s, i+len(u)) && (i+len(u) == len(s) || s[i+len(u)] != '/' && s[i+len(u)] != '.' && s[i+len(u)] != '-')) {
+			return u, i + len(u)
+		}
+	}
+	return "", i
 }
 
 // isTableUnit reports whether u is one of units (a constant string).

@@ -100,6 +100,9 @@ func valueOf(series []*metrics.Series, lower bool) (*Stat, []metrics.Point) {
 	pts := slices.Clone(ser.Points())
 	if len(stepped) > 0 {
 		pts = slices.DeleteFunc(pts, func(p metrics.Point) bool { return p.Step < 0 })
+		// A bar's drawing is at its position (issue #35), and may be read before the
+		// step lines of the same steps (stderr beside stdout): the curve goes by step.
+		slices.SortStableFunc(pts, func(a, b metrics.Point) int { return cmp.Compare(a.Step, b.Step) })
 	}
 	// Last and Best are read off the curve, so that the table, the chart and --json
 	// agree, and Best's step is the step of that value (a progress bar's last frame,

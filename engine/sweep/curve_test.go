@@ -10,10 +10,10 @@ import (
 )
 
 // TestCurveIsTheStepsOfTheLongestSeries: demo.train's replica writes its progress bar
-// on stderr ("loss=2.89", no rank prefix, no step) beside its ranks' step lines; when
-// the bar's line is read first, its value has no step. The app's curve (the chart of
-// a sweep, and the median check of MarkAlarms and --stop-on-nan) is its rank's
-// steps, without that value, so that the chart keeps a step axis.
+// on stderr ("loss=2.89", no rank prefix) beside its ranks' step lines; when the bar's
+// line is read first, its value is at the bar's position (3/3: step 3, issue #35). The
+// app's curve (the chart of a sweep, and the median check of MarkAlarms and
+// --stop-on-nan) is its rank's steps in order, so that the chart keeps a step axis.
 func TestCurveIsTheStepsOfTheLongestSeries(t *testing.T) {
 	st := metrics.NewStore(metrics.DefaultConfig())
 	t0 := time.Unix(1000, 0)
@@ -25,8 +25,8 @@ func TestCurveIsTheStepsOfTheLongestSeries(t *testing.T) {
 		add(l)
 	}
 	pts := RunOf("local_cwd://wick/demo-train-1", st).Curve["loss"]
-	if len(pts) != 3 {
-		t.Fatalf("the curve: %v, want the 3 steps' values", pts)
+	if len(pts) != 4 {
+		t.Fatalf("the curve: %v, want the 3 steps' values and the bar's", pts)
 	}
 	for i, p := range pts {
 		if p.Step != int64(i) {

@@ -186,6 +186,7 @@ func TestMetricsCSVIsTheLogsInOrder(t *testing.T) {
 	store := metrics.NewStore(metrics.DefaultConfig())
 	names := metrics.NewNamerOf(nil)
 	pw := &pointWriter{w: w, csv: true, name: names.Name}
+	var p metrics.Parsed
 	lines := strings.Split(strings.TrimSpace(lg.stdout), "\n")
 	for _, text := range lines {
 		var l sched.Line
@@ -193,10 +194,21 @@ func TestMetricsCSVIsTheLogsInOrder(t *testing.T) {
 			t.Fatalf("log --json line %q: %v", text, err)
 		}
 		names.Observe(l)
-		if p := store.Add(l); len(p.Samples) > 0 {
-			rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
-			pw.write(rank, store.StepOf(rank, p), l.Time, p.Samples)
+		if l.Pending {
+			continue
 		}
+		// Store.Add, point by point: a bar's earlier drawings, then the line's own.
+		store.Extractor().Extract(l.Text, &p)
+		rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+		point := func(info metrics.LineInfo, samples []metrics.Sample) {
+			q := metrics.Parsed{Samples: samples, LineInfo: info}
+			store.AddLine(rank, l.Time, &q)
+			if len(samples) > 0 {
+				pw.write(rank, store.StepOf(rank, &q), l.Time, samples)
+			}
+		}
+		p.Drawings(point)
+		point(p.LineInfo, p.Samples)
 	}
 	w.Flush()
 	got := h.exec("metrics", "--csv", handle)

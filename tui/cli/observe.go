@@ -143,7 +143,7 @@ Exits 1 with "no such app" when HANDLE names no app.`,
 			}
 			found := &metrics.Found{N: len(alarms), Notes: notes}
 			for _, al := range alarms {
-				found.Lines = append(found.Lines, al.Describe(namer.Name(al.Rank)))
+				found.Lines = append(found.Lines, al.DescribeWith(namer.Name)) // the peer too: "rank 1", not replica:local
 			}
 			if err := render.Describe(a.env.Stdout, d, time.Now(), a.out(), render.TreeOptions{MaskSecrets: !reveal, Alarms: found}); err != nil {
 				return err

@@ -118,7 +118,7 @@ func (s *metricState) observer() func([]sched.Line) {
 		}
 		for _, it := range b.items {
 			q := metrics.Parsed{Samples: b.flat[it.lo:it.hi], LineInfo: it.info}
-			st.AddParsed(it.rank, it.t, &q)
+			st.AddLine(it.rank, it.t, &q)
 		}
 		return true
 	}
@@ -132,12 +132,19 @@ func (s *metricState) observer() func([]sched.Line) {
 				continue
 			}
 			ext.Extract(l.Text, &p)
-			if len(p.Samples) == 0 && !p.HasStep {
+			if !p.Telling() {
 				continue
 			}
+			rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+			// Each drawing of a bar with values is a point, as Store.Add reads it.
+			p.Drawings(func(info metrics.LineInfo, samples []metrics.Sample) {
+				lo := len(b.flat)
+				b.flat = append(b.flat, samples...)
+				b.items = append(b.items, observedLine{rank, l.Time, info, lo, len(b.flat)})
+			})
 			lo := len(b.flat)
 			b.flat = append(b.flat, p.Samples...)
-			b.items = append(b.items, observedLine{metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time, p.LineInfo, lo, len(b.flat)})
+			b.items = append(b.items, observedLine{rank, l.Time, p.LineInfo, lo, len(b.flat)})
 			if len(b.items) == observeLines {
 				if !add(b) {
 					return
