@@ -143,10 +143,14 @@ func TestDryRunHasNoSideEffectsAndPrintsInOrder(t *testing.T) {
 		}
 		last = i
 	}
-	// Without prepend_cwd the working directory comes last.
+	// Without prepend_cwd the working directory still comes before the inherited PATH,
+	// after the role's own PATH: TorchX's local_scheduler.py joins the role's PATH and
+	// cwd, then appends os.environ's PATH (_to_popen_request, _get_replica_env), and
+	// its test_prepend_cwd / test_append_cwd assert that order.
+	r.Env = map[string]string{"PATH": "/role/bin"}
 	info = dryRun(t, s, appOf("train", r), nil)
-	if p := info.Request.(*Request).Roles[0].Replicas[0].Env["PATH"]; !strings.HasSuffix(p, ":"+cwd) {
-		t.Errorf("PATH=%s", p)
+	if p, want := info.Request.(*Request).Roles[0].Replicas[0].Env["PATH"], "/role/bin:"+cwd+":"+os.Getenv("PATH"); p != want {
+		t.Errorf("PATH=%s, want %s", p, want)
 	}
 }
 

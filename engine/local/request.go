@@ -179,13 +179,15 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 			if !parentUnbuffered {
 				setDefault(env, envUnbuffered, "x")
 			}
-			// TorchX puts the working directory on PATH. The seed's help says
-			// prepend_cwd makes it take precedence over PATH, so without it, it
-			// comes after the inherited PATH (TorchX put it before, by accident).
+			// TorchX puts the working directory on PATH (local_scheduler.py
+			// _to_popen_request: the role's PATH, then cwd, unless prepend_cwd puts
+			// cwd first; _get_replica_env then appends the inherited PATH): so the
+			// working directory comes before the inherited PATH either way, and a
+			// ./train in the project runs rather than a train elsewhere on PATH.
 			if cfg.Bool(OptPrependCwd) {
 				env["PATH"] = joinPath(imgRoot, env["PATH"], parentPath)
 			} else {
-				env["PATH"] = joinPath(env["PATH"], parentPath, imgRoot)
+				env["PATH"] = joinPath(env["PATH"], imgRoot, parentPath)
 			}
 			if g := gpus[role.Name]; g != nil {
 				env[envCudaDevices] = g[k]

@@ -249,14 +249,20 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(a.env.Stdout, 64<<10)
+	var out io.Writer = a.env.Stdout
+	if !f.raw && !f.asJSON {
+		v := &validUTF8{w: a.env.Stdout} // invalid UTF-8 as U+FFFD, as TorchX prints it
+		defer v.flush()                  // after w's Flush
+		out = v
+	}
+	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	p := &linePrinter{w: w, st: a.out(), timestamps: f.timestamps, asJSON: f.asJSON, prefix: !f.noPrefix, index: prefixIndex(refs),
 		sanitize: a.env.StdoutTTY && !f.raw && !f.asJSON}
 	emit, idle := p.print, w.Flush
 	named := p.printNamed
 	if opts.Follow && a.env.StdoutTTY && !f.asJSON {
-		lp := newLivePrinter(p, w, a.env.Stdout)
+		lp := newLivePrinter(p, w, out)
 		opts.Pending = true
 		emit, idle = lp.emit, lp.idle
 		named = func(name string, l sched.Line) error { lp.erase(); return p.printNamed(name, l) }
