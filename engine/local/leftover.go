@@ -108,11 +108,23 @@ func replicaMark(l *launch, role string, id int) string {
 // killMarkedGroup kills the processes of process group pgid whose environment holds
 // mark, and returns how many it killed.
 func killMarkedGroup(pgid int, mark string) int {
+	n := 0
+	for _, pid := range markedGroup(pgid, mark) {
+		if unix.Kill(pid, unix.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// markedGroup lists the members of process group pgid that carry the replica's
+// environment entry mark.
+func markedGroup(pgid int, mark string) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	n := 0
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -125,8 +137,30 @@ func killMarkedGroup(pgid int, mark string) int {
 		if err != nil || !hasEnv(env, mark) {
 			continue
 		}
-		if unix.Kill(pid, unix.SIGKILL) == nil {
-			n++
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// countLeftovers counts the processes left of the app in dir whose supervisor is gone
+// without a verdict (st, as read): those stopLeftovers would kill.
+func countLeftovers(dir string, st *state) int {
+	n := 0
+	if st.Cgroup != "" && appCgroup(st.Cgroup, st.AppID) {
+		n = len((&cgroup{dir: st.Cgroup, fd: -1}).procs())
+	}
+	if n > 0 {
+		return n // the cgroup holds the replicas' groups too
+	}
+	l, err := readLaunch(dir)
+	if err != nil {
+		return 0
+	}
+	for _, role := range st.Roles {
+		for _, r := range role.Replicas {
+			if mark := replicaMark(l, role.Role, r.ID); r.PID > 0 && mark != "" {
+				n += len(markedGroup(r.PID, mark))
+			}
 		}
 	}
 	return n

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,10 @@ func orphanAfterDoubleKill(t *testing.T, s *Scheduler) (string, int) {
 	waitDead(t, replicaOf(t, st, "w", 0).PID)
 	if unix.Kill(child, 0) != nil {
 		t.Fatal("the child died with the supervisor: nothing left to test")
+	}
+	// The status says what is left running.
+	if st = waitApp(t, s, id); !slices.Contains(st.Warnings, "1 process of the app still running though its supervisor is gone: wick cancel stops them") {
+		t.Errorf("status warnings %q, want the process left running", st.Warnings)
 	}
 	return id, child
 }

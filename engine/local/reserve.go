@@ -250,6 +250,11 @@ func readUnsaved(appDir string) (*unsaved, bool) {
 // FAILED: with why the supervisor could not write it and what it was, when the
 // supervisor recorded that, else "supervisor died".
 func markGone(appDir string, st *state) {
+	if n := countLeftovers(appDir, st); n > 0 {
+		defer func() {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("%s of the app still running though its supervisor is gone: wick cancel stops them", processes(n)))
+		}()
+	}
 	u, ok := readUnsaved(appDir)
 	if !ok {
 		markDead(st, reasonDied)
