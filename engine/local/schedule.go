@@ -327,6 +327,11 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 // the app over (its launcher, still the owner, was interrupted). An app that has ended
 // or been taken over is left as it is.
 func cancelUnstarted(appDir string) {
+	unlock, err := lockApp(appDir) // as saveVerdict: never over a supervisor's takeover
+	if err != nil {
+		return
+	}
+	defer unlock()
 	st, err := readState(appDir)
 	if err != nil || st.State.Terminal() || !st.Supervisor.IsZero() {
 		return

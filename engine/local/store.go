@@ -488,8 +488,24 @@ func endLaunch(appDir string, st *state, lastWrite time.Time, save bool) {
 	}
 	markDead(st, reasonNoLaunch)
 	if save && !lastWrite.IsZero() && time.Since(lastWrite) >= launchSettle {
-		_ = st.save(appDir) // best effort: unsaved, the next read judges the same
+		saveVerdict(appDir, st) // best effort: unsaved, the next read judges the same
 	}
+}
+
+// saveVerdict saves st, the verdict of a dead launch, under the app's lock, unless the
+// state on disk is no longer the one judged: a supervisor took the app over (or the
+// app ended) while the verdict was made.
+func saveVerdict(appDir string, st *state) {
+	unlock, err := lockApp(appDir)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	now, err := readState(appDir)
+	if err != nil || now.State.Terminal() || !now.Supervisor.IsZero() || now.Owner != st.Owner {
+		return
+	}
+	_ = st.save(appDir)
 }
 
 // launchSettle is how old a dead launch's last write must be for its verdict to be

@@ -62,6 +62,10 @@ var (
 // start it.
 var errDeleted = errors.New("the app was deleted before it started")
 
+// errJudged is the setup of a supervisor whose app a reader judged dead (its launcher
+// gone) before the supervisor took it over: the verdict stands, nothing is started.
+var errJudged = errors.New("the app's launch was judged dead before its supervisor took it over")
+
 // Supervise runs the supervisor of the app whose state directory is appDir, as the
 // hidden verb `wick __supervise APP_DIR` that Schedule starts: it starts the replicas,
 // records their output, applies the retry policies, keeps state.json current, and
@@ -326,9 +330,21 @@ func (sv *supervisor) setup() error {
 	if testTakeoverDelay > 0 {
 		time.Sleep(testTakeoverDelay)
 	}
+	// Under the app's lock: a reader that judged the launch dead has saved its verdict
+	// before (and then the app is not taken over), or saves none after (saveVerdict).
+	unlock, err := lockApp(sv.dir)
+	if err != nil {
+		return err
+	}
+	if now, err := readState(sv.dir); err == nil && now.State.Terminal() {
+		unlock()
+		return errJudged
+	}
 	sv.st.Owner, sv.st.Supervisor = sv.self, sv.self
 	sv.st.State = spec.Pending
-	if err := sv.st.save(sv.dir); err != nil {
+	err = sv.st.save(sv.dir)
+	unlock()
+	if err != nil {
 		return err
 	}
 	if testHandoverDelay > 0 {
@@ -342,7 +358,6 @@ func (sv *supervisor) setup() error {
 	if _, err := os.Stat(filepath.Join(sv.dir, launchFile)); err != nil {
 		return errDeleted
 	}
-	var err error
 	if sv.null, err = devNull(); err != nil {
 		return err
 	}
@@ -383,7 +398,7 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 			sv.cg.remove()
 		}
 		sv.dropReserve()
-		if errors.Is(err, errDeleted) {
+		if errors.Is(err, errDeleted) || errors.Is(err, errJudged) {
 			sv.quitReaper()
 		} else {
 			sv.failStart(err)
