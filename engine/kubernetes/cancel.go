@@ -26,7 +26,7 @@ func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	jobs := c.cs.BatchV1().Jobs(o.ns)
+	jobs := c.batch.Jobs(o.ns)
 	mark := []byte(`{"metadata":{"annotations":{"` + AnnotationCancelled + `":"true"}}}`)
 	if _, err := jobs.Patch(cctx, o.owner.Name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "wick"}); err != nil {
 		return c.apiError("marking "+appID+" cancelled", err)
@@ -62,14 +62,14 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	var errs []error
 	for i := range o.jobs {
-		if err := c.cs.BatchV1().Jobs(o.ns).Delete(cctx, o.jobs[i].Name, opts); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.batch.Jobs(o.ns).Delete(cctx, o.jobs[i].Name, opts); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, c.apiError("deleting Job "+o.jobs[i].Name, err))
 		}
 	}
-	svcs, err := c.cs.CoreV1().Services(o.ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+	svcs, err := c.core.Services(o.ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
 	if err == nil {
 		for _, sv := range svcs.Items {
-			if err := c.cs.CoreV1().Services(o.ns).Delete(cctx, sv.Name, opts); err != nil && !apierrors.IsNotFound(err) {
+			if err := c.core.Services(o.ns).Delete(cctx, sv.Name, opts); err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, c.apiError("deleting Service "+sv.Name, err))
 			}
 		}

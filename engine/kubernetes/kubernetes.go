@@ -31,7 +31,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
+	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -96,7 +97,8 @@ type Scheduler struct {
 
 // conn is a client of one kubeconfig context and its namespace.
 type conn struct {
-	cs        kubernetes.Interface
+	batch     batchv1client.BatchV1Interface
+	core      corev1client.CoreV1Interface
 	namespace string
 	host      string
 }
@@ -168,11 +170,15 @@ func (s *Scheduler) client(kubeContext string) (*conn, error) {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "wick"
 	rc.QPS, rc.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(rc)
+	batch, err := batchv1client.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	c := &conn{cs: cs, namespace: ns, host: rc.Host}
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	c := &conn{batch: batch, core: core, namespace: ns, host: rc.Host}
 	s.conns[kubeContext] = c
 	return c, nil
 }

@@ -132,7 +132,7 @@ func (it *logIter) pods(ctx context.Context) ([]corev1.Pod, error) {
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
 	sel := selector(it.appID) + "," + LabelRole + "=" + it.role + "," + labelCompletionIndex + "=" + strconv.Itoa(it.replica)
-	pl, err := it.c.cs.CoreV1().Pods(it.ns).List(cctx, metav1.ListOptions{LabelSelector: sel})
+	pl, err := it.c.core.Pods(it.ns).List(cctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, it.c.apiError("listing the pods of "+it.appID, err)
 	}
@@ -255,7 +255,7 @@ func (it *logIter) stream(ctx context.Context, p *corev1.Pod, attempt int, follo
 		n := int64(it.opts.Tail)
 		o.TailLines = &n
 	}
-	rc, err := it.c.cs.CoreV1().Pods(it.ns).GetLogs(p.Name, o).Stream(ctx)
+	rc, err := it.c.core.Pods(it.ns).GetLogs(p.Name, o).Stream(ctx)
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
 			return nil // gone (deleted by cancel) or never started

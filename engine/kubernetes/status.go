@@ -40,7 +40,7 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	jl, err := c.cs.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+	jl, err := c.batch.Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
 	if err != nil {
 		return c, nil, c.apiError("listing the Jobs of "+appID, err)
 	}
@@ -60,7 +60,7 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 		return c, nil, fmt.Errorf("kubernetes: app %s: its %s annotation is damaged: %v", appID, AnnotationApp, err)
 	}
 	if pods {
-		pl, err := c.cs.CoreV1().Pods(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+		pl, err := c.core.Pods(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
 		if err != nil {
 			return c, nil, c.apiError("listing the pods of "+appID, err)
 		}
@@ -356,7 +356,7 @@ func (s *Scheduler) listIn(ctx context.Context, w where, ids map[string]bool) ([
 	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	jl, err := c.cs.BatchV1().Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + managedBy})
+	jl, err := c.batch.Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + managedBy})
 	if err != nil {
 		return nil, c.apiError("listing wick's Jobs in namespace "+ns, err)
 	}

@@ -27,7 +27,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		return err
 	}
 	progress.Report("creating %d Jobs and a Service in namespace %s", len(req.Jobs), req.Namespace)
-	jobs := c.cs.BatchV1().Jobs(req.Namespace)
+	jobs := c.batch.Jobs(req.Namespace)
 	cctx, cancel := callCtx(ctx)
 	owner, err := jobs.Create(cctx, req.Jobs[0], metav1.CreateOptions{FieldManager: "wick"})
 	cancel()
@@ -46,7 +46,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	svc := req.Service.DeepCopy()
 	svc.OwnerReferences = []metav1.OwnerReference{ref}
 	cctx, cancel = callCtx(ctx)
-	_, err = c.cs.CoreV1().Services(req.Namespace).Create(cctx, svc, metav1.CreateOptions{FieldManager: "wick"})
+	_, err = c.core.Services(req.Namespace).Create(cctx, svc, metav1.CreateOptions{FieldManager: "wick"})
 	cancel()
 	if err != nil {
 		return fail(c.apiError("creating Service "+svc.Name, err))
@@ -79,9 +79,9 @@ func (s *Scheduler) rollback(c *conn, req *Request, owner *batchv1.Job) error {
 		}
 	}
 	for _, j := range req.Jobs[1:] {
-		del("job/"+j.Name, c.cs.BatchV1().Jobs(req.Namespace).Delete(ctx, j.Name, opts))
+		del("job/"+j.Name, c.batch.Jobs(req.Namespace).Delete(ctx, j.Name, opts))
 	}
-	del("service/"+req.Service.Name, c.cs.CoreV1().Services(req.Namespace).Delete(ctx, req.Service.Name, opts))
-	del("job/"+owner.Name, c.cs.BatchV1().Jobs(req.Namespace).Delete(ctx, owner.Name, opts))
+	del("service/"+req.Service.Name, c.core.Services(req.Namespace).Delete(ctx, req.Service.Name, opts))
+	del("job/"+owner.Name, c.batch.Jobs(req.Namespace).Delete(ctx, owner.Name, opts))
 	return errors.Join(errs...)
 }
