@@ -78,9 +78,16 @@ func (sv *supervisor) rootCause() {
 	// from the workers' tracebacks and torchrun's summaries, the plain replicas'
 	// tracebacks and ends.
 	if c, ok := ranks.RootCause(sv.failureReports(reports)); ok {
-		if r := sv.replicaOf(c.Role, c.Replica); r != nil && c.Plain && c.What == noTorchError {
-			if msg := noTorchCause(r); msg != "" {
-				c.What = strings.TrimPrefix(msg, r.name()+" failed: ")
+		if r := sv.replicaOf(c.Role, c.Replica); r != nil && c.Plain {
+			switch {
+			case r.execErr != "":
+				// Its program never ran: why it could not be started says more than
+				// the shell's 127 or 126 standing for it.
+				c.What = r.execErr
+			case c.What == noTorchError:
+				if msg := noTorchCause(r); msg != "" {
+					c.What = strings.TrimPrefix(msg, r.name()+" failed: ")
+				}
 			}
 		}
 		sv.applyCause(c)

@@ -178,6 +178,7 @@ type replica struct {
 	sig         int          // the signal that killed this attempt's leader, 0 for none
 	oom         bool         // the kernel's OOM killer killed a process of the app meanwhile
 	oomKills    int          // the app cgroup's OOM kills when this attempt started
+	execErr     string       // why this attempt's program could not be started, "" if it was
 	// nodeFailed is set when this attempt, a torchrun node, failed while its agent
 	// still ran (nodefail.go); agentFailures counts its agent's failed rounds.
 	nodeFailed    bool
@@ -632,7 +633,7 @@ func (sv *supervisor) handle(ev event) {
 			sv.readyPending--
 		}
 		r.st.Started, r.st.Ended, r.st.ExitCode, r.st.StructuredError = now, time.Time{}, nil, ""
-		r.st.Restarts = r.attempt
+		r.st.Restarts, r.execErr = r.attempt, ""
 		if ev.err != nil {
 			var ee *execError
 			code := 126
@@ -645,6 +646,7 @@ func (sv *supervisor) handle(ev event) {
 			r.st.Ended = now
 			r.st.State = spec.Failed
 			r.st.StructuredError = ev.err.Error()
+			r.execErr = r.st.StructuredError
 			r.drainAt = now.Add(drainWait)
 			sv.exited(r, code)
 			return
