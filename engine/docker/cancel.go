@@ -174,7 +174,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	defer s.forgetSums(sums)
 	errs := make([]error, len(sums))
 	err = forEach(ctx, len(sums), func(i int) error {
-		_, err := cli.ContainerRemove(ctx, sums[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		err := removeContainer(ctx, cli, sums[i].ID)
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs[i] = fmt.Errorf("removing %s: %s", trimSlash(first(sums[i].Names)), engineMessage(s.engineErr(err)))
 		}
@@ -201,4 +201,28 @@ func (s *Scheduler) forgetSums(sums []container.Summary) {
 		ids[i] = c.ID
 	}
 	s.forgetReplicas(ids...)
+}
+
+// removeTries is how often Delete asks the Engine to remove a container whose remove
+// failed on the Engine's side (a 500): under load its storage driver fails one now and
+// then ("fuse-overlayfs failed to remove root filesystem: ... directory not empty",
+// "did not receive an exit event") and the next passes.
+const removeTries = 4
+
+// removeContainer removes a container, force and its anonymous volumes, asking again
+// after a pause when the Engine failed it on its side.
+func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	pause := 200 * time.Millisecond
+	for try := 1; ; try++ {
+		_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || !cerrdefs.IsInternal(err) || try == removeTries {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause *= 2
+	}
 }

@@ -340,3 +340,30 @@ func removeLabelled(t *testing.T, appID string) {
 		}
 	}
 }
+
+// TestDeleteTriesARemoveAgain: a remove the Engine fails on its side (a 500, as its
+// storage driver does now and then under load: "failed to remove root filesystem")
+// is asked again; Delete answers nil and nothing is left. Before, the first failure
+// was Delete's error.
+func TestDeleteTriesARemoveAgain(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	f := newFaultyEngine(t)
+	s := f.scheduler(t)
+	id := launch(t, s, &spec.AppDef{Name: "delagain", Roles: []spec.Role{role("main", 2, "true")}}, nil)
+	wait(t, s, id, 30*time.Second, func(st *spec.AppStatus) bool { return st.State.Terminal() })
+	f.mu.Lock()
+	f.failRemoves = 2
+	f.mu.Unlock()
+	if err := s.Delete(context.Background(), id, true); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if left := leftBehind(t, id); len(left) > 0 {
+		t.Errorf("left behind %v", left)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.removes) == 0 {
+		t.Error("no remove failed: the fault was not caused")
+	}
+}
