@@ -337,3 +337,25 @@ func TestHomeThatIsAFile(t *testing.T) {
 		t.Errorf("the file: %q %v", b, err)
 	}
 }
+
+// TestComponentFlagBeforeTheComponent: a component's flag given before the component
+// (`wick run -j 2x2 dist.ddp`), which wick run does not have, is one line saying that a
+// component's flags go after it; a mistyped flag of wick's own still gets its "did you
+// mean".
+func TestComponentFlagBeforeTheComponent(t *testing.T) {
+	h := newHarness(t)
+	for flag, args := range map[string][]string{
+		"-j":       {"run", "-j", "2x2", "dist.ddp", "--script", "train.py"},
+		"--script": {"run", "--dryrun", "--script", "train.py", "dist.ddp"},
+	} {
+		r := h.run(args...)
+		want := flag + " is not a flag of wick run: a component's flags go after the component (wick run COMPONENT " + flag + " ...)"
+		if r.code != ExitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: %d %q, want %q", args, r.code, r.stderr, want)
+		}
+		assertOneLineError(t, r.stderr, want)
+	}
+	if r := h.run("run", "--dryrn", "utils.echo"); !strings.Contains(r.stderr, "did you mean --dryrun?") || strings.Contains(r.stderr, "go after the component") {
+		t.Errorf("--dryrn: %q", r.stderr)
+	}
+}

@@ -467,7 +467,15 @@ func flagError(cmd *cobra.Command, err error) error {
 		return usageError{err}
 	}
 	var notExist *pflag.NotExistError
-	if !errors.As(err, &notExist) || notExist.GetSpecifiedShortnames() != "" {
+	if !errors.As(err, &notExist) {
+		return usageError{err}
+	}
+	if cmd.Name() == "run" {
+		if hint := componentFlagHint(cmd, notExist); hint != nil {
+			return hint
+		}
+	}
+	if notExist.GetSpecifiedShortnames() != "" {
 		return usageError{err}
 	}
 	var names []string
@@ -484,6 +492,23 @@ func flagError(cmd *cobra.Command, err error) error {
 	_, best, _ := strings.Cut(dym, "\"")
 	best, _, _ = strings.Cut(best, "\"")
 	return usagef("%v (did you mean --%s?)", err, best)
+}
+
+// componentFlagHint is the error of a flag wick run does not have, given before the
+// component (`wick run -j 2x2 dist.ddp`): a component's flags go after it. A flag
+// that looks like a mistyped flag of wick's own (--dryrn) gets no such hint.
+func componentFlagHint(cmd *cobra.Command, e *pflag.NotExistError) error {
+	flag := "--" + e.GetSpecifiedName()
+	if short := e.GetSpecifiedShortnames(); short != "" {
+		flag = "-" + short
+	} else {
+		var names []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		if spec.DidYouMean(e.GetSpecifiedName(), names) != "" {
+			return nil
+		}
+	}
+	return usagef("%s is not a flag of wick run: a component's flags go after the component (wick run COMPONENT %s ...), wick's own before it", flag, flag)
 }
 
 // flagTakes says what a flag of each of pflag's value types takes, for the error of
