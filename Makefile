@@ -29,6 +29,10 @@ setup:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge; }
 	@/usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch; }
+	@# wick stack's sampler: gdb with CPython's gdb extension (py-bt); Debian's austin
+	@# (1.0.1) cannot read Python 3.11's frames.
+	@{ command -v gdb >/dev/null 2>&1 && [ -e /usr/share/gdb/auto-load/usr/bin/python3.11-gdb.py ]; } || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gdb python3-dbg; }
 	@/usr/bin/python3 -c 'import yaml, fsspec, tabulate, filelock' >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-yaml python3-fsspec python3-tabulate python3-filelock; }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/engine/pystack"
 	"github.com/wick-dev/wick/internal/testkit"
 
 	"github.com/wick-dev/wick/engine/ranks"
@@ -253,4 +254,44 @@ func BenchmarkNodeFailureToFailed(b *testing.B) {
 	if seen > 0 {
 		b.ReportMetric(float64(fromNode.Milliseconds())/float64(seen), "ms-node-failed-to-FAILED")
 	}
+}
+
+// TestStackOfAHang: rank 1 of a 1x2 DDP job sleeps for ever before its all_reduce
+// (examples/failures/hang.py), rank 0 waits in it. wick stack names where each is.
+func TestStackOfAHang(t *testing.T) {
+	t.Parallel()
+	h := failuresHarness(t)
+	tool, err := pystack.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	if tool.Name == "gdb" {
+		if _, err := os.Stat("/usr/share/gdb/auto-load/usr/bin/python3.11-gdb.py"); err != nil {
+			t.Skip("gdb without CPython's extension (apt-get install python3-dbg)")
+		}
+	}
+	r := h.exec(append([]string{"run", "--detach"}, failArgs("1x2", "hang.py")[1:]...)...)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := handleOf(t, r)
+	defer h.exec("cancel", handle)
+	// Rank 0 prints its steps until it waits for rank 1 (stuck at step 3).
+	deadline := time.Now().Add(testkit.Scale(ddpTimeout))
+	for !strings.Contains(h.exec("log", handle+"/hang").stdout, "step 2 loss") {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never got to step 2")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	var out string
+	// A sample may come while rank 0 is between its step's print and its
+	// all_reduce, or time out on a loaded machine: up to three looks.
+	for range 3 {
+		out = execLong(h, "stack", handle).stdout
+		if strings.Contains(out, "rank 1: slow_io in hang.py:") && strings.Contains(out, "rank 0: all_reduce in distributed_c10d.py:") {
+			return
+		}
+	}
+	t.Errorf("wick stack:\n%s", out)
 }
