@@ -940,7 +940,17 @@ func (a *app) listSweeps(asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	apps, _ := a.runner().List(a.ctx, "")
+	// Only the schedulers the sweeps run on are asked (not Docker and Slurm for a
+	// machine's local sweeps).
+	var apps []spec.AppStatus
+	asked := map[string]bool{}
+	for _, sw := range all {
+		if !asked[sw.Scheduler] {
+			asked[sw.Scheduler] = true
+			got, _ := a.runner().List(a.ctx, sw.Scheduler)
+			apps = append(apps, got...)
+		}
+	}
 	counts := map[string]map[spec.AppState]int{}
 	for _, st := range apps {
 		if st.Sweep == nil {
