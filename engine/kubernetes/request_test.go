@@ -2,9 +2,13 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -148,5 +152,36 @@ func TestPlanRefusesBadNames(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v %v: %v, want one line with %q", c.app.RoleNames(), c.cfg, err, c.want)
 		}
+	}
+}
+
+// A server that does not answer is named in one line, as unreachable (wick's exit
+// code 4); with no app recorded, list asks the server nothing, so a machine without
+// Kubernetes lists as before.
+func TestUnreachableServerNamed(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "config")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", kc)
+	s, err := New(sched.Config{Session: "t", StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = s.Describe(ctx, "echo-abc")
+	if err == nil || !errors.Is(err, sched.ErrUnreachable) || !strings.Contains(err.Error(), "https://127.0.0.1:1") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("describe against a closed port: %v, want one line, unreachable, naming https://127.0.0.1:1", err)
+	}
+	if apps, err := s.List(ctx); err != nil || len(apps) != 0 {
+		t.Errorf("list with no records: %v, %v; want nothing and no error", apps, err)
 	}
 }
