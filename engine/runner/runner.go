@@ -133,13 +133,13 @@ func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string,
 	}
 	for i := range app.Roles {
 		env := app.Roles[i].Env
-		for k, v := range extra {
-			env[k] = v
-		}
 		env[EnvJobID] = fmt.Sprintf("%s://%s/${%s}", schedName, r.cfg.Session, spec.MacroAppID)
 		env[EnvSessionID] = r.sessionID()
 		if parent != "" {
 			env[EnvParentRunID] = parent
+		}
+		for k, v := range extra { // SetRoleEnv's: --parent_run_id wins over the env's
+			env[k] = v
 		}
 	}
 	sub := sched.Submission{

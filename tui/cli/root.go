@@ -98,11 +98,13 @@ func (e exitError) Error() string {
 
 // app holds what the verbs share: env, runner, styles.
 type app struct {
-	env    Env
-	ctx    context.Context
-	run    *runner.Runner
-	home   string
-	noColr bool
+	// parentRunID is wick run --parent_run_id: TORCHX_PARENT_RUN_ID in every role.
+	parentRunID string
+	env         Env
+	ctx         context.Context
+	run         *runner.Runner
+	home        string
+	noColr      bool
 	// pyOnce makes py, the bridge to the user's TorchX (see torchx).
 	pyOnce sync.Once
 	py     components.External
@@ -201,18 +203,25 @@ func (a *app) runner() *runner.Runner {
 	return a.run
 }
 
-// trackerEnv is the tracker env TorchX's runner gives every role, from
+// trackerEnv is the env TorchX's runner gives every role: TORCHX_PARENT_RUN_ID of
+// --parent_run_id, and the trackers' variables, from
 // .torchxconfig's [torchx:tracker] and [tracker:NAME] and $TORCHX_TRACKERS (a config
 // that does not load gives none: the verb that launches reports it).
 func (a *app) trackerEnv() map[string]string {
-	conf, err := a.loadConfig()
-	if err != nil {
-		return nil
+	var env map[string]string
+	if conf, err := a.loadConfig(); err == nil {
+		env = conf.TrackerEnv(func(k string) (string, bool) {
+			v := a.env.Getenv(k)
+			return v, v != ""
+		})
 	}
-	return conf.TrackerEnv(func(k string) (string, bool) {
-		v := a.env.Getenv(k)
-		return v, v != ""
-	})
+	if a.parentRunID != "" {
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[runner.EnvParentRunID] = a.parentRunID
+	}
+	return env
 }
 
 // styler picks colors for w: only on a terminal, never with NO_COLOR.
@@ -348,7 +357,7 @@ type verb struct {
 // verbs are wick's verbs, the hidden ones (which wick runs itself) last.
 func (a *app) verbs() []verb {
 	return []verb{
-		{"run", a.runCmd}, {"builtins", a.builtinsCmd}, {"runopts", a.runoptsCmd}, {"version", a.versionCmd},
+		{"run", a.runCmd}, {"builtins", a.builtinsCmd}, {"runopts", a.runoptsCmd}, {"configure", a.configureCmd}, {"version", a.versionCmd},
 		{"status", a.statusCmd}, {"describe", a.describeCmd}, {"list", a.listCmd}, {"log", a.logCmd},
 		{"cancel", a.cancelCmd}, {"delete", a.deleteCmd}, {"ui", a.uiCmd}, {"metrics", a.metricsCmd},
 		{"sweep", a.sweepCmd}, {"stack", a.stackCmd},

@@ -38,7 +38,12 @@ type runFlags struct {
 	detach    bool
 	workspace string
 	reveal    bool
-	sweep     sweepFlags
+	// TorchX's run flags: --wait and --log are what wick run does by default,
+	// --tee_logs what its output always is (lines prefixed role/k); --parent_run_id
+	// sets TORCHX_PARENT_RUN_ID in every role; --stdin is refused.
+	wait, log, teeLogs, stdin bool
+	parentRunID               string
+	sweep                     sweepFlags
 	// schedulerFrom is "PATH:LINE" of [cli:run] scheduler when the scheduler is
 	// .torchxconfig's (runDefaults).
 	schedulerFrom string
@@ -74,9 +79,15 @@ running as under nohup: wick log -f HANDLE follows it again. --detach prints the
 handle and returns; the app keeps running and wick list, log, status and cancel find
 it from any terminal.
 
-Run options (-cfg) are checked against the scheduler (wick runopts SCHEDULER).
-Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchxconfig
-(or only $TORCHXCONFIG when set); built-in defaults.`,
+Run options (-cfg) are checked against the scheduler (wick runopts SCHEDULER); an
+unknown one is a warning, as in TorchX. Precedence, highest first, as in TorchX: flags
+on the command line; ~/.torchxconfig; ./.torchxconfig (or only $TORCHXCONFIG when
+set); built-in defaults.
+
+TorchX's run flags: --wait and --log are wick run's default (it waits and streams the
+logs unless --detach), --tee_logs its output (each line prefixed role/k);
+--parent_run_id ID sets TORCHX_PARENT_RUN_ID in every role, as TorchX does; --stdin
+is not supported (give the component and its arguments on the command line).`,
 		Example: `  wick run utils.echo --msg hello
   wick run --dryrun ./my_component.py:trainer --lr 0.1
   wick run -s local_cwd --dryrun dist.ddp -j 2x4 --script train.py
@@ -104,6 +115,11 @@ Precedence, highest first: flags on the command line; ./.torchxconfig; ~/.torchx
 	fl.BoolVar(&f.asJSON, "json", false, "print the dry run, the handle or the final status as JSON")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "print the handle and return; the app keeps running")
 	fl.StringVar(&f.workspace, "workspace", "", "local_docker: build an image laying this directory over the role's image")
+	fl.BoolVar(&f.wait, "wait", false, "wait for the app to end (the default; TorchX's flag)")
+	fl.BoolVar(&f.log, "log", false, "stream the logs while waiting (the default; TorchX's flag)")
+	fl.BoolVar(&f.teeLogs, "tee_logs", false, "prefix each log line with its replica (always done; TorchX's flag)")
+	fl.StringVar(&f.parentRunID, "parent_run_id", "", "set TORCHX_PARENT_RUN_ID in every role (experiment tracking, as TorchX)")
+	fl.BoolVar(&f.stdin, "stdin", false, "TorchX's JSON arguments on stdin: not supported")
 	addSweepFlags(fl, &f.sweep)
 	fl.BoolVar(&f.reveal, "show-secrets", false, "--dryrun: show env values whose names look secret (see wick describe --help); masked otherwise")
 	return cmd
@@ -177,6 +193,10 @@ func FixSingleDashCfg(args []string) []string {
 }
 
 func (a *app) runRun(f runFlags, argv []string) error {
+	if err := f.checkTorchXFlags(); err != nil {
+		return err
+	}
+	a.parentRunID = f.parentRunID
 	conf, err := a.loadConfig()
 	if err != nil {
 		return usageError{err}
@@ -339,6 +359,17 @@ func (a *app) warnComponentSections(conf *config.Config) {
 		fmt.Fprintf(a.env.Stderr, "wick: warning: %s:%d: [component:%s] names no component, its defaults apply to nothing%s\n",
 			render.Escape(s.Path), s.Line, render.Escape(s.Name), render.Escape(dym))
 	}
+}
+
+// checkTorchXFlags refuses what TorchX's run flags cannot mean for wick.
+func (f runFlags) checkTorchXFlags() error {
+	switch {
+	case f.stdin:
+		return usagef("--stdin (TorchX's JSON arguments on stdin) is not supported: give the component and its arguments on the command line, or their defaults in .torchxconfig ([cli:run] component, [component:NAME])")
+	case f.detach && (f.wait || f.log):
+		return usagef("--detach returns at once: it cannot be given with --wait or --log (wick run waits and streams the logs by default)")
+	}
+	return nil
 }
 
 // runCfg returns the run options of the named scheduler: those of -cfg (cfgFlag)
