@@ -1,0 +1,239 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// The echo of utils.echo on two replicas: each replica's macro is its own completion
+// index, a $(VAR) of the user's stays as written (the kubelet expands $(...) unless
+// escaped), and the app succeeds with each replica's log its one line.
+func TestEchoTwoReplicas(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	role := spec.NewRole("echo", env.image, "echo", "hello", "${replica_id}", "$(HOME)", "${app_id}")
+	role.NumReplicas = 2
+	id := launch(t, s, &spec.AppDef{Name: "echo", Roles: []spec.Role{role}}, nil)
+	st := waitState(t, s, id, 2*time.Minute, terminal)
+	if st.State != spec.Succeeded {
+		t.Fatalf("state %s (%s), want SUCCEEDED", st.State, st.Msg)
+	}
+	for k := range 2 {
+		got := texts(readLog(t, s, id, "echo", k, sched.LogOptions{}))
+		want := []string{"hello " + string(rune('0'+k)) + " $(HOME) " + id}
+		if !slices.Equal(got, want) {
+			t.Errorf("replica %d log %q, want %q", k, got, want)
+		}
+		r := st.Roles[0].Replicas[k]
+		if r.State != spec.Succeeded || r.ExitCode == nil || *r.ExitCode != 0 {
+			t.Errorf("replica %d: %+v, want SUCCEEDED with exit 0", k, r)
+		}
+	}
+	if st.Handle != "kubernetes://"+env.session+"/"+id {
+		t.Errorf("handle %q", st.Handle)
+	}
+}
+
+// A replica that exits 3 fails the app; its exit code and its error (the termination
+// message: the log's last lines, the kubelet's fallback) are in the status.
+func TestFailingReplica(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	role := spec.NewRole("fail", env.image, "exit", "3")
+	id := launch(t, s, &spec.AppDef{Name: "fail", Roles: []spec.Role{role}}, nil)
+	st := waitState(t, s, id, 2*time.Minute, terminal)
+	if st.State != spec.Failed {
+		t.Fatalf("state %s, want FAILED", st.State)
+	}
+	r := st.Roles[0].Replicas[0]
+	if r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Errorf("exit code %v, want 3", r.ExitCode)
+	}
+	if !strings.Contains(r.StructuredError, "exiting with 3") || !strings.Contains(st.StructuredError, "exiting with 3") {
+		t.Errorf("errors %q / %q, want the log's 'exiting with 3'", r.StructuredError, st.StructuredError)
+	}
+}
+
+// A replica that fails once and then succeeds, with max_retries 2 per replica: the
+// app succeeds, the replica shows one restart, and its log holds both attempts. The
+// count of runs is kept on a bind mount (hostPath), since each attempt is a new pod.
+func TestRetryReplica(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	role := spec.NewRole("retry", env.image, "failtimes", "1", "/data/count")
+	role.MaxRetries = 2
+	role.RetryPolicy = spec.RetryReplica
+	role.Mounts = []spec.Mount{{Type: spec.MountBind, Src: dir, Dst: "/data"}}
+	id := launch(t, s, &spec.AppDef{Name: "retry", Roles: []spec.Role{role}}, nil)
+	st := waitState(t, s, id, 3*time.Minute, terminal)
+	if st.State != spec.Succeeded {
+		t.Fatalf("state %s (%s), want SUCCEEDED after a retry", st.State, st.Msg)
+	}
+	r := st.Roles[0].Replicas[0]
+	if r.Restarts != 1 || len(r.Attempts) != 1 || r.Attempts[0].ExitCode == nil || *r.Attempts[0].ExitCode != 1 {
+		t.Errorf("restarts %d, attempts %+v: want one earlier attempt that exited 1", r.Restarts, r.Attempts)
+	}
+	lines := readLog(t, s, id, "retry", 0, sched.LogOptions{})
+	if len(lines) < 2 || lines[0].Attempt != 0 || lines[len(lines)-1].Attempt != 1 || lines[0].Text != "run 1 fails" {
+		t.Errorf("log %+v: want attempt 0's 'run 1 fails', then attempt 1's lines", lines)
+	}
+}
+
+// Two roles: each is a Job of its own, owned by the first, and both run.
+func TestTwoRoles(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	a := spec.NewRole("a", env.image, "echo", "from a")
+	b := spec.NewRole("b", env.image, "echo", "from b")
+	b.NumReplicas = 2
+	id := launch(t, s, &spec.AppDef{Name: "two", Roles: []spec.Role{a, b}}, nil)
+	st := waitState(t, s, id, 2*time.Minute, terminal)
+	if st.State != spec.Succeeded || len(st.Roles) != 2 || len(st.Roles[1].Replicas) != 2 {
+		t.Fatalf("status %+v, want SUCCEEDED with roles a (1) and b (2)", st)
+	}
+	if got := texts(readLog(t, s, id, "b", 1, sched.LogOptions{})); !slices.Equal(got, []string{"from b"}) {
+		t.Errorf("b/1 log %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jobs, err := env.cs.BatchV1().Jobs(env.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector(id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := 0
+	for _, j := range jobs.Items {
+		if len(j.OwnerReferences) == 1 && j.OwnerReferences[0].Kind == "Job" {
+			owned++
+		}
+	}
+	if len(jobs.Items) != 2 || owned != 1 {
+		t.Errorf("%d Jobs, %d owned by another: want 2 and 1", len(jobs.Items), owned)
+	}
+}
+
+// Cancel stops a running app: CANCELLED, and its pods go.
+func TestCancelRunning(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	role := spec.NewRole("loop", env.image, "loop")
+	id := launch(t, s, &spec.AppDef{Name: "loop", Roles: []spec.Role{role}}, nil)
+	waitState(t, s, id, 2*time.Minute, func(s spec.AppState) bool { return s == spec.Running })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, s, id, time.Minute, terminal)
+	if st.State != spec.Cancelled {
+		t.Fatalf("state %s, want CANCELLED", st.State)
+	}
+	testkit.Wait(t, 2*time.Minute, "the cancelled app's pods to go", func() (bool, string) {
+		pl, err := env.cs.CoreV1().Pods(env.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector(id)})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pl.Items) == 0, spec.Count(len(pl.Items), "pod")
+	})
+	if err := s.Delete(ctx, id, false); err != nil {
+		t.Fatalf("delete of a cancelled app: %v", err)
+	}
+	if _, err := s.Describe(ctx, id); !errors.Is(err, sched.ErrNotFound) {
+		t.Errorf("describe after delete: %v, want ErrNotFound", err)
+	}
+}
+
+// An app no node can hold stays PENDING, and says why: the scheduler's Unschedulable
+// reason. An image the node lacks (pull policy Never) says ErrImageNeverPull.
+func TestPendingSaysWhy(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	big := spec.NewRole("big", env.image, "true")
+	big.Resource = spec.Resource{CPU: 10000, GPU: -1, MemMB: -1}
+	id := launch(t, s, &spec.AppDef{Name: "big", Roles: []spec.Role{big}}, nil)
+	var st spec.AppStatus
+	testkit.Wait(t, 2*time.Minute, "the reason of a pending app", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		d, err := s.Describe(ctx, id)
+		if err != nil {
+			return false, err.Error()
+		}
+		st = d.Status
+		return st.State == spec.Pending && strings.Contains(st.Msg, "Unschedulable") && strings.Contains(st.Msg, "Insufficient cpu"), st.State.String() + " " + st.Msg
+	})
+	missing := spec.NewRole("missing", "wick.local/no-such-image:none", "true")
+	id2 := launch(t, s, &spec.AppDef{Name: "missing", Roles: []spec.Role{missing}}, nil)
+	testkit.Wait(t, 2*time.Minute, "the reason of an app without its image", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		d, err := s.Describe(ctx, id2)
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.State == spec.Pending && strings.Contains(d.Status.Msg, "ErrImageNeverPull"), d.Status.State.String() + " " + d.Status.Msg
+	})
+}
+
+// List shows the tests' apps, with this $WICK_HOME's marked as its own.
+func TestListShowsApp(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	id := launch(t, s, &spec.AppDef{Name: "listed", Roles: []spec.Role{spec.NewRole("r", env.image, "true")}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	apps, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range apps {
+		if a.AppID == id {
+			if a.Foreign || a.Name != "listed" {
+				t.Errorf("listed %+v: want name listed, not foreign", a)
+			}
+			return
+		}
+	}
+	t.Errorf("app %s not in the list of %d apps", id, len(apps))
+}
+
+// Names Kubernetes refuses are refused before anything is created, in one line.
+func TestBadNamesRefusedBeforeSubmit(t *testing.T) {
+	needCluster(t)
+	s := newScheduler(t)
+	long := spec.NewRole(strings.Repeat("r", 60), env.image, "true")
+	sub := sched.Submission{AppID: spec.MakeAppID("x"), Session: env.session,
+		App: &spec.AppDef{Name: "x", Roles: []spec.Role{long}}, Cfg: spec.Cfg{OptNamespace: env.namespace}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := s.DryRun(ctx, sub)
+	if err == nil || !strings.Contains(err.Error(), "not one Kubernetes takes") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("dry run of a 60-character role: %v, want one line saying Kubernetes refuses the name", err)
+	}
+	sub.App.Roles[0].Name = "ok"
+	sub.Cfg[OptNamespace] = "Not_A_Namespace"
+	if _, err := s.DryRun(ctx, sub); err == nil || !errors.Is(err, spec.ErrInvalidRunOpt) {
+		t.Fatalf("dry run in namespace Not_A_Namespace: %v, want an invalid run option", err)
+	}
+}
