@@ -219,11 +219,7 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	if !boundary(s, end) || countsThings(s, end) {
 		return false // countsThings: `dataset: 1,000,000 samples` is a size
 	}
-	if v.unit == "" && !list && end+1 < len(s) && s[end] == ' ' && (s[end+1] == 'm' || s[end+1] == 's' || s[end+1] == '%') {
-		if u, e := spacedUnit(s, end+1); u != "" {
-			v.unit, end = u, e // litgpt's `iter time: 412.31 ms`, `54 %`
-		}
-	}
+	end = v.unitAfterSpace(s, end, list)
 	if !word {
 		f, ok := parseNumber(tok, n, neg)
 		if !ok {
@@ -238,6 +234,22 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	v.integer = integer
 	v.end = end
 	return true
+}
+
+// unitAfterSpace reads into v a unit one space after a number that ends at end
+// (litgpt's `iter time: 412.31 ms`, `54 %`) when v has none yet and the number is not
+// in a list, and returns where the value then ends.
+func (v *value) unitAfterSpace(s string, end int, list bool) int {
+	if v.unit != "" || list || end+1 >= len(s) || s[end] != ' ' {
+		return end
+	}
+	if c := s[end+1]; c != 'm' && c != 's' && c != '%' {
+		return end
+	}
+	if u, e := spacedUnit(s, end+1); u != "" {
+		v.unit, end = u, e
+	}
+	return end
 }
 
 // opening skips the opening quote of a value at s[i], and after a separator the
