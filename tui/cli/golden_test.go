@@ -45,12 +45,14 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// requestPort is the rendezvous endpoint of a local replica's command line.
-var requestPort = regexp.MustCompile(`(TORCHX_RANK0_HOST:=localhost\}:)(\d+)`)
+// requestPort is the rendezvous endpoint of a local replica's command line, and the
+// port the request reserves for its role (rdzv_port).
+var requestPort = regexp.MustCompile(`(TORCHX_RANK0_HOST:=localhost\}:|rdzv_port"?:\s+)(\d+)`)
 
 // rendezvousPort checks that the local scheduler gave the replicas of a dist.ddp app one
 // rendezvous port of their own instead of TorchX's default 29500 (the AppDef keeps
-// 29500), and writes it RDZV_PORT: it is chosen when the app is planned.
+// 29500), the port its request reserves, and writes it RDZV_PORT: it is chosen when
+// the app is planned.
 func rendezvousPort(t *testing.T, out string) string {
 	t.Helper()
 	ports := map[string]bool{}

@@ -105,3 +105,21 @@ func TestConfigAsTorchXReadsIt(t *testing.T) {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
 }
+
+// TestUnknownCfgKeyWarns: an unknown -cfg key is skipped with a warning that names it
+// and the option meant, and the run goes on, as TorchX's runopts.resolve does for an
+// unknown option (specs/api.py, runopts.cfg_from_str: "Unknown run option passed to
+// scheduler", then drops it).
+func TestUnknownCfgKeyWarns(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("run", "--dryrun", "-cfg", "log_dri=/tmp", "utils.echo")
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0 (a warning, not an error): %s", r.code, r.stderr)
+	}
+	if want := "wick: warning: -cfg: unknown run option passed to scheduler: log_dri=/tmp (did you mean \"log_dir\"?); skipped, as TorchX does\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	if !strings.Contains(r.stdout, "entrypoint:   echo") {
+		t.Errorf("the dry run was not printed:\n%s", r.stdout)
+	}
+}
