@@ -64,7 +64,7 @@ func TestDryRunRejectsBadInput(t *testing.T) {
 		"empty entrypoint":   {noEntry, "local_cwd", nil, spec.ErrEmptyEntrypoint},
 		"zero replicas":      {zero, "local_cwd", nil, spec.ErrBadReplicas},
 		"no roles":           {&spec.AppDef{Name: "x"}, "local_cwd", nil, spec.ErrNoRoles},
-		"unknown scheduler":  {echoApp(), "kubernetes", nil, sched.ErrUnknownScheduler},
+		"unknown scheduler":  {echoApp(), "aws_batch", nil, sched.ErrUnknownScheduler},
 		"unknown run option": {echoApp(), "local_cwd", spec.Cfg{"log_dri": "/tmp"}, spec.ErrInvalidRunOpt},
 	} {
 		t.Run(name, func(t *testing.T) {
