@@ -77,7 +77,7 @@ func TestAppListAt80And100Columns(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
 			d := newDriver(t, e.opts, w, h)
 			counts := "sweep of 3: 1 running, 2 queued"
-			want := []string{"▸ " + sw, counts, trainID, doneID}
+			want := []string{"+ " + sw, counts, trainID, doneID} // + : a folded sweep
 			if w >= 100 {
 				want = append(want, "CPU/RSS") // the running apps' usage, read after a listing
 			}
