@@ -312,7 +312,8 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if rf != nil {
 		err = a.endRanks(rf, r, id.Handle, err, stopFollow())
 	}
-	if err == nil && opts.Follow {
+	if err == nil && opts.Follow && !d.Status.State.Terminal() {
+		// An app that had ended before the follow began was said as it was read.
 		err = a.followEnded(r, id.Handle)
 	}
 	return err

@@ -240,8 +240,8 @@ func TestMetricsBadInput(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"metrics", "--csv", "--json", handle}, 2, "wick: --csv and --json exclude each other"},
-		{[]string{"metrics", "local_cwd://wick/nope-bcdfghjklmnp"}, 1, "wick: no such app: "},
-		{[]string{"metrics", "nonsense"}, 1, "wick: no such app: "},
+		{[]string{"metrics", "local_cwd://wick/nope-bcdfghjklmnp"}, 2, "wick: no such app: "}, // 2: no such app (docs/json.md)
+		{[]string{"metrics", "nonsense"}, 2, "wick: no such app: "},
 		{[]string{"--config", "[wick:metrics]\npattern.acc = acc (\\d+\n", "metrics", handle}, 1, "[wick:metrics] pattern.acc: pattern acc: error parsing regexp: missing closing )"},
 	} {
 		args := c.args
