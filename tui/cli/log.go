@@ -312,17 +312,20 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if rf != nil {
 		err = a.endRanks(rf, r, id.Handle, err, stopFollow())
 	}
-	if err == nil && opts.Follow && !d.Status.State.Terminal() {
-		// An app that had ended before the follow began was said as it was read.
-		err = a.followEnded(r, id.Handle)
+	if err == nil && opts.Follow {
+		err = a.followEnded(r, id.Handle, d.Status.State)
 	}
 	return err
 }
 
 // followEnded says how the app of a follow that ended of itself ended, when that is
 // not its own end: deleted under the follower (an error: its logs are gone), or
-// cancelled (a line on stderr).
-func (a *app) followEnded(r *runner.Runner, h spec.Handle) error {
+// cancelled (a line on stderr). An app that had ended when the follow began (was) is
+// not asked again: its end was read then.
+func (a *app) followEnded(r *runner.Runner, h spec.Handle, was spec.AppState) error {
+	if was.Terminal() {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(a.ctx, followEndAsk)
 	defer cancel()
 	d, err := r.Describe(ctx, h)
