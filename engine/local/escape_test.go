@@ -116,4 +116,9 @@ func TestKilledSupervisorLeavesNoEscapedProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDead(t, pid)
+	// The reaper then saves the app's end: wait for it, so that the test's directory is
+	// not removed while it writes there.
+	if st := waitApp(t, s, id); !st.State.Terminal() {
+		t.Errorf("the app after its supervisor's kill -9: %s", st.State)
+	}
 }
