@@ -306,10 +306,18 @@ func randomIndex(rng *rand.Rand, outSize, errSize int) string {
 func TestClusterRawMerged(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	role := testRole("w", 1, "sh", "-c", `for i in 1 2 3 4 5 6; do
+	// The merge orders lines by the wrapper's 200 ms samples of the files' sizes, so two
+	// writes between the same two samples share a time. On a busy machine a sample can
+	// come late, so each turn waits (at most 10 s) until a sample has seen the stderr
+	// writes before it ends its stdout line: the order asked for is then the one the
+	// samples promise.
+	role := testRole("w", 1, "sh", "-c", `w="${WICK_EXIT_FILE%.exit}"
+for i in 1 2 3 4 5 6; do
   seq 1 300 | sed "s/^/out $i /"; echo "err $i" >&2
   printf 'bar 10%%\r bar 50%%\r bar 100%%\r\n' >&2
-  printf 'half of a line %s' "$i"; sleep 0.3; echo ' and its end'
+  printf 'half of a line %s' "$i"
+  n=0; while [ "$(tail -n 1 "$w.times" 2>/dev/null | cut -d' ' -f3)" != "$(stat -c %s "$w.err")" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done
+  sleep 0.3; echo ' and its end'
 done
 printf 'no newline at the end'`)
 	id := h.submit(&spec.AppDef{Name: "both", Roles: []spec.Role{role}}, nil)
