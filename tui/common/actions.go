@@ -38,6 +38,8 @@ const (
 	// Actions several views bind, each to its own rows.
 	ActSecrets ActionName = "secrets"
 	ActRefresh ActionName = "refresh"
+	// ActWrapLines folds long lines of a pager onto the next rows (or cuts them again).
+	ActWrapLines ActionName = "wrap-lines"
 )
 
 // Action is one row of the action table: a name, keys, help, and the kinds of view it

@@ -29,7 +29,10 @@ const Kind common.Kind = "describe"
 
 // Actions are the describe view's rows of the action table.
 func Actions() []common.Action {
-	rows := []common.Action{common.NewAction(common.ActSecrets, "show/hide secrets", []string{"s"}, true, Kind)}
+	rows := []common.Action{
+		common.NewAction(common.ActSecrets, "show/hide secrets", []string{"s"}, true, Kind),
+		common.NewAction(common.ActWrapLines, "wrap/cut long lines", []string{"w"}, false, Kind),
+	}
 	rows = append(rows, appops.Actions(Kind)...)
 	rows = append(rows, common.NewAction(common.ActRefresh, "refresh", []string{"ctrl+r"}, false, Kind))
 	return append(rows, common.Moves(Kind)...)
@@ -162,6 +165,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		return nil, true
 	}
 	switch action {
+	case common.ActWrapLines:
+		m.pager.SetWrap(!m.pager.Wrap)
+		return nil, true
 	case common.ActSecrets:
 		m.reveal = !m.reveal
 		if m.desc == nil {

@@ -51,6 +51,7 @@ func Actions() []common.Action {
 	return append([]common.Action{
 		common.NewAction(ActLaunch, "launch", []string{"enter", "L"}, true, Kind),
 		common.NewAction(common.ActSecrets, "show/hide secrets", []string{"s"}, true, Kind),
+		common.NewAction(common.ActWrapLines, "wrap/cut long lines", []string{"w"}, true, Kind),
 	}, common.Moves(Kind)...)
 }
 
@@ -81,7 +82,11 @@ type plannedMsg struct {
 
 // New returns the preview of plan; Init runs the dry run.
 func New(ctx *common.Context, plan Plan) *Model {
-	return &Model{Base: common.NewBase(ctx, Kind), plan: plan}
+	m := &Model{Base: common.NewBase(ctx, Kind), plan: plan}
+	// Wrapped from the start: the line a user checks (the torchrun command) is the
+	// longest, and cut with "…" it hid what it was for.
+	m.pager.Wrap = true
+	return m
 }
 
 // Title is the view's crumb.
@@ -162,6 +167,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		return nil, true
 	}
 	switch action {
+	case common.ActWrapLines:
+		m.pager.SetWrap(!m.pager.Wrap)
+		return nil, true
 	case common.ActSecrets:
 		m.reveal = !m.reveal
 		m.pager.SetLines(m.pages[m.reveal])

@@ -186,3 +186,41 @@ func TestTableDropsSpillsAndCutsMiddles(t *testing.T) {
 		t.Fatalf("CutMiddle = %q", got)
 	}
 }
+
+// TestPagerWrap: with Wrap on, a long line goes on over the next rows indented under
+// its text, broken at spaces only (a --flag stays whole), a word longer than a row cut
+// hard; the position counts rows, and w's toggle keeps the top line in view.
+func TestPagerWrap(t *testing.T) {
+	var p Pager
+	p.SetLines([]string{
+		"args:",
+		`  - "torchrun --rdzv_backend c10d --rdzv_endpoint localhost:0 --rdzv_id x"`,
+		"  " + strings.Repeat("y", 50),
+		"end",
+	})
+	p.Wrap = true
+	got := p.View(30, 20)
+	want := strings.Join([]string{
+		"args:",
+		`  - "torchrun`,
+		"      --rdzv_backend c10d",
+		"      --rdzv_endpoint",
+		"      localhost:0 --rdzv_id x\"",
+		"  yyyyyyyyyyyyyyyyyyyyyyyy",
+		"    yyyyyyyyyyyyyyyyyyyyyyyyyy",
+		"end",
+	}, "\n")
+	if got != want {
+		t.Fatalf("wrapped:\n%s\nwant:\n%s", got, want)
+	}
+	if pos := p.Position(4); pos != "1-4/8" {
+		t.Errorf("position %q, want 1-4/8 (rows, not lines)", pos)
+	}
+	p.Do(Bottom, 4)
+	p.View(30, 4)
+	p.SetWrap(false)
+	// The bottom 4 rows began within the torchrun line: it is the top line unwrapped.
+	if got := p.View(30, 2); !strings.HasPrefix(got, `  - "torchrun --`) {
+		t.Errorf("after unwrapping the view starts at %q, want the line that was at the top", got)
+	}
+}
