@@ -93,7 +93,30 @@ func envParam() Param {
 
 // resourceOf reads cpu, gpu, memMB and h the way TorchX's specs.resource does.
 func resourceOf(a Args) (spec.Resource, error) {
-	return spec.ResourceOf(a.Int("cpu"), a.Int("gpu"), a.Int("memMB"), a.String("h"))
+	return a.resource(a.Int("cpu"), a.Int("gpu"), a.Int("memMB"), a.String("h"))
+}
+
+// resource is spec.ResourceOf with h looked up by namedResource.
+func (a Args) resource(cpu, gpu, memMB int, h string) (spec.Resource, error) {
+	if h != "" {
+		return a.namedResource(h)
+	}
+	return spec.ResourceOf(cpu, gpu, memMB, "")
+}
+
+// namedResource looks h up as TorchX's specs.named_resources does: the entry points
+// of a.Named first (they win over the builtin names), then wick's own table.
+func (a Args) namedResource(h string) (spec.Resource, error) {
+	if a.Named != nil {
+		r, ok, err := a.Named(h)
+		if err != nil {
+			return spec.Resource{}, err
+		}
+		if ok {
+			return r, nil
+		}
+	}
+	return spec.NamedResource(h)
 }
 
 // mountsOf parses the mounts parameter: its list items are joined back with ',' and

@@ -30,6 +30,16 @@ type Lookup struct {
 	Warn func(msg string)
 }
 
+// Ready readies parsed arguments for Build: warnings go to l.Warn, and named resources
+// are looked up in the entry points of l.Find.External when it reads them
+// (NamedResourcer).
+func (l Lookup) Ready(ctx context.Context, a *Args) {
+	a.Warn = l.Warn
+	if n, ok := l.Find.External.(NamedResourcer); ok {
+		a.Named = func(name string) (spec.Resource, bool, error) { return n.NamedResource(ctx, name) }
+	}
+}
+
 // FindOptions say where Find and All look for user components.
 type FindOptions struct {
 	// Dirs is the search path: directories of component files (*.yaml, *.yml), highest

@@ -179,6 +179,11 @@ type Args struct {
 	// dist.spmd's nproc_per_node that differs from the host's GPU count). Parse leaves
 	// it nil; the caller sets it before Build.
 	Warn func(msg string)
+	// Named, when not nil, resolves a named resource (-h, a template's h) before wick's
+	// own table: ok is false when name is not registered there. The caller sets it from
+	// Lookup (the [torchx.named_resources] entry points of the user's Python, which win
+	// over TorchX's own names as TorchX merges them last); Parse leaves it nil.
+	Named func(name string) (r spec.Resource, ok bool, err error)
 	// Warnings are what Parse noticed but let through (a default that TorchX reads
 	// differently from what it seems to say); the caller shows them.
 	Warnings []string

@@ -186,6 +186,8 @@ type ddpOptions struct {
 	hasRdzvConf, debug bool
 	mounts             []string
 	tee                int
+	// args resolves h (Args.Named).
+	args Args
 }
 
 // ddp builds dist.ddp's AppDef exactly as TorchX does: one role running
@@ -249,7 +251,7 @@ func ddp(o ddpOptions) (*spec.AppDef, error) {
 		cmd = append(cmd, q(a))
 	}
 
-	res, err := spec.ResourceOf(o.cpu, o.gpu, o.memMB, o.h)
+	res, err := o.args.resource(o.cpu, o.gpu, o.memMB, o.h)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +335,7 @@ func ddpComponent() *Component {
 				env: a.Map("env"), metadata: a.Map("metadata"), maxRetries: a.Int("max_retries"),
 				rdzvPort: a.Int("rdzv_port"), rdzvBackend: a.String("rdzv_backend"),
 				rdzvConf: a.String("rdzv_conf"), hasRdzvConf: a.Has("rdzv_conf"),
-				mounts: a.List("mounts"), debug: a.Bool("debug"), tee: a.Int("tee"),
+				mounts: a.List("mounts"), debug: a.Bool("debug"), tee: a.Int("tee"), args: a,
 			})
 		},
 	}
@@ -359,7 +361,7 @@ func spmdComponent() *Component {
 		VarargsHelp: "arguments to the script or module",
 		Example:     []string{"-j", "2", "--script", "main.py"},
 		Build: func(a Args) (*spec.AppDef, error) {
-			j, err := spmdJ(a.String("h"), a.String("j"), a.warnf)
+			j, err := spmdJ(a, a.String("h"), a.String("j"))
 			if err != nil {
 				return nil, err
 			}
@@ -369,7 +371,7 @@ func spmdComponent() *Component {
 				cpu: 2, gpu: 0, memMB: 1024, j: j,
 				env: a.Map("env"), metadata: a.Map("metadata"), maxRetries: a.Int("max_retries"),
 				rdzvPort: 29500, rdzvBackend: "c10d",
-				mounts: a.List("mounts"), debug: a.Bool("debug"), tee: 3,
+				mounts: a.List("mounts"), debug: a.Bool("debug"), tee: 3, args: a,
 			})
 		},
 	}
@@ -378,8 +380,8 @@ func spmdComponent() *Component {
 // spmdJ is TorchX's StructuredJArgument: "N" takes nproc_per_node from the GPU count
 // of the named resource h (an error for a host without GPUs), "NxM" keeps M and warns
 // when it differs from the GPU count. wick also accepts MIN:MAX for N.
-func spmdJ(h, j string, warnf func(string, ...any)) (string, error) {
-	res, err := spec.NamedResource(h)
+func spmdJ(a Args, h, j string) (string, error) {
+	res, err := a.namedResource(h)
 	if err != nil {
 		return "", fmt.Errorf("-h: %w", err)
 	}
@@ -395,7 +397,7 @@ func spmdJ(h, j string, warnf func(string, ...any)) (string, error) {
 		return nodes + "x" + strconv.Itoa(res.GPU), nil
 	}
 	if n, err := strconv.Atoi(nproc); err == nil && n != res.GPU {
-		warnf("-j %s sets nproc_per_node=%s, but a %s host has %d GPUs: this may under-use the host or fail; give -j %s to use one process per GPU",
+		a.warnf("-j %s sets nproc_per_node=%s, but a %s host has %d GPUs: this may under-use the host or fail; give -j %s to use one process per GPU",
 			j, nproc, h, res.GPU, nodes)
 	}
 	return j, nil

@@ -38,6 +38,14 @@ type External interface {
 	File(ctx context.Context, path string) ([]*Component, error)
 }
 
+// NamedResourcer is implemented by an External that knows the named resources the
+// user's Python registers as [torchx.named_resources] entry points.
+type NamedResourcer interface {
+	// NamedResource returns the resource the entry point name makes, ok false when no
+	// entry point has that name (wick's own table answers then).
+	NamedResource(ctx context.Context, name string) (r spec.Resource, ok bool, err error)
+}
+
 // IsPythonFile reports whether name is a TorchX component file name, FILE.py:FN:
 // those are TorchX's, never read as YAML.
 func IsPythonFile(name string) bool {

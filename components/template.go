@@ -511,7 +511,14 @@ func (e *expander) resource(n *yaml.Node, what string) (spec.Resource, error) {
 	if hasRef && e.checking() {
 		h = ""
 	}
-	res, err := spec.ResourceOf(vals[0], vals[1], vals[2], h)
+	// A literal h is checked against wick's own names at load (no entry points then);
+	// when building, the caller's Named (entry points) answers first.
+	var res spec.Resource
+	if e.checking() {
+		res, err = spec.ResourceOf(vals[0], vals[1], vals[2], h)
+	} else {
+		res, err = e.args.resource(vals[0], vals[1], vals[2], h)
+	}
 	if err != nil {
 		return spec.Resource{}, e.f.errAt(fs["h"], "%s: %v", what, err)
 	}

@@ -191,8 +191,9 @@ func wickAppDef(v diffVector) (*spec.AppDef, error) {
 	return c.AppDef(args)
 }
 
-// runTorchXBatch builds every vector's AppDef with TorchX, in one Python process.
-func runTorchXBatch(t *testing.T, vectors []diffVector) []torchxOutcome {
+// runTorchXBatch builds every vector's AppDef with TorchX, in one Python process,
+// with the extra PYTHONPATH entries first (packages registering entry points).
+func runTorchXBatch(t *testing.T, vectors []diffVector, extra ...string) []torchxOutcome {
 	t.Helper()
 	in, err := json.Marshal(vectors)
 	if err != nil {
@@ -201,7 +202,7 @@ func runTorchXBatch(t *testing.T, vectors []diffVector) []torchxOutcome {
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testPython, filepath.Join("testdata", "differential.py"))
-	cmd.Env = append(torchxEnv(t), "LOGLEVEL=WARNING")
+	cmd.Env = append(torchxEnv(t, extra...), "LOGLEVEL=WARNING")
 	cmd.Stdin = bytes.NewReader(in)
 	cmd.WaitDelay = 5 * time.Second
 	var stderr bytes.Buffer

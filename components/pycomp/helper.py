@@ -4,8 +4,10 @@
 # cannot corrupt it.
 #
 #   argv: OP REQUEST_JSON
-#   OP: "materialize" (name, argv, defaults), "describe" (name), "list"
+#   OP: "materialize" (name, argv, defaults), "describe" (name), "list", "file" (path),
+#       "entrypoints" (group; needs no TorchX), "resource" (name)
 #   out: {"component": {...}, "app": {...}} or {"components": [...]} or
+#        {"entry_points": {...}, "watch": [...]} or {"resource": {...}} or
 #        {"error": {"kind": ..., "message": ...}}
 import inspect
 import io
@@ -221,8 +223,55 @@ def _file_components(path):
     return [_describe(n, ns[n], os.path.abspath(path)) for n in names if callable(ns.get(n))]
 
 
+def _entry_points(group):
+    """The entry points of group as TorchX's load_group reads them
+    (torchx/util/entrypoints.py: a later one of a name replaces an earlier), and the
+    paths whose change could change them: the interpreter, sys.path's entries, the
+    user site directory, each distribution's entry_points.txt."""
+    import site
+    from importlib import metadata
+
+    eps = metadata.entry_points()
+    found = eps.select(group=group) if hasattr(eps, "select") else eps.get(group, ())
+    out = {}
+    for ep in found:
+        out[ep.name] = ep.value
+    watch = [os.path.realpath(sys.executable)]
+    watch += [os.path.abspath(p) for p in sys.path if p]
+    try:
+        watch.append(site.getusersitepackages())
+    except Exception:
+        pass
+    for d in metadata.distributions():
+        p = getattr(d, "_path", None)
+        if p is not None:
+            watch.append(os.path.join(os.path.abspath(str(p)), "entry_points.txt"))
+    return out, watch
+
+
+def _resource(name):
+    """The named resource name, made by TorchX itself (specs.named_resources)."""
+    from torchx.specs import Resource, named_resources
+
+    try:
+        r = named_resources[name]
+    except BaseException as e:
+        _fail("raised", _exc_line(e, ""), traceback.format_exc())
+    if not isinstance(r, Resource):
+        _fail("notresource", "it made a %s, not a torchx.specs.Resource" % type(r).__name__)
+    return {
+        "cpu": r.cpu, "gpu": r.gpu, "memMB": r.memMB,
+        "capabilities": {k: _text(v) for k, v in r.capabilities.items()},
+        "devices": dict(r.devices),
+    }
+
+
 def main():
     op, req = sys.argv[1], json.loads(sys.argv[2])
+    if op == "entrypoints":
+        eps, watch = _entry_points(req["group"])
+        _emit({"entry_points": eps, "watch": watch})
+        return
     try:
         import torchx.specs  # noqa: F401
         from torchx.specs import finder
@@ -240,6 +289,9 @@ def main():
         return
     if op == "file":
         _emit({"components": _file_components(req["path"])})
+        return
+    if op == "resource":
+        _emit({"resource": _resource(req["name"])})
         return
     name = req["name"]
     comp, path = _find(name)

@@ -85,9 +85,14 @@ type Bridge struct {
 	// Traceback adds Python's traceback to the one-line error of a component that
 	// raised (set by $WICK_PYTHON_TRACEBACK).
 	Traceback bool
+	// CacheDir keeps what outlives the process: which named resource entry points the
+	// interpreter's environment registers (see NamedResource); "" keeps it in memory
+	// only.
+	CacheDir string
 
-	mu    sync.Mutex
-	cache map[string]answer
+	mu      sync.Mutex
+	cache   map[string]answer
+	entries *entryRecord
 }
 
 // answer is what the helper wrote.
@@ -95,7 +100,11 @@ type answer struct {
 	Component  *compJSON   `json:"component"`
 	Components []*compJSON `json:"components"`
 	App        *appJSON    `json:"app"`
-	Error      *struct {
+	// EntryPoints and Watch answer "entrypoints"; Resource answers "resource".
+	EntryPoints map[string]string `json:"entry_points"`
+	Watch       []string          `json:"watch"`
+	Resource    *spec.Resource    `json:"resource"`
+	Error       *struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
 		// Traceback is Python's, for a component that raised.
@@ -321,11 +330,16 @@ const (
 // time limit from $WICK_PYTHON and $WICK_PYTHON_TIMEOUT (read with getenv), else
 // from settings (the [wick:python] section of .torchxconfig: python, timeout), else
 // the defaults; and its memory bound from $WICK_PYTHON_MEMORY, else [wick:python]
-// memory. The helper inherits the process's environment (PYTHONPATH, a virtualenv's
+// memory. Its CacheDir is wick's under $XDG_CACHE_HOME, else ~/.cache. The helper inherits the process's environment (PYTHONPATH, a virtualenv's
 // PATH). A bad timeout or memory bound is an error.
 func Configure(dir string, getenv func(string) string, settings map[string]string) (*Bridge, error) {
 	b := &Bridge{Dir: dir, Python: settings["python"]}
 	b.Traceback = getenv(EnvTraceback) != "" && getenv(EnvTraceback) != "0"
+	if d := getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		b.CacheDir = filepath.Join(d, "wick")
+	} else if h := getenv("HOME"); filepath.IsAbs(h) {
+		b.CacheDir = filepath.Join(h, ".cache", "wick")
+	}
 	if p := getenv(EnvPython); p != "" {
 		b.Python = p
 	}

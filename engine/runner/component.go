@@ -70,7 +70,7 @@ func (r *Runner) Materialize(ctx context.Context, name string, args []string, c 
 	if err != nil {
 		return comp, nil, &ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
 	}
-	parsed.Warn = c.Warn
+	c.Ready(ctx, &parsed)
 	if c.Warn != nil {
 		for _, w := range parsed.Warnings {
 			c.Warn(w)

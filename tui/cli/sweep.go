@@ -924,7 +924,7 @@ func (a *app) buildApp(c *sweepCall, comp *components.Component, args []string) 
 	if err != nil {
 		return nil, &runner.ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
 	}
-	parsed.Warn = c.lookup.Warn
+	c.lookup.Ready(a.ctx, &parsed)
 	app, err := comp.AppDef(parsed)
 	if err != nil {
 		return nil, &runner.ComponentError{Component: comp, Err: err}
