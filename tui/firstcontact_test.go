@@ -1,6 +1,8 @@
 package tui_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,4 +34,32 @@ func TestPreviewWrapsTheCommand(t *testing.T) {
 		t.Errorf("w did not cut the long lines again:\n%s", screen)
 	}
 	d.contains("torchrun --rdzv_backend c10d")
+}
+
+// TestPickerOpensATypedComponentFile: a TorchX project's ./component.py:trainer, what
+// `wick run` takes, filtered the picker to nothing. Typed, it is the first row; enter
+// reads it through the user's TorchX and opens its form, and its preview plans it.
+func TestPickerOpensATypedComponentFile(t *testing.T) {
+	e := newEnv(t)
+	find := withTorchX(t, e)
+	src := "import torchx.specs as specs\n\n\ndef trainer(script: str = \"train.py\", nproc: int = 2) -> specs.AppDef:\n    \"\"\"Trains the model.\n\n    Args:\n        script: the training script\n        nproc: processes per node\n    \"\"\"\n    return specs.AppDef(name=\"trainer\", roles=[specs.Role(name=\"trainer\", image=\"/tmp\", entrypoint=\"python3\", args=[script])])\n"
+	if err := os.WriteFile(filepath.Join(find.WorkDir, "component.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t, e.opts, 120, 30)
+	d.keys("n")
+	d.typ("./component.py:trainer")
+	d.contains("▸ ./component.py:trainer", "a component file: enter reads it")
+	d.lacks("no component matches")
+	d.keys("enter")
+	d.contains("trainer  Trains the model.", "▸  script", "train.py", "nproc")
+	d.keys("enter")
+	d.contains("=== APPLICATION ===", "entrypoint:   python3", "args:         [train.py]")
+
+	// A typo is one line in the status bar, and the picker stays.
+	d.keys("esc", "esc")
+	d.keys("ctrl+u")
+	d.typ("./component.py:trainr")
+	d.keys("enter")
+	d.contains("✗ ./component.py:trainr is not a TorchX component", "› ./component.py:trainr")
 }

@@ -5,9 +5,11 @@
 package picker
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -45,6 +47,20 @@ type match struct {
 	c     *components.Component
 	score int
 	pos   []int // matched byte offsets in c.Name
+	// ref marks the row of a typed reference (./component.py:trainer, comps.yaml:x):
+	// enter reads it as `wick run` would.
+	ref bool
+}
+
+// findTimeout bounds reading a typed component reference: a .py file asks the user's
+// TorchX (a python3 process).
+const findTimeout = 60 * time.Second
+
+type foundMsg struct {
+	common.ViewID
+	ref  string
+	comp *components.Component
+	err  error
 }
 
 type loadedMsg struct {
@@ -86,6 +102,14 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	case loadedMsg:
 		m.all, m.err, m.loaded = msg.comps, msg.err, true
 		m.refilter()
+	case foundMsg:
+		if msg.ref != strings.TrimSpace(m.filter.Value()) {
+			return nil // typed on since: not what the user wants now
+		}
+		if msg.err != nil {
+			return common.NotifyErr(msg.err)
+		}
+		return common.Push(form.New(m.Ctx, msg.comp))
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if m.filter.Update(msg) {
 			m.cur = widget.Cursor{}
@@ -132,7 +156,49 @@ func (m *Model) refilter() {
 		// Unfiltered, builtins keep their order, user components follow, then TorchX's.
 		slices.SortStableFunc(m.matches, func(a, b match) int { return rank(a.c) - rank(b.c) })
 	}
+	if isRef(q) && !slices.ContainsFunc(m.matches, func(mt match) bool { return mt.score >= 0 && mt.c.Name == q }) {
+		// What `wick run` takes, the picker takes: a file's component, first.
+		row := &components.Component{Name: q, Summary: "a component file: enter reads it"}
+		m.matches = slices.Insert(m.matches, 0, match{c: row, ref: true, score: 1 << 30})
+	}
 	m.cur.Clamp(len(m.matches), m.listHeight())
+}
+
+// isRef reports whether q names a component by its file, as `wick run` takes it: a
+// TorchX .py file's function (./component.py:trainer), a YAML file's component
+// (comps.yaml:train, or the file alone), or a path (./, ../, /, ~/).
+func isRef(q string) bool {
+	if q == "" || strings.ContainsAny(q, " \t") {
+		return false
+	}
+	if components.IsPythonFile(q) {
+		return true
+	}
+	path, _, _ := strings.Cut(q, ":")
+	switch filepath.Ext(path) {
+	case ".yaml", ".yml":
+		return true
+	}
+	for _, p := range []string{"./", "../", "/", "~/"} {
+		if strings.HasPrefix(q, p) && strings.Contains(q, ":") {
+			return true
+		}
+	}
+	return false
+}
+
+// find reads the typed reference ref with the Runner's search options, off the loop.
+func (m *Model) find(ref string) tea.Cmd {
+	id, parent, opts := m.ID(), m.Ctx.Ctx, m.Ctx.Find
+	return func() tea.Msg {
+		if parent == nil {
+			parent = context.Background()
+		}
+		ctx, cancel := context.WithTimeout(parent, findTimeout)
+		defer cancel()
+		c, err := components.FindContext(ctx, ref, opts)
+		return foundMsg{ViewID: id, ref: ref, comp: c, err: err}
+	}
 }
 
 // rank orders the unfiltered list: wick's builtins, user files, TorchX's components.
@@ -164,6 +230,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		c := m.Selected()
 		if c == nil {
 			return nil, true
+		}
+		if m.matches[m.cur.Index].ref {
+			return tea.Batch(common.Notify("reading "+c.Name+"…"), m.find(c.Name)), true
 		}
 		return common.Push(form.New(m.Ctx, c)), true
 	case common.ActBack:
