@@ -46,12 +46,15 @@ func TestCtrlCCancelsWhateverThePipe(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Close()
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
+			// ended is closed once wick has exited (waitErr then holds how): the test reads
+			// it and so does the cleanup, which must not wait for a second send.
+			ended := make(chan struct{})
+			var waitErr error
+			go func() { waitErr = cmd.Wait(); close(ended) }()
 			t.Cleanup(func() {
 				_ = cmd.Process.Kill()
 				select {
-				case <-exited:
+				case <-ended:
 				case <-time.After(testkit.Scale(10 * time.Second)):
 				}
 			})
@@ -72,8 +75,8 @@ func TestCtrlCCancelsWhateverThePipe(t *testing.T) {
 					return strings.Contains(out, "line ") && lineNumber(out) >= 50, out
 				})
 				select {
-				case err := <-exited:
-					t.Fatalf("wick ended when its output's reader went away (%v), before any Ctrl-C: the app is left running", err)
+				case <-ended:
+					t.Fatalf("wick ended when its output's reader went away (%v), before any Ctrl-C: the app is left running", waitErr)
 				default:
 				}
 			}
@@ -84,9 +87,9 @@ func TestCtrlCCancelsWhateverThePipe(t *testing.T) {
 				r.Close()
 			}
 			select {
-			case err := <-exited:
-				if !killedBy(err, syscall.SIGINT) {
-					t.Errorf("wick ended with %v, want ended by SIGINT once the app is cancelled", err)
+			case <-ended:
+				if !killedBy(waitErr, syscall.SIGINT) {
+					t.Errorf("wick ended with %v, want ended by SIGINT once the app is cancelled", waitErr)
 				}
 			case <-time.After(testkit.Scale(60 * time.Second)):
 				t.Fatal("wick did not end after SIGINT")
