@@ -109,3 +109,29 @@ func (r *Runner) DryRunComponent(ctx context.Context, name string, args []string
 	info.Call = &sched.Call{Component: ref, Args: slices.Clone(args)}
 	return info, nil
 }
+
+// BuildApp builds the AppDef of a call of comp, a component resolved already (by
+// Materialize): a sweep resolves its component once for the whole grid (resolving it
+// again per app, builtins' YAML and the search path, took most of a 10,000-app
+// plan), except for a component of the user's TorchX, which only TorchX can build
+// (name is how the user called it). Errors are *ComponentError.
+func (r *Runner) BuildApp(ctx context.Context, comp *components.Component, name string, args []string, c components.Lookup) (*spec.AppDef, error) {
+	if comp.From == components.FromTorchX {
+		_, app, err := r.Materialize(ctx, name, args, c)
+		return app, err
+	}
+	var defaults map[string]string
+	if c.Defaults != nil {
+		defaults = c.Defaults(comp.Name)
+	}
+	parsed, err := comp.Parse(args, defaults)
+	if err != nil {
+		return nil, &ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
+	}
+	c.Ready(ctx, &parsed)
+	app, err := comp.AppDef(parsed)
+	if err != nil {
+		return nil, &ComponentError{Component: comp, Err: err}
+	}
+	return app, nil
+}

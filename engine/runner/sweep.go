@@ -170,3 +170,30 @@ func (r *Runner) CancelSweep(ctx context.Context, id string) (removed int, cance
 	}
 	return removed, cancelled, errors.Join(errs...)
 }
+
+// PlanSweep plans a sweep (sweep.Prepare): the one planning of a grid, shared by `wick
+// run --sweep` and the UI's sweep form. The machine's device pool is read here, from
+// req.Env's CUDA_VISIBLE_DEVICES or nvidia-smi, and dealt by the sweep's queue: no
+// caller deals devices.
+func (r *Runner) PlanSweep(ctx context.Context, req sweep.Request) (*sweep.Planned, error) {
+	if req.WorkDir == "" {
+		req.WorkDir = r.cfg.WorkDir
+	}
+	return sweep.Prepare(ctx, r, req)
+}
+
+// LaunchSweep writes a planned sweep and starts its queue process (`wick __sweep
+// DIR`, detached as a supervisor is); it returns once the queue owns the sweep.
+func (r *Runner) LaunchSweep(ctx context.Context, p *sweep.Planned) error {
+	return r.starter().Launch(ctx, r.sweeps, p)
+}
+
+// ResumeSweep starts the queue of sweep id again, unless it runs or has nothing
+// left to do (started false).
+func (r *Runner) ResumeSweep(ctx context.Context, id string) (sw *sweep.Sweep, started bool, err error) {
+	return r.starter().Resume(ctx, r.sweeps, id)
+}
+
+func (r *Runner) starter() sweep.Starter {
+	return sweep.Starter{Self: r.cfg.Self, Home: r.cfg.StateDir, WorkDir: r.cfg.WorkDir}
+}

@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/wick-dev/wick/components"
-	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/runner"
-	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
@@ -43,19 +38,6 @@ func addSweepFlags(fl *pflag.FlagSet, f *sweepFlags) {
 	fl.BoolVar(&f.stopOnNaN, "stop-on-nan", false, "with --sweep: cancel an app as soon as one of its metrics (its loss) is NaN or Inf, to free its slot")
 	fl.IntVar(&f.maxParallel, "max-parallel", 0, "with --sweep: run at most this many apps at once, the others queued (default: one per GPU, else one per CPU core; slurm: all, Slurm queues them); an app its scheduler refuses for a limit (Slurm's MaxSubmitJobs, a full disk) waits in the queue")
 }
-
-// sweepTarget is where a swept name goes: a component argument, or a flag of the
-// script after "--".
-type sweepTarget struct {
-	name   string
-	script bool
-}
-
-// ready is the variable that tells the queue process which fd reports its start.
-const envSweepReady = "WICK_SWEEP_READY_FD"
-
-// queueStartWait bounds how long wick run waits for a sweep's queue to start.
-const queueStartWait = 30 * time.Second
 
 // sweepCall is the component call of a sweep, its flags read as wick run reads them.
 type sweepCall struct {
@@ -112,8 +94,9 @@ func (a *app) readSweepCall(f runFlags, argv []string) (*sweepCall, error) {
 	return c, nil
 }
 
-// runSweep plans every app of the grid, prints them (--dryrun) or hands them to a new
-// queue process, and then returns (--detach) or follows the sweep to its end.
+// runSweep plans every app of the grid (the Runner's PlanSweep, which the UI's
+// sweep form calls too), prints them (--dryrun) or hands them to a new queue
+// process, and then returns (--detach) or follows the sweep to its end.
 func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	params, err := sweep.ParseParams(sf.specs)
 	if err != nil {
@@ -129,94 +112,39 @@ func (a *app) runSweep(f runFlags, sf sweepFlags, argv []string) error {
 	if err != nil {
 		return err
 	}
-	slurm := c.scheduler == "slurm"
-	comp, _, err := a.runner().Materialize(a.ctx, c.name, c.argv, c.lookup)
+	p, err := a.runner().PlanSweep(a.ctx, sweep.Request{
+		Component: c.name, Args: c.argv, Params: params,
+		Scheduler: c.scheduler, Cfg: c.cfg, Workspace: c.workspace, Lookup: c.lookup,
+		MaxParallel: sf.maxParallel, StopOnNaN: sf.stopOnNaN,
+		Env: os.Environ(), WorkDir: a.env.WorkDir,
+	})
 	var compErr *runner.ComponentError
+	var pointErr *sweep.PointError
 	switch {
-	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr):
+	case err == nil:
+	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr) && compErr.Component != nil:
 		_, err := fmt.Fprint(a.env.Stdout, render.EscapeText(compErr.Component.Usage()))
 		return err
-	case errors.As(err, &compErr) || isBadInput(err):
-		return usageError{err}
-	case err != nil:
-		return err
-	}
-	targets, err := sweepTargets(comp, params, c.argv)
-	if err != nil {
-		return usageError{err}
-	}
-	sw := &sweep.Sweep{ID: sweep.NewID(), Created: time.Now(), Component: comp.Name, Scheduler: c.scheduler,
-		Session: a.runner().Session(), MaxParallel: sf.maxParallel, StopOnNaN: sf.stopOnNaN}
-	if !slurm {
-		sw.Devices = gpus.Pool(a.ctx)
-		if sw.MaxParallel == 0 {
-			sw.MaxParallel = runtime.NumCPU()
-			if len(sw.Devices) > 0 {
-				sw.MaxParallel = len(sw.Devices)
-			}
+	case errors.As(err, &pointErr):
+		if errors.As(err, &compErr) || isBadInput(err) {
+			return usagef("--sweep: %v", err)
 		}
-	}
-	for _, p := range params {
-		sw.Names = append(sw.Names, p.Name)
-	}
-	plans, infos, err := a.planSweep(c, comp, sw, params, targets)
-	if err != nil {
+		return err
+	case errors.As(err, &compErr) || isBadInput(err) || errors.Is(err, sweep.ErrBadSweep):
+		return usageError{err}
+	default:
 		return err
 	}
 	if f.dryrun {
-		return a.printSweepPlan(sw, infos, f)
+		return a.printSweepPlan(p.Sweep, p.DryRuns, f)
 	}
-	return a.launchSweep(sw, plans, f)
-}
-
-// planSweep makes the dry run of every app of the grid, and its entry in sw.
-func (a *app) planSweep(c *sweepCall, comp *components.Component, sw *sweep.Sweep, params []sweep.Param, targets []sweepTarget) ([]sweep.Plan, []*sched.DryRunInfo, error) {
-	r := a.runner()
-	grid := sweep.Grid(params)
-	plans := make([]sweep.Plan, 0, len(grid))
-	infos := make([]*sched.DryRunInfo, 0, len(grid))
-	var compErr *runner.ComponentError
-	for i, point := range grid {
-		args := applyPoint(c.argv, targets, point)
-		e := sweep.Entry{Index: i, Values: point, State: sweep.Queued}
-		ref := sw.Ref(&e)
-		app, err := a.buildApp(c, comp, args)
-		var info *sched.DryRunInfo
-		if err == nil {
-			app.Name = sweep.AppName(app.Name, params, point)
-			sweep.SetRef(app, ref)
-			info, err = r.DryRun(a.ctx, app, c.scheduler, c.cfg, c.workspace)
-		}
-		if err != nil {
-			if errors.As(err, &compErr) || isBadInput(err) {
-				return nil, nil, usagef("--sweep: the app of %s: %v", ref.Label(), err)
-			}
-			return nil, nil, fmt.Errorf("the app of %s: %w", ref.Label(), err)
-		}
-		info.Call = &sched.Call{Component: componentRef(comp, a.env.WorkDir), Args: args}
-		e.Name, e.Handle = app.Name, info.Handle().String()
-		if len(sw.Devices) > 0 {
-			e.GPUs = sweep.GPUsOf(app)
-		}
-		sw.Entries = append(sw.Entries, e)
-		plans = append(plans, sweep.PlanOf(info))
-		infos = append(infos, info)
-	}
-	return plans, infos, nil
+	return a.launchSweep(p, f)
 }
 
 // launchSweep writes the sweep, starts its queue, and returns (--detach) or follows it.
-func (a *app) launchSweep(sw *sweep.Sweep, plans []sweep.Plan, f runFlags) error {
-	store := a.runner().Sweeps()
-	if store == nil {
-		return errors.New("sweeps need a state directory (set WICK_HOME)")
-	}
-	sw.Env, sw.WorkDir = sweep.RecordEnv(os.Environ(), envSweepReady), a.env.WorkDir
-	dir, err := store.Create(sw, plans)
-	if err != nil {
-		return err
-	}
-	if err := a.startQueue(dir, sw); err != nil {
+func (a *app) launchSweep(p *sweep.Planned, f runFlags) error {
+	sw := p.Sweep
+	if err := a.runner().LaunchSweep(a.ctx, p); err != nil {
 		return err
 	}
 	if f.detach {
@@ -230,99 +158,6 @@ func (a *app) launchSweep(sw *sweep.Sweep, plans []sweep.Plan, f runFlags) error
 		fmt.Fprintln(a.env.Stdout, sw.ID)
 	}
 	return a.followSweep(sw.ID, f.asJSON)
-}
-
-// componentRef names a component as a relaunch finds it again: FILE:NAME with an
-// absolute FILE for a user file, else its name.
-func componentRef(c *components.Component, workDir string) string {
-	if c.Source == "" {
-		return c.Name
-	}
-	src := c.Source
-	if !filepath.IsAbs(src) && workDir != "" {
-		src = filepath.Join(workDir, src)
-	}
-	if abs, err := filepath.Abs(src); err == nil {
-		src = abs
-	}
-	return src + ":" + c.Name
-}
-
-// sweepTargets decides where each swept name goes: a parameter of the component
-// wins; else, for a component that takes trailing arguments, a flag of the script
-// (--NAME V after "--"). A name also given as a component flag is refused: which one
-// would win is not obvious.
-func sweepTargets(c *components.Component, ps []sweep.Param, argv []string) ([]sweepTarget, error) {
-	norm := func(s string) string { return strings.ReplaceAll(s, "-", "_") }
-	flagPart := argv
-	if i := slices.Index(argv, "--"); i >= 0 {
-		flagPart = argv[:i]
-	}
-	var names []string
-	for _, p := range c.Params {
-		names = append(names, p.Name)
-	}
-	out := make([]sweepTarget, len(ps))
-	for i, p := range ps {
-		var param *components.Param
-		for j := range c.Params {
-			if norm(c.Params[j].Name) == norm(p.Name) {
-				param = &c.Params[j]
-			}
-		}
-		if param == nil {
-			if c.Varargs == "" {
-				return nil, fmt.Errorf("%w: unknown NAME %q: not an argument of %s%s (it takes no script arguments after --)",
-					sweep.ErrBadSweep, p.Name, c.Name, spec.DidYouMean(p.Name, names))
-			}
-			out[i] = sweepTarget{name: p.Name, script: true}
-			continue
-		}
-		for _, a := range flagPart {
-			flag, _, _ := strings.Cut(a, "=")
-			if norm(flag) == "__"+norm(param.Name) || (param.Short != "" && flag == "-"+param.Short) {
-				return nil, fmt.Errorf("%w: %s is swept and also given as %s; give it once", sweep.ErrBadSweep, p.Name, flag)
-			}
-		}
-		out[i] = sweepTarget{name: param.Name}
-	}
-	return out, nil
-}
-
-// applyPoint makes the arguments of one app: the component's own swept arguments
-// first (--NAME=V), then argv, with the script's swept flags set after "--" (an
-// existing --NAME V or --NAME=V there gets the value; otherwise --NAME V is added).
-func applyPoint(argv []string, ts []sweepTarget, point []string) []string {
-	var front []string
-	head, tail, hasTail := argv, []string(nil), false
-	if i := slices.Index(argv, "--"); i >= 0 {
-		head, tail, hasTail = argv[:i], slices.Clone(argv[i+1:]), true
-	}
-	for i, t := range ts {
-		v := point[i]
-		if !t.script {
-			front = append(front, "--"+t.name+"="+v)
-			continue
-		}
-		hasTail = true
-		flag, set := "--"+t.name, false
-		for j := 0; j < len(tail); j++ {
-			switch {
-			case tail[j] == flag && j+1 < len(tail):
-				tail[j+1], set = v, true
-			case strings.HasPrefix(tail[j], flag+"="):
-				tail[j], set = flag+"="+v, true
-			}
-		}
-		if !set {
-			tail = append(tail, flag, v)
-		}
-	}
-	out := append(front, head...)
-	if hasTail {
-		out = append(append(out, "--"), tail...)
-	}
-	return out
 }
 
 // sweepJSON is a sweep as --json prints it.
@@ -374,17 +209,8 @@ func (a *app) printSweepPlan(sw *sweep.Sweep, infos []*sched.DryRunInfo, f runFl
 		return err
 	}
 	fmt.Fprintf(a.env.Stdout, "\n%s\n", st.Header("=== APP 1 OF "+strconv.Itoa(len(infos))+" (the others differ only by their values) ==="))
-	fmt.Fprintln(a.env.Stdout, launchChoice(sw))
+	fmt.Fprintln(a.env.Stdout, sw.LaunchChoice())
 	return render.DryRun(a.env.Stdout, infos[0], st, render.TreeOptions{MaskSecrets: !f.reveal})
-}
-
-// launchChoice says what the queue decides only when it launches an app, so that the
-// plan printed is not taken for more than it is.
-func launchChoice(sw *sweep.Sweep) string {
-	if len(sw.Devices) > 0 {
-		return fmt.Sprintf("Chosen when each app is launched: its GPUs, from the pool %s (each replica its own), and a free rendezvous port for a multi-node torchrun role on the default one.", strings.Join(sw.Devices, ","))
-	}
-	return "Chosen when each app is launched: a free rendezvous port for a multi-node torchrun role on the default one."
 }
 
 func upperAll(ss []string) []string {
@@ -393,68 +219,6 @@ func upperAll(ss []string) []string {
 		out[i] = strings.ToUpper(render.Escape(s))
 	}
 	return out
-}
-
-// startQueue starts the sweep's queue process (`wick __sweep DIR`) in its own session,
-// as the per-app supervisor is started, and returns once it owns the sweep. It runs
-// in the environment and directory recorded with the sweep (those of the command
-// that launched it), so that a resume from another shell changes nothing an app sees.
-func (a *app) startQueue(dir string, sw *sweep.Sweep) error {
-	self := a.env.Self
-	if self == "" {
-		return errors.New("cannot start the sweep's queue: the command that runs wick is unknown")
-	}
-	if p, err := exec.LookPath(self); err == nil {
-		self, _ = filepath.Abs(p)
-	}
-	logf, err := safefs.OpenAppend(filepath.Join(dir, sweep.QueueLog))
-	if err != nil {
-		return fmt.Errorf("sweep queue log: %w", err)
-	}
-	defer logf.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("start the sweep's queue: %w", err)
-	}
-	defer pr.Close()
-	cmd := exec.Command(self, sweep.QueueVerb, dir)
-	cmd.Dir, cmd.Env = a.env.WorkDir, os.Environ()
-	if sw.WorkDir != "" {
-		cmd.Dir = sw.WorkDir
-	}
-	if len(sw.Env) > 0 {
-		cmd.Env = slices.Clone(sw.Env)
-	}
-	cmd.Env = append(cmd.Env, "WICK_HOME="+a.home, envSweepReady+"=3")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{pw}
-	// Its own session: no terminal, no Ctrl-C of the launcher, no death with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		return fmt.Errorf("start the sweep's queue: %w", err)
-	}
-	go func() { _ = cmd.Wait() }() // reaped whenever it ends (a long-lived UI)
-	got := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(pr)
-		got <- b
-	}()
-	t := time.NewTimer(queueStartWait)
-	defer t.Stop()
-	select {
-	case b := <-got:
-		if msg := string(bytes.TrimSpace(b)); msg != "ok" {
-			if msg == "" {
-				msg = "it exited at once; see " + filepath.Join(dir, sweep.QueueLog)
-			}
-			return fmt.Errorf("the sweep's queue did not start: %s", msg)
-		}
-		return nil
-	case <-t.C:
-		return fmt.Errorf("the sweep's queue did not start within %s; see %s", queueStartWait, filepath.Join(dir, sweep.QueueLog))
-	}
 }
 
 // sayEnvKept tells, on resume, that the sweep goes on in the environment and directory
@@ -483,11 +247,11 @@ func (a *app) runQueue(dir string) error {
 	defer stop()
 	signal.Ignore(syscall.SIGHUP)
 	var ready *os.File
-	if fd, err := strconv.Atoi(a.env.Getenv(envSweepReady)); err == nil && fd > 2 {
+	if fd, err := strconv.Atoi(a.env.Getenv(sweep.EnvReady)); err == nil && fd > 2 {
 		ready = os.NewFile(uintptr(fd), "ready")
 	}
 	// Not for the apps it launches: their supervisors would inherit it.
-	_ = os.Unsetenv(envSweepReady)
+	_ = os.Unsetenv(sweep.EnvReady)
 	report := func(msg string) {
 		if ready != nil {
 			fmt.Fprintln(ready, msg)
@@ -825,28 +589,20 @@ compares them. These verbs act on its queue.`,
 		Args:              args(cobra.ExactArgs(1)),
 		ValidArgsFunction: a.completeSweepArg,
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			store := a.runner().Sweeps()
-			sw, err := store.Load(argv[0])
-			if err != nil {
+			sw, started, err := a.runner().ResumeSweep(a.ctx, argv[0])
+			switch {
+			case errors.Is(err, sweep.ErrNoSweep) || errors.Is(err, sweep.ErrNoStore):
 				return usageError{err}
-			}
-			if sw.QueueRunning() {
+			case err != nil:
+				return err
+			case started:
+				fmt.Fprintf(a.env.Stderr, "sweep %s: queue resumed, %d queued\n", sw.ID, sw.Waiting())
+				a.sayEnvKept(sw)
+			case sw.QueueRunning():
 				fmt.Fprintf(a.env.Stderr, "sweep %s: its queue is running (pid %d)\n", sw.ID, sw.Queue.PID)
-				return nil
-			}
-			if sw.Waiting() == 0 && !sw.StopOnNaN {
+			default:
 				fmt.Fprintf(a.env.Stderr, "sweep %s: nothing queued\n", sw.ID)
-				return nil
 			}
-			dir, err := store.Dir(sw.ID)
-			if err != nil {
-				return err
-			}
-			if err := a.startQueue(dir, sw); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.env.Stderr, "sweep %s: queue resumed, %d queued\n", sw.ID, sw.Waiting())
-			a.sayEnvKept(sw)
 			return nil
 		},
 	})
@@ -905,31 +661,6 @@ compares them. These verbs act on its queue.`,
 	move.Flags().IntVar(&to, "to", 1, "the place in the queue, 1 being the next app to start")
 	cmd.AddCommand(move)
 	return cmd
-}
-
-// buildApp makes the AppDef of one point: with the component resolved once for the
-// whole grid (resolving it again per app, builtins' YAML and the search path, took
-// most of a 10,000-app plan), except for a component of the user's TorchX, which
-// only TorchX can build.
-func (a *app) buildApp(c *sweepCall, comp *components.Component, args []string) (*spec.AppDef, error) {
-	if comp.From == components.FromTorchX {
-		_, app, err := a.runner().Materialize(a.ctx, c.name, args, c.lookup)
-		return app, err
-	}
-	var defaults map[string]string
-	if c.lookup.Defaults != nil {
-		defaults = c.lookup.Defaults(comp.Name)
-	}
-	parsed, err := comp.Parse(args, defaults)
-	if err != nil {
-		return nil, &runner.ComponentError{Component: comp, Err: fmt.Errorf("%s: %w", comp.Name, err)}
-	}
-	c.lookup.Ready(a.ctx, &parsed)
-	app, err := comp.AppDef(parsed)
-	if err != nil {
-		return nil, &runner.ComponentError{Component: comp, Err: err}
-	}
-	return app, nil
 }
 
 // listSweeps prints one row per sweep: its id, component and scheduler, how many of
