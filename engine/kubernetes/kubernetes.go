@@ -36,22 +36,24 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/wick-dev/wick/engine/kubernetes/remote"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Name is the scheduler's registry name.
-const Name = "kubernetes"
+const Name = remote.Name
 
-// Run option names, as TorchX's kubernetes scheduler has them where it has them.
+// Run option names, as TorchX's kubernetes scheduler has them where it has them
+// (package remote holds them, for wick, which does not link this package).
 const (
-	OptNamespace       = "namespace"
-	OptServiceAccount  = "service_account"
-	OptPriorityClass   = "priority_class"
-	OptImagePullPolicy = "image_pull_policy"
-	OptSchedulerName   = "scheduler_name"
-	OptQueue           = "queue"
-	OptContext         = "context"
+	OptNamespace       = remote.OptNamespace
+	OptServiceAccount  = remote.OptServiceAccount
+	OptPriorityClass   = remote.OptPriorityClass
+	OptImagePullPolicy = remote.OptImagePullPolicy
+	OptSchedulerName   = remote.OptSchedulerName
+	OptQueue           = remote.OptQueue
+	OptContext         = remote.OptContext
 )
 
 // Labels and annotations wick puts on what it creates.
@@ -130,17 +132,7 @@ func kubeconfig(kubeContext string) clientcmd.ClientConfig {
 func (s *Scheduler) Name() string { return Name }
 
 // RunOpts lists the kubernetes run options.
-func (s *Scheduler) RunOpts() spec.RunOpts {
-	return spec.RunOpts{
-		{Name: OptNamespace, Type: spec.OptString, Help: "namespace to run the app in (default: the current context's, as kubectl takes it)"},
-		{Name: OptServiceAccount, Type: spec.OptString, Help: "service account the pods run as (default: the namespace's default)"},
-		{Name: OptPriorityClass, Type: spec.OptString, Help: "priority class name of the pods"},
-		{Name: OptImagePullPolicy, Type: spec.OptString, Default: "IfNotPresent", Help: "when the node pulls the image: Always, IfNotPresent or Never"},
-		{Name: OptSchedulerName, Type: spec.OptString, Help: "pod scheduler to use (e.g. volcano); default: the cluster's"},
-		{Name: OptQueue, Type: spec.OptString, Help: "Kueue local queue to submit the Jobs to (label kueue.x-k8s.io/queue-name)"},
-		{Name: OptContext, Type: spec.OptString, Help: "kubeconfig context to use (default: the current context)"},
-	}
-}
+func (s *Scheduler) RunOpts() spec.RunOpts { return remote.RunOpts() }
 
 // Close does nothing: client-go's connections close with the process.
 func (s *Scheduler) Close() error { return nil }
@@ -232,9 +224,7 @@ func callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // recordDir is where the scheduler keeps each app's namespace and context.
-func (s *Scheduler) recordDir() string {
-	return filepath.Join(s.cfg.StateDir, "kubernetes", "apps")
-}
+func (s *Scheduler) recordDir() string { return remote.RecordDir(s.cfg.StateDir) }
 
 // where is an app's place: the kubeconfig context and namespace it was launched in.
 type where struct {

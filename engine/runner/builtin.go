@@ -2,7 +2,7 @@ package runner
 
 import (
 	"github.com/wick-dev/wick/engine/docker"
-	"github.com/wick-dev/wick/engine/kubernetes"
+	"github.com/wick-dev/wick/engine/kubernetes/remote"
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/slurm"
@@ -17,6 +17,6 @@ func Builtin() *sched.Registry {
 	local.Register(r)
 	docker.Register(r)
 	slurm.Register(r)
-	kubernetes.Register(r)
+	remote.Register(r)
 	return r
 }
