@@ -8,9 +8,19 @@ import (
 
 // Usage returns the component's help: a usage line, its description, one line per
 // flag with type, help, and "(required)" or its default, the varargs, and an example.
+// A file's component is named FILE:NAME in it, as `wick run` takes it.
 func (c *Component) Usage() string {
+	if c.Source != "" {
+		return c.UsageAs(c.Source + ":" + c.Name)
+	}
+	return c.UsageAs(c.Name)
+}
+
+// UsageAs is Usage with the component called name, as the user wrote it
+// (./component.py:trainer): the usage line and the example say it so.
+func (c *Component) UsageAs(name string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: wick run [RUN OPTIONS] %s [FLAGS]", c.Name)
+	fmt.Fprintf(&b, "usage: wick run [RUN OPTIONS] %s [FLAGS]", name)
 	if c.Varargs != "" {
 		fmt.Fprintf(&b, " [--] [%s...]", c.Varargs)
 	}
@@ -68,7 +78,7 @@ func (c *Component) Usage() string {
 		writeRow(&b, "  "+c.Varargs+"...", vh, width)
 	}
 	if len(c.Example) > 0 {
-		fmt.Fprintf(&b, "\nexample:\n  wick run %s %s\n", c.Name, shellJoin(c.Example))
+		fmt.Fprintf(&b, "\nexample:\n  wick run %s %s\n", name, shellJoin(c.Example))
 	}
 	return b.String()
 }

@@ -121,7 +121,12 @@ func TestPyComponentHelpAndErrors(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("--help: exit %d %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"Trains my model.", "--foo int", "number of epochs (required)", "--image string", `where it runs (default: "/tmp")`, "script_args..."} {
+	// The usage line names the component as it was typed: the file dropped from it was
+	// a command that does not run (#36).
+	if want := "usage: wick run [RUN OPTIONS] ./my_trainer.py:my_trainer [FLAGS]"; !strings.Contains(h.run("run", "./my_trainer.py:my_trainer", "-h").stdout, want) {
+		t.Errorf("./my_trainer.py:my_trainer -h lacks %q", want)
+	}
+	for _, want := range []string{"usage: wick run [RUN OPTIONS] my_trainer.py:my_trainer [FLAGS]", "Trains my model.", "--foo int", "number of epochs (required)", "--image string", `where it runs (default: "/tmp")`, "script_args..."} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("help lacks %q:\n%s", want, r.stdout)
 		}

@@ -223,7 +223,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	var compErr *runner.ComponentError
 	switch {
 	case errors.Is(err, components.ErrHelp) && errors.As(err, &compErr):
-		_, err := fmt.Fprint(a.env.Stdout, render.EscapeText(compErr.Component.Usage()))
+		_, err := fmt.Fprint(a.env.Stdout, render.EscapeText(compErr.Component.UsageAs(name)))
 		return err
 	case errors.As(err, &compErr) || isBadInput(err):
 		return usageError{err}
