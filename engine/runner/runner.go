@@ -40,6 +40,9 @@ type Runner struct {
 	// roleEnv, when set, gives env that every role of a new app gets (TorchX's
 	// tracker variables, from .torchxconfig): see SetRoleEnv.
 	roleEnv func() map[string]string
+	// appMeta, when set, is AppDef metadata every new app gets (`wick run
+	// --hang-after`'s spec.MetaHangAfter): see SetAppMetadata.
+	appMeta map[string]string
 	// sweeps holds the sweeps of StateDir: their queued apps are listed, described,
 	// waited for and cancelled here as every other app is.
 	sweeps *sweep.Store
@@ -68,6 +71,11 @@ func New(reg *sched.Registry, cfg sched.Config) *Runner {
 // the component's own, as TorchX's runner puts TORCHX_TRACKERS and
 // TORCHX_TRACKER_<NAME>_CONFIG there. Call it before the runner is used.
 func (r *Runner) SetRoleEnv(f func() map[string]string) { r.roleEnv = f }
+
+// SetAppMetadata makes DryRun put the entries of meta into every app's metadata, over
+// the component's own: settings that travel with the app to every scheduler and every
+// face that observes it (spec.MetaHangAfter). Call it before the runner is used.
+func (r *Runner) SetAppMetadata(meta map[string]string) { r.appMeta = meta }
 
 // Session is the session name put in new handles.
 func (r *Runner) Session() string { return r.cfg.Session }
@@ -126,6 +134,12 @@ func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string,
 		return nil, fmt.Errorf("%s: %w", schedName, err)
 	}
 	app = app.Clone()
+	for k, v := range r.appMeta {
+		if app.Metadata == nil {
+			app.Metadata = map[string]string{}
+		}
+		app.Metadata[k] = v
+	}
 	parent := os.Getenv(EnvParentRunID)
 	var extra map[string]string
 	if r.roleEnv != nil {

@@ -90,6 +90,9 @@ type AppStatus struct {
 	// know of, one line each: output that could not be recorded (a full disk, a
 	// process that escaped its replica and held its output open).
 	Warnings []string `json:"warnings,omitempty"`
+	// Hang is the hang alarm of a running app whose progress stopped, when the
+	// caller asked for it (engine/hang); nil otherwise. Schedulers never set it.
+	Hang *Hang `json:"hang,omitempty"`
 	// LastKnown marks a state the scheduler could not be asked for (a Slurm controller
 	// that is down): it is the last one seen, and views say so.
 	LastKnown bool `json:"last_known,omitempty"`

@@ -5,8 +5,9 @@
         --script examples/failures/hang.py -- --stuck_rank 1
 
 Nothing fails for gloo's 30 minute timeout. wick raises its hang alarm once no
-rank printed or stepped for the hang time, and wick stack HANDLE shows where each
-rank is: the sleeping rank in slow_io, the others in all_reduce.
+rank printed or stepped for the hang time (--hang-after), naming rank 1, which
+stopped at step 2 while the others logged step 3; wick stack HANDLE shows where
+each rank is: the sleeping rank in slow_io, the others in all_reduce.
 """
 
 import argparse
@@ -31,10 +32,11 @@ def main():
     rank = dist.get_rank()
     for step in range(1000):
         if rank == args.stuck_rank and step == args.stuck_step:
-            slow_io()
-        t = torch.ones(2)
+            slow_io()  # before its loss: the others log step 3, then wait for it
+        loss = 1.0 / (step + 1)
+        print(f"step {step} loss {loss:.4f}", flush=True)
+        t = torch.ones(2)  # the gradients' all_reduce
         dist.all_reduce(t)
-        print(f"step {step} loss {1.0 / (step + 1):.4f}", flush=True)
         time.sleep(0.2)
 
 

@@ -162,6 +162,7 @@ func TestJSONDocMatchesOutput(t *testing.T) {
 	elsewhere := map[string]string{
 		"warnings":     "Slurm's controller unreachable, last known states (TestSlurmControllerDown)",
 		"foreign":      "local_docker apps of another WICK_HOME (list --all)",
+		"hang":         "a running app without progress for its hang time (TestHangAlarm)",
 		"container_id": "local_docker",
 		"group_rank":   "a torchrun node (dist.ddp)",
 		"attempts":     "a retried replica (max_retries)",

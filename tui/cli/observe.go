@@ -55,11 +55,13 @@ Exits 1 with "no such app" when HANDLE names no app.`,
 			if err != nil {
 				return err
 			}
-			st, err := a.runner().Status(a.ctx, h)
+			d, err := a.runner().Describe(a.ctx, h)
 			if err != nil {
 				return err
 			}
+			st := &d.Status
 			a.attachUsage(h, st)
+			a.attachHang(h, d)
 			if len(roles) > 0 {
 				st.Roles = filterRoles(st.Roles, roles)
 			}
@@ -126,6 +128,7 @@ Exits 1 with "no such app" when HANDLE names no app.`,
 				return err
 			}
 			a.attachUsage(h, &d.Status)
+			a.attachHang(h, d)
 			alarms, notes, namer := a.metricAlarms(h, d)
 			if asJSON {
 				var v any = struct {
@@ -209,6 +212,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 				}
 			}
 			apps = kept
+			a.attachHangs(apps)
 			var sw *sweep.Sweep
 			if sweepID != "" {
 				if apps, sw, err = a.filterSweep(apps, sweepID); err != nil {

@@ -43,6 +43,7 @@ type runFlags struct {
 	// sets TORCHX_PARENT_RUN_ID in every role; --stdin is refused.
 	wait, log, teeLogs, stdin bool
 	parentRunID               string
+	hangAfter                 string
 	sweep                     sweepFlags
 	// schedulerFrom is "PATH:LINE" of [cli:run] scheduler when the scheduler is
 	// .torchxconfig's (runDefaults).
@@ -118,6 +119,7 @@ is not supported (give the component and its arguments on the command line).`,
 	fl.BoolVar(&f.wait, "wait", false, "wait for the app to end (the default; TorchX's flag)")
 	fl.BoolVar(&f.log, "log", false, "stream the logs while waiting (the default; TorchX's flag)")
 	fl.BoolVar(&f.teeLogs, "tee_logs", false, "prefix each log line with its replica (always done; TorchX's flag)")
+	fl.StringVar(&f.hangAfter, "hang-after", "", "raise the hang alarm after this long without output or a new step (90s, 5m; off; default: 5m or 10x the median step time)")
 	fl.StringVar(&f.parentRunID, "parent_run_id", "", "set TORCHX_PARENT_RUN_ID in every role (experiment tracking, as TorchX)")
 	fl.BoolVar(&f.stdin, "stdin", false, "TorchX's JSON arguments on stdin: not supported")
 	addSweepFlags(fl, &f.sweep)
@@ -209,6 +211,9 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if err := checkConfScheduler(r, conf, f.scheduler, f.schedulerFrom); err != nil {
 		return err
 	}
+	if err := setHangAfter(r, f.hangAfter); err != nil {
+		return err
+	}
 	a.warnComponentSections(conf)
 	cfg, err := runCfg(r, conf, f.scheduler, f.cfg, a.warn)
 	if err != nil {
@@ -298,6 +303,9 @@ func runDefaults(conf *config.Config, f *runFlags, argv []string) (string, []str
 	if f.workspace == "" {
 		f.workspace = cliRun["workspace"]
 	}
+	if f.hangAfter == "" {
+		f.hangAfter = cliRun["hang_after"]
+	}
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
@@ -308,6 +316,21 @@ func runDefaults(conf *config.Config, f *runFlags, argv []string) (string, []str
 		return name, argv, nil
 	}
 	return "", nil, usagef("missing component name (wick builtins lists them; or set component in [cli:run] of .torchxconfig)")
+}
+
+// setHangAfter makes every app r launches carry its hang time (--hang-after, or
+// [cli:run] hang_after): "0" for off, a duration, nothing for the default.
+func setHangAfter(r *runner.Runner, v string) error {
+	d, err := spec.ParseHangAfter(v)
+	switch {
+	case err != nil:
+		return usagef("--hang-after: %v", err)
+	case d < 0:
+		r.SetAppMetadata(map[string]string{spec.MetaHangAfter: "0"})
+	case d > 0:
+		r.SetAppMetadata(map[string]string{spec.MetaHangAfter: d.String()})
+	}
+	return nil
 }
 
 // checkConfScheduler fails a scheduler that .torchxconfig's [cli:run] gave (from is

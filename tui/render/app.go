@@ -126,9 +126,12 @@ func AppList(w io.Writer, apps []spec.AppStatus, now time.Time, st Styler, width
 	return err
 }
 
-// AppError is the one line of a failed app's error (its root cause), "" for an app
-// that did not fail.
+// AppError is the one line of a failed app's error (its root cause), or of a running
+// app's hang alarm (spec.Hang), "" for an app with neither.
 func AppError(a *spec.AppStatus, st Styler) string {
+	if a.Hang != nil && a.State == spec.Running {
+		return st.Error(Escape(a.Hang.Message(time.Now())))
+	}
 	if a.State != spec.Failed {
 		return ""
 	}
@@ -217,6 +220,9 @@ func status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler, width int)
 		if at := ranks.Where(a.StructuredError); at != "" {
 			kv("at", Escape(at))
 		}
+	}
+	if a.Hang != nil {
+		kv("alarm", st.Error(Escape(a.Hang.Message(now))))
 	}
 	for _, warn := range a.Warnings {
 		kv("warning", st.Error(Escape(warn)))

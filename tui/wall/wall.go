@@ -106,10 +106,12 @@ type Model struct {
 	h    spec.Handle
 	opts Options
 
-	panes  []*pane
-	srcs   []replica // the replicas read, whose lines go to the panes
-	ranks  *ranks.Tracker
-	focus  int
+	panes []*pane
+	srcs  []replica // the replicas read, whose lines go to the panes
+	ranks *ranks.Tracker
+	focus int
+	// hangAt is when the wall last checked the app for a hang (hang.go).
+	hangAt time.Time
 	zoom   bool
 	merged bool
 	mview  *scroller
@@ -183,6 +185,8 @@ type describedMsg struct {
 	err  error
 	// first is set for the description that lays out the panes.
 	first bool
+	// hang is set when the description was checked for a hang (hangCheck).
+	hang bool
 }
 
 // describeTimeout bounds one Describe: a Docker Engine or a state file that does not
@@ -192,11 +196,15 @@ const describeTimeout = 10 * time.Second
 func (m *Model) describe(first bool) tea.Cmd {
 	id, b, parent, h := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.h
 	m.polling = true
+	checkHang := m.hangCheck()
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, describeTimeout)
 		defer cancel()
 		d, err := b.Describe(ctx, h)
-		return describedMsg{ViewID: id, desc: d, err: err, first: first}
+		if err == nil && checkHang {
+			attachHang(ctx, b, h, d)
+		}
+		return describedMsg{ViewID: id, desc: d, err: err, first: first, hang: checkHang}
 	}
 }
 
@@ -327,6 +335,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 				m.err = msg.err
 			}
 			return nil
+		}
+		if !msg.hang {
+			msg.desc.Status.Hang = m.status.Hang // until the next check
 		}
 		m.applyStatus(msg.desc)
 		if msg.first {
@@ -577,6 +588,9 @@ func (m *Model) focusFailure() {
 // appError is the app's error as the header and the summary say it: the first line of
 // its first failure's message, as `wick status` shows it; "" without one.
 func (m *Model) appError() string {
+	if e := m.hangError(); e != "" {
+		return e
+	}
 	if m.status.State != spec.Failed || m.status.StructuredError == "" {
 		return ""
 	}

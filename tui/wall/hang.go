@@ -1,0 +1,41 @@
+package wall
+
+import (
+	"context"
+	"time"
+
+	"github.com/wick-dev/wick/engine/hang"
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/render"
+)
+
+// hangEvery is how often the wall checks a running app for its hang alarm
+// (engine/hang reads the last lines of every replica): the alarm's time is minutes by
+// default and seconds at the least, and the wall's Describe comes every tick.
+const hangEvery = 3 * time.Second
+
+// hangCheck reports whether the next Describe also checks for a hang, and notes it.
+func (m *Model) hangCheck() bool {
+	now := time.Now()
+	if now.Sub(m.hangAt) < hangEvery {
+		return false
+	}
+	m.hangAt = now
+	return true
+}
+
+// attachHang sets d's hang alarm, best effort (off the UI loop).
+func attachHang(ctx context.Context, b hang.Lines, h spec.Handle, d *sched.Description) {
+	if d != nil {
+		_ = hang.Attach(ctx, b, h, d, time.Now())
+	}
+}
+
+// hangError is the header's word of a running app's hang alarm, "" without one.
+func (m *Model) hangError() string {
+	if m.status.Hang == nil || m.status.State != spec.Running {
+		return ""
+	}
+	return render.Escape(m.status.Hang.Message(time.Now()))
+}
