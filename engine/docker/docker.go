@@ -15,7 +15,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/go-connections/sockets"
 	"github.com/moby/moby/client"
 
 	"github.com/wick-dev/wick/engine/sched"
@@ -89,7 +89,8 @@ type Scheduler struct {
 
 	mu     sync.Mutex // guards cli, ep, pinged and lastList
 	cli    *client.Client
-	ep     endpoint // the Engine cli talks to
+	tr     *http.Transport // cli's
+	ep     endpoint        // the Engine cli talks to
 	pinged bool
 	// lastList is the last listing that answered, this home's (false) and every
 	// home's (true): what a listing shows while the Engine does not answer.
@@ -144,7 +145,10 @@ func (s *Scheduler) Close() error {
 		return nil
 	}
 	err := s.cli.Close()
-	s.cli, s.pinged = nil, false
+	if s.tr != nil {
+		s.tr.CloseIdleConnections() // the SDK's Close does not see a transport it did not make
+	}
+	s.cli, s.tr, s.pinged = nil, nil, false
 	return err
 }
 
@@ -157,11 +161,11 @@ func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		cli, err := newClient(ep)
+		cli, tr, err := newClient(ep)
 		if err != nil {
 			return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, ep.where(), err)
 		}
-		s.cli, s.ep = cli, ep
+		s.cli, s.tr, s.ep = cli, tr, ep
 	}
 	if !s.pinged {
 		if _, err := s.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
@@ -174,24 +178,42 @@ func (s *Scheduler) engine(ctx context.Context) (*client.Client, error) {
 
 // newClient makes an SDK client of the Engine at ep that negotiates the API version
 // (DOCKER_API_VERSION fixes it, as for the docker CLI). Its transport reads in large
-// buffers (log streams come as one small chunk per line) and keeps a connection per
-// concurrent call.
-func newClient(ep endpoint) (*client.Client, error) {
-	hc := &http.Client{
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ReadBufferSize:      64 << 10,
-			MaxIdleConns:        maxParallel,
-			MaxIdleConnsPerHost: maxParallel,
-			IdleConnTimeout:     30 * time.Second,
-			TLSClientConfig:     ep.TLS,
-			// No HTTP/2 (the Engine speaks HTTP/1.1). Left on, the client would find
-			// the TLS config HTTP/2 sets up and take the Engine for a TLS one.
-			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-		},
-		CheckRedirect: client.CheckRedirect,
+// buffers (log streams come as one small chunk per line), keeps a connection per
+// concurrent call, and bounds what it reads of each answer that is not a stream
+// (boundedTransport).
+func newClient(ep endpoint) (*client.Client, *http.Transport, error) {
+	return newClientBounded(ep, maxListAnswer, maxObjectAnswer)
+}
+
+// newClientBounded is newClient with the bounds of a listing and of another answer.
+func newClientBounded(ep endpoint, list, object int64) (*client.Client, *http.Transport, error) {
+	hostURL, err := client.ParseHostURL(ep.Host)
+	if err != nil {
+		return nil, nil, err
 	}
-	return client.New(client.WithHTTPClient(hc), client.WithHost(ep.Host), client.WithAPIVersionFromEnv())
+	tr := &http.Transport{
+		ReadBufferSize:      64 << 10,
+		MaxIdleConns:        maxParallel,
+		MaxIdleConnsPerHost: maxParallel,
+		IdleConnTimeout:     30 * time.Second,
+		TLSClientConfig:     ep.TLS,
+		// No HTTP/2 (the Engine speaks HTTP/1.1).
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	// What the SDK's WithHost does to its own transport: a Unix socket's dialer, or
+	// TCP's with the proxy of the environment.
+	if err := sockets.ConfigureTransport(tr, hostURL.Scheme, hostURL.Host); err != nil {
+		return nil, nil, err
+	}
+	hc := &http.Client{Transport: &boundedTransport{base: tr, list: list, object: object}, CheckRedirect: client.CheckRedirect}
+	scheme := "http"
+	if ep.TLS != nil {
+		scheme = "https" // the SDK finds TLS on an *http.Transport only
+	}
+	// WithHost before WithHTTPClient: it configures the SDK's default transport
+	// (which is then replaced), and sets the host the requests name.
+	cli, err := client.New(client.WithHost(ep.Host), client.WithHTTPClient(hc), client.WithScheme(scheme), client.WithAPIVersionFromEnv())
+	return cli, tr, err
 }
 
 // ErrEngineSlow is wrapped when the Engine did not answer a call in time: the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -153,6 +154,35 @@ type recordingProxy struct {
 	paths []string
 	// stall, when set, holds every request until the client gives up.
 	stall bool
+	// inflate, when set, says how many spaces to put after the first byte of the
+	// answer to a request (its method and path without the API version): valid JSON
+	// that a decoder must read through.
+	inflate func(method, path string) int64
+}
+
+// setInflate sets the proxy's inflate.
+func (p *recordingProxy) setInflate(f func(method, path string) int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflate = f
+}
+
+// inflated is the answer's body with n spaces after its first byte.
+func inflated(body io.ReadCloser, n int64) io.ReadCloser {
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(io.LimitReader(body, 1), io.LimitReader(spaces{}, n), body), body}
+}
+
+// spaces reads as endless spaces.
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }
 
 // reset forgets the requests recorded so far.
@@ -202,7 +232,20 @@ func newRecordingProxy(t *testing.T) *recordingProxy {
 	}}
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker"
-	}, Transport: tr}
+	}, Transport: tr, ModifyResponse: func(resp *http.Response) error {
+		p.mu.Lock()
+		f := p.inflate
+		p.mu.Unlock()
+		if f == nil || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		if n := f(resp.Request.Method, apiPath(resp.Request.URL.Path)); n > 0 {
+			resp.Body = inflated(resp.Body, n)
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
+		}
+		return nil
+	}}
 	l, err := net.Listen("unix", p.sock)
 	if err != nil {
 		t.Fatal(err)
@@ -210,11 +253,7 @@ func newRecordingProxy(t *testing.T) *recordingProxy {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.n++
-		path := r.URL.Path
-		if v, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && strings.HasPrefix(v, "v1.") {
-			path = "/" + rest
-		}
-		p.paths = append(p.paths, r.Method+" "+path)
+		p.paths = append(p.paths, r.Method+" "+apiPath(r.URL.Path))
 		stall := p.stall
 		p.mu.Unlock()
 		if stall {

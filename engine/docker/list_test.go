@@ -24,11 +24,11 @@ func proxied(t *testing.T, p *recordingProxy, stateDir string) *Scheduler {
 	s := s0.(*Scheduler)
 	t.Cleanup(func() { s.Close() })
 	ep := endpoint{Host: "unix://" + p.sock, From: "the test's proxy"}
-	cli, err := newClient(ep)
+	cli, tr, err := newClient(ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cli, s.ep = cli, ep
+	s.cli, s.tr, s.ep = cli, tr, ep
 	return s
 }
 

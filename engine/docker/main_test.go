@@ -64,7 +64,7 @@ func testMain(m *testing.M) int {
 	ep, err := resolveEndpoint(os.Getenv)
 	var cli *client.Client
 	if err == nil {
-		cli, err = newClient(ep)
+		cli, _, err = newClient(ep)
 	}
 	if err == nil {
 		pctx, pcancel := context.WithTimeout(ctx, testkit.Scale(5*time.Second))

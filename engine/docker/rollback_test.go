@@ -172,11 +172,11 @@ func newFaultyEngine(t *testing.T) *faultyEngine {
 func (f *faultyEngine) scheduler(t *testing.T) *Scheduler {
 	s := newScheduler(t)
 	ep := endpoint{Host: "unix://" + f.sock, From: "the test's proxy"}
-	cli, err := newClient(ep)
+	cli, tr, err := newClient(ep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cli, s.ep = cli, ep
+	s.cli, s.tr, s.ep = cli, tr, ep
 	return s
 }
 
