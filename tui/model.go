@@ -149,6 +149,9 @@ func NewModel(opts Options) (*Model, error) {
 	m.home = apps.New(c)
 	m.home.Restore(m.wall.StateDir)
 	m.stack = []common.View{m.home}
+	if opts.Sweep != "" {
+		m.home.ShowSweep(opts.Sweep)
+	}
 	if opts.Logs != "" {
 		h, err := spec.ParseHandle(opts.Logs)
 		if err != nil {

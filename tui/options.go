@@ -32,6 +32,9 @@ type Options struct {
 	SettingsPath string
 	// Logs, when set, opens the UI on the logs of this app handle (--logs).
 	Logs string
+	// Sweep, when set, opens the UI on the app list with this sweep unfolded and
+	// selected (--logs with a sweep id).
+	Sweep string
 	// RingLines is how many lines the log wall keeps in memory per replica; 0 means
 	// wall.DefaultRingLines. Older lines are read back from the logs when scrolled to.
 	RingLines int

@@ -161,6 +161,16 @@ const (
 // memberMark starts the name of an app shown under its sweep's row.
 const memberMark = "  "
 
+// ShowSweep unfolds the sweep id and puts the cursor on its row as soon as a listing
+// holds it (wick ui --logs SWEEP): its apps in view, l away from their logs.
+func (m *Model) ShowSweep(id string) {
+	if m.unfolded == nil {
+		m.unfolded = map[string]bool{}
+	}
+	m.unfolded[id] = true
+	m.pending = groupKey(id)
+}
+
 // toggleFold folds or unfolds the sweep of g.
 func (m *Model) toggleFold(g *group) {
 	if m.unfolded == nil {

@@ -61,6 +61,14 @@ func (a *app) uiCmd() *cobra.Command {
 launch, browse apps, and watch logs. q quits; running apps keep running.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			sweepID := ""
+			if _, _, ok, err := a.sweepOf(o.Logs); ok || err != nil {
+				// A sweep: the app list with the sweep's apps unfolded, l opens one's.
+				if err != nil {
+					return err
+				}
+				sweepID, o.Logs = trimSlash(o.Logs), ""
+			}
 			if o.Logs != "" {
 				// An app id or a prefix of one, as every verb takes.
 				h, err := a.resolveHandle(o.Logs)
@@ -126,13 +134,14 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 				Workspace:        conf.CLIRun()["workspace"],
 				Theme:            o.Theme,
 				Logs:             o.Logs,
+				Sweep:            sweepID,
 				RingLines:        o.RingLines,
 				Getenv:           a.env.Getenv,
 				Messages:         a.env.Stderr,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle, an app id or a unique prefix of one)")
+	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle, an app id or a unique prefix of one; a sweep id opens the list on its apps)")
 	_ = cmd.RegisterFlagCompletionFunc("logs", a.completeHandles)
 	cmd.Flags().StringVar(&o.Theme, "theme", "", "theme: dark, light, high-contrast, or a user theme name")
 	cmd.Flags().IntVar(&o.RingLines, "ring", 100_000, "log lines kept in memory per replica (older ones are read back from disk)")

@@ -56,6 +56,7 @@ IDENTIFIER is SCHEDULER://SESSION/APP_ID[/ROLE[/IDS]], e.g.
   local_cwd://wick/train-kf2vb0x9qwm3              every replica of every role
   local_cwd://wick/train-kf2vb0x9qwm3/trainer      every replica of one role
   local_cwd://wick/train-kf2vb0x9qwm3/trainer/0,2  replicas 0 and 2
+  sweep-fn3lj1lt                                   each app of a sweep in turn (not -f)
 
 --since and --until take a time (RFC 3339, e.g. 2026-11-21T13:05:00Z, or 15:04:05 today)
 or a duration back from now (e.g. 10m). A window that cannot hold a line (a negative
@@ -73,7 +74,15 @@ control characters show as U+FFFD; --raw, or a pipe, gives the bytes as stored.
 --rank N prints what global rank N of a torchrun role (dist.ddp run with --tee 1 or 3)
 wrote, from torchrun's "[local_rank]:" prefixes; the node's own lines are left out.`,
 		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, argv []string) error { return a.runLog(argv[0], f) },
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			if sw, apps, ok, err := a.sweepOf(argv[0]); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return a.sweepLog(sw, apps, f)
+			}
+			return a.runLog(argv[0], f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.regex, "regex", "", "print only lines matching this regular expression")

@@ -48,9 +48,16 @@ func (a *app) statusCmd() *cobra.Command {
 restarts, pid or container, start time, duration and error.
 
 ` + handleHelp + `
-Exits 1 with "no such app" when HANDLE names no app.`,
+A sweep id (sweep-...) shows the sweep's apps, one row each, as wick list --sweep does.
+Exits 2 with "no such app" when HANDLE names no app.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if sw, apps, ok, err := a.sweepOf(argv[0]); ok || err != nil {
+				if err != nil {
+					return err
+				}
+				return a.sweepStatus(sw, apps, asJSON)
+			}
 			h, err := a.resolveHandle(argv[0])
 			if err != nil {
 				return err
@@ -116,7 +123,7 @@ log paths, the AppDef it was launched with, its run options and any metric alarm
 Env values whose names look secret are masked unless --show-secrets.
 
 ` + handleHelp + `
-Exits 1 with "no such app" when HANDLE names no app.`,
+Exits 2 with "no such app" when HANDLE names no app.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			h, err := a.resolveHandle(argv[0])

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// TestSweepIDWhereOneAppIsTaken: a sweep id, which cancel, delete and list --sweep
+// take, was "no such app" to status, log and ui --logs. status shows its apps as list
+// --sweep does; log prints each app's lines under its handle (-f and --json, which
+// cannot tell apps apart, name the apps to pick from); ui --logs opens the app list
+// with the sweep unfolded and selected.
+func TestSweepIDWhereOneAppIsTaken(t *testing.T) {
+	h := newHarness(t)
+	r := h.exec("run", "--detach", "--sweep", "msg=first,second", "utils.echo")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	cancelAtEnd(t, h, id)
+	var apps []spec.AppStatus
+	testkit.Wait(t, 30*time.Second, "both apps succeeded", func() (bool, string) {
+		apps = sweepRows(t, h, id)
+		return states(apps) == "SUCCEEDED SUCCEEDED", states(apps)
+	})
+
+	r = h.exec("status", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "sweep "+id) || !strings.Contains(r.stdout, "MSG") ||
+		!strings.Contains(r.stdout, apps[0].Handle) || !strings.Contains(r.stdout, apps[1].Handle) {
+		t.Errorf("status %s: exit %d\n%s%s", id, r.code, r.stdout, r.stderr)
+	}
+	r = h.exec("status", "--json", id)
+	var got []spec.AppStatus
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != 2 {
+		t.Errorf("status --json %s: %v %q", id, err, r.stdout)
+	}
+
+	r = h.exec("log", id)
+	want := "==> " + apps[0].Handle + " <==\necho/0 first\n\n==> " + apps[1].Handle + " <==\necho/0 second\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("log %s: exit %d\n%q\nwant\n%q\n%s", id, r.code, r.stdout, want, r.stderr)
+	}
+	for _, flag := range []string{"-f", "--json"} {
+		r = h.exec("log", flag, id)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, id+" is a sweep") {
+			t.Errorf("log %s %s: exit %d %s", flag, id, r.code, r.stderr)
+		}
+	}
+	if r := h.exec("log", "-f", id); !strings.Contains(r.stderr, appID(apps[1].Handle)) {
+		t.Errorf("log -f of a sweep does not name its apps: %s", r.stderr)
+	}
+
+	testkit.NeedTmux(t)
+	term := startLiveTerm(t, h, "ui --logs "+id)
+	term.WaitFor(testkit.Scale(20*time.Second), "▸ - "+id, "  "+appID(apps[0].Handle)[:9], apps[1].Handle)
+}
