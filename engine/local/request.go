@@ -53,6 +53,10 @@ type Request struct {
 	// Warnings are things the user should know before launching (GPUs that cannot be
 	// assigned).
 	Warnings []string `json:"warnings,omitempty"`
+	// Devices are the GPUs handed to the replicas (a sweep's pool, or those
+	// auto_set_cuda_visible_devices chose), leased to the app machine-wide at launch
+	// until it ends (devlease.go).
+	Devices []string `json:"devices,omitempty"`
 }
 
 // RoleRequest is one role's replicas and retry rules.
@@ -143,10 +147,11 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		StateDir:    stateDir,
 		StopTimeout: stop,
 	}
-	gpus, warn, err := assignGPUs(ctx, app, cfg.Bool(OptAutoCuda), sub.Devices)
+	gpus, devs, warn, err := s.assignGPUs(ctx, sub.AppID, app, cfg.Bool(OptAutoCuda), sub.Devices)
 	if err != nil {
 		return nil, err
 	}
+	req.Devices = devs
 	if warn != "" {
 		req.Warnings = append(req.Warnings, warn)
 	}
@@ -332,18 +337,25 @@ func checkLogDir(appLogDir, appDir string) error {
 }
 
 // assignGPUs decides each replica's CUDA_VISIBLE_DEVICES; it returns role -> replica
-// -> value, and a warning. An app given its pool (sched.Submission.Devices: a sweep's
-// queue chose them) hands it out whatever the option says, every replica its own
-// slice (gpus.Replicas), and it is an error when the pool is too small. Otherwise,
+// -> value, the devices handed out (leased to the app at launch), and a warning. An
+// app given its pool (sched.Submission.Devices: a sweep's queue chose them) hands it
+// out whatever the option says, every replica its own slice (gpus.Replicas), and it
+// is an error when the pool is too small, or when another running app of this
+// machine holds one of its devices (a *gpus.BusyError: the queue waits). Otherwise,
 // with auto_set_cuda_visible_devices on, it does as TorchX does over this machine's
 // pool (gpus.Pool: the entries of the launcher's CUDA_VISIBLE_DEVICES, else the GPUs
-// nvidia-smi lists): consecutive ranges of resource.gpu devices per replica of the
-// roles that ask for GPUs, roles and replicas in order, when there are enough.
-func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool, given []string) (map[string][]string, string, error) {
+// nvidia-smi lists) less the devices running apps hold: consecutive ranges of
+// resource.gpu devices per replica of the roles that ask for GPUs, roles and
+// replicas in order. Too few devices on the machine is a warning, as in TorchX; too
+// few free ones an error naming who holds them.
+func (s *Scheduler) assignGPUs(ctx context.Context, appID string, app *spec.AppDef, auto bool, given []string) (map[string][]string, []string, string, error) {
 	if len(given) > 0 {
 		parts, err := gpus.Replicas(app, given)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: %w", spec.ErrInvalidRunOpt, err)
+			return nil, nil, "", fmt.Errorf("%w: %w", spec.ErrInvalidRunOpt, err)
+		}
+		if err := s.leases().Busy(appID, given); err != nil {
+			return nil, nil, "", err
 		}
 		out := make(map[string][]string, len(parts))
 		for role, reps := range parts {
@@ -351,7 +363,7 @@ func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool, given []string
 				out[role] = append(out[role], strings.Join(devs, ","))
 			}
 		}
-		return out, "", nil
+		return out, given, "", nil
 	}
 	want := 0
 	var need []int
@@ -364,17 +376,23 @@ func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool, given []string
 		}
 	}
 	if want == 0 {
-		return nil, "", nil
+		return nil, nil, "", nil
 	}
 	if !auto {
-		return nil, fmt.Sprintf("the app asks for %d GPUs but %s is off: replicas may share GPUs (-cfg %s=true gives each its own)", want, OptAutoCuda, OptAutoCuda), nil
+		return nil, nil, fmt.Sprintf("the app asks for %d GPUs but %s is off: replicas may share GPUs (-cfg %s=true gives each its own)", want, OptAutoCuda, OptAutoCuda), nil
 	}
 	pool := gpus.Pool(ctx)
-	parts, ok := gpus.Split(pool, need)
+	if _, ok := gpus.Split(pool, need); !ok {
+		return nil, nil, fmt.Sprintf("the app asks for %d GPUs but %d were found (%s, else nvidia-smi): CUDA_VISIBLE_DEVICES is not set", want, len(pool), gpus.EnvVisible), nil
+	}
+	free := s.leases().Free(pool)
+	parts, ok := gpus.Split(free, need)
 	if !ok {
-		return nil, fmt.Sprintf("the app asks for %d GPUs but %d were found (%s, else nvidia-smi): CUDA_VISIBLE_DEVICES is not set", want, len(pool), gpus.EnvVisible), nil
+		return nil, nil, "", fmt.Errorf("the app asks for %d GPUs and %d of this machine's %d are free (%s=true gives each replica its own; wait for those apps to end): %w",
+			want, len(free), len(pool), OptAutoCuda, s.leases().Busy(appID, pool))
 	}
 	out := map[string][]string{}
+	var devs []string
 	i := 0
 	for _, r := range app.Roles {
 		if r.Resource.GPU <= 0 {
@@ -382,10 +400,11 @@ func assignGPUs(ctx context.Context, app *spec.AppDef, auto bool, given []string
 		}
 		for range r.NumReplicas {
 			out[r.Name] = append(out[r.Name], strings.Join(parts[i], ","))
+			devs = append(devs, parts[i]...)
 			i++
 		}
 	}
-	return out, "", nil
+	return out, devs, "", nil
 }
 
 // cutShort says whether the app's log directory is what a launch of it killed before

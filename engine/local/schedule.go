@@ -104,6 +104,11 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := s.reservePorts(req); err != nil {
 		return err
 	}
+	// Its GPUs, under the leases' lock: a device another app took since the plan
+	// fails the launch (a sweep's queue waits and tries others).
+	if err := s.leases().Take(req.AppID, req.Devices); err != nil {
+		return err
+	}
 	progress.Report("starting %s", spec.Count(req.replicas(), "replica"))
 	started = true
 	return s.startSupervisor(ctx, appDir, self, st)

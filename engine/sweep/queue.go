@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -118,6 +119,11 @@ type run struct {
 	// back-off of the next refusal.
 	heldUntil time.Time
 	held      time.Duration
+	// outside are devices of the pool that apps of this machine outside the sweep
+	// hold (a plain run's lease: gpus.ErrBusy), kept from the sweep's apps until
+	// outsideUntil or until an app of the sweep ends, then tried again.
+	outside      []string
+	outsideUntil time.Time
 }
 
 // Run launches the sweep's queued apps, at most MaxParallel at once and each with
@@ -179,7 +185,11 @@ func (q *Queue) Run(ctx context.Context) error {
 			delete(r.running, end.handle)
 			r.logf("%s ended %s", end.handle, end.state)
 			r.heldUntil = time.Time{} // a slot freed: a refused app may fit now
+			r.retryOutside()
 		case <-tick.C:
+			if !time.Now().Before(r.outsideUntil) {
+				r.retryOutside()
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -405,6 +415,13 @@ func (r *run) fill(ctx context.Context) error {
 		if why, ok := LimitRefusal(lerr); ok {
 			return r.refused(e, why)
 		}
+		var busy *gpus.BusyError
+		if errors.As(lerr, &busy) {
+			if err := r.busyElsewhere(e, busy); err != nil {
+				return err
+			}
+			continue // other devices of the pool may be free
+		}
 		r.held = 0
 		cancelIt, err := r.launched(e, h, lerr)
 		if err != nil {
@@ -450,6 +467,38 @@ func (r *run) refused(e *Entry, why string) error {
 		}
 		return nil
 	})
+}
+
+// outsideWait is how long devices that apps outside the sweep hold are kept from its
+// apps before they are tried again (an app of the sweep ending tries them at once).
+const outsideWait = 5 * time.Second
+
+// busyElsewhere puts e back in the queue, first in line, after its launch found some
+// of its devices leased to an app outside the sweep (a plain wick run): those devices
+// are kept from the sweep's apps for a while, and e is launched on others, or waits.
+func (r *run) busyElsewhere(e *Entry, busy *gpus.BusyError) error {
+	r.devs.Free(e.Devices)
+	r.devs.Hold(busy.Devices)
+	r.outside = append(r.outside, busy.Devices...)
+	r.outsideUntil = time.Now().Add(outsideWait)
+	wait := "waiting for GPUs: " + oneLine(busy.Error())
+	r.logf("launch %s: %s", e.Handle, wait)
+	return r.q.Store.Change(r.q.ID, func(s *Sweep, edit func(int) *Entry) error {
+		if i := s.index(e.Handle); i >= 0 {
+			cur := edit(i)
+			if cur.State == Launching {
+				cur.State, cur.Devices, cur.LaunchStarted, cur.Wait = Queued, nil, time.Time{}, wait
+			}
+		}
+		return nil
+	})
+}
+
+// retryOutside gives the devices held outside the sweep back to the pool, to be tried
+// again.
+func (r *run) retryOutside() {
+	r.devs.Free(r.outside)
+	r.outside = nil
 }
 
 // launched records how the launch of e went (h: the handle its scheduler gave it);

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/internal/testkit"
 )
@@ -215,6 +216,80 @@ func TestSweepResumeKeepsTheLaunchEnvironment(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(out, e.Name()))
 		if got := strings.TrimSpace(string(b)); got != "launch" {
 			t.Errorf("%s saw %q, want the launching environment's (launch, no GPU)", e.Name(), got)
+		}
+	}
+}
+
+// TestPlainRunAndSweepShareNoGPU runs, on a machine of two GPUs (nvidia-smi answering
+// as NVIDIA documents it), a plain `wick run` with auto_set_cuda_visible_devices that
+// holds a GPU, then a sweep of two apps of one GPU each: the sweep's first app runs
+// on the GPU the plain run does not hold, its second waits (the queue's log says for
+// which GPU and which app) until the plain run has ended. No two replicas that ran at
+// the same time saw the same device.
+func TestPlainRunAndSweepShareNoGPU(t *testing.T) {
+	h := newHarness(t)
+	h.cmdEnv = append(h.cmdEnv, "PATH="+fakeSMI(t, 2)+":"+os.Getenv("PATH"))
+	out, gate := filepath.Join(h.work, "runs"), filepath.Join(h.work, "gate")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(h.work, "hold.sh")
+	os.WriteFile(script, []byte(`#!/bin/sh
+s=$(date +%s%N)
+while [ ! -e "`+gate+`" ]; do sleep 0.05; done
+echo "$WICK_APP_ID/$WICK_REPLICA_ID ${CUDA_VISIBLE_DEVICES-unset} $s $(date +%s%N)" > "`+out+`/$WICK_APP_ID-$WICK_REPLICA_ID"
+`), 0o755)
+	plain := h.exec("run", "--detach", "-cfg", "auto_set_cuda_visible_devices=true", "utils.sh", "--gpu", "1", "--", script)
+	if plain.code != 0 {
+		t.Fatalf("plain run: exit %d: %s", plain.code, plain.stderr)
+	}
+	plainH := strings.TrimSpace(plain.stdout)
+	h.waitState(plainH, spec.Running)
+	r := h.exec("run", "--detach", "--sweep", "x=a,b", "utils.sh", "--gpu", "1", "--", script)
+	if r.code != 0 {
+		t.Fatalf("sweep: exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	dir, err := sweep.NewStore(h.home).Dir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainID := plainH[strings.LastIndex(plainH, "/")+1:]
+	testkit.Wait(t, 20*time.Second, "the queue says the second app waits for GPU 0", func() (bool, string) {
+		log, _ := os.ReadFile(filepath.Join(dir, sweep.QueueLog))
+		return strings.Contains(string(log), "waiting for GPUs: devices in use: GPU 0 (app "+plainID+")"), string(log)
+	})
+	if list := h.exec("list", "--sweep", id); strings.Count(list.stdout, "RUNNING") != 1 || strings.Count(list.stdout, "QUEUED") != 1 {
+		t.Errorf("while the plain run holds GPU 0, want one app of the sweep running and one queued:\n%s", list.stdout)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	testkit.Wait(t, 30*time.Second, "three replicas ran", func() (bool, string) {
+		ents, _ := os.ReadDir(out)
+		return len(ents) == 3, fmt.Sprint(len(ents))
+	})
+	var runs []replicaRun
+	ents, _ := os.ReadDir(out)
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(out, e.Name()))
+		f := strings.Fields(string(b))
+		if len(f) != 4 {
+			t.Fatalf("%s: %q", e.Name(), b)
+		}
+		start, _ := strconv.ParseInt(f[2], 10, 64)
+		end, _ := strconv.ParseInt(f[3], 10, 64)
+		runs = append(runs, replicaRun{who: f[0], devs: strings.Split(f[1], ","), start: start, end: end})
+	}
+	for i, a := range runs {
+		if len(a.devs) != 1 || (a.devs[0] != "0" && a.devs[0] != "1") {
+			t.Errorf("%s saw %q: want one GPU of 0,1", a.who, a.devs)
+		}
+		if strings.HasPrefix(a.who, plainID) && a.devs[0] != "0" {
+			t.Errorf("the plain run saw %q, want 0 (the first free GPU)", a.devs)
+		}
+		for _, b := range runs[i+1:] {
+			if a.start < b.end && b.start < a.end && slices.Equal(a.devs, b.devs) {
+				t.Errorf("%s and %s ran at once on %q", a.who, b.who, a.devs)
+			}
 		}
 	}
 }
