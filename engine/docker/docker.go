@@ -15,6 +15,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -200,9 +201,20 @@ func newClientBounded(ep endpoint, list, object int64) (*client.Client, *http.Tr
 		// No HTTP/2 (the Engine speaks HTTP/1.1).
 		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	// What the SDK's WithHost does to its own transport: a Unix socket's dialer, or
-	// TCP's with the proxy of the environment.
-	if err := sockets.ConfigureTransport(tr, hostURL.Scheme, hostURL.Host); err != nil {
+	host := ep.Host
+	if hostURL.Scheme == "ssh" {
+		// As the docker CLI (cli/context/docker/load.go): the connection helper's
+		// dialer (what the SDK's WithDialContext sets, on the transport it wraps
+		// here) and its dummy host.
+		sp, err := parseSSH(ep.Host)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return dialSSH(ctx, sp) }
+		host = sshDummyHost
+	} else if err := sockets.ConfigureTransport(tr, hostURL.Scheme, hostURL.Host); err != nil {
+		// What the SDK's WithHost does to its own transport: a Unix socket's dialer,
+		// or TCP's with the proxy of the environment.
 		return nil, nil, err
 	}
 	hc := &http.Client{Transport: &boundedTransport{base: tr, list: list, object: object}, CheckRedirect: client.CheckRedirect}
@@ -212,7 +224,7 @@ func newClientBounded(ep endpoint, list, object int64) (*client.Client, *http.Tr
 	}
 	// WithHost before WithHTTPClient: it configures the SDK's default transport
 	// (which is then replaced), and sets the host the requests name.
-	cli, err := client.New(client.WithHost(ep.Host), client.WithHTTPClient(hc), client.WithScheme(scheme), client.WithAPIVersionFromEnv())
+	cli, err := client.New(client.WithHost(host), client.WithHTTPClient(hc), client.WithScheme(scheme), client.WithAPIVersionFromEnv())
 	return cli, tr, err
 }
 
@@ -238,7 +250,8 @@ func (s *Scheduler) engineErrAt(ep endpoint, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrEngineSlow) {
 		return fmt.Errorf("%w in time at %s: %v", ErrEngineSlow, ep.where(), err)
 	}
-	if !client.IsErrConnectionFailed(err) && !isDialError(err) {
+	var sshErr *sshExitError
+	if !client.IsErrConnectionFailed(err) && !isDialError(err) && !errors.As(err, &sshErr) {
 		return err
 	}
 	if ep.Host == "" {
@@ -249,6 +262,9 @@ func (s *Scheduler) engineErrAt(ep endpoint, err error) error {
 		hint = " (set DOCKER_HOST or a docker context to use another Engine)"
 	}
 	why := strings.Join(strings.Fields(rootCause(err)), " ")
+	if errors.As(err, &sshErr) {
+		why = sshErr.Error()
+	}
 	if addr, ok := strings.CutPrefix(ep.Host, "unix://"); ok {
 		if _, serr := os.Stat(addr); errors.Is(serr, os.ErrNotExist) {
 			if ep.From == "" {

@@ -32,7 +32,8 @@ const maxContextFile = 1 << 20
 
 // endpoint is the Engine wick talks to and where that choice came from.
 type endpoint struct {
-	// Host is the Engine's address: unix:///path or tcp://host:port.
+	// Host is the Engine's address: unix:///path, tcp://host:port or
+	// ssh://[user@]host[:port][/socket].
 	Host string
 	// TLS is the transport's TLS configuration, nil for none.
 	TLS *tls.Config
@@ -190,9 +191,14 @@ func contextEndpoint(dir, name, from string) (endpoint, error) {
 	switch proto {
 	case "unix":
 		return out, nil // no TLS over a socket, as the docker CLI (isSocket)
+	case "ssh":
+		if _, err := parseSSH(out.Host); err != nil {
+			return endpoint{}, fmt.Errorf("%w: %s: endpoint %s: %v", ErrUnreachable, what, out.Host, err)
+		}
+		return out, nil // ssh's own encryption (see ssh.go)
 	case "tcp":
 	default:
-		return endpoint{}, fmt.Errorf("%w: %s: endpoint %s: wick speaks to unix:// and tcp:// endpoints only", ErrUnreachable, what, out.Host)
+		return endpoint{}, fmt.Errorf("%w: %s: endpoint %s: wick speaks to unix://, tcp:// and ssh:// endpoints only", ErrUnreachable, what, out.Host)
 	}
 	tlsDir := filepath.Join(dir, "contexts", "tls", contextDir(name), "docker")
 	opts := tlsconfig.Options{InsecureSkipVerify: ep.SkipTLSVerify, ExclusiveRootPools: true, MinVersion: tls.VersionTLS12}
@@ -224,10 +230,10 @@ func exists(path string) bool {
 // DOCKER_TLS_VERIFY or DOCKER_TLS is set, or DOCKER_CERT_PATH (as the SDK's
 // FromEnv); the files are ca.pem, cert.pem and key.pem of DOCKER_CERT_PATH, else of
 // the configuration directory, those that exist; the Engine's certificate is
-// checked only when DOCKER_TLS_VERIFY is set. A Unix socket takes no TLS.
+// checked only when DOCKER_TLS_VERIFY is set. A Unix socket and ssh take no TLS.
 func (e *endpoint) envTLS(getenv func(string) string) error {
 	dir, verify := getenv(client.EnvOverrideCertPath), getenv(client.EnvTLSVerify) != ""
-	if dir == "" && !verify && getenv("DOCKER_TLS") == "" || strings.HasPrefix(e.Host, "unix://") {
+	if dir == "" && !verify && getenv("DOCKER_TLS") == "" || strings.HasPrefix(e.Host, "unix://") || strings.HasPrefix(e.Host, "ssh://") {
 		return nil
 	}
 	if dir == "" {

@@ -94,11 +94,13 @@ func TestResolveEndpointOrder(t *testing.T) {
 	}
 }
 
-// A context that does not exist, a broken meta.json or config.json, and an ssh://
-// endpoint are one line each that names the context and where it came from.
+// A context that does not exist, a broken meta.json or config.json, an ssh://
+// endpoint with a password and an npipe:// endpoint are one line each that names the
+// context and where it came from.
 func TestResolveEndpointErrors(t *testing.T) {
 	dir := t.TempDir()
-	writeDockerContext(t, dir, "remote", "ssh://me@host", false)
+	writeDockerContext(t, dir, "remote", "ssh://me:secret@host", false)
+	writeDockerContext(t, dir, "pipe", "npipe:////./pipe/docker_engine", false)
 	broken := filepath.Join(dir, "contexts", "meta", contextDir("broken"))
 	if err := os.MkdirAll(broken, 0o755); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,8 @@ func TestResolveEndpointErrors(t *testing.T) {
 	}{
 		{map[string]string{"DOCKER_CONFIG": dir, "DOCKER_CONTEXT": "nosuch"}, `docker context "nosuch" (from DOCKER_CONTEXT) does not exist`},
 		{map[string]string{"DOCKER_CONFIG": dir, "DOCKER_CONTEXT": "broken"}, `docker context "broken" (from DOCKER_CONTEXT): its meta.json is not JSON`},
-		{map[string]string{"DOCKER_CONFIG": dir, "DOCKER_CONTEXT": "remote"}, "unix:// and tcp:// endpoints only"},
+		{map[string]string{"DOCKER_CONFIG": dir, "DOCKER_CONTEXT": "remote"}, "invalid SSH URL: plain-text password is not supported"},
+		{map[string]string{"DOCKER_CONFIG": dir, "DOCKER_CONTEXT": "pipe"}, "unix://, tcp:// and ssh:// endpoints only"},
 		{map[string]string{"DOCKER_CONFIG": badCfg}, "is not the docker CLI's configuration"},
 		{map[string]string{"DOCKER_HOST": "tcp://127.0.0.1:2376", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": t.TempDir()}, "TLS files of"},
 	} {
