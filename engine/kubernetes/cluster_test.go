@@ -237,3 +237,30 @@ func TestBadNamesRefusedBeforeSubmit(t *testing.T) {
 		t.Fatalf("dry run in namespace Not_A_Namespace: %v, want an invalid run option", err)
 	}
 }
+
+// Rank 0 by name, as dist.ddp's torchrun reaches it: TORCHX_RANK0_HOST is the headless
+// Service's name of the first role's replica 0 (<job>-0.<service>), which the cluster's
+// DNS answers (CoreDNS in the test cluster, as in real ones); a replica of another role
+// connects to it there.
+func TestRankZeroByName(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	server := spec.NewRole("server", env.image, "serve", "29500", "1")
+	client := spec.NewRole("client", env.image, "dial", "$TORCHX_RANK0_HOST:29500")
+	id := launch(t, s, &spec.AppDef{Name: "rdzv", Roles: []spec.Role{server, client}}, nil)
+	st := waitState(t, s, id, 3*time.Minute, terminal)
+	job, err := jobName(id, "server", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := serviceName(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := texts(readLog(t, s, id, "client", 0, sched.LogOptions{}))
+	want := "role=client replica=0 rank0=" + job + "-0." + svc + " got=hello from " + job + "-0"
+	if st.State != spec.Succeeded || !slices.Contains(got, want) {
+		t.Fatalf("state %s (%s), client's log %q; want SUCCEEDED and %q", st.State, st.Msg, got, want)
+	}
+}

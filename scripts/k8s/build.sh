@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# Build the pinned Kubernetes components (scripts/k8s/tools) once per version and print
-# the binary's path. The binary is kept under ~/.cache/wick/k8s/<version>-<hash of the
-# tools module>/, so a warm machine (or CI with that cache) reuses it; the Go build cache
-# makes a rebuild after a change to the module a link rather than a compile.
+# Build a pinned component of the test cluster once per version and print the binary's
+# path: `build.sh` (or `build.sh k8s`) the Kubernetes components (scripts/k8s/tools: one
+# binary), `build.sh coredns` CoreDNS (scripts/k8s/coredns). Each binary is kept under
+# ~/.cache/wick/k8s/<name>-<version>-<hash of its module>/ (the Kubernetes one under
+# <version>-<hash>/, as before), so a warm machine (or CI with that cache) reuses it; the
+# Go build cache makes a rebuild after a change to a module a link rather than a compile.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 export PATH="/usr/local/go/bin:$PATH"
-tools="$here/tools"
-version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v1\./ {print $2; exit}' "$tools/go.mod")"
-[ -n "$version" ] || { echo "k8s build: no k8s.io/kubernetes version in $tools/go.mod" >&2; exit 1; }
-sum="$(cat "$tools/go.mod" "$tools/go.sum" "$tools/main.go" | sha256sum | cut -c1-12)"
-dir="${WICK_K8S_CACHE:-$HOME/.cache/wick/k8s}/$version-$sum"
-bin="$dir/k8s"
+what="${1:-k8s}"
+case "$what" in
+  k8s) module="$here/tools" pin=k8s.io/kubernetes prefix= ;;
+  coredns) module="$here/coredns" pin=github.com/coredns/coredns prefix=coredns- ;;
+  *) echo "k8s build: unknown component $what (want k8s or coredns)" >&2; exit 2 ;;
+esac
+version="$(awk -v m="$pin" '$1 == "require" {$1 = ""; $0 = $0} $1 == m && $2 ~ /^v1\./ {print $2; exit}' "$module/go.mod")"
+[ -n "$version" ] || { echo "k8s build: no $pin version in $module/go.mod" >&2; exit 1; }
+sum="$(cat "$module/go.mod" "$module/go.sum" "$module/main.go" | sha256sum | cut -c1-12)"
+dir="${WICK_K8S_CACHE:-$HOME/.cache/wick/k8s}/$prefix$version-$sum"
+bin="$dir/$what"
 if [ -x "$bin" ]; then
   echo "$bin"
   exit 0
 fi
 mkdir -p "$dir"
-echo "k8s build: building Kubernetes $version into $bin (cold: ~830 CPU-s; warm: a link)" >&2
+echo "k8s build: building $pin $version into $bin (cold: Kubernetes ~830 CPU-s, CoreDNS ~40 CPU-s past it; warm: a link)" >&2
 start=$(date +%s)
 # -trimpath and no DWARF keep the binary small; CGO off as upstream builds its release.
-( cd "$tools" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin.tmp" . )
+( cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin.tmp" . )
 mv "$bin.tmp" "$bin"
 echo "k8s build: done in $(( $(date +%s) - start ))s" >&2
 echo "$bin"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stop the throwaway cluster started by scripts/k8s/up.sh, by pid: the kubelet, the
-# control plane and etcd; the pods' containers through its own containerd (killed and
+# Stop the throwaway cluster started by scripts/k8s/up.sh, by pid: the kubelet, CoreDNS,
+# the control plane and etcd; the pods' containers through its own containerd (killed and
 # deleted), then that containerd and any shim of it left. Unmount what the kubelet
 # and containerd mounted under the cluster's directory, remove the bridge, its iptables rule and the kubelet's empty cgroups, then the
 # directory itself except its logs. Safe to run twice and after a failed start.
@@ -29,6 +29,7 @@ rm -f "$ROOT/up"
 stop kubelet &
 stop kube-scheduler &
 stop kube-controller-manager &
+stop coredns &
 wait
 
 # The pods: kill and delete every task of our containerd (their shims then exit).

@@ -10,8 +10,8 @@
 # Everything lives under $WICK_K8S_ROOT (default /tmp/wick-k8s): config, certificates,
 # state, logs, pid files and kubeconfig. It listens on 127.0.0.1 (etcd 23790/23800,
 # apiserver 16443, controller-manager 16457, scheduler 16459, containerd's stream server
-# 16010) and on the cluster's bridge $WICK_K8S_BRIDGE (default wick-k8s0,
-# 10.244.77.1/24: the kubelet, 16250). Docker's FORWARD DROP gets one ACCEPT rule for
+# 16010, CoreDNS's readiness 16181) and on the cluster's bridge $WICK_K8S_BRIDGE (default
+# wick-k8s0, 10.244.77.1/24: the kubelet, 16250; CoreDNS, 53, the pods' nameserver). Docker's FORWARD DROP gets one ACCEPT rule for
 # that bridge, removed by scripts/k8s/down.sh. Needs root. Idempotent: a running cluster
 # is left alone. On failure it stops what it started.
 #
@@ -54,6 +54,7 @@ if [ -e "$ROOT" ]; then
 fi
 
 bin="$(bash "$here/build.sh")"
+coredns="$(bash "$here/build.sh" coredns)"
 install -d -m 0755 "$ROOT" "$ROOT/bin" "$ROOT/log" "$ROOT/run" "$ROOT/pki" "$ROOT/etcd" \
   "$ROOT/containerd" "$ROOT/cni/net.d" "$ROOT/cni/ipam" "$ROOT/kubelet" "$ROOT/pod-logs"
 ln -sf "$bin" "$ROOT/bin/k8s"
@@ -232,6 +233,23 @@ start kube-controller-manager "$k8s" kube-controller-manager "${common[@]}" --se
   --use-service-account-credentials=false --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-persistentvolume-expander'
 start kube-scheduler "$k8s" kube-scheduler "${common[@]}" --secure-port=16459
 
+# The cluster's DNS, as real clusters have it (CoreDNS's kubernetes plugin): the pods'
+# nameserver (the kubelet's clusterDNS), on the node's bridge address; it answers the
+# Services' names and a headless Service's pods' (<hostname>.<service>.<namespace>.svc),
+# by which a dist.ddp app's replicas reach rank 0. Nothing is forwarded: the test pods
+# need no other name.
+cat >"$ROOT/Corefile" <<COREFILE
+.:53 {
+    bind $NODE_IP
+    ready 127.0.0.1:16181
+    errors
+    kubernetes cluster.local {
+        kubeconfig $KUBECONFIG_FILE wick-k8s
+    }
+}
+COREFILE
+start coredns "$coredns" -conf "$ROOT/Corefile"
+
 cat >"$ROOT/kubelet/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -251,6 +269,8 @@ failSwapOn: false
 oomScoreAdj: 0
 podLogsDir: $ROOT/pod-logs
 resolvConf: /etc/resolv.conf
+clusterDNS: [$NODE_IP]
+clusterDomain: cluster.local
 # A loaded test machine: never evict for pressure, never collect the imported images.
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%"}
 imageGCHighThresholdPercent: 100
@@ -268,6 +288,7 @@ node_ready() {
 }
 wait_for "the node $NODE (Ready)" 120 node_ready
 wait_for "the default service account" 60 kubectl get serviceaccount default -n default
+wait_for "CoreDNS (ready)" 60 curl -fsS http://127.0.0.1:16181/ready
 
 # The node holds no taint a test pod would not tolerate; the mark says the cluster is
 # up and which kubeconfig the tests take.
