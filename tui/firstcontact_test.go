@@ -1,10 +1,15 @@
 package tui_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestPreviewWrapsTheCommand: the dry-run preview cut the torchrun command, the line a
@@ -62,4 +67,36 @@ func TestPickerOpensATypedComponentFile(t *testing.T) {
 	d.typ("./component.py:trainr")
 	d.keys("enter")
 	d.contains("✗ ./component.py:trainr is not a TorchX component", "› ./component.py:trainr")
+}
+
+// TestBulkConfirmCountsAtConfirmTime: the confirm of a bulk cancel counted the marked
+// apps from the last listing, which may be minutes old ("Cancel 2 marked apps?" of
+// which one had ended). It reads their states when it asks.
+func TestBulkConfirmCountsAtConfirmTime(t *testing.T) {
+	e := newEnv(t)
+	a := e.launch(shApp("first", sleeper, 1))
+	b := e.launch(shApp("second", sleeper, 1))
+	d := newDriver(t, e.opts, 140, 24)
+	d.send(tick())
+	d.waitScreen("2 running")
+	d.keys("space", "space")
+	d.contains("2 marked")
+	// One ends behind the list's back, before its next listing.
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	if err := e.r.Cancel(ctx, e.handle(a)); err != nil {
+		t.Fatal(err)
+	}
+	e.wait(a)
+	d.keys("x")
+	d.contains("Cancel 1 marked app? (1 already ended: skipped)")
+	d.keys("y")
+	if st := e.wait(b); st.State != spec.Cancelled {
+		t.Errorf("%s: %s, want CANCELLED", b, st.State)
+	}
+
+	// P counts the finished apps when it asks too: both have ended since the listing.
+	d.keys("P")
+	d.contains("Delete 2 finished apps?")
+	d.keys("n")
 }

@@ -189,31 +189,79 @@ func (p *BulkProgress) Status() string {
 	return fmt.Sprintf("%s %d/%s…", p.verb, p.done.Load(), apps(int(p.total.Load())))
 }
 
-// Bulk cancels (ActCancel) or deletes (ActDelete) the apps hs after one confirmation
-// that says how many (adj says which: "marked", "finished"), and how many of those the
-// user picked are skipped (a cancel skips the apps that ended, a delete the running
-// ones). The returned progress says how far it has got once confirmed (nil when there
-// is nothing to do).
-func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []spec.Handle, adj string, skipped int) (tea.Cmd, *BulkProgress) {
+// Bulk cancels (ActCancel) or deletes (ActDelete) those of apps it applies to (a
+// cancel those that have not ended, a delete those that have) after one confirmation
+// that says how many (adj says which: "marked", "finished"). Their states are read
+// again when the confirmation is asked, not taken from the list's last listing, which
+// may be minutes old: an app that ended since is counted as ended, one deleted since
+// is left out. With noteSkips the prompt also says how many of apps are skipped. The
+// returned progress says how far it has got once confirmed.
+func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, apps []spec.AppStatus, adj string, noteSkips bool) (tea.Cmd, *BulkProgress) {
 	b, parent := ctx.Backend, ctx.Ctx
+	doing := "deleting"
+	if action == ActCancel {
+		doing = "cancelling"
+	}
+	p := &BulkProgress{verb: doing}
+	return func() tea.Msg {
+		lctx, cancel := context.WithTimeout(parent, sweepCountWait)
+		defer cancel()
+		fresh, errs := b.List(lctx, "")
+		do, skipped := bulkTargets(apps, fresh, len(errs) == 0, action)
+		if !noteSkips {
+			skipped = 0
+		}
+		p.total.Store(int32(len(do)))
+		return bulkConfirm(b, parent, id, action, do, adj, skipped, p)()
+	}, p
+}
+
+// bulkTargets are the handles of apps that action applies to in their state now (as
+// fresh lists them; an app it lacks keeps its listed state unless the listing is
+// whole, when it was deleted since), and how many of apps it skips.
+func bulkTargets(apps, fresh []spec.AppStatus, whole bool, action common.ActionName) (do []spec.Handle, skipped int) {
+	now := make(map[string]spec.AppState, len(fresh))
+	for i := range fresh {
+		now[fresh[i].Handle] = fresh[i].State
+	}
+	for i := range apps {
+		a := &apps[i]
+		st, ok := now[a.Handle]
+		switch {
+		case !ok && whole && !a.Foreign:
+			continue // deleted since
+		case !ok:
+			st = a.State
+		}
+		h, err := spec.ParseHandle(a.Handle)
+		if err != nil {
+			continue
+		}
+		if st.Terminal() == (action == ActDelete) {
+			do = append(do, h)
+		} else {
+			skipped++
+		}
+	}
+	return do, skipped
+}
+
+// bulkConfirm asks to act on hs, and does it when the user says yes.
+func bulkConfirm(b common.Backend, parent context.Context, id common.ViewID, action common.ActionName, hs []spec.Handle, adj string, skipped int, p *BulkProgress) tea.Cmd {
 	verb, question, what := VerbDeleted, "Delete", "Their state and logs are removed."
 	skip := "still running"
-	doing := "deleting"
 	if action == ActCancel {
 		verb, question, what = VerbCancelled, "Cancel", "Their replicas get SIGTERM, then SIGKILL."
 		skip = "already ended"
-		doing = "cancelling"
 	}
 	note := ""
 	if skipped > 0 {
 		note = fmt.Sprintf(" (%d %s: skipped)", skipped, skip)
 	}
 	if len(hs) == 0 {
-		return common.Notify(fmt.Sprintf("no %s app to %s%s", adj, strings.ToLower(question), note)), nil
+		return common.Notify(fmt.Sprintf("no %s app to %s%s", adj, strings.ToLower(question), note))
 	}
 	prompt := fmt.Sprintf("%s %d %s %s?%s %s", question, len(hs), adj, plural(len(hs), "app"), note, what)
-	p := &BulkProgress{verb: doing}
-	p.total.Store(int32(len(hs)))
 	return common.Confirm(prompt, func() tea.Msg {
 		p.started.Store(true)
 		defer p.ended.Store(true)
@@ -233,11 +281,11 @@ func Bulk(ctx *common.Context, id common.ViewID, action common.ActionName, hs []
 			d.Handles = append(d.Handles, h.String())
 		}
 		return d
-	}), p
+	})
 }
 
-// sweepCountWait bounds the listing that counts a sweep's apps for its cancel's
-// confirmation.
+// sweepCountWait bounds the listing that counts the apps of a confirmation (a sweep's
+// cancel, a bulk cancel or delete).
 const sweepCountWait = 10 * time.Second
 
 // CancelSweep cancels every app of sweep id after one confirmation that says how many

@@ -603,48 +603,29 @@ func (m *Model) dropGoneMarks() {
 
 // bulk cancels or deletes every marked app, after one confirmation that says how many
 // (and how many are skipped: a cancel skips the apps that ended, a delete the ones
-// still running).
+// still running), counted when it is asked.
 func (m *Model) bulk(action common.ActionName) tea.Cmd {
-	var do, skip []spec.AppStatus
+	var marked []spec.AppStatus
 	for i := range m.apps {
-		a := m.apps[i]
-		if !m.marked[a.Handle] {
-			continue
-		}
-		if a.State.Terminal() == (action == appops.ActDelete) {
-			do = append(do, a)
-		} else {
-			skip = append(skip, a)
+		if m.marked[m.apps[i].Handle] {
+			marked = append(marked, m.apps[i])
 		}
 	}
-	cmd, p := appops.Bulk(m.Ctx, m.ID(), action, handles(do), "marked", len(skip))
+	cmd, p := appops.Bulk(m.Ctx, m.ID(), action, marked, "marked", true)
 	m.progress = p
 	return cmd
 }
 
 // prune deletes every finished app the list shows (the filter applies), after a
-// confirmation that says how many.
+// confirmation that says how many, counted when it is asked.
 func (m *Model) prune() tea.Cmd {
-	var done []spec.AppStatus
+	shown := make([]spec.AppStatus, 0, len(m.visible))
 	for _, i := range m.visible {
-		if m.apps[i].State.Terminal() {
-			done = append(done, m.apps[i])
-		}
+		shown = append(shown, m.apps[i])
 	}
-	cmd, p := appops.Bulk(m.Ctx, m.ID(), appops.ActDelete, handles(done), "finished", 0)
+	cmd, p := appops.Bulk(m.Ctx, m.ID(), appops.ActDelete, shown, "finished", false)
 	m.progress = p
 	return cmd
-}
-
-// handles parses the handles of apps; a listing holds only valid ones.
-func handles(apps []spec.AppStatus) []spec.Handle {
-	var hs []spec.Handle
-	for i := range apps {
-		if h, err := spec.ParseHandle(apps[i].Handle); err == nil {
-			hs = append(hs, h)
-		}
-	}
-	return hs
 }
 
 // alarmMark starts the name of an app whose metrics raised an alarm.

@@ -227,8 +227,8 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		m.progress = p
 		return cmd, true
 	case appops.ActDelete:
-		do, skipped := m.groupApps(g, func(a *spec.AppStatus) bool { return a.State.Terminal() })
-		cmd, p := appops.Bulk(m.Ctx, m.ID(), action, handles(do), "sweep", skipped)
+		all, _ := m.groupApps(g, func(*spec.AppStatus) bool { return true })
+		cmd, p := appops.Bulk(m.Ctx, m.ID(), action, all, "sweep", true)
 		m.progress = p
 		return cmd, true
 	case ActMark, appops.ActLogs, appops.ActRelaunch, appops.ActEdit:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -64,15 +65,21 @@ func (a *app) checkArgs(argv []string, done string) error {
 	return fmt.Errorf("%w%s; nothing %s: every argument is read before any app is touched", first, rest, done)
 }
 
-// finishedApps lists the apps of this WICK_HOME that have ended, oldest first.
-func (a *app) finishedApps() ([]spec.Handle, error) {
+// finishedApps lists the apps of this WICK_HOME that have ended, oldest first, and
+// the sweeps that may be left with no app once they are deleted: those of whom the
+// listing holds no app that goes on (sweeps emptied before are among them).
+func (a *app) finishedApps() ([]spec.Handle, []string, error) {
 	apps, errs := a.runner().List(a.ctx, "")
 	for _, err := range errs {
 		a.warn(err.Error())
 	}
 	sort.SliceStable(apps, func(i, j int) bool { return apps[i].Created.Before(apps[j].Created) })
 	var hs []spec.Handle
+	kept := map[string]bool{} // sweeps with an app that is not deleted
 	for _, st := range apps {
+		if st.Sweep != nil && (st.Foreign || !st.State.Terminal()) {
+			kept[st.Sweep.ID] = true
+		}
 		if st.Foreign || !st.State.Terminal() {
 			continue
 		}
@@ -82,7 +89,27 @@ func (a *app) finishedApps() ([]spec.Handle, error) {
 		}
 		hs = append(hs, h)
 	}
-	return hs, nil
+	var empty []string
+	if store := a.runner().Sweeps(); store != nil && len(errs) == 0 {
+		all, _ := store.All()
+		for _, sw := range all {
+			if !kept[sw.ID] && sw.Waiting() == 0 && !sw.QueueRunning() {
+				empty = append(empty, sw.ID)
+			}
+		}
+	}
+	return hs, empty, nil
+}
+
+// forgetEmptySweeps forgets the sweeps of ids left with no app (after delete
+// --all-finished), saying so: their rows stayed in wick sweep list, "2 apps" and none.
+func (a *app) forgetEmptySweeps(ids []string, asJSON bool) {
+	a.forgetSweeps(ids)
+	for _, id := range ids {
+		if _, err := a.runner().Sweeps().Load(id); errors.Is(err, sweep.ErrNoSweep) && !asJSON {
+			fmt.Fprintf(a.env.Stderr, "forgot sweep %s: no app left\n", id)
+		}
+	}
 }
 
 // bulkResult prints what a cancel or delete did: for one app as before (its JSON

@@ -57,5 +57,17 @@ func TestSweepIDWhereOneAppIsTaken(t *testing.T) {
 
 	testkit.NeedTmux(t)
 	term := startLiveTerm(t, h, "ui --logs "+id)
-	term.WaitFor(testkit.Scale(20*time.Second), "▸ - "+id, "  "+appID(apps[0].Handle)[:9], apps[1].Handle)
+	term.WaitFor(20*time.Second, "▸ - "+id, "  "+appID(apps[0].Handle)[:9], apps[1].Handle)
+	term.Keys("q")
+	term.WaitExit(10 * time.Second)
+
+	// delete --all-finished deleted the apps and left the sweep, "2 apps" of none, in
+	// wick sweep list. It goes with its last app.
+	r = h.exec("delete", "--all-finished")
+	if r.code != 0 || !strings.Contains(r.stderr, "forgot sweep "+id+": no app left") {
+		t.Errorf("delete --all-finished: exit %d %s", r.code, r.stderr)
+	}
+	if r := h.exec("sweep", "list"); strings.Contains(r.stdout, id) {
+		t.Errorf("the emptied sweep is still listed:\n%s", r.stdout)
+	}
 }

@@ -350,7 +350,8 @@ func (a *app) deleteCmd() *cobra.Command {
 		ValidArgsFunction: a.completeHandlesOrSweeps,
 		Short:             "Remove apps' state, logs and containers (refuses a running app without --force)",
 		Long: `Remove the state, logs and containers of one app or several, or with --all-finished
-of every finished app of this WICK_HOME (what the UI's P does). A running app is
+of every finished app of this WICK_HOME (what the UI's P does), and of the sweeps that
+leaves with no app. A running app is
 refused unless --force, which cancels it first. Every handle and sweep id is read
 before any app is touched: one that names nothing stops them all; one that fails to be
 deleted does not stop the others, and the exit code is 1 if any failed.
@@ -375,8 +376,9 @@ A sweep id (wick sweep list) stands for its apps and forgets the sweep.`,
 				return err
 			}
 			hs, err := a.resolveHandles(argv)
+			var emptied []string
 			if finished {
-				hs, err = a.finishedApps()
+				hs, emptied, err = a.finishedApps()
 			}
 			if err != nil {
 				return err
@@ -403,6 +405,7 @@ A sweep id (wick sweep list) stands for its apps and forgets the sweep.`,
 				fmt.Fprintln(a.env.Stderr, "no finished app to delete")
 			}
 			a.forgetSweeps(sweepIDs)
+			a.forgetEmptySweeps(emptied, asJSON)
 			if finished && len(hs) == 1 && errs[0] == nil && asJSON {
 				return writeJSON(a.env.Stdout, outs) // --all-finished always prints a list
 			}
