@@ -130,6 +130,12 @@ type LineInfo struct {
 	// notTrain is whether the line's bar is not training's (see notTraining), once
 	// asked for one of its drawings: 0 not asked yet, 1 training's, 2 not.
 	notTrain uint8
+	// Counter is the one number in brackets before the line's values (`[100] loss=2.3`,
+	// XGBoost's `[0]\ttrain-logloss:0.54`, CLU's `[100] loss=...` after absl's prefix),
+	// when HasCounter: the line's Step is NoStep, and the Store makes it the step when
+	// it rises line after line on the stream (a count of something else need not).
+	Counter    int64
+	HasCounter bool
 	// EpochOnly is whether the line names an epoch (Epoch) and no finer counter: the
 	// epoch is its step in a run that counts nothing finer (PyG's `Epoch: 001, Loss:`,
 	// fastai's table), else the line sums the epoch up (flair's `EPOCH 1 done: loss
@@ -545,6 +551,10 @@ type lineState struct {
 	// ctx, even when it is named after them, as a context names the whole line.
 	unctx  [MaxValuesPerLine]uint8
 	nunctx int
+	// section is the context a part of the line names in brackets before its values
+	// (ESPnet's `[train] loss=... [valid] loss=...`): "" none yet, "train" or a context.
+	// The values after it are in it, and the line's context does not reach them.
+	section string
 }
 
 // scan reads the pairs of s into p.
@@ -603,6 +613,9 @@ func (st *lineState) step(s string, p *Parsed) {
 			}
 		case st.counter && len(p.Samples) > 0:
 			p.Step, p.HasStep = NoStep, true
+			if st.single >= 0 && st.epoch < 0 {
+				p.Counter, p.HasCounter = st.single, true
+			}
 		case st.epoch >= 0:
 			// The line names an epoch and no finer counter: the epoch is its step, or
 			// it sums the epoch up (the Store says which).
@@ -844,9 +857,8 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			// follows the name: most words are passed over here.
 			if wend < len(s) && class[s[wend]]&cValueLead != 0 {
 				var v value
-				// Else a unit in parentheses: `time (ms): 12.5`, `memory(GiB): 3.1`.
-				if valueAfter(s, wend, &v) || unitThenValue(s, wend, &v) {
-					i = e.pair(s, p, st, span{i, wend}, &v)
+				if k, ok := nameValue(s, wend, wend == j, &v); ok {
+					i = e.pair(s, p, st, span{i, k}, &v)
 					if len(p.Samples) >= MaxValuesPerLine {
 						return
 					}
@@ -885,6 +897,7 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 					continue
 				}
 			}
+			st.countedNumber(s, p, i, j) // ESPnet's `1epoch:train:1-100batch:`
 			if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
 				e.rate(s, p, st, i, j, rate)
 				if len(p.Samples) >= MaxValuesPerLine {
@@ -941,8 +954,15 @@ func (e *Extractor) rate(s string, p *Parsed, st *lineState, i, j int, rate stri
 // (`[ 50/1251]`, the line's step unless it names one; `[3]`, a count of its own) is
 // taken and skipped. It returns where the scan goes on.
 func (st *lineState) bracket(s string, p *Parsed, i int) int {
+	if q, end := sectionOf(s, i); q != "" {
+		st.section = q
+		return end
+	}
 	if len(p.Samples) > 0 {
 		return i + 1
+	}
+	if end := logPrefixEnd(s, i); end > i {
+		return end // `[INFO|DP=0|PP=0|TP=0|host]`: the logging prefix's fields are no values
 	}
 	b := bracketCounter(s, i)
 	if b.end <= i {
@@ -1051,7 +1071,7 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	}
 	st.closeWords(s, st.words[:first])
 	st.nwords = 0
-	if !r.ok {
+	if !r.ok || v.spelled(s) {
 		return v.end
 	}
 	st.pairs++
@@ -1070,10 +1090,7 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	if v.ratio && !r.counter {
 		val = v.num / v.den // accuracy: 9800/10000
 	}
-	k := 0 // the series' name: its own qualifier's, else the line's context's
-	if r.q == "" && st.ctx != "" {
-		k = ctxIndex(st.ctx)
-	}
+	k := st.contextOf(r) // the series' name: its own qualifier's, else its part's, else the line's context's
 	if r.verdict[k] == 0 {
 		r.names[k], r.verdict[k] = e.resolve(p, r, k)
 	}
@@ -1089,6 +1106,21 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	return v.end
 }
 
+// contextOf returns the index in contexts of the series of r's value: 0 when r names a
+// qualifier of its own, else the context of the line's part (Parsed.section), else
+// the line's.
+func (st *lineState) contextOf(r *pairInfo) int {
+	switch {
+	case r.q != "":
+		return 0
+	case st.section != "":
+		return ctxIndex(st.section)
+	case st.ctx != "":
+		return ctxIndex(st.ctx)
+	}
+	return 0
+}
+
 // addMetric adds the value of r, named in the context of index k, with its unit.
 func (st *lineState) addMetric(p *Parsed, r *pairInfo, k int, val float64, unit string) {
 	if r.q != "" {
@@ -1098,7 +1130,7 @@ func (st *lineState) addMetric(p *Parsed, r *pairInfo, k int, val float64, unit 
 	if unit != "" && !isTableUnit(unit) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
-	if r.q == "" && k == 0 && st.nunctx < len(st.unctx) {
+	if r.q == "" && k == 0 && st.section == "" && st.nunctx < len(st.unctx) {
 		st.unctx[st.nunctx] = uint8(len(p.Samples))
 		st.nunctx++
 	}

@@ -226,7 +226,11 @@ func xsOf(st *Store, name string, rank int) []string {
 // what a Store fed the whole file shows: the metrics (no setting among them), the
 // chart's metric, the x of the points, and the alarms.
 func TestFormats(t *testing.T) {
+	_, aside := holdout(t)
 	for _, ff := range readFormats(t) {
+		if ff.pending != "" && aside[ff.name] {
+			continue // the holdout is scored once, by make metrics-report: not looked at here
+		}
 		if ff.pending != "" {
 			t.Run(ff.name, func(t *testing.T) {
 				if readRight(t, ff) {

@@ -104,3 +104,94 @@ func bracketCounter(s string, i int) bracket {
 	b.end = j + 1
 	return b
 }
+
+// logLevels are the levels a logging prefix in brackets begins with.
+var logLevels = [...]string{"INFO", "WARNING", "WARN", "DEBUG", "ERROR", "CRITICAL", "FATAL", "NOTICE", "TRACE"}
+
+// logPrefixEnd returns where a logging prefix in brackets that begins with a level ends
+// (nanotron's `[INFO|DP=0|PP=0|TP=0|ip-26-0-160-225]`), or i when s[i] begins none: the
+// fields of such a prefix repeat on every line, they are no values.
+func logPrefixEnd(s string, i int) int {
+	if i+6 >= len(s) || s[i+1] < 'A' || s[i+1] > 'W' {
+		return i
+	}
+	for _, l := range logLevels {
+		k := i + 1 + len(l)
+		if k < len(s) && strings.HasPrefix(s[i+1:], l) && (s[k] == '|' || s[k] == ']' || s[k] == ' ' || s[k] == ':') {
+			if e := strings.IndexByte(s[k:min(len(s), k+maxPrefixLen)], ']'); e >= 0 {
+				return k + e + 1
+			}
+			return i
+		}
+	}
+	return i
+}
+
+// maxPrefixLen bounds what a logging prefix in brackets holds after its level.
+const maxPrefixLen = 160
+
+// sectionOf reads a part's context in brackets at s[i] == '[': `[train]`, `[valid]`,
+// `[test]` (ESPnet's epoch results). It returns the context ("train" for training's,
+// "" when there is none) and where the bracket ends.
+func sectionOf(s string, i int) (string, int) {
+	k := strings.IndexByte(s[i:min(len(s), i+maxQualifierLen+2)], ']')
+	if k < 2 {
+		return "", i
+	}
+	w := s[i+1 : i+k]
+	for x := 0; x < len(w); x++ {
+		if !isLetter(w[x]) {
+			return "", i
+		}
+	}
+	var b [maxQualifierLen]byte
+	lw, _ := appendLower(b[:0], w)
+	q := canonQualifier(lw)
+	if q == "" {
+		return "", i
+	}
+	return q, i + k + 1
+}
+
+// countedNumber reads a count written against the word of what it counts, the number
+// at s[i:j] of a line that is no bar's (ESPnet's `1epoch:train:1-100batch:`, the
+// batches 1 to 100 of epoch 1), a word of its own: an epoch's is the line's epoch, a
+// batch's its step (the last of a range).
+func (st *lineState) countedNumber(s string, p *Parsed, i, j int) {
+	if j >= len(s) || p.Bar >= 0 || !isLetter(s[j]) && s[j] != '-' || i > 0 && s[i-1] != ' ' && s[i-1] != ':' {
+		return // inside a word or a number
+	}
+	n, w, ok := countWord(s, i, j)
+	switch {
+	case !ok:
+	case strings.EqualFold(w, "epoch") && st.epoch < 0:
+		st.epoch = n
+	case strings.EqualFold(w, "batch") && st.bracketStep < 0:
+		st.bracketStep = n
+	}
+}
+
+// countWord reads the number at s[i:j] (or the range from it, `1-100`: its last) and
+// the word written against it, a word of its own of at most 9 letters: 1epoch,
+// 1-100batch.
+func countWord(s string, i, j int) (int64, string, bool) {
+	if s[j] == '-' {
+		k := j + 1
+		for k < len(s) && isDigit(s[k]) && k-j < 10 {
+			k++
+		}
+		if k == j+1 || k >= len(s) || !isLetter(s[k]) {
+			return 0, "", false
+		}
+		i, j = j+1, k
+	}
+	k := j
+	for k < len(s) && isLetter(s[k]) && k-j < 10 {
+		k++
+	}
+	if k < len(s) && s[k] != ':' && s[k] != ' ' || j-i > 9 {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(s[i:j], 10, 64)
+	return n, s[j:k], err == nil
+}

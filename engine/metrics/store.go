@@ -85,6 +85,7 @@ type Series struct {
 	// preamble is whether every value came before its rank's training started (a
 	// configuration printed once, a model's repr): context, not a series (IsSetting).
 	preamble      bool
+	epochly       bool  // created by an epoch's summary (see addParsed)
 	finite        int64 // values that were finite
 	lowerIsBetter bool
 	prev          float64 // the value before Last, when hasPrev
@@ -456,6 +457,7 @@ func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 		}
 		p.BarStep = false // counted: asked again, the step is p.Step
 	}
+	st.counterStep(p)
 	if p.EpochOnly && !p.HasStep && !st.finer {
 		// A run that counts nothing finer than epochs: the epoch is the step.
 		p.Step, p.HasStep = p.Epoch, true
@@ -481,6 +483,19 @@ func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 	return -1
 }
 
+// counterStep makes the number in brackets before a line's values (Parsed.Counter) its
+// step while it rises line after line on the stream: XGBoost's `[0]`, `[1]`, CLU's
+// `[100]`, `[200]`. A count that does not rise (`[3]` after `[5]`) stays no step.
+func (st *stream) counterStep(p *Parsed) {
+	if !p.HasCounter {
+		return
+	}
+	if p.Step == NoStep && (!st.counted || p.Counter > st.counter) {
+		p.Step = p.Counter
+	}
+	st.counter, st.counted = p.Counter, true
+}
+
 // stream is what a rank's lines said that the lines after them use.
 type stream struct {
 	step    int64 // the last step named, when stepped
@@ -501,6 +516,10 @@ type stream struct {
 	// bar and barTotal are the last position and total of a bar that names no epoch,
 	// barRuns how many times it restarted.
 	bar, barTotal, barRuns int64
+	// counter is the last number in brackets a line began its values with
+	// (Parsed.Counter), when counted.
+	counter int64
+	counted bool
 	// headEpoch is the epoch of the last line that named only an epoch, and no value
 	// (Keras' `Epoch 1/2`), -1 when none.
 	headEpoch int64
@@ -561,13 +580,19 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 
 // addParsed adds the values of one drawing of a line.
 func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
-	if p.EpochOnly && !p.HasStep && s.stream(r).finer {
+	summary := p.EpochOnly && !p.HasStep && s.stream(r).finer
+	if summary {
 		// An epoch's summary in a run that counts steps (flair's `EPOCH 1 done: loss
 		// 0.9121`): its values that would join a per-step series are epoch/NAME (one
 		// qualified by its own words, train/loss, is apart already).
 		for i := range p.Samples {
-			if !strings.Contains(p.Samples[i].Name, "/") {
-				p.Samples[i].Name = p.prefixed("epoch", p.Samples[i].Name)
+			switch n := p.Samples[i].Name; {
+			case !strings.Contains(n, "/"):
+				p.Samples[i].Name = p.prefixed("epoch", n)
+			case strings.HasPrefix(n, "train/") && s.perStep(r, n):
+				// SpeechBrain's `train loss: 2.34` after its bar's train_loss: not one
+				// more point of the per-step series.
+				p.Samples[i].Name = p.prefixed("epoch", n[len("train/"):])
 			}
 		}
 	}
@@ -602,6 +627,7 @@ func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
 			}
 			ser = s.newSeries(smp, r)
 			ser.preamble = !st.training
+			ser.epochly = summary
 		} else if st.training {
 			ser.preamble = false
 		}
@@ -619,6 +645,17 @@ func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
 			}
 		}
 	}
+}
+
+// perStep reports whether rank r has a series of name that lines with steps made (not
+// an epoch's summary).
+func (s *Store) perStep(r Rank, name string) bool {
+	rs := s.ranks[r]
+	if rs == nil {
+		return false
+	}
+	ser := rs.get(name)
+	return ser != nil && !ser.epochly
 }
 
 // newSeries adds the series of smp's name on rank r.

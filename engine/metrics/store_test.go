@@ -384,3 +384,18 @@ func TestStoreStepOverEpochs(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreCounterRisesIsStep: a number in brackets before a line's values is its step
+// while it rises line after line (XGBoost's `[0]`, CLU's `[100]`), and no step once it
+// does not.
+func TestStoreCounterRisesIsStep(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	var got []string
+	for i, l := range []string{"[0]\ttrain-logloss:0.54", "[1]\ttrain-logloss:0.44", "I1206 10:00:41.512345 139871 logging_writer.py:49] [5] loss=0.4", "[3] loss=0.41"} {
+		p := s.Add(line(0, i, l))
+		got = append(got, fmt.Sprint(p.Step))
+	}
+	if g := strings.Join(got, " "); g != fmt.Sprintf("0 1 5 %d", NoStep) {
+		t.Fatalf("steps %s", g)
+	}
+}

@@ -61,7 +61,7 @@ type value struct {
 }
 
 // units are the units kept with a value, longest first.
-var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "K", "k", "B", "T", "%"}
+var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "Gb", "Mb", "Kb", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "K", "k", "B", "T", "%"}
 
 // scaled reads a human-format suffix (nanotron's `524K`, `1.05M`, `3.4B`): K, M, B (G)
 // and T multiply the value, for a metric that is not a memory's (Detectron2's
@@ -127,6 +127,81 @@ func valueAfter(s string, i int, v *value) bool {
 		return false
 	}
 	return readValue(s, i, v, tight)
+}
+
+// parenName returns where a name's part in parentheses written against it ends (GAN
+// tutorials' `D(x)`, `D(G(z))`), or i when s[i] begins none: a word, or nested
+// parentheses of words, that is not a unit (`memory(GiB)` is memory in GiB).
+func parenName(s string, i int) int {
+	if i >= len(s) || s[i] != '(' {
+		return i
+	}
+	depth, j := 0, i
+	for ; j < len(s) && j-i <= maxParenName; j++ {
+		switch c := s[j]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if depth == 0 {
+				if j == i+1 || isUnit(s[i+1:j]) {
+					return i
+				}
+				return j + 1
+			}
+		case !isNameChar(c):
+			return i
+		}
+	}
+	return i
+}
+
+// maxParenName bounds a name's part in parentheses.
+const maxParenName = 16
+
+// isUnit reports whether u is a unit a value is written in: one of units, or a time's.
+func isUnit(u string) bool {
+	for _, x := range units {
+		if u == x {
+			return true
+		}
+	}
+	switch u {
+	case "sec", "secs", "seconds", "mins", "minutes", "hours", "days", "t":
+		return true
+	}
+	return false
+}
+
+// nameValue reads into v (zero) the value after a name ending at i: valueAfter, else
+// after a part of the name in parentheses written against it when the name is whole
+// there (parenName: `D(G(z)): 0.58`), else after a unit in parentheses (`time (ms):
+// 12.5`, `memory(GiB): 3.1`). It returns where the name ends.
+func nameValue(s string, i int, whole bool, v *value) (int, bool) {
+	if s[i] == '(' && whole {
+		if k := parenName(s, i); k > i {
+			if valueAfter(s, k, v) {
+				return k, true
+			}
+			*v = value{}
+		}
+	}
+	return i, valueAfter(s, i, v) || unitThenValue(s, i, v)
+}
+
+// spelled reads a duration's unit written in words after v (see spelledDuration): it
+// takes seconds as v's unit, and reports whether v is no value (a longer unit).
+func (v *value) spelled(s string) bool {
+	if v.unit != "" || v.sep == ' ' {
+		return false
+	}
+	switch spelledDuration(s, v.end) {
+	case "s":
+		v.unit = "s"
+	case "-":
+		return true // `2 minutes and 34.41 seconds`
+	}
+	return false
 }
 
 // unitThenValue reads `NAME (unit): value` or `NAME(unit)=value` after a name ending
@@ -499,4 +574,33 @@ func boundary(s string, i int) bool {
 		return i+1 < len(s) && isLetter(s[i+1])
 	}
 	return false
+}
+
+// spelledUnits are the units of a duration written in words (humanfriendly's `2 minutes
+// and 34.41 seconds`, ESPnet's epoch times).
+var spelledUnits = [...]string{"second", "minute", "hour", "day", "week"}
+
+// spelledDuration reads a duration's unit in words after the number ending at i: it
+// returns "s" for seconds (`8.31 seconds` is 8.31s), "-" for a longer unit (a duration
+// of several words is prose, not a value), "" for none.
+func spelledDuration(s string, i int) string {
+	if i+7 > len(s) || s[i] != ' ' {
+		return ""
+	}
+	for k, u := range spelledUnits {
+		if strings.HasPrefix(s[i+1:], u) {
+			e := i + 1 + len(u)
+			if e < len(s) && s[e] == 's' {
+				e++
+			}
+			switch {
+			case e < len(s) && isLetter(s[e]):
+				return ""
+			case k == 0:
+				return "s"
+			}
+			return "-"
+		}
+	}
+	return ""
 }
