@@ -43,10 +43,10 @@ func Actions() []common.Action {
 	rows = append(rows, appops.Actions(Kind)...)
 	rows = append(rows,
 		// Before Moves: space marks here rather than paging down.
-		common.NewAction(ActMark, "mark / unmark (x, D act on all marked; esc unmarks)", []string{"space"}, false, Kind),
+		common.NewAction(ActMark, "mark / unmark (x, D, c, p act on all marked; esc unmarks)", []string{"space"}, false, Kind),
 		common.NewAction(ActFold, "fold / unfold a sweep's apps under its row (enter too)", []string{"z"}, false, Kind),
-		common.NewAction(ActCompare, "compare the apps of a sweep: values, last and best metrics", []string{"c"}, false, Kind),
-		common.NewAction(ActChart, "chart of a sweep's apps, one curve each (t: table)", []string{"p"}, false, Kind),
+		common.NewAction(ActCompare, "compare the marked apps or a sweep's: values, last and best metrics", []string{"c"}, false, Kind),
+		common.NewAction(ActChart, "chart of the marked apps or of a sweep's, one curve each (t: table)", []string{"p"}, false, Kind),
 		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
 		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
 		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
@@ -537,6 +537,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	}
 	if len(m.marked) > 0 && (action == appops.ActCancel || action == appops.ActDelete) {
 		return m.bulk(action), true
+	}
+	if len(m.marked) > 0 && (action == ActCompare || action == ActChart) {
+		return m.doMarked(action), true // marked.go
 	}
 	if g := m.rowGroup(m.cur.Index); g != nil {
 		return m.doGroup(g, action)

@@ -1,4 +1,5 @@
-// Package compare is the compare view: the apps of a sweep side by side, one row per
+// Package compare is the compare view: the apps of a sweep, or any apps marked in the
+// app list, side by side, one row per
 // app with its swept values, its state and each metric's last and best value, sorted
 // by the best loss, as `wick metrics --sweep` prints them (render.Compare); refreshed
 // while an app runs, each refresh reading only the lines written since the last
@@ -55,7 +56,10 @@ type App struct {
 // Model is the compare view.
 type Model struct {
 	common.Base
-	title   string
+	title string
+	// marked says the apps are a set the user marked, not a sweep (title is then
+	// not a sweep's id).
+	marked  bool
 	names   []string
 	apps    []App
 	pager   widget.Pager
@@ -78,6 +82,14 @@ type readMsg struct {
 // sweep's id (p opens its chart).
 func New(ctx *common.Context, title string, names []string, apps []App) *Model {
 	return &Model{Base: common.NewBase(ctx, Kind), title: title, names: names, apps: apps, rd: sweep.NewReader(metrics.DefaultConfig())}
+}
+
+// NewMarked returns the compare view of apps marked in the app list, of any sweeps or
+// none: names are the swept names of their sweeps (an app without one shows "-").
+func NewMarked(ctx *common.Context, names []string, apps []App) *Model {
+	m := New(ctx, spec.Count(len(apps), "marked app"), names, apps)
+	m.marked = true
+	return m
 }
 
 // Title is the view's crumb.
@@ -203,6 +215,13 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	case common.ActRefresh:
 		return m.load(), true
 	case ActChart:
+		if m.marked {
+			hs := make([]string, len(m.apps))
+			for i, a := range m.apps {
+				hs[i] = a.Handle.String()
+			}
+			return common.Push(sweepchart.NewOf(m.Ctx, m.title, hs)), true
+		}
 		return common.Push(sweepchart.New(m.Ctx, m.title)), true
 	}
 	return nil, false

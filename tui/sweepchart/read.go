@@ -20,16 +20,16 @@ type snapshot struct {
 	errs  []error
 }
 
-// read lists the sweep's apps and reads the metrics each has written since the last
+// read lists the apps charted (keep: a sweep's, or a set's) and reads the metrics each has written since the last
 // reading (rd: only the command reading it touches it). An app whose logs cannot be
 // read is shown without (or with its older) metrics; listing errors are returned for
 // the view to show.
-func read(ctx context.Context, rd *sweep.Reader, b common.Backend, id string) snapshot {
+func read(ctx context.Context, rd *sweep.Reader, b common.Backend, keep func(*spec.AppStatus) bool) snapshot {
 	all, errs := b.List(ctx, "")
 	var apps []spec.AppStatus
-	for _, a := range all {
-		if a.Sweep != nil && a.Sweep.ID == id {
-			apps = append(apps, a)
+	for i := range all {
+		if keep(&all[i]) {
+			apps = append(apps, all[i])
 		}
 	}
 	// The grid's order, the queued apps last: the queue launches the apps in its

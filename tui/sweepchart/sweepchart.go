@@ -68,7 +68,9 @@ func Actions() []common.Action {
 // Model is the chart of one sweep.
 type Model struct {
 	common.Base
-	id string // the sweep's id
+	id string // the sweep's id, or the title of a set of apps
+	// of, when not nil, are the apps charted (a set the user marked), not a sweep's.
+	of map[string]bool
 
 	rd      *sweep.Reader // the reading's; never touched while a reading runs
 	loading bool
@@ -109,6 +111,18 @@ func New(ctx *common.Context, id string) *Model {
 	}
 }
 
+// NewOf returns the chart of the apps handles (any apps, marked in the app list),
+// titled title; each app's legend is its swept values when it is of a sweep, else its
+// id.
+func NewOf(ctx *common.Context, title string, handles []string) *Model {
+	m := New(ctx, title)
+	m.of = make(map[string]bool, len(handles))
+	for _, h := range handles {
+		m.of[h] = true
+	}
+	return m
+}
+
 // Title is the view's crumb.
 func (m *Model) Title() string { return "chart " + m.id }
 
@@ -121,12 +135,23 @@ func (m *Model) refresh() tea.Cmd {
 		return nil
 	}
 	m.loading, m.readAt = true, time.Now()
-	id, b, parent, rd, sw := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.rd, m.id
+	id, b, parent, rd := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.rd
+	keep := m.keep()
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, readTimeout)
 		defer cancel()
-		return readMsg{ViewID: id, snap: read(ctx, rd, b, sw)}
+		return readMsg{ViewID: id, snap: read(ctx, rd, b, keep)}
 	}
+}
+
+// keep says which listed apps the chart shows: those of its sweep, or of its set.
+func (m *Model) keep() func(*spec.AppStatus) bool {
+	if m.of != nil {
+		of := m.of
+		return func(a *spec.AppStatus) bool { return of[a.Handle] }
+	}
+	id := m.id
+	return func(a *spec.AppStatus) bool { return a.Sweep != nil && a.Sweep.ID == id }
 }
 
 // Update takes readings and ticks (the next reading, while an app has not ended).
@@ -212,7 +237,10 @@ func (m *Model) rows(metric string) []row {
 	runs := make([]*sweep.Run, len(rows))
 	for i := range m.snap.apps {
 		a := &m.snap.apps[i]
-		rows[i] = row{app: a, label: a.Sweep.Label()}
+		rows[i] = row{app: a}
+		if a.Sweep != nil {
+			rows[i].label = a.Sweep.Label()
+		}
 		if rows[i].label == "" {
 			rows[i].label = appID(a.Handle)
 		}
@@ -337,7 +365,11 @@ func (m *Model) summary() string {
 	if m.table {
 		mode = "t: chart"
 	}
-	return fmt.Sprintf("sweep %s · %s: %s · %s", m.id, spec.Count(len(m.snap.apps), "app"), strings.Join(parts, ", "), mode)
+	what := "sweep " + m.id
+	if m.of != nil {
+		what = m.id
+	}
+	return fmt.Sprintf("%s · %s: %s · %s", what, spec.Count(len(m.snap.apps), "app"), strings.Join(parts, ", "), mode)
 }
 
 // Series is one app's curve as the overlay draws it.

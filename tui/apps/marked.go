@@ -1,0 +1,49 @@
+package apps
+
+import (
+	"slices"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/compare"
+	"github.com/wick-dev/wick/tui/sweepchart"
+)
+
+// doMarked runs c (compare) or p (chart) on the marked apps, whatever sweeps they
+// are of (none, one, several): the compare table with a column per swept name of
+// their sweeps, and the overlay chart of their curves, each labelled by its values
+// (an app of no sweep by its id).
+func (m *Model) doMarked(action common.ActionName) tea.Cmd {
+	var apps []compare.App
+	var names, handles []string
+	for i := range m.apps {
+		a := &m.apps[i]
+		if !m.marked[a.Handle] {
+			continue
+		}
+		h, err := spec.ParseHandle(a.Handle)
+		if err != nil {
+			continue
+		}
+		app := compare.App{Handle: h, State: a.State}
+		if a.Sweep != nil {
+			app.Values = a.Sweep.Values
+			for _, n := range a.Sweep.Names {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
+		apps = append(apps, app)
+		handles = append(handles, a.Handle)
+	}
+	if len(apps) == 0 {
+		return common.Notify("no marked app is listed")
+	}
+	if action == ActChart {
+		return common.Push(sweepchart.NewOf(m.Ctx, spec.Count(len(apps), "marked app"), handles))
+	}
+	return common.Push(compare.NewMarked(m.Ctx, names, apps))
+}
