@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,35 +132,83 @@ func TestTwoRoles(t *testing.T) {
 	}
 }
 
-// Cancel stops a running app: CANCELLED, and its pods go.
+// Cancel stops a running app: CANCELLED, each replica CANCELLED, and its pods stay,
+// with their logs (the kubelet stopped them: activeDeadlineSeconds), until delete.
 func TestCancelRunning(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
 	s := newScheduler(t)
-	role := spec.NewRole("loop", env.image, "loop")
-	id := launch(t, s, &spec.AppDef{Name: "loop", Roles: []spec.Role{role}}, nil)
-	waitState(t, s, id, 2*time.Minute, func(s spec.AppState) bool { return s == spec.Running })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	role := spec.NewRole("srv", env.image, "serve", "29501", "0")
+	role.NumReplicas = 2
+	id := launch(t, s, &spec.AppDef{Name: "cancel", Roles: []spec.Role{role}}, nil)
+	for k := range 2 {
+		testkit.Wait(t, 2*time.Minute, "replica "+strconv.Itoa(k)+" listening", func() (bool, string) {
+			got := texts(readLog(t, s, id, "srv", k, sched.LogOptions{}))
+			return len(got) > 0, fmt.Sprintf("%q", got)
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	if err := s.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	st := waitState(t, s, id, time.Minute, terminal)
+	st, err := s.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st.State != spec.Cancelled {
 		t.Fatalf("state %s, want CANCELLED", st.State)
 	}
-	testkit.Wait(t, 2*time.Minute, "the cancelled app's pods to go", func() (bool, string) {
+	for k, r := range st.Roles[0].Replicas {
+		if r.State != spec.Cancelled || r.StructuredError != "" {
+			t.Errorf("replica %d: %s %q, want CANCELLED and no error", k, r.State, r.StructuredError)
+		}
+		if got := texts(readLog(t, s, id, "srv", k, sched.LogOptions{})); len(got) == 0 || !strings.HasPrefix(got[0], "listening on") {
+			t.Errorf("replica %d's log after the cancel: %q, want its lines", k, got)
+		}
+	}
+	if err := s.Delete(ctx, id, false); err != nil {
+		t.Fatalf("delete of a cancelled app: %v", err)
+	}
+	if _, err := s.Describe(ctx, id); !errors.Is(err, sched.ErrNotFound) {
+		t.Errorf("describe after delete: %v, want ErrNotFound", err)
+	}
+	testkit.Wait(t, 2*time.Minute, "the deleted app's pods to go", func() (bool, string) {
 		pl, err := env.cs.CoreV1().Pods(env.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector(id)})
 		if err != nil {
 			return false, err.Error()
 		}
 		return len(pl.Items) == 0, spec.Count(len(pl.Items), "pod")
 	})
-	if err := s.Delete(ctx, id, false); err != nil {
-		t.Fatalf("delete of a cancelled app: %v", err)
+}
+
+// A role that fails fails the app and stops the others, as TorchX's gang does: Wait
+// returns FAILED with the failed replica's exit code, the other role's replica is
+// CANCELLED (stopped, not failed) and keeps its log.
+func TestFailedRoleStopsTheOthers(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	bad := spec.NewRole("bad", env.image, "exit", "3")
+	srv := spec.NewRole("srv", env.image, "serve", "29502", "0")
+	id := launch(t, s, &spec.AppDef{Name: "gang", Roles: []spec.Role{srv, bad}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(3*time.Minute))
+	defer cancel()
+	st, err := s.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := s.Describe(ctx, id); !errors.Is(err, sched.ErrNotFound) {
-		t.Errorf("describe after delete: %v, want ErrNotFound", err)
+	if st.State != spec.Failed || len(st.Roles) != 2 {
+		t.Fatalf("status %s %q, want FAILED", st.State, st.Msg)
+	}
+	if r := st.Roles[1].Replicas[0]; r.State != spec.Failed || r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Errorf("bad/0: %s exit %v, want FAILED with 3", r.State, r.ExitCode)
+	}
+	if r := st.Roles[0].Replicas[0]; r.State != spec.Cancelled {
+		t.Errorf("srv/0: %s, want CANCELLED (stopped by the other role's failure)", r.State)
+	}
+	if got := texts(readLog(t, s, id, "srv", 0, sched.LogOptions{})); len(got) == 0 || !strings.HasPrefix(got[0], "listening on") {
+		t.Errorf("srv/0's log: %q, want its lines", got)
 	}
 }
 

@@ -69,6 +69,9 @@ const (
 	AnnotationApp = "wick.dev/app"
 	// AnnotationCancelled marks an app cancelled by wick.
 	AnnotationCancelled = "wick.dev/cancelled"
+	// AnnotationStopped marks a pod wick stopped (its activeDeadlineSeconds set), and
+	// says why: "cancelled", or the role whose failure stopped the app.
+	AnnotationStopped = "wick.dev/stopped"
 	// labelCompletionIndex is the Job controller's label of a pod's completion index.
 	labelCompletionIndex = "batch.kubernetes.io/job-completion-index"
 	// annotationCompletionIndex is the same, as an annotation (for the downward API).

@@ -131,8 +131,7 @@ func (it *logIter) send(ctx context.Context, x item) bool {
 func (it *logIter) pods(ctx context.Context) ([]corev1.Pod, error) {
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	sel := selector(it.appID) + "," + LabelRole + "=" + it.role + "," + labelCompletionIndex + "=" + strconv.Itoa(it.replica)
-	pl, err := it.c.core.Pods(it.ns).List(cctx, metav1.ListOptions{LabelSelector: sel})
+	pl, err := it.c.core.Pods(it.ns).List(cctx, metav1.ListOptions{LabelSelector: it.selector()})
 	if err != nil {
 		return nil, it.c.apiError("listing the pods of "+it.appID, err)
 	}
@@ -147,7 +146,6 @@ func (it *logIter) run(ctx context.Context) {
 	defer close(it.done)
 	defer close(it.ch)
 	attempt := 0
-	wait := 100 * time.Millisecond
 	for {
 		pods, err := it.pods(ctx)
 		if err != nil {
@@ -161,10 +159,9 @@ func (it *logIter) run(ctx context.Context) {
 			p := &pods[attempt]
 			started, ended := containerStarted(p)
 			if !started && it.opts.Follow && !ended && p.DeletionTimestamp == nil {
-				if !sleep(ctx, wait) {
+				if !it.waitChange(ctx, pods) {
 					return
 				}
-				wait = min(wait*2, time.Second)
 				continue
 			}
 			if started {
@@ -176,17 +173,52 @@ func (it *logIter) run(ctx context.Context) {
 				}
 			}
 			attempt++
-			wait = 100 * time.Millisecond
 			continue
 		}
 		if !it.opts.Follow || it.finished(ctx, pods) {
 			return
 		}
-		if !sleep(ctx, wait) {
+		if !it.waitChange(ctx, pods) {
 			return
 		}
-		wait = min(wait*2, time.Second)
 	}
+}
+
+// recheck bounds a wait for the replica's pods to change: then run asks again whether
+// the app has ended (another role's failure, a suspended Job: no pod of this replica
+// changes for those).
+const recheck = 5 * time.Second
+
+// waitChange waits until the replica's pods differ from pods (a pod created, started,
+// ended or gone), watching them, for recheck at most; false when ctx has ended.
+func (it *logIter) waitChange(ctx context.Context, pods []corev1.Pod) bool {
+	seen := make(map[string]string, len(pods))
+	for i := range pods {
+		seen[pods[i].Name] = pods[i].ResourceVersion
+	}
+	wctx, cancel := context.WithTimeout(ctx, recheck)
+	defer cancel()
+	err := watchPods(wctx, it.c, it.ns, it.selector(), func(now map[string]*corev1.Pod) bool {
+		if len(now) != len(seen) {
+			return true
+		}
+		for name, p := range now {
+			if seen[name] != p.ResourceVersion {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil && ctx.Err() == nil && wctx.Err() == nil {
+		// The watch failed: wait a little, as a poll would, and look again.
+		return sleep(ctx, time.Second)
+	}
+	return ctx.Err() == nil
+}
+
+// selector selects the replica's pods.
+func (it *logIter) selector() string {
+	return selector(it.appID) + "," + LabelRole + "=" + it.role + "," + labelCompletionIndex + "=" + strconv.Itoa(it.replica)
 }
 
 // finished reports whether no more attempts will come: the last pod succeeded, or the

@@ -72,10 +72,22 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 // Describe returns the app's status from its Jobs and pods, and its AppDef and run
 // options from the owner's annotation. A Pending app says why (the scheduler's
 // reason, an image the node cannot get).
+//
+// A role that failed fails the app, and its other roles are stopped here (stop: their
+// pods kept, with their logs), as TorchX's gang does: Kubernetes knows no app of
+// several Jobs, so the first Describe that sees the failure (wick status, wait, the
+// UI) stops them. A context that ends first leaves the rest to the next one.
 func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
-	_, o, err := s.fetch(ctx, appID, true)
+	c, o, err := s.fetch(ctx, appID, true)
 	if err != nil {
 		return nil, err
+	}
+	if role, ok := failedRoleWithOthers(o); ok {
+		if err := s.stop(ctx, c, o, "role "+role+" failed", false); err == nil {
+			if _, again, err := s.fetch(ctx, appID, true); err == nil {
+				o = again
+			}
+		}
 	}
 	st := s.status(appID, o)
 	cfg := spec.Cfg{}
@@ -83,6 +95,25 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 		cfg[k] = v
 	}
 	return &sched.Description{Status: st, App: o.record.App, Cfg: cfg}, nil
+}
+
+// failedRoleWithOthers names the role whose Job failed when another Job of the app
+// has not finished (and was not suspended): the app is FAILED, and that one must stop.
+func failedRoleWithOthers(o *appObjects) (string, bool) {
+	if o.owner.Annotations[AnnotationCancelled] != "" {
+		return "", false
+	}
+	failed, open := "", false
+	for i := range o.jobs {
+		js := stateOfJob(&o.jobs[i])
+		switch {
+		case js.failed && failed == "":
+			failed = o.jobs[i].Labels[LabelRole]
+		case !js.failed && !js.complete && !js.suspended:
+			open = true
+		}
+	}
+	return failed, failed != "" && open
 }
 
 // jobState is what a Job's conditions say: finished, failed (with why), suspended.
@@ -222,6 +253,10 @@ func replicaStatus(role string, k int, pods []corev1.Pod, app spec.AppState) spe
 		r.State = spec.Succeeded
 	case corev1.PodFailed:
 		r.State = spec.Failed
+	}
+	if _, ok := p.Annotations[AnnotationStopped]; ok && p.Status.Reason == "DeadlineExceeded" {
+		// Stopped by wick (cancel, or another role's failure), not failed on its own.
+		r.State, r.StructuredError = spec.Cancelled, ""
 	}
 	if app == spec.Cancelled && !r.State.Terminal() {
 		r.State = spec.Cancelled
@@ -408,4 +443,37 @@ func listed(id string, jobs []batchv1.Job) (spec.AppStatus, bool) {
 		Created:   owner.CreationTimestamp.Time,
 		Ended:     ended,
 	}, true
+}
+
+// Wait returns the app's status once it has ended. It watches the app's Jobs (one list,
+// then their changes) rather than asking again and again; then it describes the app,
+// which stops the other roles of a failed one.
+func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
+	c, ns, err := s.locate(appID)
+	if err != nil {
+		return nil, err
+	}
+	err = watchObjects(ctx, c, jobLister(c, ns, selector(appID)), func(jobs map[string]*batchv1.Job) bool {
+		var owner *batchv1.Job
+		all := make([]batchv1.Job, 0, len(jobs))
+		for _, j := range jobs {
+			if _, ok := j.Annotations[AnnotationApp]; ok {
+				owner = j
+			}
+			all = append(all, *j)
+		}
+		if owner == nil {
+			return true // gone (or not wick's): Describe says so
+		}
+		state, _, _ := appState(owner, all)
+		return state.Terminal()
+	})
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.Describe(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	return &d.Status, nil
 }

@@ -297,6 +297,16 @@ func (c *Client) Describe(ctx context.Context, appID string) (*sched.Description
 	return &sched.Description{Status: d.Status, App: d.App, Cfg: c.runOpts.CfgValues(d.Cfg)}, nil
 }
 
+// Wait returns the app's status once it has ended, as the helper's scheduler waits for
+// it (engine/runner prefers it to asking Describe again and again).
+func (c *Client) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
+	var st spec.AppStatus
+	if err := c.call(ctx, mWait, appParams{AppID: appID}, &st, nil); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
 // List returns the apps of the scheduler; nothing, without starting the helper, when
 // HasApps says there is none.
 func (c *Client) List(ctx context.Context) ([]spec.AppStatus, error) {

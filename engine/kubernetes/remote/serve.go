@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -125,6 +126,8 @@ func (s *Server) call(ctx context.Context, sc sched.Scheduler, req request) (any
 		return nil, s.schedule(ctx, sc, req)
 	case mDescribe:
 		return s.describe(ctx, sc, req)
+	case mWait:
+		return s.wait(ctx, sc, req)
 	case mList:
 		return sc.List(ctx)
 	case mCancel, mDelete:
@@ -171,6 +174,42 @@ func (s *Server) describe(ctx context.Context, sc sched.Scheduler, req request) 
 		return nil, err
 	}
 	return wireDescription{Status: d.Status, App: d.App, Cfg: spec.CfgStrings(d.Cfg)}, nil
+}
+
+// waiter is a scheduler that waits for an app's end itself (as engine/runner asks).
+type waiter interface {
+	Wait(ctx context.Context, appID string) (*spec.AppStatus, error)
+}
+
+// waitPoll is how often wait asks a scheduler that cannot wait itself.
+const waitPoll = 250 * time.Millisecond
+
+// wait returns the app's status once it has ended: the scheduler's own Wait, else its
+// Describe every waitPoll.
+func (s *Server) wait(ctx context.Context, sc sched.Scheduler, req request) (any, error) {
+	var p appParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, badParams(req, err)
+	}
+	if w, ok := sc.(waiter); ok {
+		return w.Wait(ctx, p.AppID)
+	}
+	t := time.NewTicker(waitPoll)
+	defer t.Stop()
+	for {
+		d, err := sc.Describe(ctx, p.AppID)
+		if err != nil {
+			return nil, err
+		}
+		if d.Status.State.Terminal() {
+			return &d.Status, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Server) logs(ctx context.Context, sc sched.Scheduler, req request) (any, error) {

@@ -33,6 +33,7 @@ const (
 	mDryRun    = "dryrun"
 	mSchedule  = "schedule"
 	mDescribe  = "describe"
+	mWait      = "wait"
 	mList      = "list"
 	mCancel    = "cancel"
 	mDelete    = "delete"
