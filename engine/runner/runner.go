@@ -572,3 +572,25 @@ func uuid4() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// Exec prepares req to run in the place of the replica ROLE/k of the app h (see
+// sched.Execer): the command runs when the returned Command's Run is called, bound by
+// ctx. It wraps sched.ErrNoExec for a scheduler that cannot.
+func (r *Runner) Exec(ctx context.Context, h spec.Handle, role string, k int, req sched.ExecRequest) (sched.Command, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := s.(sched.Execer)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w (%s)", h, sched.ErrNoExec, h.Scheduler)
+	}
+	if _, err := r.Describe(ctx, h); err != nil {
+		return nil, err // no such app, as every verb says it
+	}
+	c, err := e.Exec(ctx, h.AppID, role, k, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h, err) // no such role or replica: named
+	}
+	return c, nil
+}

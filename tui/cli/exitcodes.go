@@ -27,7 +27,7 @@ func exitCodeOf(err error) int {
 		return ExitUnreachable
 	case errors.Is(err, sched.ErrNotFound), errors.Is(err, sweep.ErrNoSweep),
 		errors.Is(err, components.ErrNoSuchComponent), errors.Is(err, spec.ErrMalformedHandle),
-		errors.Is(err, sched.ErrUnknownScheduler):
+		errors.Is(err, sched.ErrUnknownScheduler), errors.Is(err, sched.ErrNoReplica), errors.Is(err, sched.ErrNoRole):
 		return ExitUsage
 	}
 	return ExitFailure

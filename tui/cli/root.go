@@ -360,7 +360,7 @@ func (a *app) verbs() []verb {
 		{"run", a.runCmd}, {"builtins", a.builtinsCmd}, {"runopts", a.runoptsCmd}, {"configure", a.configureCmd}, {"version", a.versionCmd},
 		{"status", a.statusCmd}, {"describe", a.describeCmd}, {"list", a.listCmd}, {"log", a.logCmd},
 		{"cancel", a.cancelCmd}, {"delete", a.deleteCmd}, {"ui", a.uiCmd}, {"metrics", a.metricsCmd},
-		{"sweep", a.sweepCmd}, {"stack", a.stackCmd},
+		{"sweep", a.sweepCmd}, {"stack", a.stackCmd}, {"exec", a.execCmd},
 		{sweep.QueueVerb, a.queueCmd}, {local.SuperviseVerb, a.superviseCmd}, {demo.Verb, a.demoCmd},
 	}
 }
