@@ -100,3 +100,31 @@ func TestBulkConfirmCountsAtConfirmTime(t *testing.T) {
 	d.contains("Delete 2 finished apps?")
 	d.keys("n")
 }
+
+// TestWallHeaderKeepsItsPartsBesideAnError: a failed app's error filled the wall's
+// header and pushed out the replica count, follow/paused and the search. The error now
+// gets the room the other parts leave, cut with "…".
+func TestWallHeaderKeepsItsPartsBesideAnError(t *testing.T) {
+	e := newEnv(t)
+	long := "ValueError: " + strings.Repeat("the loss went somewhere it should not have gone ", 4)
+	h := e.launch(shApp("bad", "echo 'Traceback (most recent call last):' >&2; echo '  File \"train.py\", line 3, in <module>' >&2; echo '"+long+"' >&2; exit 1", 2))
+	e.wait(h)
+	d := newDriver(t, e.opts, 100, 24)
+	d.send(tick())
+	d.waitScreen("FAILED")
+	d.keys("l")
+	d.waitScreen("2 replicas")
+	header := strings.Split(plain(d.screen()), "\n")[1]
+	for _, want := range []string{"FAILED", "ValueError: the loss", "…", "2 replicas"} {
+		if !strings.Contains(header, want) {
+			t.Errorf("the header lacks %q: %q", want, header)
+		}
+	}
+	d.keys("/")
+	d.typ("loss")
+	d.keys("enter")
+	header = strings.Split(plain(d.screen()), "\n")[1]
+	if !strings.Contains(header, "2 replicas") || !strings.Contains(header, "loss") || !strings.Contains(header, "ValueError") {
+		t.Errorf("with a search, the header is %q", header)
+	}
+}

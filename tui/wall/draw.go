@@ -158,16 +158,39 @@ func (m *Model) header() string {
 		return m.find.input.View(t) + "  " + m.find.info(t)
 	}
 	parts := []string{t.Accent.Render(m.h.AppID)}
+	// why is the app's error, or why it waits: the longest part, it gets the room the
+	// others leave (a long error ate the replica count, the search and paused).
+	var why string
+	var whyStyle func(...string) string
 	if m.haveApp {
 		parts = append(parts, t.State(m.status.State, m.status.State.String()))
 		if e := m.appError(); e != "" {
-			parts = append(parts, t.Fail.Render(e))
-		}
-		if m.status.State == spec.Pending && m.status.Msg != "" {
+			why, whyStyle = e, t.Fail.Render
+		} else if m.status.State == spec.Pending && m.status.Msg != "" {
 			// Why the app waits, as its scheduler says (Slurm: "pending: Resources").
-			parts = append(parts, t.Warning.Render(render.Escape(render.FirstLine(m.status.Msg))))
+			why, whyStyle = render.Escape(render.FirstLine(m.status.Msg)), t.Warning.Render
 		}
 	}
+	rest := m.headerRest()
+	sep := t.Muted.Render(" · ")
+	if why != "" {
+		fixed := ansi.StringWidth(strings.Join(append(parts, rest...), " · ")) + len(" · ")
+		if room := m.Ctx.Width - fixed; room >= minWhy {
+			parts = append(parts, whyStyle(ansi.Truncate(why, room, "…")))
+		}
+	}
+	return strings.Join(append(parts, rest...), sep)
+}
+
+// minWhy is the narrowest room an app's error gets in the wall's header; with less it
+// is left to the summary below the panes.
+const minWhy = 12
+
+// headerRest is the header after the app and its state: the panes, the mode, follow,
+// selecting and the search.
+func (m *Model) headerRest() []string {
+	t := m.Ctx.Theme
+	var parts []string
 	vis := m.visible()
 	parts = append(parts, m.paneCount())
 	if hidden := len(m.panes) - len(vis); hidden > 0 {
@@ -207,7 +230,7 @@ func (m *Model) header() string {
 	if m.find.query != "" || m.find.err != nil {
 		parts = append(parts, m.find.info(t))
 	}
-	return strings.Join(parts, t.Muted.Render(" · "))
+	return parts
 }
 
 // followInfo says which panes are paused: none ("following"), all, or their names.
