@@ -243,6 +243,19 @@ func TestPendingSaysWhy(t *testing.T) {
 		}
 		return d.Status.State == spec.Pending && strings.Contains(d.Status.Msg, "ErrImageNeverPull"), d.Status.State.String() + " " + d.Status.Msg
 	})
+	// No pod at all: the Job's controller cannot make one (no such service account);
+	// only the Job's events say so.
+	id3 := launch(t, s, &spec.AppDef{Name: "nosa", Roles: []spec.Role{spec.NewRole("nosa", env.image, "true")}}, spec.Cfg{OptServiceAccount: "no-such-account"})
+	testkit.Wait(t, 2*time.Minute, "the reason of an app whose pods cannot be made", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		d, err := s.Describe(ctx, id3)
+		if err != nil {
+			return false, err.Error()
+		}
+		st := d.Status
+		return st.State == spec.Pending && strings.Contains(st.Msg, "FailedCreate") && strings.Contains(st.Msg, "no-such-account") && slices.Contains(st.Warnings, st.Msg), fmt.Sprintf("%s %q %q", st.State, st.Msg, st.Warnings)
+	})
 }
 
 // List shows the tests' apps, with this $WICK_HOME's marked as its own.

@@ -90,6 +90,13 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 		}
 	}
 	st := s.status(appID, o)
+	if st.State == spec.Pending {
+		ev := s.pendingEvents(ctx, c, o)
+		if st.Msg == "" && len(ev) > 0 {
+			st.Msg = ev[0]
+		}
+		st.Warnings = append(st.Warnings, ev...)
+	}
 	cfg := spec.Cfg{}
 	for k, v := range o.record.Cfg {
 		cfg[k] = v
@@ -476,4 +483,65 @@ func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, er
 		return nil, err
 	}
 	return &d.Status, nil
+}
+
+// maxEventObjects bounds the objects whose events one Describe reads.
+const maxEventObjects = 4
+
+// pendingEvents reads the warnings Kubernetes recorded about what keeps the app
+// pending, as kubectl describe shows them: of each Job that has no pod (its controller
+// could not make one: FailedCreate, a quota, an admission refusal, a missing service
+// account) and of each pod not yet running (FailedScheduling, FailedMount, image
+// pulls). One line each, "Job x: Reason: message", the same reason once.
+func (s *Scheduler) pendingEvents(ctx context.Context, c *conn, o *appObjects) []string {
+	withPods := map[string]bool{}
+	var objs [][2]string // kind, name
+	for i := range o.pods {
+		p := &o.pods[i]
+		withPods[p.Labels[LabelRole]] = true
+		if p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil {
+			objs = append(objs, [2]string{"Pod", p.Name})
+		}
+	}
+	for i := range o.jobs {
+		if !withPods[o.jobs[i].Labels[LabelRole]] {
+			objs = append(objs, [2]string{"Job", o.jobs[i].Name})
+		}
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i][0]+objs[i][1] < objs[j][0]+objs[j][1] })
+	if len(objs) > maxEventObjects {
+		objs = objs[:maxEventObjects]
+	}
+	cctx, cancel := callCtx(ctx)
+	defer cancel()
+	var out []string
+	seen := map[string]bool{}
+	for _, obj := range objs {
+		el, err := c.core.Events(o.ns).List(cctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=" + obj[0] + ",involvedObject.name=" + obj[1] + ",type=Warning"})
+		if err != nil {
+			continue // the status says what it can without them
+		}
+		evs := el.Items
+		sort.Slice(evs, func(i, j int) bool { return eventTime(&evs[i]).After(eventTime(&evs[j])) })
+		for _, e := range evs {
+			key := obj[1] + "/" + e.Reason
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, fmt.Sprintf("%s %s: %s: %s", obj[0], obj[1], e.Reason, strings.TrimSpace(e.Message)))
+		}
+	}
+	return out
+}
+
+// eventTime is when an event last happened.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
