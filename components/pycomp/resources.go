@@ -83,7 +83,8 @@ func (r *entryRecord) fresh() bool {
 // name of the user's Python makes, evaluated by TorchX itself
 // (torchx.specs.named_resources[name]) in the helper, with its time and memory
 // bounds. ok is false when no entry point has that name, or when there is no Python
-// to ask: wick's own table answers then.
+// to ask: wick's own table answers then. A name neither has is an error suggesting
+// the closest of both.
 //
 // Which entry points exist is cached on disk (CacheDir) with the state of every path
 // that could change it, so that a call for a name no entry point registers costs a
@@ -98,6 +99,10 @@ func (b *Bridge) NamedResource(ctx context.Context, name string) (spec.Resource,
 	}
 	value, ok := eps[name]
 	if !ok {
+		if _, err := spec.NamedResource(name); err != nil && len(eps) > 0 {
+			// Neither table has it: TorchX's message suggests among both.
+			return spec.Resource{}, false, fmt.Errorf("unknown named resource %q%s", name, spec.DidYouMean(name, append(spec.NamedResources(), spec.SortedKeys(eps)...)))
+		}
 		return spec.Resource{}, false, nil
 	}
 	a, err := b.call(ctx, "resource", map[string]any{"name": name}, "")

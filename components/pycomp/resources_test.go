@@ -165,6 +165,7 @@ func TestNamedResourceEntryPoints(t *testing.T) {
 		t.Errorf("gpu.large (no entry point): ok %v, err %v; want wick's own table to answer", ok, err)
 	}
 	for name, want := range map[string]string{
+		"gpu_x_2": `unknown named resource "gpu_x_2" (did you mean "gpu_x_1"?)`,
 		"boom":    "named resource boom (torchx.named_resources = my_module.resources:boom) raised " + filepath.Join(site, "my_module", "resources.py") + ":27: ValueError: no such cluster",
 		"not_one": "named resource not_one (torchx.named_resources = my_module.resources:not_one): it made a dict, not a torchx.specs.Resource",
 	} {
