@@ -83,7 +83,8 @@ func (r *entryRecord) fresh() bool {
 // name of the user's Python makes, evaluated by TorchX itself
 // (torchx.specs.named_resources[name]) in the helper, with its time and memory
 // bounds. ok is false when no entry point has that name, or when there is no Python
-// to ask: wick's own table answers then. A name neither has is an error suggesting
+// to ask (or one that cannot list its entry points) and name is one of wick's own:
+// wick's table answers then. A name neither has is an error suggesting
 // the closest of both.
 //
 // Which entry points exist is cached on disk (CacheDir) with the state of every path
@@ -92,10 +93,13 @@ func (r *entryRecord) fresh() bool {
 func (b *Bridge) NamedResource(ctx context.Context, name string) (spec.Resource, bool, error) {
 	eps, err := b.entryPoints(ctx)
 	if err != nil {
-		if errors.Is(err, components.ErrNoTorchX) {
-			return spec.Resource{}, false, nil // no Python: nothing registered
+		_, known := spec.NamedResource(name)
+		if errors.Is(err, components.ErrNoTorchX) || known == nil {
+			// No Python, or one that cannot list its entry points: wick's own table
+			// answers for its names (its builtins never need Python).
+			return spec.Resource{}, false, nil
 		}
-		return spec.Resource{}, false, fmt.Errorf("named resource %q: reading the %s entry points of %s: %w", name, NamedResourceGroup, b.python(), err)
+		return spec.Resource{}, false, fmt.Errorf("unknown named resource %q: the %s entry points of %s could not be read: %w", name, NamedResourceGroup, b.python(), err)
 	}
 	value, ok := eps[name]
 	if !ok {

@@ -265,11 +265,25 @@ func TestEntryPointDiscoveryIsCached(t *testing.T) {
 	lookup(bridge(), "gpu.small", false, 6, "without the site")
 	lookup(bridge(), "gpu.small", false, 6, "without the site, again")
 
-	// No Python at all: nothing registered, wick's table answers.
+	// No Python at all, or one that is not Python: wick's table answers for its own
+	// names; another name says why the entry points were not read.
+	broken := writeFile(t, filepath.Join(work, "broken-python"), "#!/bin/sh\necho 'pyenv: python3: command not found' >&2\nexit 127\n")
+	if err := os.Chmod(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, py := range []string{filepath.Join(work, "no-such-python"), broken} {
+		b := bridge(site)
+		b.Python = py
+		if _, ok, err := b.NamedResource(ctx, "gpu.small"); ok || err != nil {
+			t.Errorf("%s: gpu.small: ok %v, err %v; want wick's table to answer", py, ok, err)
+		}
+	}
 	b := bridge(site)
-	b.Python = filepath.Join(work, "no-such-python")
-	if _, ok, err := b.NamedResource(ctx, "gpu.small"); ok || err != nil {
-		t.Errorf("no Python: ok %v, err %v; want not registered", ok, err)
+	b.Python = broken
+	_, _, err := b.NamedResource(ctx, "gpu_x_1")
+	if err == nil || !strings.HasPrefix(err.Error(), `unknown named resource "gpu_x_1": the torchx.named_resources entry points of `+broken+" could not be read: ") ||
+		!strings.Contains(err.Error(), "pyenv: python3: command not found") {
+		t.Errorf("gpu_x_1 with a broken Python: %v", err)
 	}
 }
 
