@@ -181,6 +181,26 @@ type helpKey struct {
 	width  int
 	theme  *themes.Theme
 	off    string // the actions the view has turned off (see offActions)
+	extra  string // the bindings the view offers in context (see contextHelper)
+}
+
+// contextHelper is what a view implements whose help bar depends on where the user
+// is (a sweep's row: z unfold, p chart; the wall's chart: M L E Z): those bindings
+// come first in the help bar, before the view's short ones.
+type contextHelper interface{ ContextHelp() []key.Binding }
+
+// contextHelp is the active view's bindings in context, and a key naming them.
+func (m *Model) contextHelp() ([]key.Binding, string) {
+	v, ok := m.active().(contextHelper)
+	if !ok {
+		return nil, ""
+	}
+	bs := v.ContextHelp()
+	var k strings.Builder
+	for _, b := range bs {
+		k.WriteString(b.Help().Key + "=" + b.Help().Desc + ";")
+	}
+	return bs, k.String()
 }
 
 // offer is what a view implements when some of its actions are off for now (launch,
@@ -210,15 +230,16 @@ func (m *Model) offActions() string {
 }
 
 func (m *Model) helpBar() string {
-	k := helpKey{m.active().Kind(), m.active().Typing(), m.width, m.ctx.Theme, m.offActions()}
+	extra, ek := m.contextHelp()
+	k := helpKey{m.active().Kind(), m.active().Typing(), m.width, m.ctx.Theme, m.offActions(), ek}
 	if k == m.helpFor && m.helpText != "" {
 		return m.helpText
 	}
-	m.helpFor, m.helpText = k, m.drawHelpBar()
+	m.helpFor, m.helpText = k, m.drawHelpBar(extra)
 	return m.helpText
 }
 
-func (m *Model) drawHelpBar() string {
+func (m *Model) drawHelpBar(extra []key.Binding) string {
 	t := m.ctx.Theme
 	h := help.New()
 	h.SetWidth(m.width)
@@ -237,6 +258,20 @@ func (m *Model) drawHelpBar() string {
 	}
 	if th, ok := m.active().(typingHelper); ok && m.active().Typing() {
 		return widget.PadRight(h.ShortHelpView(th.TypingHelp()), m.width)
+	}
+	if len(extra) > 0 {
+		// What the user can do here first; a short binding of the same key goes.
+		shown := map[string]bool{}
+		for _, b := range extra {
+			shown[b.Help().Key] = true
+		}
+		rest := bindings
+		bindings = append([]key.Binding(nil), extra...)
+		for _, b := range rest {
+			if !shown[b.Help().Key] {
+				bindings = append(bindings, b)
+			}
+		}
 	}
 	if m.active().Typing() {
 		var kept []key.Binding

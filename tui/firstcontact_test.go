@@ -128,3 +128,61 @@ func TestWallHeaderKeepsItsPartsBesideAnError(t *testing.T) {
 		t.Errorf("with a search, the header is %q", header)
 	}
 }
+
+// TestHelpBarSaysWhatTheRowDoes: the help bar was the same on a sweep's row as on an
+// app's (describe, logs, relaunch, none of which a sweep's row does; z, p and c only
+// in ?), and the wall's chart keys M L E Z were only in ?. The bar now starts with what
+// works where the cursor is.
+func TestHelpBarSaysWhatTheRowDoes(t *testing.T) {
+	e := newEnv(t)
+	sw := startSleepSweep(t, e)
+	d := newDriver(t, e.opts, 140, 24)
+	testkit.Wait(t, 20*time.Second, "the sweep's row", func() (bool, string) {
+		d.send(tick())
+		return strings.Contains(d.screen(), "+ "+sw), d.screen()
+	})
+	d.keys("g") // the sweep's row is the newest
+	bar := lastLine(d.screen())
+	if !strings.HasPrefix(bar, "z unfold • x cancel sweep • p chart • c compare") || strings.Contains(bar, "l logs") || strings.Contains(bar, "relaunch") {
+		t.Errorf("on a sweep's row the help bar is %q", bar)
+	}
+	d.keys("z")
+	if bar := lastLine(d.screen()); !strings.HasPrefix(bar, "z fold") {
+		t.Errorf("on an unfolded sweep's row the help bar is %q", bar)
+	}
+	d.keys("down")
+	if bar := lastLine(d.screen()); !strings.Contains(bar, "l logs") || strings.Contains(bar, "unfold") {
+		t.Errorf("on an app's row the help bar is %q", bar)
+	}
+	d.keys("space")
+	if bar := lastLine(d.screen()); !strings.HasPrefix(bar, "x cancel 1 marked • D delete 1 marked") {
+		t.Errorf("with an app marked the help bar is %q", bar)
+	}
+}
+
+// lastLine is the last line of screen, its trailing blanks cut.
+func lastLine(screen string) string {
+	lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// TestChartKeysInTheHelpBar: with the wall's chart shown, the help bar starts with its
+// keys (they were only in ?); closed, they go.
+func TestChartKeysInTheHelpBar(t *testing.T) {
+	e := newEnv(t)
+	h := e.launch(shApp("train", "for i in 1 2 3 4 5 6; do echo \"step $i loss 2.$i\"; done", 1))
+	e.wait(h)
+	d := newDriver(t, e.opts, 140, 24)
+	d.send(tick())
+	d.waitScreen("SUCCEEDED")
+	d.keys("l")
+	d.waitScreen("loss 2.6")
+	d.keys("p")
+	if bar := lastLine(d.screen()); !strings.HasPrefix(bar, "M metric • L log • E smooth • Z range • p close chart") {
+		t.Errorf("with the chart shown the help bar is %q", bar)
+	}
+	d.keys("p")
+	if bar := lastLine(d.screen()); strings.Contains(bar, "M metric") {
+		t.Errorf("with the chart closed the help bar is %q", bar)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wick-dev/wick/engine/spec"
@@ -160,6 +161,55 @@ const (
 
 // memberMark starts the name of an app shown under its sweep's row.
 const memberMark = "  "
+
+// ContextHelp offers, on a sweep's row, what the row does: unfold (or fold) it, chart
+// and compare its apps; with apps marked, what acts on them.
+func (m *Model) ContextHelp() []key.Binding {
+	reg := m.Ctx.Actions
+	if reg == nil || m.Typing() {
+		return nil
+	}
+	var out []key.Binding
+	add := func(name common.ActionName, desc string) {
+		if b, ok := reg.Brief(name, Kind, desc); ok {
+			out = append(out, b)
+		}
+	}
+	if r := m.cur.Index; r >= 0 && r < len(m.rows) {
+		if g := m.rowGroup(r); g != nil {
+			fold := "unfold"
+			if m.unfolded[g.id] {
+				fold = "fold"
+			}
+			add(ActFold, fold)
+			add(appops.ActCancel, "cancel sweep")
+			add(ActChart, "chart")
+			add(ActCompare, "compare")
+			return out
+		}
+	}
+	if n := len(m.marked); n > 0 {
+		add(appops.ActCancel, fmt.Sprintf("cancel %d marked", n))
+		add(appops.ActDelete, fmt.Sprintf("delete %d marked", n))
+		add(ActCompare, "compare")
+		add(ActMark, "mark")
+	}
+	return out
+}
+
+// Off turns off, on a sweep's row, the actions that need one app (logs, relaunch):
+// the help bar leaves them out.
+func (m *Model) Off(action common.ActionName) bool {
+	r := m.cur.Index
+	if r < 0 || r >= len(m.rows) || m.rowGroup(r) == nil {
+		return false
+	}
+	switch action {
+	case appops.ActLogs, appops.ActRelaunch, appops.ActEdit, ActDescribe:
+		return true
+	}
+	return false
+}
 
 // ShowSweep unfolds the sweep id and puts the cursor on its row as soon as a listing
 // holds it (wick ui --logs SWEEP): its apps in view, l away from their logs.

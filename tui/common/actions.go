@@ -217,6 +217,17 @@ func (r *Registry) Get(name ActionName, kind Kind) (Action, bool) {
 	return Action{}, false
 }
 
+// Brief is the binding of the action named name in kind with a short description
+// desc, for a help bar that offers it in context (z unfold on a sweep's row); false
+// when no such action works there.
+func (r *Registry) Brief(name ActionName, kind Kind, desc string) (key.Binding, bool) {
+	a, ok := r.Get(name, kind)
+	if !ok || len(a.Binding.Keys()) == 0 || !a.Binding.Enabled() {
+		return key.Binding{}, false
+	}
+	return key.NewBinding(key.WithKeys(a.Binding.Keys()...), key.WithHelp(a.Binding.Help().Key, desc)), true
+}
+
 // ShortHelp returns the bindings of the help bar of views of kind kind.
 func (r *Registry) ShortHelp(kind Kind) []key.Binding {
 	var out []key.Binding

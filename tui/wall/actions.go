@@ -1,6 +1,7 @@
 package wall
 
 import (
+	bkey "charm.land/bubbles/v2/key"
 	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/common"
 )
@@ -76,3 +77,7 @@ func Actions() []common.Action {
 		act(ActSummary, "summary on/off", []string{"i"}, false),
 	}, append(metricActions(), common.Moves(Kind)...)...)
 }
+
+// ContextHelp is what the help bar offers first where the user is: the chart's keys
+// while it is shown.
+func (m *Model) ContextHelp() []bkey.Binding { return m.chartHelp() }

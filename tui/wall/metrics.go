@@ -1,6 +1,7 @@
 package wall
 
 import (
+	bkey "charm.land/bubbles/v2/key"
 	"slices"
 	"sync"
 	"time"
@@ -167,6 +168,28 @@ func (m *Model) MetricAlarms() (spec.Handle, int) {
 		return m.h, 0
 	}
 	return m.h, len(m.mx.store.Alarms())
+}
+
+// chartHelp is the chart's keys, for the help bar while the chart is shown (they were
+// only in ?): the metric, log scale, smoothing, range, and p or esc to close it.
+func (m *Model) chartHelp() []bkey.Binding {
+	s := &m.mx
+	s.mu.Lock()
+	open := s.store != nil && s.chart
+	s.mu.Unlock()
+	if !open || m.Ctx.Actions == nil {
+		return nil
+	}
+	var out []bkey.Binding
+	for _, a := range []struct {
+		name common.ActionName
+		desc string
+	}{{ActMetric, "metric"}, {ActLogScale, "log"}, {ActSmooth, "smooth"}, {ActChartRange, "range"}, {ActChart, "close chart"}} {
+		if b, ok := m.Ctx.Actions.Brief(a.name, Kind, a.desc); ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // metricAction answers the metric actions, and esc while the chart is shown; ok is
