@@ -173,7 +173,8 @@ func dialSSH(ctx context.Context, sp sshSpec) (net.Conn, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, &net.OpError{Op: "dial", Net: "ssh", Addr: sshAddr(sp.host), Err: err}
+		// Its message, not its chain: the Engine's error shows the innermost one.
+		return nil, &net.OpError{Op: "dial", Net: "ssh", Addr: sshAddr(sp.host), Err: errors.New("cannot start ssh: " + err.Error())}
 	}
 	return c, nil
 }

@@ -136,6 +136,15 @@ func TestSSHEngine(t *testing.T) {
 		t.Errorf("no request of the context reached the Engine socket")
 	}
 
+	// No ssh.
+	path := os.Getenv("PATH")
+	t.Setenv("PATH", t.TempDir())
+	_, err = newScheduler(t).List(ctx)
+	if !errors.Is(err, ErrUnreachable) || !strings.HasSuffix(err.Error(), `: cannot start ssh: exec: "ssh": executable file not found in $PATH`) {
+		t.Errorf("no ssh: %v", err)
+	}
+	t.Setenv("PATH", path)
+
 	// ssh refused.
 	t.Setenv("FAKE_SSH_FAIL", "1")
 	s3 := newScheduler(t)
