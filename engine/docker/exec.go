@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/muesli/cancelreader"
 	"golang.org/x/term"
@@ -159,4 +161,35 @@ func (c *containerCommand) feed(conn client.HijackedResponse) (stop func()) {
 			_ = conn.Conn.Close()
 		}
 	}
+}
+
+// HostPIDs returns the host pid of each running container's first process (the
+// Engine's State.Pid): the Engine runs on this machine (a local socket), so its
+// containers' processes are this machine's.
+func (s *Scheduler) HostPIDs(ctx context.Context, appID string) (map[sched.ReplicaKey]int, error) {
+	cli, sums, _, err := s.appContainers(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	host := s.ep.Host
+	s.mu.Unlock()
+	if !strings.HasPrefix(host, "unix://") {
+		return nil, fmt.Errorf("the Docker Engine at %s is not this machine's: its containers' processes cannot be read from here", host)
+	}
+	out := map[sched.ReplicaKey]int{}
+	for _, c := range sums {
+		r := replica{sum: c}
+		if c.State != container.StateRunning || r.id() < 0 || r.role() == "" {
+			continue
+		}
+		in, err := cli.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			return nil, s.engineErr(fmt.Errorf("inspecting %.12s: %w", c.ID, err))
+		}
+		if in.Container.State != nil && in.Container.State.Pid > 0 {
+			out[sched.ReplicaKey{Role: r.role(), Replica: r.id()}] = in.Container.State.Pid
+		}
+	}
+	return out, nil
 }

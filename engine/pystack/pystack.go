@@ -56,7 +56,7 @@ type Dump struct {
 type Tool struct{ Name, Path string }
 
 // ErrNoTool says that no sampler is installed, and how to get one.
-var ErrNoTool = errors.New("no Python stack sampler: install py-spy (pip install py-spy) or gdb with CPython's extension (apt-get install gdb python3-dbg)")
+var ErrNoTool = errors.New(noToolText)
 
 // Find returns the sampler to use: py-spy, else gdb.
 func Find() (Tool, error) {
@@ -94,11 +94,31 @@ func sampleOne(ctx context.Context, tool Tool, pid int) ([]Frame, error) {
 	// The interpreter's own symbols first: loading a torch process's shared libraries
 	// takes gdb tens of seconds. A thread blocked in a library (torch's all_reduce)
 	// needs them to be unwound to its Python frames: then with all of them.
-	frames, err := run(ctx, tool, parseGDB, "-iex", "set auto-solib-add off", "-p", strconv.Itoa(pid), "-batch", "-ex", "py-bt")
+	ext := extension(pid)
+	frames, err := run(ctx, tool, parseGDB, append([]string{"-iex", "set auto-solib-add off", "-p", strconv.Itoa(pid), "-batch"}, append(ext, "-ex", "py-bt")...)...)
 	if len(frames) > 0 || ctx.Err() != nil {
 		return frames, err
 	}
-	return run(ctx, tool, parseGDB, "-p", strconv.Itoa(pid), "-batch", "-ex", "py-bt")
+	return run(ctx, tool, parseGDB, append([]string{"-p", strconv.Itoa(pid), "-batch"}, append(ext, "-ex", "py-bt")...)...)
+}
+
+// extension is the gdb arguments that load CPython's gdb extension (py-bt) for the
+// interpreter pid runs, for a process of another mount namespace (a container's):
+// gdb auto-loads it by the interpreter's path as it sees it, which for such a
+// process is not this machine's. The extension of this machine's interpreter of the
+// same name is used (a container's Python from the same distribution as the host's).
+func extension(pid int) []string {
+	self, err1 := os.Readlink("/proc/self/ns/mnt")
+	its, err2 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+	exe, err3 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err1 != nil || err2 != nil || err3 != nil || self == its {
+		return nil
+	}
+	f := filepath.Join("/usr/share/gdb/auto-load", exe+"-gdb.py")
+	if _, err := os.Stat(f); err != nil {
+		return nil
+	}
+	return []string{"-ex", "source " + f}
 }
 
 // run runs the sampler with args and parses its output.
@@ -298,4 +318,76 @@ func Pythons(pid int) []int {
 		}
 	}
 	return out
+}
+
+// Parse reads the output of a sampler (py-spy's dump or gdb's py-bt) run elsewhere (on
+// a Slurm node): the frames of its process, innermost first.
+func Parse(tool string, out []byte) []Frame {
+	if tool == "py-spy" {
+		return parsePySpy(out)
+	}
+	return parseGDB(out)
+}
+
+// NodeScript is a shell script that samples, where it runs (a Slurm replica's node,
+// in the replica's environment), every Python process of the replica: those whose
+// environment has the replica's WICK_APP_ID, WICK_ROLE and WICK_REPLICA_ID. It
+// prints, for each, a line "=== wick-stack TOOL PID RANK" (RANK -1 when the process
+// has none) and the sampler's output, all sampled at once. With no sampler it prints
+// ErrNoTool's message on stderr and exits 3.
+const NodeScript = `a=$WICK_APP_ID r=$WICK_ROLE k=$WICK_REPLICA_ID
+if command -v py-spy >/dev/null 2>&1; then t=py-spy; elif command -v gdb >/dev/null 2>&1; then t=gdb; else echo "` + noToolText + `" >&2; exit 3; fi
+d=$(mktemp -d) || exit 3
+for p in /proc/[0-9]*; do
+  pid=${p#/proc/}
+  case "$(readlink "$p/exe" 2>/dev/null)" in */python*) ;; *) continue;; esac
+  e=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null)
+  [ "$(printf '%s\n' "$e" | grep -cFx -e "WICK_APP_ID=$a" -e "WICK_ROLE=$r" -e "WICK_REPLICA_ID=$k")" = 3 ] || continue
+  rank=$(printf '%s\n' "$e" | sed -n 's/^RANK=\([0-9]*\)$/\1/p')
+  {
+    echo "=== wick-stack $t $pid ${rank:--1}"
+    if [ $t = py-spy ]; then py-spy dump --pid "$pid" 2>&1
+    else
+      o=$(gdb -iex "set auto-solib-add off" -p "$pid" -batch -ex py-bt 2>&1)
+      case "$o" in *'File "'*) printf '%s\n' "$o";; *) gdb -p "$pid" -batch -ex py-bt 2>&1;; esac
+    fi
+  } >"$d/$pid" &
+done
+wait
+cat "$d"/* 2>/dev/null; rm -rf "$d"`
+
+// noToolText is ErrNoTool's message, for NodeScript.
+const noToolText = "no Python stack sampler: install py-spy (pip install py-spy) or gdb with CPython's extension (apt-get install gdb python3-dbg)"
+
+// NodeDump is one process's section of NodeScript's output.
+type NodeDump struct {
+	PID, Rank int
+	Frames    []Frame
+	Err       error
+}
+
+// ParseNode reads NodeScript's output.
+func ParseNode(out []byte) []NodeDump {
+	var dumps []NodeDump
+	for _, sec := range bytes.Split(out, []byte("=== wick-stack "))[1:] {
+		head, body, _ := bytes.Cut(sec, []byte("\n"))
+		f := strings.Fields(string(head))
+		if len(f) != 3 {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[1])
+		rank, err := strconv.Atoi(f[2])
+		if err != nil {
+			rank = -1
+		}
+		d := NodeDump{PID: pid, Rank: rank, Frames: Parse(f[0], body)}
+		if len(d.Frames) == 0 {
+			d.Err = fmt.Errorf("%s: no Python frames", f[0])
+			if bytes.Contains(body, []byte(`Undefined command: "py-bt"`)) {
+				d.Err = errors.New("gdb has no py-bt on the node: install CPython's gdb extension (apt-get install python3-dbg)")
+			}
+		}
+		dumps = append(dumps, d)
+	}
+	return dumps
 }

@@ -594,3 +594,22 @@ func (r *Runner) Exec(ctx context.Context, h spec.Handle, role string, k int, re
 	}
 	return c, nil
 }
+
+// HostPIDs returns the host pid of each running replica's first process, for a
+// scheduler whose replicas run on this machine under pids its status does not give
+// (sched.HostPIDer); nil, nil for one whose status gives them or that cannot tell.
+func (r *Runner) HostPIDs(ctx context.Context, h spec.Handle) (map[sched.ReplicaKey]int, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := s.(sched.HostPIDer)
+	if !ok {
+		return nil, nil
+	}
+	m, err := p.HostPIDs(ctx, h.AppID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", h, err)
+	}
+	return m, nil
+}

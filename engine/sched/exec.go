@@ -128,3 +128,11 @@ func (c *processCommand) Run() error {
 	}
 	return nil
 }
+
+// HostPIDer is implemented by schedulers whose replicas run on this machine under
+// process ids the status does not give (local_docker's containers): the host's pid
+// of each running replica's first process, for tools that read processes from the
+// host (wick stack's sampler).
+type HostPIDer interface {
+	HostPIDs(ctx context.Context, appID string) (map[ReplicaKey]int, error)
+}

@@ -44,9 +44,10 @@ func (s *Scheduler) Exec(ctx context.Context, appID, role string, k int, req sch
 	if err != nil {
 		return nil, err
 	}
-	group := -1
+	group, groups := -1, map[int]bool{}
 	if rec != nil {
 		for _, r := range rec.Replicas {
+			groups[r.HetGroup] = true
 			if r.Role == role && r.Replica == k {
 				group = r.HetGroup
 			}
@@ -55,7 +56,10 @@ func (s *Scheduler) Exec(ctx context.Context, appID, role string, k int, req sch
 	if group < 0 {
 		return nil, fmt.Errorf("%s/%d: job %s was not submitted by wick from here: its component is not known", role, k, appID)
 	}
-	step := []string{"--overlap", "--jobid=" + appID, "--het-group=" + strconv.Itoa(group), "--quiet"}
+	step := []string{"--overlap", "--jobid=" + appID, "--quiet"}
+	if len(groups) > 1 { // a heterogeneous job: the replica's component
+		step = append(step, "--het-group="+strconv.Itoa(group))
+	}
 	out, err := command(ctx, nil, "srun", append(step, "/bin/sh", "-c", findReplica, "wick-find", appID, role, strconv.Itoa(k))...)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%d's process: %w", role, k, err)

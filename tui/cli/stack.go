@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/engine/pystack"
+	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/render"
 )
@@ -35,8 +40,10 @@ same place: what a hung job's ranks are doing.
 
 --full adds each process's whole stack, innermost frame first. The sampler is py-spy
 where it is installed, else gdb with CPython's gdb extension (Debian: apt-get install
-gdb python3-dbg); a missing one is named in one line. Local apps (local_cwd,
-local_dir) only, for now.
+gdb python3-dbg); a missing one is named in one line. Local apps are sampled from this
+machine; local_docker ones too (their containers' processes, by their host pids: the
+Engine must be this machine's); Slurm ones on their nodes, within their jobs (srun
+--overlap, as wick exec), with the node's sampler.
 
 ` + handleHelp,
 		Args: args(cobra.ExactArgs(1)),
@@ -54,8 +61,10 @@ func (a *app) runStack(ident string, full, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	if s := id.Handle.Scheduler; s != "local_cwd" && s != "local_dir" {
-		return fmt.Errorf("wick stack reads local apps only for now (local_cwd, local_dir), not %s", s)
+	if s := id.Handle.Scheduler; s == "slurm" {
+		return a.runSlurmStack(id, full, asJSON)
+	} else if s != "local_cwd" && s != "local_dir" && s != "local_docker" {
+		return fmt.Errorf("wick stack reads local, local_docker and slurm apps, not %s", s)
 	}
 	tool, err := pystack.Find()
 	if err != nil {
@@ -64,6 +73,19 @@ func (a *app) runStack(ident string, full, asJSON bool) error {
 	st, err := a.runner().Status(a.ctx, id.Handle)
 	if err != nil {
 		return err
+	}
+	// A container's processes, read from this machine: their host pids.
+	pids, err := a.runner().HostPIDs(a.ctx, id.Handle)
+	if err != nil {
+		return err
+	}
+	for i := range st.Roles {
+		for j := range st.Roles[i].Replicas {
+			rep := &st.Roles[i].Replicas[j]
+			if pid, ok := pids[sched.ReplicaKey{Role: st.Roles[i].Role, Replica: rep.ID}]; ok {
+				rep.PID = pid
+			}
+		}
 	}
 	refs, err := selectReplicas(id, st, nil)
 	if err != nil {
@@ -75,12 +97,16 @@ func (a *app) runStack(ident string, full, asJSON bool) error {
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, stackTimeout)
 	defer cancel()
-	dumps := pystack.Sample(ctx, tool, targets)
-	groups := pystack.GroupByTop(dumps)
+	return a.printStacks(pystack.Sample(ctx, tool, targets), full, asJSON)
+}
+
+// printStacks prints dumps grouped by their innermost frame, then (full) each one's
+// stack; or all of them as JSON.
+func (a *app) printStacks(dumps []pystack.Dump, full, asJSON bool) error {
 	if asJSON {
 		return writeJSON(a.env.Stdout, dumps)
 	}
-	for _, g := range groups {
+	for _, g := range pystack.GroupByTop(dumps) {
 		fmt.Fprintf(a.env.Stdout, "%s: %s\n", render.Escape(pystack.Label(g.Labels)), render.Escape(g.Top))
 	}
 	if full {
@@ -92,6 +118,119 @@ func (a *app) runStack(ident string, full, asJSON bool) error {
 		}
 	}
 	return nil
+}
+
+// maxNodeStack bounds what is read of the sampling of one Slurm replica's processes.
+const maxNodeStack = 4 << 20
+
+// runSlurmStack samples the Python processes of a Slurm app's running replicas on
+// their nodes: pystack.NodeScript run in each replica's place (wick exec's srun
+// --overlap), all replicas at once.
+func (a *app) runSlurmStack(id spec.LogID, full, asJSON bool) error {
+	st, err := a.runner().Status(a.ctx, id.Handle)
+	if err != nil {
+		return err
+	}
+	refs, err := selectReplicas(id, st, nil)
+	if err != nil {
+		return err
+	}
+	running := map[replicaRef]bool{}
+	for _, role := range st.Roles {
+		for _, r := range role.Replicas {
+			running[replicaRef{role.Role, r.ID}] = r.State == spec.Running
+		}
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, stackTimeout)
+	defer cancel()
+	type result struct {
+		ref   replicaRef
+		dumps []pystack.NodeDump
+		err   error
+	}
+	results := make([]result, 0, len(refs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, ref := range refs {
+		if !running[ref] {
+			continue
+		}
+		wg.Go(func() {
+			c, err := a.runner().Exec(ctx, id.Handle, ref.role, ref.k, sched.ExecRequest{Argv: []string{"/bin/sh", "-c", pystack.NodeScript}})
+			var out, errb bytes.Buffer
+			if err == nil {
+				c.SetStdout(&limitedBuffer{&out, maxNodeStack})
+				c.SetStderr(&limitedBuffer{&errb, 64 << 10})
+				if err = c.Run(); err != nil {
+					if msg := strings.TrimSpace(errb.String()); msg != "" {
+						err = errors.New(render.FirstLine(msg))
+					}
+				}
+			}
+			mu.Lock()
+			results = append(results, result{ref, pystack.ParseNode(out.Bytes()), err})
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(results) == 0 {
+		return errors.New(id.Handle.String() + " has no running replica to dump")
+	}
+	slices.SortFunc(results, func(x, y result) int {
+		return cmp.Or(cmp.Compare(x.ref.role, y.ref.role), cmp.Compare(x.ref.k, y.ref.k))
+	})
+	var dumps []pystack.Dump
+	for _, r := range results {
+		name := r.ref.role + "/" + strconv.Itoa(r.ref.k)
+		if r.err != nil && len(r.dumps) == 0 {
+			dumps = append(dumps, pystack.Dump{Target: pystack.Target{Label: name}, Err: r.err})
+			continue
+		}
+		dumps = append(dumps, nodeDumps(name, r.dumps)...)
+	}
+	if len(dumps) == 0 {
+		return errors.New(id.Handle.String() + " has no running Python process to dump")
+	}
+	return a.printStacks(dumps, full, asJSON)
+}
+
+// nodeDumps labels the processes of one replica sampled on its node as stackTargets
+// labels a local replica's: a torchrun node's workers by rank (its agent left out),
+// else the replica's name.
+func nodeDumps(name string, nds []pystack.NodeDump) []pystack.Dump {
+	slices.SortFunc(nds, func(x, y pystack.NodeDump) int { return cmp.Compare(x.PID, y.PID) })
+	workers := slices.ContainsFunc(nds, func(d pystack.NodeDump) bool { return d.Rank >= 0 })
+	seen := map[string]bool{}
+	var out []pystack.Dump
+	for _, d := range nds {
+		label := name
+		if workers {
+			if d.Rank < 0 {
+				continue // torchrun's agent
+			}
+			label = "rank " + strconv.Itoa(d.Rank)
+		}
+		if seen[label] {
+			label += " pid " + strconv.Itoa(d.PID)
+		} else {
+			seen[label] = true
+		}
+		out = append(out, pystack.Dump{Target: pystack.Target{PID: d.PID, Label: label}, Frames: d.Frames, Err: d.Err})
+	}
+	return out
+}
+
+// limitedBuffer keeps at most n bytes of what is written to it.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // stackTargets are the Python processes of the running replicas refs names: a
