@@ -157,7 +157,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 			errs = append(errs, c.apiError("deleting Job "+o.jobs[i].Name, err))
 		}
 	}
-	svcs, err := c.core.Services(o.ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+	svcs, err := c.core.Services(o.ns).List(cctx, metav1.ListOptions{LabelSelector: selector(o.id)})
 	if err == nil {
 		for _, sv := range svcs.Items {
 			if err := c.core.Services(o.ns).Delete(cctx, sv.Name, opts); err != nil && !apierrors.IsNotFound(err) {
@@ -168,6 +168,6 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	s.forget(appID)
+	s.forget(o.id)
 	return nil
 }

@@ -327,3 +327,47 @@ func TestRankZeroByName(t *testing.T) {
 		t.Fatalf("state %s (%s), client's log %q; want SUCCEEDED and %q", st.State, st.Msg, got, want)
 	}
 }
+
+// An app another WICK_HOME launched, in a namespace that is not the current one: List
+// leaves it out, ListAllHomes (list -A) shows it Foreign as NAMESPACE:APP_ID, and that
+// id, as TorchX's handles write it, finds it for describe and log.
+func TestOtherHomeByNamespaceHandle(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	id := launch(t, s, &spec.AppDef{Name: "theirs", Roles: []spec.Role{spec.NewRole("echo", env.image, "echo", "from another home")}}, nil)
+	waitState(t, s, id, 2*time.Minute, terminal)
+	other, err := New(sched.Config{Session: env.session, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := other.(*Scheduler)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	if apps, err := o.List(ctx); err != nil || len(apps) != 0 {
+		t.Errorf("another home's list: %v, %v; want nothing", apps, err)
+	}
+	apps, err := o.ListAllHomes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := env.namespace + ":" + id
+	i := slices.IndexFunc(apps, func(st spec.AppStatus) bool { return st.AppID == full })
+	if i < 0 || !apps[i].Foreign || apps[i].State != spec.Succeeded {
+		t.Fatalf("list -A of another home: %+v; want %s, foreign and SUCCEEDED", apps, full)
+	}
+	h, err := spec.ParseHandle(apps[i].Handle)
+	if err != nil || h.AppID != full {
+		t.Fatalf("handle %q: %+v, %v", apps[i].Handle, h, err)
+	}
+	d, err := o.Describe(ctx, h.AppID)
+	if err != nil || d.Status.State != spec.Succeeded || d.App.Name != "theirs" {
+		t.Fatalf("describe %s: %+v, %v", full, d, err)
+	}
+	if got := texts(readLog(t, o, full, "echo", 0, sched.LogOptions{})); !slices.Equal(got, []string{"from another home"}) {
+		t.Errorf("log of %s: %q", full, got)
+	}
+	if _, err := o.Describe(ctx, id); !errors.Is(err, sched.ErrNotFound) {
+		t.Errorf("describe of %s without its namespace from another home: %v, want not found (it is not in the current namespace)", id, err)
+	}
+}

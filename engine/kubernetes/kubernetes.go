@@ -6,7 +6,8 @@
 // (ownerReferences), so that deleting it deletes the whole app; cancel suspends every
 // Job of the app, which stops their pods.
 //
-// The app's handle is kubernetes://SESSION/APP_ID. Every object wick makes is labelled
+// The app's handle is kubernetes://SESSION/APP_ID, or kubernetes://SESSION/NAMESPACE:APP_ID
+// as TorchX writes it (an app of another namespace, or of another WICK_HOME). Every object wick makes is labelled
 // with the app id, the session and the role (labels below); the owner Job also holds
 // the AppDef and the run options in an annotation, so that describe rebuilds the app
 // from the cluster alone. The namespace is the namespace run option, else the current
@@ -235,23 +236,36 @@ type where struct {
 	Namespace string `json:"namespace"`
 }
 
-// locate returns the client and namespace of appID: its record's, else the current
-// context's namespace.
-func (s *Scheduler) locate(appID string) (*conn, string, error) {
+// splitAppID reads an app id as a handle gives it: APP_ID, or NAMESPACE:APP_ID as
+// TorchX's kubernetes handles have it.
+func splitAppID(appID string) (ns, id string) {
+	if ns, id, ok := strings.Cut(appID, ":"); ok {
+		return ns, id
+	}
+	return "", appID
+}
+
+// locate returns the client and namespace of appID, and its id without a namespace:
+// the namespace appID names, else its record's, else the current context's.
+func (s *Scheduler) locate(appID string) (*conn, string, string, error) {
+	ns, id := splitAppID(appID)
 	w := where{}
-	if s.cfg.StateDir != "" {
-		if b, err := os.ReadFile(filepath.Join(s.recordDir(), appID)); err == nil && len(b) < 4096 {
+	if s.cfg.StateDir != "" && spec.ValidateName("app id", id) == nil {
+		if b, err := os.ReadFile(filepath.Join(s.recordDir(), id)); err == nil && len(b) < 4096 {
 			w = parseWhere(string(b))
 		}
 	}
 	c, err := s.client(w.Context)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	if w.Namespace == "" {
+	switch {
+	case ns != "":
+		w.Namespace = ns
+	case w.Namespace == "":
 		w.Namespace = c.namespace
 	}
-	return c, w.Namespace, nil
+	return c, w.Namespace, id, nil
 }
 
 // parseWhere reads a record: "namespace\ncontext\n".

@@ -40,7 +40,7 @@ func (s *Scheduler) Logs(ctx context.Context, appID, role string, replica int, o
 		ch:     make(chan item, 1024),
 		done:   make(chan struct{}),
 		cancel: cancel,
-		s:      s, c: c, ns: o.ns, appID: appID, role: role, replica: replica, opts: opts,
+		s:      s, c: c, ns: o.ns, appID: appID, id: o.id, role: role, replica: replica, opts: opts,
 	}
 	it.opts.Streams = "" // one stream: a filter on stdout or stderr cannot be applied
 	go it.run(ictx)
@@ -63,7 +63,8 @@ type logIter struct {
 	s       *Scheduler
 	c       *conn
 	ns      string
-	appID   string
+	appID   string // as given (NAMESPACE:APP_ID maybe)
+	id      string // without a namespace
 	role    string
 	replica int
 	opts    sched.LogOptions
@@ -218,7 +219,7 @@ func (it *logIter) waitChange(ctx context.Context, pods []corev1.Pod) bool {
 
 // selector selects the replica's pods.
 func (it *logIter) selector() string {
-	return selector(it.appID) + "," + LabelRole + "=" + it.role + "," + labelCompletionIndex + "=" + strconv.Itoa(it.replica)
+	return selector(it.id) + "," + LabelRole + "=" + it.role + "," + labelCompletionIndex + "=" + strconv.Itoa(it.replica)
 }
 
 // finished reports whether no more attempts will come: the last pod succeeded, or the

@@ -23,6 +23,7 @@ import (
 // appObjects are an app's Jobs and pods as the API server holds them.
 type appObjects struct {
 	ns     string
+	id     string // the app id, without a namespace
 	owner  *batchv1.Job
 	jobs   []batchv1.Job
 	pods   []corev1.Pod
@@ -34,20 +35,20 @@ func selector(appID string) string { return LabelAppID + "=" + appID }
 
 // fetch reads appID's Jobs and, with pods, its pods: one list call each.
 func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, *appObjects, error) {
-	c, ns, err := s.locate(appID)
+	c, ns, id, err := s.locate(appID)
 	if err != nil {
 		return nil, nil, err
 	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	jl, err := c.batch.Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+	jl, err := c.batch.Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(id)})
 	if err != nil {
 		return c, nil, c.apiError("listing the Jobs of "+appID, err)
 	}
 	if len(jl.Items) == 0 {
-		return c, nil, fmt.Errorf("%w: %s (no Job labelled %s in namespace %s)", sched.ErrNotFound, appID, selector(appID), ns)
+		return c, nil, fmt.Errorf("%w: %s (no Job labelled %s in namespace %s)", sched.ErrNotFound, appID, selector(id), ns)
 	}
-	o := &appObjects{ns: ns, jobs: jl.Items}
+	o := &appObjects{ns: ns, id: id, jobs: jl.Items}
 	for i := range o.jobs {
 		if _, ok := o.jobs[i].Annotations[AnnotationApp]; ok {
 			o.owner = &o.jobs[i]
@@ -60,7 +61,7 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 		return c, nil, fmt.Errorf("kubernetes: app %s: its %s annotation is damaged: %v", appID, AnnotationApp, err)
 	}
 	if pods {
-		pl, err := c.core.Pods(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(appID)})
+		pl, err := c.core.Pods(ns).List(cctx, metav1.ListOptions{LabelSelector: selector(id)})
 		if err != nil {
 			return c, nil, c.apiError("listing the pods of "+appID, err)
 		}
@@ -456,11 +457,11 @@ func listed(id string, jobs []batchv1.Job) (spec.AppStatus, bool) {
 // then their changes) rather than asking again and again; then it describes the app,
 // which stops the other roles of a failed one.
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
-	c, ns, err := s.locate(appID)
+	c, ns, id, err := s.locate(appID)
 	if err != nil {
 		return nil, err
 	}
-	err = watchObjects(ctx, c, jobLister(c, ns, selector(appID)), func(jobs map[string]*batchv1.Job) bool {
+	err = watchObjects(ctx, c, jobLister(c, ns, selector(id)), func(jobs map[string]*batchv1.Job) bool {
 		var owner *batchv1.Job
 		all := make([]batchv1.Job, 0, len(jobs))
 		for _, j := range jobs {
@@ -544,4 +545,59 @@ func eventTime(e *corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// ListAllHomes is List (`wick list --all`/`-A`) with every app wick launched in the
+// current context's cluster, in every namespace: the Jobs labelled
+// app.kubernetes.io/managed-by=wick of all namespaces, one call (as kubectl get -A).
+// Those this $WICK_HOME did not launch are Foreign, with the id NAMESPACE:APP_ID by
+// which later verbs find them. A user who may not list Jobs in every namespace gets
+// RBAC's reason, and this home's apps all the same.
+func (s *Scheduler) ListAllHomes(ctx context.Context) ([]spec.AppStatus, error) {
+	own, err := s.List(ctx)
+	mine := map[string]bool{}
+	for _, st := range own {
+		mine[st.AppID] = true
+	}
+	places, rerr := s.records()
+	if rerr == nil {
+		for _, ids := range places {
+			for id := range ids {
+				mine[id] = true
+			}
+		}
+	}
+	c, cerr := s.client("")
+	if errors.Is(cerr, ErrNoConfig) {
+		return own, err // no cluster configured: nothing more to list
+	}
+	if cerr != nil {
+		return own, errors.Join(err, cerr)
+	}
+	cctx, cancel := callCtx(ctx)
+	defer cancel()
+	jl, lerr := c.batch.Jobs(metav1.NamespaceAll).List(cctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + managedBy})
+	if lerr != nil {
+		return own, errors.Join(err, c.apiError("listing wick's Jobs in all namespaces", lerr))
+	}
+	apps := map[string][]batchv1.Job{}
+	var order []string
+	for _, j := range jl.Items {
+		id := j.Labels[LabelAppID]
+		if mine[id] || spec.ValidateName("app id", id) != nil {
+			continue
+		}
+		key := j.Namespace + ":" + id
+		if _, ok := apps[key]; !ok {
+			order = append(order, key)
+		}
+		apps[key] = append(apps[key], j)
+	}
+	for _, key := range order {
+		if st, ok := listed(key, apps[key]); ok {
+			st.Foreign = true
+			own = append(own, st)
+		}
+	}
+	return own, err
 }

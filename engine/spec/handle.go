@@ -13,7 +13,8 @@ const DefaultSession = "wick"
 // ErrMalformedHandle is wrapped by every handle and log identifier parse error.
 var ErrMalformedHandle = errors.New("malformed app handle")
 
-// Handle names an app: SCHEDULER://SESSION/APP_ID.
+// Handle names an app: SCHEDULER://SESSION/APP_ID (APP_ID may be NAMESPACE:APP_ID on
+// kubernetes, as TorchX has it).
 type Handle struct {
 	Scheduler string
 	Session   string
@@ -54,7 +55,20 @@ func (h Handle) validate() error {
 			return err
 		}
 	}
-	return ValidateName("app id", h.AppID)
+	return validateAppID(h.AppID)
+}
+
+// validateAppID checks a handle's app id: a name, or NAMESPACE:NAME as TorchX's
+// kubernetes scheduler writes its handles (kubernetes://SESSION/NAMESPACE:APP_ID),
+// each part a name. The scheduler reads the namespace; no path is made of such an id.
+func validateAppID(id string) error {
+	if ns, name, ok := strings.Cut(id, ":"); ok {
+		if err := ValidateName("namespace", ns); err != nil {
+			return err
+		}
+		return ValidateName("app id", name)
+	}
+	return ValidateName("app id", id)
 }
 
 // LogID names the logs of an app, a role, or some replicas of a role:

@@ -12,9 +12,10 @@ import (
 
 func TestParseHandle(t *testing.T) {
 	for in, want := range map[string]Handle{
-		"local_cwd://wick/echo-kf2vb0x9qwm3": {"local_cwd", "wick", "echo-kf2vb0x9qwm3"},
-		"local_docker:///app":                {"local_docker", "wick", "app"}, // empty session: the default
-		"k8s://my.session/a_b.c-1":           {"k8s", "my.session", "a_b.c-1"},
+		"local_cwd://wick/echo-kf2vb0x9qwm3":  {"local_cwd", "wick", "echo-kf2vb0x9qwm3"},
+		"local_docker:///app":                 {"local_docker", "wick", "app"}, // empty session: the default
+		"k8s://my.session/a_b.c-1":            {"k8s", "my.session", "a_b.c-1"},
+		"kubernetes://torchx/default:echo-x1": {"kubernetes", "torchx", "default:echo-x1"}, // TorchX's NAMESPACE:APP_ID
 	} {
 		got, err := ParseHandle(in)
 		if err != nil || got != want {
@@ -28,6 +29,7 @@ func TestParseHandle(t *testing.T) {
 		"", "echo", "://wick/a", "local_cwd://", "local_cwd://wick", "local_cwd://wick/", "local_cwd:/wick/a",
 		"local cwd://wick/a", "local_cwd://wick/../etc", "local_cwd://../x/a", "local_cwd://wick/.hidden",
 		"local_cwd://a/b/c", "local_cwd://wick/a b", "local_cwd://wick/" + strings.Repeat("a", 129),
+		"kubernetes://s/:a", "kubernetes://s/a:", "kubernetes://s/a:b:c", "kubernetes://s/../x:a",
 	} {
 		_, err := ParseHandle(in)
 		if !errors.Is(err, ErrMalformedHandle) {

@@ -182,7 +182,9 @@ Without -s every scheduler is listed; one that cannot be reached (a Docker Engin
 down) is reported on stderr and the others are still listed.
 --state keeps apps in the given states (running, failed, ..., or "active" for those
 that have not ended and "done" for those that have); --limit keeps the newest N.
-local_docker apps other WICK_HOMEs launched on the same Engine are left out unless --all.`,
+local_docker apps other WICK_HOMEs launched on the same Engine are left out unless --all;
+so are the kubernetes apps this WICK_HOME did not launch, which --all (-A, as kubectl's)
+lists from every namespace of the current context, as NAMESPACE:APP_ID.`,
 		Example: `  wick list --state failed,cancelled --limit 5
   wick list -s local_docker --state active --json`,
 		Args: args(cobra.NoArgs),
@@ -239,7 +241,7 @@ local_docker apps other WICK_HOMEs launched on the same Engine are left out unle
 	cmd.Flags().StringVarP(&schedName, "scheduler", "s", "", "list only this scheduler's apps")
 	cmd.Flags().StringSliceVar(&states, "state", nil, "list only apps in these states (comma-separated; active, done, or a state name)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many apps, newest first (0: all)")
-	cmd.Flags().BoolVar(&all, "all", false, "list the local_docker apps of other WICK_HOMEs too")
+	cmd.Flags().BoolVarP(&all, "all", "A", false, "list the apps of other WICK_HOMEs too (local_docker's on the same Engine, kubernetes' in every namespace)")
 	cmd.Flags().StringVar(&sweepID, "sweep", "", "list only the apps of this sweep, in queue order, with a column per swept name")
 	_ = cmd.RegisterFlagCompletionFunc("sweep", a.completeSweepFlag)
 	_ = cmd.RegisterFlagCompletionFunc("scheduler", a.completeSchedulers)

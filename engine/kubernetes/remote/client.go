@@ -318,6 +318,20 @@ func (c *Client) List(ctx context.Context) ([]spec.AppStatus, error) {
 	return apps, err
 }
 
+// ListAllHomes returns the apps of the scheduler's every home (sched.AllHomesLister):
+// what the helper's scheduler lists so, or its List. Without a record of this home and
+// without the helper, nothing, quietly: a machine without Kubernetes.
+func (c *Client) ListAllHomes(ctx context.Context) ([]spec.AppStatus, error) {
+	if c.hasApps != nil && !c.hasApps() {
+		if _, err := c.command(); err != nil {
+			return nil, nil
+		}
+	}
+	var apps []spec.AppStatus
+	err := c.call(ctx, mListAll, struct{}{}, &apps, nil)
+	return apps, err
+}
+
 // Cancel asks the app to stop.
 func (c *Client) Cancel(ctx context.Context, appID string) error {
 	return c.call(ctx, mCancel, appParams{AppID: appID}, nil, nil)

@@ -130,6 +130,11 @@ func (s *Server) call(ctx context.Context, sc sched.Scheduler, req request) (any
 		return s.wait(ctx, sc, req)
 	case mList:
 		return sc.List(ctx)
+	case mListAll:
+		if l, ok := sc.(sched.AllHomesLister); ok {
+			return l.ListAllHomes(ctx)
+		}
+		return sc.List(ctx)
 	case mCancel, mDelete:
 		var p appParams
 		if err := json.Unmarshal(req.Params, &p); err != nil {

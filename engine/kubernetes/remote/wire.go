@@ -35,6 +35,7 @@ const (
 	mDescribe  = "describe"
 	mWait      = "wait"
 	mList      = "list"
+	mListAll   = "list_all"
 	mCancel    = "cancel"
 	mDelete    = "delete"
 	mLogs      = "logs"
