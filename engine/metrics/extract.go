@@ -146,6 +146,10 @@ type LineInfo struct {
 	// `[epoch=1][batch=10/100]:` then one metric a line); Indented whether the line
 	// starts with a space or a tab.
 	Header, Indented bool
+	// CtxHead is whether the line names a context and no value and ends with a colon:
+	// the head of the values on the line under it, which are in that context (RecBole's
+	// `valid result:` then `recall@10 : 0.0798    mrr@10 : 0.0412`).
+	CtxHead bool
 	// tableHead is whether the line is a group's of a table of key | value (within its
 	// record, but at no step).
 	tableHead bool
@@ -555,6 +559,13 @@ type lineState struct {
 	// (ESPnet's `[train] loss=... [valid] loss=...`): "" none yet, "train" or a context.
 	// The values after it are in it, and the line's context does not reach them.
 	section string
+	// group is the name before the bracket of values the scan is in (icefall's
+	// `tot_loss[loss=1.58, ...]`), until groupEnd (the closing bracket; 0: none):
+	// its values are group/NAME, unless the group is named as its first value
+	// (`loss[loss=1.13, simple_loss=0.97]`: the batch's own losses), groupOwn.
+	group            string
+	groupEnd, groupN int
+	groupOwn         bool
 }
 
 // scan reads the pairs of s into p.
@@ -622,7 +633,9 @@ func (st *lineState) step(s string, p *Parsed) {
 			p.Epoch, p.EpochOnly = st.epoch, true
 		}
 	}
-	p.Header = p.HasStep && p.Step >= 0 && len(p.Samples) == 0 && (strings.HasSuffix(strings.TrimRight(s, " "), ":") || p.group != "")
+	colon := len(p.Samples) == 0 && strings.HasSuffix(strings.TrimRight(s, " "), ":")
+	p.Header = p.HasStep && p.Step >= 0 && len(p.Samples) == 0 && (colon || p.group != "")
+	p.CtxHead = colon && !p.HasStep && p.ctx != ""
 }
 
 // barPosition reads a progress bar's position at s[i:j] and the slash at s[j]: `20/200
@@ -954,6 +967,9 @@ func (e *Extractor) rate(s string, p *Parsed, st *lineState, i, j int, rate stri
 // (`[ 50/1251]`, the line's step unless it names one; `[3]`, a count of its own) is
 // taken and skipped. It returns where the scan goes on.
 func (st *lineState) bracket(s string, p *Parsed, i int) int {
+	if i > 0 && isNameChar(s[i-1]) && st.openGroup(s, i) {
+		return i + 1
+	}
 	if q, end := sectionOf(s, i); q != "" {
 		st.section = q
 		return end
@@ -1102,8 +1118,50 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		}
 		return v.end
 	}
+	if st.groupEnd > 0 && st.inGroup(r.names[k], v.end) {
+		var b [MaxNameLen]byte
+		g, _ := appendLower(b[:0], st.group)
+		e.addNamed(p, string(g), []byte(r.names[k]), val, v.unit)
+		return v.end
+	}
 	st.addMetric(p, r, k, val, v.unit)
 	return v.end
+}
+
+// openGroup opens the group of values in brackets at s[i] written against the name
+// before it (`tot_loss[loss=1.58, simple_loss=1.21]`); it reports whether there is one.
+func (st *lineState) openGroup(s string, i int) bool {
+	j := i
+	for j > 0 && isNameChar(s[j-1]) && i-j < maxGroupName {
+		j--
+	}
+	k := strings.IndexByte(s[i:min(len(s), i+maxGroupLen)], ']')
+	if k < 2 || j == i || !isLetter(s[j]) || !isLetter(s[i+1]) || j > 0 && s[j-1] != ' ' && s[j-1] != ',' || !strings.ContainsAny(s[i:i+k], "=:") {
+		return false
+	}
+	st.group, st.groupEnd, st.groupN, st.groupOwn = s[j:i], i+k, 0, false
+	return true
+}
+
+// Bounds of a group of values in brackets: its name, and what the brackets hold.
+const (
+	maxGroupName = 32
+	maxGroupLen  = 512
+)
+
+// inGroup reports whether the value of name ending at end is one of the open group's
+// own (see lineState.group) and is named after the group; it closes the group past
+// its end.
+func (st *lineState) inGroup(name string, end int) bool {
+	if end > st.groupEnd {
+		st.groupEnd = 0
+		return false
+	}
+	if st.groupN == 0 && strings.EqualFold(name, st.group) {
+		st.groupOwn = true
+	}
+	st.groupN++
+	return !st.groupOwn
 }
 
 // contextOf returns the index in contexts of the series of r's value: 0 when r names a
@@ -1151,6 +1209,9 @@ func (e *Extractor) notMetric(p *Parsed, st *lineState, r *pairInfo, own bool, v
 		st.onlyContext(r.only, v)
 	case r.stepOrIgnored():
 		st.configured(p, r, own, v)
+	case r.counter && v.integer && !v.ratio && st.epoch >= 0 && st.bracketStep < 0 && string(r.rest) == "batch" && v.v >= 0:
+		// icefall's `Epoch 1, batch 50,`: the step within the epoch the line names.
+		st.bracketStep = int64(v.v)
 	case r.counter && v.ratio:
 		// `[batch=10/100]`: a count of a total is a counter, not a value; the step within
 		// the epoch when it is training's (an eval counter never is the step).
@@ -1410,6 +1471,14 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 	r.q = q
 	r.rest = append([]byte(nil), rest...)
 	r.info = e.words.lookup(rest, headOf(rest))
+	if r.info.flags&flagConfigured == 0 && (q == "" || q == "train") && strings.Count(r.text, " ") == 1 {
+		// MaxText's `completed step: 3`, `current iteration`: the step, the last of its
+		// two words says (`elapsed time per iteration` is a time; global_step is the
+		// step only when the configuration says so).
+		if w := lastWord(rest); string(w) == "step" || string(w) == "iteration" {
+			r.info = e.words.lookup(w, headOf(w))
+		}
+	}
 	r.known = knownMetrics[string(rest)]
 	r.counter = counterWords[string(rest)]
 	r.epoch = string(rest) == "epoch"

@@ -51,7 +51,7 @@ func isSetting(name []byte) bool {
 		return false
 	}
 	for i := 0; i+1 < len(name); i++ {
-		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_' || bytes.HasPrefix(name[i+1:], []byte("sec"))) {
+		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_' || name[i+2] == '/' || bytes.HasPrefix(name[i+1:], []byte("sec"))) {
 			return false // tok/s, samples/sec
 		}
 	}
@@ -79,6 +79,9 @@ func isSetting(name []byte) bool {
 			// run's health, not a setting (the Store raises an alarm when it is not 0).
 			return false
 		}
+		if w == "rank" && statistic(name[:max(0, start-1)]) {
+			return false // OpenCLIP's image_to_text_mean_rank: retrieval's mean rank
+		}
 		setting = setting || settingWords[w] || i == len(name) && w == "epoch"
 		start = i + 1
 	}
@@ -99,7 +102,7 @@ var stopWords = []string{
 // that follows them, or of the whole line.
 var qualifiers = []string{
 	"train", "training", "eval", "evaluation", "val", "valid", "validation", "validate",
-	"validating", "test", "testing", "dev",
+	"validating", "evaluating", "test", "testing", "dev", "cv",
 }
 
 // canonQualifier is the series prefix of a qualifier ("" for training).
@@ -107,9 +110,9 @@ func canonQualifier(q []byte) string {
 	switch string(q) {
 	case "train", "training":
 		return "train"
-	case "eval", "evaluation":
+	case "eval", "evaluation", "evaluating":
 		return "eval"
-	case "val", "valid", "validation", "validate", "validating", "dev":
+	case "val", "valid", "validation", "validate", "validating", "dev", "cv":
 		return "val"
 	case "test", "testing":
 		return "test"
@@ -198,11 +201,11 @@ func splitQualifier(name []byte) (string, []byte) {
 // mayQualify is a quick look at a word: whether it may be a qualifier (its length and
 // first letter), before it is lowercased and looked up.
 func mayQualify(s string, w span) bool {
-	if n := w.end - w.start; n < 3 || n > 10 {
+	if n := w.end - w.start; n < 2 || n > 10 {
 		return false
 	}
 	switch s[w.start] | 0x20 {
-	case 't', 'e', 'v', 'd':
+	case 't', 'e', 'v', 'd', 'c':
 		return true
 	}
 	return false
@@ -218,6 +221,21 @@ func isQualifier(s string, w span) bool {
 	return canonQualifier(lw) != ""
 }
 
+// lastWord returns the last word of a lowercase name (words joined by _).
+func lastWord(name []byte) []byte {
+	return name[bytes.LastIndexByte(name, '_')+1:]
+}
+
+// statistic reports whether a name's last word is a statistic's (mean, median): of
+// ranks, a metric (mean rank).
+func statistic(name []byte) bool {
+	switch string(lastWord(name)) {
+	case "mean", "median", "avg", "average":
+		return true
+	}
+	return false
+}
+
 // trimModifiers drops modifiers before a name (`average_loss` is the loss) and
 // Megatron's `value` after it (`lm loss value`).
 func trimModifiers(name []byte) []byte {
@@ -226,7 +244,7 @@ func trimModifiers(name []byte) []byte {
 		for k < len(name) && name[k] != '_' {
 			k++
 		}
-		if k < len(name) && isModifier(name[:k]) {
+		if k < len(name) && isModifier(name[:k]) && string(name[k+1:]) != "rank" {
 			name = name[k+1:]
 			continue
 		}
@@ -273,7 +291,8 @@ func qualifiedPath(name []byte) bool {
 func hasIgnoredSuffix(name []byte) bool {
 	for _, suf := range ignoredSuffixes {
 		if len(name) >= len(suf) && string(name[len(name)-len(suf):]) == suf {
-			return true
+			// A statistic of ranks is a metric: retrieval's mean rank.
+			return suf != "_rank" || !statistic(name[:len(name)-len(suf)])
 		}
 	}
 	return false

@@ -413,6 +413,10 @@ func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
 	if len(p.Samples) == 0 && !p.HasStep && !p.Indented {
 		st := s.stream(r)
 		st.record = false // a line out of the record ends it
+		st.headCtx = ""
+		if p.CtxHead {
+			st.headCtx = p.ctx
+		}
 		if p.EpochOnly {
 			st.headEpoch = p.Epoch // Keras' `Epoch 1/2` before its bar
 		}
@@ -425,7 +429,7 @@ func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
 // a step, a line of a record or an epoch. A reader that batches lines may leave the
 // others out.
 func (p *Parsed) Telling() bool {
-	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly
+	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly || p.CtxHead
 }
 
 // StepOf returns the step a parsed line's values are at on rank r: the step it names,
@@ -520,6 +524,9 @@ type stream struct {
 	// (Parsed.Counter), when counted.
 	counter int64
 	counted bool
+	// headCtx is the context the line before named for the values under it
+	// (Parsed.CtxHead), "" when none.
+	headCtx string
 	// headEpoch is the epoch of the last line that named only an epoch, and no value
 	// (Keras' `Epoch 1/2`), -1 when none.
 	headEpoch int64
@@ -597,6 +604,13 @@ func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
 		}
 	}
 	step := s.StepOf(r, p)
+	if st := s.stream(r); st.headCtx != "" {
+		// The values under a line that named their context (`valid result:`).
+		if p.ctx == "" && !p.Summary && len(p.Samples) > 0 {
+			s.ext.inContext(p, st.headCtx)
+		}
+		st.headCtx = ""
+	}
 	if st := s.stream(r); p.Summary {
 		// imagenet's ` * Acc@1 76.130` after its `Test: [..]` lines: the summary of
 		// what the stream printed last, in its context.
@@ -779,11 +793,11 @@ func IsSystem(name string) bool {
 		}
 	}
 	switch name {
-	case "data", "dur", "eta", "time", "fps", "mfu", "throughput", "elapsed", "tps", "wps", "ups", "wall":
+	case "data", "dur", "eta", "time", "fps", "mfu", "throughput", "elapsed", "tps", "wps", "ups", "wall", "sps", "seconds", "secs":
 		return true
 	}
-	if strings.HasSuffix(name, "/s") || strings.Contains(name, "/s_") {
-		return true // tok/s, samples/s_per_gpu
+	if strings.HasSuffix(name, "/s") || strings.Contains(name, "/s_") || strings.Contains(name, "/s/") {
+		return true // tok/s, samples/s_per_gpu, tflop/s/device
 	}
 	for _, w := range [...]string{"mem", "cache", "alloc", "reserved", "/sec", "per_sec", "persec",
 		"per_second", "s/it", "fps", "flops", "throughput", "ms/", "_dt", "latency", "runtime", "elapsed"} {

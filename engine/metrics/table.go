@@ -23,6 +23,12 @@ func (e *Extractor) table(s string, p *Parsed) {
 	}
 	var cols [maxColumns]string
 	n := columns(s, &cols)
+	if n == 0 && len(p.Samples) == 0 {
+		// spaCy's `E    #       LOSS TOK2VEC  LOSS NER  ENTS_F`: names of a few words.
+		if n = wordColumns(s, &cols); n > 0 && !isHeader(cols[:n]) {
+			n = 0
+		}
+	}
 	if n < 4 {
 		return
 	}
@@ -61,10 +67,52 @@ func columns(s string, cols *[maxColumns]string) int {
 	return n
 }
 
-// isHeader reports whether the columns are names: each starts with a letter or `(`.
+// wordColumns splits s into columns two spaces or more apart, each of at most
+// maxColumnWords words one space apart, and returns how many (0 when one holds more,
+// or there are more than maxColumns, or fewer than two columns are two spaces apart).
+func wordColumns(s string, cols *[maxColumns]string) int {
+	n, gaps := 0, 0
+	for i := 0; i < len(s); {
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		if n == maxColumns {
+			return 0
+		}
+		j, words := i, 1
+		for j < len(s) && !(s[j] == ' ' && (j+1 == len(s) || s[j+1] == ' ')) {
+			if s[j] == ' ' {
+				words++
+			}
+			j++
+		}
+		if words > maxColumnWords {
+			return 0
+		}
+		if words == 1 {
+			gaps++
+		}
+		cols[n] = s[i:j]
+		n++
+		i = j
+	}
+	if gaps < 2 {
+		return 0
+	}
+	return n
+}
+
+// maxColumnWords bounds the words of a column's name.
+const maxColumnWords = 2
+
+// isHeader reports whether the columns are names: each starts with a letter or `(`, or
+// is `#` (the number of the row: its step).
 func isHeader(cols []string) bool {
 	for _, c := range cols {
-		if !isLetter(c[0]) && c[0] != '(' {
+		if !isLetter(c[0]) && c[0] != '(' && c != "#" {
 			return false
 		}
 	}
@@ -85,6 +133,17 @@ func (p *Parsed) setHeader(cols []string) {
 			c = c[:MaxNameLen]
 		}
 		lw, _ := appendLower(b[:0], c)
+		for i := range lw {
+			if lw[i] == ' ' {
+				lw[i] = '_' // LOSS NER is loss_ner
+			}
+		}
+		switch string(lw) {
+		case "#":
+			lw = append(lw[:0], "step"...) // spaCy's `#`: the row's step
+		case "e", "ep":
+			lw = append(lw[:0], "epoch"...) // spaCy's `E`
+		}
 		if q, rest := splitQualifier(lw); q != "" && len(q)+1+len(rest) <= MaxNameLen {
 			// fastai's and skorch's valid_loss is val/loss, as a pair's would be
 			var qb [MaxNameLen + 16]byte

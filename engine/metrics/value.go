@@ -17,7 +17,7 @@ func rateAfter(s string, j int) (string, int) {
 		k++
 	}
 	switch s[k] {
-	case 'i', 's', 't': // the first letters of rates
+	case 'i', 's', 't', 'w': // the first letters of rates
 	default:
 		return "", j
 	}
@@ -32,7 +32,7 @@ func rateAfter(s string, j int) (string, int) {
 	return "", j
 }
 
-var rates = []string{"it/s", "s/it", "tok/s", "tokens/s", "samples/s", "img/s"}
+var rates = []string{"it/s", "s/it", "tok/s", "tokens/s", "samples/s", "img/s", "words/s"}
 
 // rateNames are the rates as the names add looks up.
 var rateNames = func() map[string][]byte {
@@ -291,8 +291,10 @@ func readValue(s string, i int, v *value, tight bool) bool {
 			return false
 		}
 	}
-	if !boundary(s, end) || countsThings(s, end) {
-		return false // countsThings: `dataset: 1,000,000 samples` is a size
+	if !boundary(s, end) || !n.point && countsThings(s, end) {
+		// countsThings: `dataset: 1,000,000 samples` is a size (WeNet's `grad_norm
+		// 412.51 rank 0` counts no ranks).
+		return false
 	}
 	end = v.unitAfterSpace(s, end, list)
 	if !word {
