@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,44 @@ func TestChartKeysInTheHelpBar(t *testing.T) {
 	d.keys("p")
 	if bar := lastLine(d.screen()); strings.Contains(bar, "M metric") {
 		t.Errorf("with the chart closed the help bar is %q", bar)
+	}
+}
+
+// TestNoticeGoesWithItsView: a notice stayed for 8 s, shown again when the user came
+// back to its view, read as the answer to what they had just done there. It goes when
+// its view is left.
+func TestNoticeGoesWithItsView(t *testing.T) {
+	e := newEnv(t)
+	h := e.launch(shApp("one", "echo one", 1))
+	e.wait(h)
+	d := newDriver(t, e.opts, 140, 24)
+	d.send(tick())
+	d.waitScreen("SUCCEEDED")
+	d.keys("p") // an app of no sweep: p says what it is for
+	d.contains("p charts a sweep's apps")
+	d.keys("l")
+	d.waitScreen("one/0")
+	d.keys("esc")
+	d.contains("SUCCEEDED")
+	d.lacks("p charts a sweep's apps")
+}
+
+// TestFinishedPaneSaysBelowNotNew: scrolled up in the pane of a replica that has
+// ended, its title said "+N new" (and "paused" at the bottom): nothing new comes to it.
+// It says how many lines are below.
+func TestFinishedPaneSaysBelowNotNew(t *testing.T) {
+	e := newEnv(t)
+	h := e.launch(shApp("many", "seq 1 200", 1))
+	e.wait(h)
+	d := newDriver(t, e.opts, 120, 24)
+	d.send(tick())
+	d.waitScreen("SUCCEEDED")
+	d.keys("l")
+	d.waitScreen("200")
+	d.keys("pgup")
+	scr := plain(d.screen())
+	title := lineWith(scr, "many/0")
+	if !regexp.MustCompile(`\+\d+ below`).MatchString(title) || strings.Contains(title, " new") || strings.Contains(title, "paused") {
+		t.Errorf("the finished pane's title, scrolled up: %q\n%s", title, scr)
 	}
 }

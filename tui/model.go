@@ -223,7 +223,14 @@ func (m *Model) Fault() error { return m.fault }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
 	m.forgetDeleted(msg)
+	before := m.active().ID()
 	if cmd, ok := m.navigate(msg); ok {
+		if id := m.active().ID(); id != before && m.noticeView != 0 && m.noticeView != id {
+			// A notice is about the view it came in: once left, coming back to it
+			// within the notice's time showed it again, stale ("reading …", "secrets
+			// shown", "cancelled 1 app" of minutes of other work ago).
+			m.notice = ""
+		}
 		return cmd
 	}
 	switch msg := msg.(type) {

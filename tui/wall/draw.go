@@ -10,6 +10,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/render"
 	"github.com/wick-dev/wick/tui/widget"
 )
@@ -358,10 +359,8 @@ func (m *Model) title(i int, w int) string {
 		parts = append(parts, t.Muted.Render(u))
 	}
 	if !p.view.follow {
-		if n := m.walker(p.view, []int{i}).count(); n > 0 {
-			parts = append(parts, t.Warning.Render(fmt.Sprintf("+%s new", count(n))))
-		} else {
-			parts = append(parts, t.Warning.Render("paused"))
+		if b := behind(t, m.walker(p.view, []int{i}).count(), p.ended); b != "" {
+			parts = append(parts, b)
 		}
 	}
 	if p.view.streams != sched.Combined {
@@ -388,6 +387,22 @@ func (m *Model) title(i int, w int) string {
 	return widget.PadRight(strings.Join(parts, " "), w)
 }
 
+// behind is the badge of a view that does not follow: "+N new" lines came since it
+// stopped, or "paused" with none; for a stream that has ended nothing more comes, so
+// the lines under the view are "+N below" (a finished pane said "+1.2k new"), and
+// there is nothing to pause.
+func behind(t *themes.Theme, n int64, ended bool) string {
+	switch {
+	case ended && n > 0:
+		return t.Muted.Render(fmt.Sprintf("+%s below", count(n)))
+	case ended:
+		return ""
+	case n > 0:
+		return t.Warning.Render(fmt.Sprintf("+%s new", count(n)))
+	}
+	return t.Warning.Render("paused")
+}
+
 // drawPane draws pane i in w x h: its title and its lines.
 func (m *Model) drawPane(i, w, h int) []string {
 	out := make([]string, 0, h)
@@ -405,10 +420,8 @@ func (m *Model) drawMerged(W, H int) []string {
 	k := m.walker(m.mview, vis)
 	head := []string{t.Accent.Render("merged") + " " + t.Muted.Render(fmt.Sprintf("%d panes in time order", len(vis)))}
 	if !m.mview.follow {
-		if n := k.count(); n > 0 {
-			head = append(head, t.Warning.Render(fmt.Sprintf("+%s new", count(n))))
-		} else {
-			head = append(head, t.Warning.Render("paused"))
+		if b := behind(t, k.count(), m.ended); b != "" {
+			head = append(head, b)
 		}
 	}
 	if m.mview.streams != sched.Combined {
