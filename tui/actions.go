@@ -6,6 +6,7 @@ import (
 	"github.com/wick-dev/wick/tui/compare"
 	"github.com/wick-dev/wick/tui/describe"
 	"github.com/wick-dev/wick/tui/form"
+	"github.com/wick-dev/wick/tui/inplace"
 	"github.com/wick-dev/wick/tui/launch"
 	"github.com/wick-dev/wick/tui/picker"
 	"github.com/wick-dev/wick/tui/preview"
@@ -39,6 +40,8 @@ func newActions() *common.Registry {
 		describe.Actions(),
 		compare.Actions(),
 		wall.Actions(),
+		inplace.Actions(wall.Kind),
+		inplace.Actions(describe.Kind),
 		sweepchart.Actions(),
 		rootActions(),
 	)

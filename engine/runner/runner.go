@@ -613,3 +613,7 @@ func (r *Runner) HostPIDs(ctx context.Context, h spec.Handle) (map[sched.Replica
 	}
 	return m, nil
 }
+
+// Self is the command that runs wick itself (sched.Config.Self), for views that run a
+// verb of wick's (the UI's stack key).
+func (r *Runner) Self() []string { return r.cfg.Self }

@@ -17,6 +17,7 @@ import (
 	"github.com/wick-dev/wick/themes"
 	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/inplace"
 	"github.com/wick-dev/wick/tui/render"
 	"github.com/wick-dev/wick/tui/widget"
 )
@@ -176,12 +177,32 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		return m.rerender(), true
 	case common.ActRefresh:
 		return m.load(), true
+	case inplace.ActShell, inplace.ActStack:
+		return m.inPlace(action), true
 	}
 	st := spec.UnknownState
 	if m.desc != nil {
 		st = m.desc.Status.State
 	}
 	return appops.Act(m.Ctx, m.ID(), action, m.h, st)
+}
+
+// inPlace runs a shell in the first running replica's place, or the stack of every
+// rank (package inplace).
+func (m *Model) inPlace(action common.ActionName) tea.Cmd {
+	if action == inplace.ActStack {
+		return inplace.Stack(m.Ctx, m.h)
+	}
+	if m.desc != nil {
+		for _, role := range m.desc.Status.Roles {
+			for _, r := range role.Replicas {
+				if r.State == spec.Running {
+					return inplace.Shell(m.Ctx, m.h, role.Role, r.ID)
+				}
+			}
+		}
+	}
+	return common.Notify("no running replica to open a shell in")
 }
 
 // View draws the visible part of the description.

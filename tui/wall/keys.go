@@ -5,6 +5,7 @@ import (
 
 	"github.com/wick-dev/wick/tui/appops"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/inplace"
 )
 
 // Do runs an action of the action table on the wall.
@@ -56,6 +57,11 @@ func (m *Model) appAction(action common.ActionName) (tea.Cmd, bool) {
 		return appops.Act(m.Ctx, m.ID(), action, m.h, m.status.State)
 	case common.ActRefresh:
 		return m.reset(), true
+	case inplace.ActShell:
+		p := m.panes[m.focus]
+		return inplace.Shell(m.Ctx, m.h, p.role, p.k), true
+	case inplace.ActStack:
+		return inplace.Stack(m.Ctx, m.h), true
 	}
 	return nil, false
 }
