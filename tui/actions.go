@@ -11,6 +11,7 @@ import (
 	"github.com/wick-dev/wick/tui/picker"
 	"github.com/wick-dev/wick/tui/preview"
 	"github.com/wick-dev/wick/tui/sweepchart"
+	"github.com/wick-dev/wick/tui/sweepplan"
 	"github.com/wick-dev/wick/tui/wall"
 )
 
@@ -35,6 +36,7 @@ func newActions() *common.Registry {
 		form.Actions(),
 		picker.Actions(),
 		preview.Actions(),
+		sweepplan.Actions(),
 		launch.Actions(),
 		apps.Actions(),
 		describe.Actions(),
@@ -58,8 +60,8 @@ func rootActions() []common.Action {
 		common.NewAction(actClosePalette, "close the palette", []string{"esc"}, true, kindPalette),
 		common.NewAction(common.ActUp, "up", []string{"up", "ctrl+p", "shift+tab"}, false, kindPalette),
 		common.NewAction(common.ActDown, "down", []string{"down", "ctrl+n", "tab"}, false, kindPalette),
-		common.NewAction(common.ActNew, "new", []string{"n"}, true, apps.Kind, describe.Kind, preview.Kind, launch.Kind),
-		common.NewAction(common.ActHome, "app list", []string{"a"}, false, describe.Kind, compare.Kind, wall.Kind, preview.Kind, launch.Kind),
+		common.NewAction(common.ActNew, "new", []string{"n"}, true, apps.Kind, describe.Kind, preview.Kind, sweepplan.Kind, launch.Kind),
+		common.NewAction(common.ActHome, "app list", []string{"a"}, false, describe.Kind, compare.Kind, wall.Kind, preview.Kind, sweepplan.Kind, launch.Kind),
 		common.NewAction(common.ActBack, "back", []string{"esc"}, true),
 		common.NewAction(common.ActHelp, "help", []string{"?", "f1"}, true),
 		common.NewAction(common.ActPalette, "command palette", []string{":"}, false),

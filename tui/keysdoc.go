@@ -15,6 +15,7 @@ import (
 	"github.com/wick-dev/wick/tui/picker"
 	"github.com/wick-dev/wick/tui/preview"
 	"github.com/wick-dev/wick/tui/sweepchart"
+	"github.com/wick-dev/wick/tui/sweepplan"
 	"github.com/wick-dev/wick/tui/wall"
 )
 
@@ -30,10 +31,11 @@ var viewTitles = []struct {
 	{picker.Kind, "The component picker"},
 	{form.Kind, "The argument form"},
 	{preview.Kind, "The dry-run preview"},
+	{sweepplan.Kind, "A sweep's preview (a swept argument in the form)"},
 	{launch.Kind, "Launching"},
 	{describe.Kind, "Describe"},
 	{wall.Kind, "The log wall"},
-	{compare.Kind, "A sweep's comparison"},
+	{compare.Kind, "A comparison (a sweep's apps, or the marked apps)"},
 	{sweepchart.Kind, "A sweep's chart"},
 	{kindConfirm, "A confirmation"},
 	{kindPalette, "The command palette"},

@@ -23,7 +23,9 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -44,8 +46,9 @@ var ErrBadSweep = errors.New("bad --sweep")
 // nameRE is a swept name: a component parameter or a script flag (--lr, --batch-size).
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
 
-// ParseParam reads one --sweep value: NAME=V1,V2,... (a leading "--" on NAME is
-// dropped, so --sweep --lr=... reads as lr).
+// ParseParam reads one --sweep value: NAME=V1,V2,..., where a value may be a range of
+// numbers A..B[:STEP] (1..4 is 1,2,3,4; 0.1..0.3:0.1 is 0.1,0.2,0.3). A leading "--"
+// on NAME is dropped, so --sweep --lr=... reads as lr.
 func ParseParam(s string) (Param, error) {
 	name, vals, ok := strings.Cut(s, "=")
 	name = strings.TrimLeft(strings.TrimSpace(name), "-")
@@ -57,18 +60,74 @@ func ParseParam(s string) (Param, error) {
 	}
 	p := Param{Name: name}
 	seen := map[string]bool{}
-	for _, v := range strings.Split(vals, ",") {
-		v = strings.TrimSpace(v)
-		if v == "" {
+	for _, item := range strings.Split(vals, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
 			return Param{}, fmt.Errorf("%w %s: empty value in %q (want NAME=V1,V2,...)", ErrBadSweep, name, cut(vals))
 		}
-		if seen[v] {
-			return Param{}, fmt.Errorf("%w %s: value %q is given twice", ErrBadSweep, name, cut(v))
+		vs, err := expandRange(item)
+		if err != nil {
+			return Param{}, fmt.Errorf("%w %s: %v", ErrBadSweep, name, err)
 		}
-		seen[v] = true
-		p.Values = append(p.Values, v)
+		for _, v := range vs {
+			if seen[v] {
+				return Param{}, fmt.Errorf("%w %s: value %q is given twice", ErrBadSweep, name, cut(v))
+			}
+			seen[v] = true
+			p.Values = append(p.Values, v)
+		}
+		if len(p.Values) > MaxApps {
+			return Param{}, fmt.Errorf("%w %s: more than %d values", ErrBadSweep, name, MaxApps)
+		}
 	}
 	return p, nil
+}
+
+// rangeRE is a range of numbers: A..B, or A..B:STEP (a step is needed for decimals).
+var rangeRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(-?[0-9]+(?:\.[0-9]+)?)\.\.(-?[0-9]+(?:\.[0-9]+)?)(?::([0-9]+(?:\.[0-9]+)?))?$`)
+})
+
+// expandRange reads one item of a value list: a range A..B[:STEP] gives every number
+// from A to B (B included when the steps land on it), STEP apart (1 for integers),
+// written with as many decimals as A and STEP have; anything else is itself.
+func expandRange(item string) ([]string, error) {
+	m := rangeRE().FindStringSubmatch(item)
+	if m == nil {
+		return []string{item}, nil
+	}
+	decimals := func(s string) int {
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			return len(s) - i - 1
+		}
+		return 0
+	}
+	step := m[3]
+	if step == "" {
+		if decimals(m[1]) > 0 || decimals(m[2]) > 0 {
+			return nil, fmt.Errorf("range %q: a range of decimals needs a step (A..B:STEP, e.g. 0.1..0.5:0.1)", cut(item))
+		}
+		step = "1"
+	}
+	a, _ := strconv.ParseFloat(m[1], 64)
+	b, _ := strconv.ParseFloat(m[2], 64)
+	d, _ := strconv.ParseFloat(step, 64)
+	switch {
+	case d <= 0:
+		return nil, fmt.Errorf("range %q: the step must be above 0", cut(item))
+	case a > b:
+		return nil, fmt.Errorf("range %q: %s is above %s", cut(item), m[1], m[2])
+	}
+	n := math.Floor((b-a)/d+1e-9) + 1
+	if n > MaxApps {
+		return nil, fmt.Errorf("range %q has more than %d values", cut(item), MaxApps)
+	}
+	prec := max(decimals(m[1]), decimals(step))
+	out := make([]string, 0, int(n))
+	for i := range int(n) {
+		out = append(out, strconv.FormatFloat(a+float64(i)*d, 'f', prec, 64))
+	}
+	return out, nil
 }
 
 // ParseParams reads every --sweep value and checks the grid: no name twice, at most

@@ -300,3 +300,34 @@ func TestQueueRespectsMaxParallel(t *testing.T) {
 		t.Errorf("CUDA_VISIBLE_DEVICES set without GPUs: %q", cuda["app0"])
 	}
 }
+
+// TestParseParamRanges: a range of numbers in a value list is every number of it,
+// with the decimals its start and step have; a bad range is a one-line error naming
+// it; a value that only looks like one (a path) is itself.
+func TestParseParamRanges(t *testing.T) {
+	for in, want := range map[string]string{
+		"n=1..4":                 "1 2 3 4",
+		"n=0,2..6:2,9":           "0 2 4 6 9",
+		"lr=0.1..0.5:0.1":        "0.1 0.2 0.3 0.4 0.5",
+		"lr=0.001..0.0031:0.001": "0.001 0.002 0.003",
+		"x=-2..1":                "-2 -1 0 1",
+		"d=../data,..":           "../data ..",
+		"v=1.0..2":               "",
+	} {
+		p, err := ParseParam(in)
+		if want == "" {
+			if !errors.Is(err, ErrBadSweep) || !strings.Contains(err.Error(), "needs a step") {
+				t.Errorf("%s: %v, want a step asked for", in, err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(p.Values, " ") != want {
+			t.Errorf("%s: %q %v, want %s", in, p.Values, err, want)
+		}
+	}
+	for _, in := range []string{"n=4..1", "n=1..3:0", "n=1..3,2", "n=0..20000"} {
+		if _, err := ParseParam(in); !errors.Is(err, ErrBadSweep) {
+			t.Errorf("%s: %v, want refused", in, err)
+		}
+	}
+}

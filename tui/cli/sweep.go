@@ -34,7 +34,7 @@ type sweepFlags struct {
 
 // addSweepFlags adds --sweep and --max-parallel to wick run.
 func addSweepFlags(fl *pflag.FlagSet, f *sweepFlags) {
-	fl.StringArrayVar(&f.specs, "sweep", nil, "launch a grid: NAME=V1,V2,... (repeatable: the cartesian product); NAME is a component argument, else a flag of the script after --")
+	fl.StringArrayVar(&f.specs, "sweep", nil, "launch a grid: NAME=V1,V2,... (a value may be a range A..B[:STEP]; repeatable: the cartesian product); NAME is a component argument, else a flag of the script after --")
 	fl.BoolVar(&f.stopOnNaN, "stop-on-nan", false, "with --sweep: cancel an app as soon as one of its metrics (its loss) is NaN or Inf, to free its slot")
 	fl.IntVar(&f.maxParallel, "max-parallel", 0, "with --sweep: run at most this many apps at once, the others queued (default: one per GPU, else one per CPU core; slurm: all, Slurm queues them); an app its scheduler refuses for a limit (Slurm's MaxSubmitJobs, a full disk) waits in the queue")
 }
@@ -189,28 +189,7 @@ func (a *app) printSweepPlan(sw *sweep.Sweep, infos []*sched.DryRunInfo, f runFl
 		v["dryruns"] = plans
 		return writeJSON(a.env.Stdout, v)
 	}
-	st := a.out()
-	par := "all at once"
-	if sw.MaxParallel > 0 {
-		par = fmt.Sprintf("at most %d at once", sw.MaxParallel)
-	}
-	fmt.Fprintf(a.env.Stdout, "%s\n", st.Header(fmt.Sprintf("=== SWEEP %s: %s of %s on %s, %s ===", sw.ID, spec.Count(len(sw.Entries), "app"), sw.Component, sw.Scheduler, par)))
-	rows := make([][]string, len(sw.Entries))
-	for i := range sw.Entries {
-		e := &sw.Entries[i]
-		row := []string{strconv.Itoa(i + 1), render.Escape(e.Handle)}
-		for _, v := range e.Values {
-			row = append(row, render.Escape(v))
-		}
-		rows[i] = row
-	}
-	heads := append([]string{"#", "HANDLE"}, upperAll(sw.Names)...)
-	if _, err := io.WriteString(a.env.Stdout, render.Table(heads, rows, st)); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.env.Stdout, "\n%s\n", st.Header("=== APP 1 OF "+strconv.Itoa(len(infos))+" (the others differ only by their values) ==="))
-	fmt.Fprintln(a.env.Stdout, sw.LaunchChoice())
-	return render.DryRun(a.env.Stdout, infos[0], st, render.TreeOptions{MaskSecrets: !f.reveal})
+	return render.SweepPlan(a.env.Stdout, sw, infos[0], a.out(), render.TreeOptions{MaskSecrets: !f.reveal})
 }
 
 func upperAll(ss []string) []string {

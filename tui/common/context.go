@@ -13,6 +13,7 @@ import (
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/engine/sweep"
 	"github.com/wick-dev/wick/themes"
 )
 
@@ -41,6 +42,11 @@ type Backend interface {
 	// CancelSweep cancels every app of sweep id, its queued apps first (none of them
 	// starts while its running apps are cancelled).
 	CancelSweep(ctx context.Context, id string) (removed int, cancelled []spec.Handle, err error)
+	// PlanSweep plans a grid of apps (the one planning `wick run --sweep` uses too:
+	// the engine reads the device pool and deals it); LaunchSweep writes it and starts
+	// its queue.
+	PlanSweep(ctx context.Context, req sweep.Request) (*sweep.Planned, error)
+	LaunchSweep(ctx context.Context, p *sweep.Planned) error
 	Delete(ctx context.Context, h spec.Handle, force bool) error
 	LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error)
 }

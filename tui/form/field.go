@@ -52,6 +52,10 @@ type field struct {
 	param   *components.Param // for a parameter
 	varargs bool              // for the trailing arguments
 	opt     *spec.RunOpt      // for a run option
+	// swept says the parameter takes a list of values (a sweep: sweep.go); maxPar
+	// marks the field of the sweep's parallelism.
+	swept  bool
+	maxPar bool
 }
 
 // value is the field's text: the input, "true"/"false" or the chosen item.
@@ -146,6 +150,8 @@ func (f *field) validate() error {
 	switch {
 	case f.kind != kText:
 		return nil
+	case f.swept || f.maxPar:
+		return f.checkSweep() // sweep.go
 	case f.varargs:
 		_, err := components.SplitWords(v)
 		return err

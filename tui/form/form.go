@@ -39,6 +39,7 @@ func Actions() []common.Action {
 		common.NewAction(ActPreview, "preview the dry run", []string{"enter", "ctrl+s"}, true, Kind),
 		common.NewAction(ActToggle, "toggle / next choice", []string{"space", "x", "right", "l"}, true, Kind),
 		common.NewAction(ActPrevChoice, "previous choice", []string{"left", "h"}, false, Kind),
+		common.NewAction(ActSweep, "sweep this argument: V1,V2,... or A..B[:STEP] (again: one value)", []string{"ctrl+g"}, false, Kind),
 	}
 }
 
@@ -59,6 +60,9 @@ type Model struct {
 	// fill holds the run options of the app being relaunched with edits, by
 	// scheduler: they replace .torchxconfig's values in that scheduler's fields.
 	fill map[string]spec.Cfg
+	// maxParField is the sweep's parallelism field (sweep.go), made when an argument
+	// is first swept.
+	maxParField *field
 }
 
 // optsMsg carries a scheduler's run options and their .torchxconfig values.
@@ -273,6 +277,9 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	case ActPrevChoice:
 		m.formErr = ""
 		return m.toggle(-1), true
+	case ActSweep:
+		m.formErr = ""
+		return m.toggleSweep(), true // sweep.go
 	}
 	return nil, false
 }
@@ -301,6 +308,9 @@ func (m *Model) preview() tea.Cmd {
 		m.formErr = err.Error()
 		return nil
 	}
+	if m.sweeping() {
+		return m.previewSweep(argv, cfg) // sweep.go
+	}
 	return common.Push(preview.New(m.Ctx, preview.Plan{Component: m.ref(), Args: argv, Scheduler: m.scheduler(), Cfg: cfg}))
 }
 
@@ -319,6 +329,8 @@ func (m *Model) Argv() ([]string, error) {
 	var argv, rest []string
 	for _, f := range m.fields {
 		switch {
+		case f.swept:
+			// Its values come from the sweep (sweepParams).
 		case f.varargs:
 			words, err := components.SplitWords(f.value())
 			if err != nil {

@@ -68,7 +68,7 @@ func (m *Model) lines() []line {
 			f.input.SetWidth(inW)
 			cell = t.Muted.Render("│") + widget.PadRight(f.input.View(t), inW+1) + t.Muted.Render("│")
 		}
-		after := t.Dim(f.typ)
+		after := t.Dim(f.typeLabel()) // sweep.go
 		if f.err != "" {
 			after = t.Error("✗ " + f.err)
 		}

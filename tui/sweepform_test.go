@@ -1,0 +1,51 @@
+package tui_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSweepFromTheForm: in the argument form, ctrl+g turns an argument into a list
+// of values, each checked as the component checks it (a bad one is named), and
+// brings the "max parallel" field; ctrl+g again makes it one value again. Enter
+// opens the sweep's preview, the grid as `wick run --sweep --dryrun` prints it (the
+// Runner's PlanSweep); enter launches it, and the app list shows the sweep's row
+// until its three apps succeeded.
+func TestSweepFromTheForm(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 160, 48)
+	openForm(d, "utils.echo")
+
+	d.focus("num_replicas", "tab")
+	d.keys("ctrl+g")
+	d.contains("max parallel")
+	d.typ("1,x")
+	d.contains(`✗ "x": want an int`)
+	d.keys("ctrl+g") // one value again: "1,x" is not an integer either
+	d.lacks("max parallel")
+	d.keys("ctrl+u")
+	d.typ("1")
+
+	d.focus("msg", "shift+tab")
+	d.keys("ctrl+g")
+	d.typ("a,b,c")
+	d.contains("sweep: 3 values of string")
+	d.focus("max parallel", "tab")
+	d.typ("0")
+	d.contains("✗ want 1 or more")
+	d.keys("backspace")
+	d.typ("2")
+	d.keys("enter")
+	d.waitScreen("=== SWEEP sweep-")
+	d.contains("3 apps of utils.echo on local_cwd, at most 2 at once", "MSG", "=== APP 1 OF 3",
+		"Chosen when each app is launched")
+	scr := d.screen()
+	for _, v := range []string{"a", "b", "c"} {
+		if !strings.Contains(scr, "local_cwd://wick/echo-msg"+v+"-") {
+			t.Errorf("no app of msg=%s in the grid:\n%s", v, scr)
+		}
+	}
+	d.keys("enter")
+	d.contains("launched sweep sweep-")
+	d.waitScreen("sweep of 3: 3 succeeded")
+}
