@@ -49,3 +49,29 @@ func TestSweepFromTheForm(t *testing.T) {
 	d.contains("launched sweep sweep-")
 	d.waitScreen("sweep of 3: 3 succeeded")
 }
+
+// TestSweepScriptFlagsFromTheForm: ctrl+g on the script's arguments of utils.sh opens
+// the field of its swept flags (as --sweep sweeps a name the component does not
+// have); a name the component has is refused there; the preview's grid sets --lr V
+// after the script's arguments, one app per value of the range.
+func TestSweepScriptFlagsFromTheForm(t *testing.T) {
+	e := newEnv(t)
+	d := newDriver(t, e.opts, 160, 48)
+	openForm(d, "utils.sh")
+	d.focus("-- args", "tab")
+	d.typ("echo")
+	d.keys("ctrl+g")
+	d.contains("▸  -- sweep flags", "max parallel")
+	d.typ("cpu=1,2")
+	d.keys("enter")
+	d.contains("cpu is an argument of utils.sh: sweep its field")
+	d.keys("ctrl+u")
+	d.typ("lr=0.1..0.2:0.1")
+	d.contains("sweep: 2 points")
+	d.keys("enter")
+	d.waitScreen("=== SWEEP sweep-")
+	d.contains("2 apps of utils.sh on local_cwd", "LR", "local_cwd://wick/sh-lr0.1-", "local_cwd://wick/sh-lr0.2-", `echo --lr 0.1`)
+	d.keys("esc")
+	d.keys("ctrl+g") // on the flags' field: none swept any more
+	d.lacks("-- sweep flags", "max parallel")
+}

@@ -53,9 +53,11 @@ type field struct {
 	varargs bool              // for the trailing arguments
 	opt     *spec.RunOpt      // for a run option
 	// swept says the parameter takes a list of values (a sweep: sweep.go); maxPar
-	// marks the field of the sweep's parallelism.
-	swept  bool
-	maxPar bool
+	// marks the field of the sweep's parallelism, scriptSweep that of the script's
+	// swept flags.
+	swept       bool
+	maxPar      bool
+	scriptSweep bool
 }
 
 // value is the field's text: the input, "true"/"false" or the chosen item.
@@ -150,7 +152,7 @@ func (f *field) validate() error {
 	switch {
 	case f.kind != kText:
 		return nil
-	case f.swept || f.maxPar:
+	case f.swept || f.maxPar || f.scriptSweep:
 		return f.checkSweep() // sweep.go
 	case f.varargs:
 		_, err := components.SplitWords(v)

@@ -63,6 +63,9 @@ type Model struct {
 	// maxParField is the sweep's parallelism field (sweep.go), made when an argument
 	// is first swept.
 	maxParField *field
+	// scriptField is the field of the script's swept flags (sweep.go), made when
+	// the trailing arguments are first swept.
+	scriptField *field
 }
 
 // optsMsg carries a scheduler's run options and their .torchxconfig values.
