@@ -22,7 +22,8 @@ all: build
 ## packages for the slurm scheduler's tests against a throwaway cluster, see slurm-up;
 ## Debian's python3-torch, for /usr/bin/python3, for the real DDP tests of examples/ddp;
 ## the packages TorchX imports, for the tests of TorchX components, which run the TorchX
-## source in ../shared/vendor/python with /usr/bin/python3)
+## source in ../shared/vendor/python with /usr/bin/python3; qemu and a guest kernel for
+## the machine-crash test)
 setup:
 	@command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux; }
 	@PATH="$$PATH:/usr/sbin:/sbin"; command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v sbatch >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 || \
@@ -33,6 +34,11 @@ setup:
 	@# (1.0.1) cannot read Python 3.11's frames.
 	@{ command -v gdb >/dev/null 2>&1 && [ -e /usr/share/gdb/auto-load/usr/bin/python3.11-gdb.py ]; } || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gdb python3-dbg; }
+	@# The machine-crash test (engine/safefs) boots a guest under qemu (tcg) with
+	@# Debian's cloud kernel and busybox, kept in ~/.cache/wick/vm by scripts/vm/fetch.sh.
+	@command -v qemu-system-x86_64 >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86; }
+	@bash scripts/vm/fetch.sh
 	@/usr/bin/python3 -c 'import yaml, fsspec, tabulate, filelock' >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-yaml python3-fsspec python3-tabulate python3-filelock; }
 

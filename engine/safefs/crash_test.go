@@ -21,11 +21,19 @@ import (
 const crashWriterEnv = "WICK_SAFEFS_CRASH_WRITER"
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashCheckEnv); dir != "" {
+		checkCrashedState(dir)
+		os.Exit(0)
+	}
 	if dir := os.Getenv(crashWriterEnv); dir != "" {
+		var fsys fileSys = osFS{}
+		if os.Getenv(crashNoSyncEnv) != "" {
+			fsys = noSyncFS{}
+		}
 		pad := strings.Repeat("x", 64<<10) // a state of some size: several writes each
 		for n := 1; ; n++ {
 			b, _ := json.Marshal(map[string]any{"n": n, "pad": pad})
-			if err := WriteFileAtomic(dir, "state.json", b); err != nil {
+			if err := writeFileAtomic(fsys, dir, "state.json", b); err != nil {
 				fmt.Println("error", err)
 				os.Exit(1)
 			}
@@ -37,8 +45,8 @@ func TestMain(m *testing.M) {
 
 // TestKill9NeverTearsTheState kills a writer with SIGKILL at random moments: the state
 // file is then always whole (it parses) and never older than the last write the writer
-// acknowledged. (A crash of the machine is not tried here: the fsyncs it needs are
-// checked by TestWriteFileAtomicOrder.)
+// acknowledged. A crash of the whole machine, which also loses what the page cache
+// held, is TestMachineCrashNeverLosesAnAcknowledgedState's.
 func TestKill9NeverTearsTheState(t *testing.T) {
 	for round := range 20 {
 		dir := t.TempDir()
