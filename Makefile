@@ -55,7 +55,7 @@ slurm-down:
 ## kube-apiserver, controller-manager, scheduler, kubelet and kubectl, from source; cold
 ## ~830 CPU-s) into ~/.cache/wick/k8s/VERSION-HASH, or reuse the one there
 k8s-build:
-	@bash scripts/k8s/build.sh && bash scripts/k8s/build.sh coredns
+	@bash scripts/k8s/build.sh && bash scripts/k8s/build.sh kubectl && bash scripts/k8s/build.sh coredns
 
 ## k8s-up: start a throwaway one-node Kubernetes cluster on this machine (etcd, the
 ## control plane, its own containerd and the kubelet; root; state under /tmp/wick-k8s;

@@ -55,9 +55,11 @@ fi
 
 bin="$(bash "$here/build.sh")"
 coredns="$(bash "$here/build.sh" coredns)"
+kubectl_bin="$(bash "$here/build.sh" kubectl)"
 install -d -m 0755 "$ROOT" "$ROOT/bin" "$ROOT/log" "$ROOT/run" "$ROOT/pki" "$ROOT/etcd" \
   "$ROOT/containerd" "$ROOT/cni/net.d" "$ROOT/cni/ipam" "$ROOT/kubelet" "$ROOT/pod-logs"
 ln -sf "$bin" "$ROOT/bin/k8s"
+ln -sf "$kubectl_bin" "$ROOT/bin/kubectl"
 k8s="$ROOT/bin/k8s"
 
 failed=1
