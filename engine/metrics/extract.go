@@ -61,6 +61,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -366,14 +367,18 @@ func (e *Extractor) drawings(text string, p *Parsed) bool {
 	}
 	local := p.Local
 	p.frames, p.frameSamples = p.frames[:0], p.frameSamples[:0]
-	for rest := t[start:]; rest != ""; {
-		seg := rest
-		if k := strings.IndexByte(rest, '\r'); k >= 0 {
-			seg, rest = rest[:k], rest[k+1:]
-		} else {
-			rest = ""
-		}
+	// From the last drawing back: a drawing at the bar position of the next one with
+	// values is replaced by it, and need not be read (tqdm draws each position twice).
+	next := int64(-1) // the bar position of the next drawing kept, when its reading agreed
+	for end := len(t); end > start; {
+		k := strings.LastIndexByte(t[start:end], '\r')
+		seg := t[start+k+1 : end]
+		end = max(start, start+k)
 		if seg == "" {
+			continue
+		}
+		quick := quickBar(seg)
+		if quick >= 0 && quick == next {
 			continue
 		}
 		p.Samples = p.Samples[:0]
@@ -382,14 +387,15 @@ func (e *Extractor) drawings(text string, p *Parsed) bool {
 		if len(p.Samples) == 0 {
 			continue
 		}
-		if k := len(p.frames); k > 0 && p.Bar >= 0 && p.frames[k-1].info.Bar == p.Bar {
-			p.frameSamples = p.frameSamples[:p.frames[k-1].lo]
-			p.frames = p.frames[:k-1]
+		next = -1
+		if p.Bar >= 0 && p.Bar == quick {
+			next = p.Bar
 		}
 		lo := len(p.frameSamples)
 		p.frameSamples = append(p.frameSamples, p.Samples...)
 		p.frames = append(p.frames, drawing{info: p.LineInfo, lo: lo, hi: len(p.frameSamples)})
 	}
+	slices.Reverse(p.frames)
 	if len(p.frames) == 0 {
 		p.Reset()
 		p.Local = local
@@ -407,6 +413,32 @@ func (e *Extractor) drawings(text string, p *Parsed) bool {
 type drawing struct {
 	info   LineInfo
 	lo, hi int
+}
+
+// quickBar returns the position of a tqdm bar's drawing (`| 20/200 [00:01<`), found
+// without reading the drawing's values, or -1.
+func quickBar(s string) int64 {
+	for i := strings.IndexByte(s, '|'); i >= 0 && i+2 < len(s); {
+		j := i + 1
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		a := j
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		if j > a && j < len(s) && s[j] == '/' {
+			if n, _, _, ok := barPosition(s, a, j); ok {
+				return n
+			}
+		}
+		k := strings.IndexByte(s[i+1:], '|')
+		if k < 0 {
+			break
+		}
+		i += k + 1
+	}
+	return -1
 }
 
 // Drawings calls fn with each earlier drawing of the line that carries values (a
@@ -868,7 +900,7 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			}
 			// valueAfter and unitThenValue read nothing unless one of these bytes
 			// follows the name: most words are passed over here.
-			if wend < len(s) && class[s[wend]]&cValueLead != 0 {
+			if wend < len(s) && class[s[wend]]&cValueLead != 0 && !wordAfter(s, wend) {
 				var v value
 				if k, ok := nameValue(s, wend, wend == j, &v); ok {
 					i = e.pair(s, p, st, span{i, k}, &v)
@@ -930,6 +962,16 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		}
 	}
 	st.endField(s)
+}
+
+// wordAfter reports whether one space and a word that is not nan or inf follow a name
+// ending at i: no value does (most words of prose), valueAfter need not look.
+func wordAfter(s string, i int) bool {
+	if s[i] != ' ' || i+1 >= len(s) {
+		return false
+	}
+	c := s[i+1]
+	return class[c]&cLetter != 0 && c|0x20 != 'n' && c|0x20 != 'i'
 }
 
 // nameEnd returns where the bytes of a name from s[i] on end.

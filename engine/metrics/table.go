@@ -12,6 +12,9 @@ const maxColumns = 24
 // columns right-aligned, two spaces or more apart, as Ultralytics prints them (a row
 // may be a tqdm bar's description, before its `: 100%|`).
 func (e *Extractor) table(s string, p *Parsed) {
+	if p.Bar < 0 && (len(p.Samples) > 0 || p.HasStep) {
+		return // a line of values, no bar's: no row
+	}
 	if i := strings.Index(s, "%|"); i >= 0 {
 		c := strings.LastIndexByte(s[:i], ':')
 		if c < 0 {

@@ -192,7 +192,12 @@ func nameValue(s string, i int, whole bool, v *value) (int, bool) {
 // spelled reads a duration's unit written in words after v (see spelledDuration): it
 // takes seconds as v's unit, and reports whether v is no value (a longer unit).
 func (v *value) spelled(s string) bool {
-	if v.unit != "" || v.sep == ' ' {
+	if v.unit != "" || v.sep == ' ' || v.end+2 >= len(s) || s[v.end] != ' ' {
+		return false
+	}
+	switch s[v.end+1] {
+	case 's', 'm', 'h', 'd', 'w':
+	default:
 		return false
 	}
 	switch spelledDuration(s, v.end) {
