@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
@@ -369,5 +371,51 @@ func TestOtherHomeByNamespaceHandle(t *testing.T) {
 	}
 	if _, err := o.Describe(ctx, id); !errors.Is(err, sched.ErrNotFound) {
 		t.Errorf("describe of %s without its namespace from another home: %v, want not found (it is not in the current namespace)", id, err)
+	}
+}
+
+// The logs of two replicas that wrote at the same time, merged as `wick log APP/ROLE`
+// merges them (engine/logs.Merge), come in time order: an iterator whose request is
+// on its way does not say "nothing ready" when it has every line to come.
+func TestMergedLogsInTimeOrder(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	role := spec.NewRole("w", env.image, "lines", "40", "30ms")
+	role.NumReplicas = 2
+	id := launch(t, s, &spec.AppDef{Name: "merge", Roles: []spec.Role{role}}, nil)
+	if st := waitState(t, s, id, 2*time.Minute, terminal); st.State != spec.Succeeded {
+		t.Fatalf("state %s (%s)", st.State, st.Msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	var its []sched.LogIterator
+	for k := range 2 {
+		it, err := s.Logs(ctx, id, "w", k, sched.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		its = append(its, it)
+	}
+	m := logs.Merge(its...)
+	defer m.Close()
+	var lines []sched.Line
+	for {
+		l, err := m.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 160 {
+		t.Fatalf("%d lines, want 160", len(lines))
+	}
+	for i := 1; i < len(lines); i++ {
+		if lines[i].Time.Before(lines[i-1].Time) {
+			t.Fatalf("line %d (%d: %q at %s) comes after a later one (%d: %q at %s)", i, lines[i].Replica, lines[i].Text, lines[i].Time.Format(time.RFC3339Nano), lines[i-1].Replica, lines[i-1].Text, lines[i-1].Time.Format(time.RFC3339Nano))
+		}
 	}
 }

@@ -93,20 +93,45 @@ func (it *logIter) Next(ctx context.Context) (sched.Line, error) {
 	}
 }
 
-// Ready reports whether Next would return at once.
+// readyWait bounds how long Ready waits for the next line of a log that is not
+// followed.
+const readyWait = 5 * time.Second
+
+// Ready reports whether Next would return at once. A log that is not followed has
+// every line already (in the API server's answer on its way): "none ready" would be
+// false, and a merge of several replicas (engine/logs.Merge) would put another's later
+// lines first. So Ready waits for its next line or end, for readyWait at most; a
+// followed log says what it holds now.
 func (it *logIter) Ready() bool {
 	if it.head != nil || it.ended {
 		return true
 	}
-	select {
-	case x, ok := <-it.ch:
+	var wait <-chan time.Time
+	if !it.opts.Follow {
+		t := time.NewTimer(readyWait)
+		defer t.Stop()
+		wait = t.C
+	}
+	take := func(x item, ok bool) bool {
 		if !ok {
 			it.ended = true
 		} else {
 			it.head = &x
 		}
 		return true
+	}
+	select {
+	case x, ok := <-it.ch:
+		return take(x, ok)
 	default:
+	}
+	if wait == nil {
+		return false
+	}
+	select {
+	case x, ok := <-it.ch:
+		return take(x, ok)
+	case <-wait:
 		return false
 	}
 }

@@ -358,7 +358,7 @@ func (c *Client) Logs(ctx context.Context, appID, role string, replica int, opts
 		return nil, err
 	}
 	ictx, cancel := context.WithCancel(context.Background())
-	it := &clientIter{name: c.name, p: p, id: ip.Iter, ch: make(chan lineBatch, 1), cancel: cancel, done: make(chan struct{})}
+	it := &clientIter{name: c.name, p: p, id: ip.Iter, follow: opts.Follow, ch: make(chan lineBatch, 1), cancel: cancel, done: make(chan struct{})}
 	go it.fetch(ictx)
 	return it, nil
 }
@@ -373,6 +373,7 @@ type lineBatch struct {
 type clientIter struct {
 	name   string
 	p      *proc
+	follow bool
 	id     uint64
 	ch     chan lineBatch
 	cancel context.CancelFunc
@@ -421,7 +422,15 @@ func (it *clientIter) Next(ctx context.Context) (sched.Line, error) {
 	return l, nil
 }
 
-// Ready reports whether Next would return at once.
+// readyWait bounds how long Ready waits for the next batch of a log that is not
+// followed.
+const readyWait = 5 * time.Second
+
+// Ready reports whether Next would return at once. The lines of a log that is not
+// followed all exist already (the next batch is on its way): "none ready" would be
+// false, and a merge of several replicas (engine/logs.Merge) would put another's later
+// lines first. So Ready waits for the next batch, for readyWait at most; a followed
+// log says what it holds now.
 func (it *clientIter) Ready() bool {
 	if len(it.cur) > 0 || it.err != nil {
 		return true
@@ -431,6 +440,17 @@ func (it *clientIter) Ready() bool {
 		it.cur, it.err = b.lines, b.err
 		return true
 	default:
+	}
+	if it.follow {
+		return false
+	}
+	t := time.NewTimer(readyWait)
+	defer t.Stop()
+	select {
+	case b := <-it.ch:
+		it.cur, it.err = b.lines, b.err
+		return true
+	case <-t.C:
 		return false
 	}
 }
