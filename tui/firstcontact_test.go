@@ -11,6 +11,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
+	"github.com/wick-dev/wick/tui/common"
 )
 
 // TestPreviewWrapsTheCommand: the dry-run preview cut the torchrun command, the line a
@@ -225,4 +226,25 @@ func TestFinishedPaneSaysBelowNotNew(t *testing.T) {
 	if !regexp.MustCompile(`\+\d+ below`).MatchString(title) || strings.Contains(title, " new") || strings.Contains(title, "paused") {
 		t.Errorf("the finished pane's title, scrolled up: %q\n%s", title, scr)
 	}
+}
+
+// TestAlertWhenAnAppEnds: with [alerts] in config.toml, an app that ends while the UI
+// runs is said in the status line over whatever view is open (the terminal is told by
+// BEL or a notification); the apps that had ended before the UI looked are not.
+func TestAlertWhenAnAppEnds(t *testing.T) {
+	e := newEnv(t)
+	old := e.launch(shApp("old", "exit 3", 1))
+	e.wait(old)
+	e.opts.SettingsPath = filepath.Join(t.TempDir(), "wick", "config.toml")
+	writeFile(t, e.opts.SettingsPath, "[alerts]\nwhen = [\"ended\"]\nnotify = \"osc9\"\n")
+	d := newDriver(t, e.opts, 140, 24)
+	t0 := time.Now()
+	d.send(common.TickMsg{Time: t0}) // the first listing: what is known
+	d.lacks("FAILED;", e.handle(old).AppID+" FAILED")
+	h := e.launch(shApp("fresh", "true", 1))
+	e.wait(h)
+	d.keys("n") // elsewhere: the picker
+	d.send(common.TickMsg{Time: t0.Add(6 * time.Second)})
+	d.contains(e.handle(h).AppID + " SUCCEEDED")
+	d.lacks(e.handle(old).AppID + " FAILED")
 }

@@ -44,11 +44,16 @@ const noticeTTL = 8 * time.Second
 // Model is the root model: the view stack, the overlay (help, palette or a
 // confirmation), the status line and the shared context.
 type Model struct {
-	ctx    *common.Context
-	cancel context.CancelFunc
-	home   *apps.Model
-	stack  []common.View
-	over   overlay
+	// userCmds are the user's commands of config.toml, by name; alerts says when and
+	// how an app that changed behind the user's back is told.
+	userCmds map[common.ActionName]UserCommand
+	alerts   Alerts
+	alert    alertState
+	ctx      *common.Context
+	cancel   context.CancelFunc
+	home     *apps.Model
+	stack    []common.View
+	over     overlay
 
 	width, height int
 	notice        string
@@ -102,6 +107,7 @@ func NewModel(opts Options) (*Model, error) {
 		return nil, err
 	}
 	actions := newActions()
+	actions.Add(userActions(settings.Commands)...)
 	for name, keys := range settings.Keys {
 		if err := actions.Rebind(common.ActionName(name), keys); err != nil {
 			return nil, fmt.Errorf("%s: [keys]: %w", path, err)
@@ -126,7 +132,7 @@ func NewModel(opts Options) (*Model, error) {
 		Theme: theme, Actions: actions, Now: now,
 	}
 	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval,
-		settingsPath: path, themesDir: ThemesDir(path),
+		settingsPath: path, themesDir: ThemesDir(path), userCmds: userCommands(settings.Commands), alerts: settings.Alerts,
 		wall: wall.Options{RingLines: opts.RingLines, StateDir: uiStateDir(opts.Runner.StateDir())}}
 	// The wall's metrics: the settings' [metrics], under .torchxconfig's [wick:metrics].
 	sections := maps.Clone(settings.Metrics)
@@ -247,7 +253,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		if !m.noticeAt.IsZero() && m.ctx.Now().Sub(m.noticeAt) > noticeTTL {
 			m.notice = ""
 		}
-		return tea.Batch(m.active().Update(msg), m.nextTick())
+		return tea.Batch(m.active().Update(msg), m.nextTick(), m.pollAlerts(msg.Time))
+	case alertsMsg:
+		return m.takeAlerts(msg)
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	case tea.MouseMsg:
@@ -443,6 +451,9 @@ func (m *Model) run(name common.ActionName) tea.Cmd {
 		return func() tea.Msg { return common.HomeMsg{} }
 	case actTheme:
 		return m.nextTheme()
+	}
+	if c, ok := m.userCmds[name]; ok {
+		return m.runUserCommand(c)
 	}
 	cmd, ok := v.Do(name)
 	if !ok && name == common.ActBack {

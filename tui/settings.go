@@ -30,6 +30,14 @@ import (
 //	metrics = ["loss", "lr"]   # of .torchxconfig (which wins key by key)
 //	pattern.acc = 'top-1 acc (\S+)%'
 //	divergence = 4
+//
+//	[commands]                 # your own commands, run by sh -c in the terminal from
+//	gpus = "nvidia-smi"        # the app list and the wall, with the selected app in
+//	                           # WICK_* variables; [keys] binds them like actions
+//
+//	[alerts]                   # while the UI runs: when an app of this home ends
+//	when = ["failed", "alarm"] # (ended, failed, alarm) say so by
+//	notify = "bell"            # bell, osc9, osc777 or off
 type Settings struct {
 	// Theme names the theme; "" or "auto" picks dark or light from the terminal.
 	Theme string
@@ -37,7 +45,38 @@ type Settings struct {
 	Keys map[string][]string
 	// Metrics holds the [metrics] section: the keys of engine/metrics.ParseConfig.
 	Metrics map[string]string
+	// Commands are the user's commands of [commands], in the file's order.
+	Commands []UserCommand
+	// Alerts is the [alerts] section.
+	Alerts Alerts
 }
+
+// UserCommand is a command of [commands]: a name (an action name, bound by [keys])
+// and the shell command run for it.
+type UserCommand struct {
+	Name, Command string
+}
+
+// Alerts says when the UI tells the user about an app of this home that changed
+// behind their back, and how.
+type Alerts struct {
+	// When holds the events that alert: "ended" (any end), "failed", "alarm" (a
+	// metric alarm or a hang). Unset: failed and alarm.
+	When []string
+	// Notify is how: "bell" (BEL), "osc9" (a desktop notification: iTerm2, kitty,
+	// WezTerm, Windows Terminal), "osc777" (urxvt, foot, Ghostty), or "off".
+	Notify string
+}
+
+// The events and the ways of [alerts].
+var (
+	alertEvents  = []string{"ended", "failed", "alarm"}
+	alertNotify  = []string{"bell", "osc9", "osc777", "off"}
+	defaultAlert = Alerts{When: []string{"failed", "alarm"}, Notify: "bell"}
+)
+
+// maxUserCommand bounds a user command's length.
+const maxUserCommand = 4096
 
 // UserConfigDir is the user's configuration directory: $XDG_CONFIG_HOME, else
 // ~/.config. wick's settings, themes and user components live under its wick folder.
@@ -83,6 +122,14 @@ func LoadSettings(path string) (Settings, error) {
 	for _, n := range newActions().Names() {
 		actions = append(actions, string(n))
 	}
+	builtin := slices.Clone(actions)
+	for _, e := range entries {
+		// [keys] binds the user's commands too, wherever [commands] is in the file.
+		if e.Section == "commands" {
+			actions = append(actions, e.Key)
+		}
+	}
+	s.Alerts = defaultAlert
 	for _, e := range entries {
 		bad := func(format string, args ...any) error {
 			return fmt.Errorf("%s: line %d: %s", path, e.Line, fmt.Sprintf(format, args...))
@@ -138,11 +185,71 @@ func LoadSettings(path string) (Settings, error) {
 				s.Metrics = map[string]string{}
 			}
 			s.Metrics[e.Key] = v
+		case e.Section == "commands":
+			c, err := userCommand(e, builtin)
+			if err != nil {
+				return s, bad("%v", err)
+			}
+			s.Commands = append(s.Commands, c)
+		case e.Section == "alerts":
+			if err := s.Alerts.set(e); err != nil {
+				return s, bad("%v", err)
+			}
 		default:
-			return s, bad("unknown section [%s] (want [keys] or [metrics])", e.Section)
+			return s, bad("unknown section [%s] (want [keys], [metrics], [commands] or [alerts])", e.Section)
 		}
 	}
 	return s, nil
+}
+
+// userCommand reads an entry of [commands]: NAME = "shell command".
+func userCommand(e themes.Entry, builtin []string) (UserCommand, error) {
+	v, ok := e.Value.(string)
+	switch {
+	case !ok || strings.TrimSpace(v) == "":
+		return UserCommand{}, fmt.Errorf("command %s must be a shell command in a string, e.g. %s = \"nvidia-smi\"", e.Key, e.Key)
+	case len(v) > maxUserCommand:
+		return UserCommand{}, fmt.Errorf("command %s is over %d bytes", e.Key, maxUserCommand)
+	case slices.Contains(builtin, e.Key):
+		return UserCommand{}, fmt.Errorf("command %s has the name of one of wick's actions: name it otherwise", e.Key)
+	}
+	for _, r := range e.Key {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return UserCommand{}, fmt.Errorf("command name %q: use lowercase letters, digits, - and _", e.Key)
+		}
+	}
+	return UserCommand{Name: e.Key, Command: v}, nil
+}
+
+// set reads an entry of [alerts].
+func (a *Alerts) set(e themes.Entry) error {
+	switch e.Key {
+	case "when":
+		var when []string
+		switch v := e.Value.(type) {
+		case string:
+			when = []string{v}
+		case []string:
+			when = v
+		default:
+			return fmt.Errorf("when must be an array of events (%s)", strings.Join(alertEvents, ", "))
+		}
+		for _, w := range when {
+			if !slices.Contains(alertEvents, w) {
+				return fmt.Errorf("when: unknown event %q (want %s)%s", w, strings.Join(alertEvents, ", "), spec.DidYouMean(w, alertEvents))
+			}
+		}
+		a.When = when
+	case "notify":
+		v, ok := e.Value.(string)
+		if !ok || !slices.Contains(alertNotify, v) {
+			return fmt.Errorf("notify must be one of %s", strings.Join(alertNotify, ", "))
+		}
+		a.Notify = v
+	default:
+		return fmt.Errorf("unknown key %q in [alerts] (want when or notify)%s", e.Key, spec.DidYouMean(e.Key, []string{"when", "notify"}))
+	}
+	return nil
 }
 
 func contains(list []string, s string) bool {

@@ -154,3 +154,34 @@ func TestPaletteKeysFromSettings(t *testing.T) {
 	d.keys("ctrl+g")
 	d.lacks("action name")
 }
+
+// TestCommandsAndAlertsSettings: [commands] names shell commands that [keys] binds
+// (before or after it in the file); [alerts] says when and how. Each mistake is one
+// error naming its line.
+func TestCommandsAndAlertsSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, path, "[keys]\ngpus = \"G\"\n[commands]\ngpus = \"nvidia-smi\"\nhtop = \"htop -p $WICK_PID\"\n[alerts]\nwhen = [\"ended\", \"alarm\"]\nnotify = \"osc9\"\n")
+	s, err := tui.LoadSettings(path)
+	if err != nil || len(s.Commands) != 2 || s.Commands[0] != (tui.UserCommand{Name: "gpus", Command: "nvidia-smi"}) ||
+		s.Keys["gpus"][0] != "G" || s.Alerts.Notify != "osc9" || strings.Join(s.Alerts.When, ",") != "ended,alarm" {
+		t.Fatalf("settings = %+v, %v", s, err)
+	}
+	writeFile(t, path, "")
+	if s, _ := tui.LoadSettings(path); s.Alerts.Notify != "bell" || strings.Join(s.Alerts.When, ",") != "failed,alarm" {
+		t.Errorf("default alerts: %+v", s.Alerts)
+	}
+	for in, want := range map[string]string{
+		"[commands]\nlogs = \"less\"":    `line 2: command logs has the name of one of wick's actions`,
+		"[commands]\nGpu = \"x\"":        `line 2: command name "Gpu": use lowercase letters`,
+		"[commands]\ngpus = \"  \"":      `line 2: command gpus must be a shell command in a string`,
+		"[alerts]\nwhen = [\"faild\"]":   `line 2: when: unknown event "faild" (want ended, failed, alarm) (did you mean "failed"?)`,
+		"[alerts]\nnotify = \"desktop\"": `line 2: notify must be one of bell, osc9, osc777, off`,
+		"[alerts]\non = [\"failed\"]":    `line 2: unknown key "on" in [alerts]`,
+		"[keys]\ngpus = \"G\"":           `line 2: unknown action "gpus"`,
+	} {
+		writeFile(t, path, in)
+		if _, err := tui.LoadSettings(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadSettings(%q) = %v, want %q", in, err, want)
+		}
+	}
+}

@@ -136,3 +136,7 @@ func (m *Model) retainAlarms() {
 	}
 	m.Ctx.Alarms.Retain(listed)
 }
+
+// Alarms is the number of metric alarms the list knows app h has raised (0 when none,
+// or not read yet).
+func (m *Model) Alarms(h string) int { return m.alarms[h] }

@@ -647,3 +647,23 @@ func (m *Model) SetAlarms(handle string, n int) {
 	m.alarms[handle] = n
 	m.rebuild(m.selectedHandle())
 }
+
+// Target is the selected app for a user command, with its first replica.
+func (m *Model) Target() (common.Target, bool) {
+	a := m.selected()
+	if a == nil {
+		return common.Target{}, false
+	}
+	h, err := spec.ParseHandle(a.Handle)
+	if err != nil {
+		return common.Target{}, false
+	}
+	t := common.Target{Handle: h, Rank: -1}
+	for _, r := range a.Roles {
+		if len(r.Replicas) > 0 {
+			t.Replica = r.Replicas[0]
+			break
+		}
+	}
+	return t, true
+}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +71,50 @@ func TestSweepIDWhereOneAppIsTaken(t *testing.T) {
 	}
 	if r := h.exec("sweep", "list"); strings.Contains(r.stdout, id) {
 		t.Errorf("the emptied sweep is still listed:\n%s", r.stdout)
+	}
+}
+
+// TestUserCommandFromTheUI: a command of config.toml's [commands], bound by [keys],
+// runs from the app list in the terminal with the selected app in WICK_* variables,
+// says how it ended and waits for enter, then the UI comes back; the palette (and ?)
+// lists it.
+func TestUserCommandFromTheUI(t *testing.T) {
+	testkit.NeedTmux(t)
+	h := newHarness(t)
+	out := filepath.Join(h.work, "env.txt")
+	conf := filepath.Join(h.user, ".config", "wick", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("[commands]\nenvdump = \"env | grep ^WICK_ | sort > "+out+"; echo dumped\"\n[keys]\nenvdump = \"U\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.exec("run", "--detach", "utils.sh", "sleep", "60")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { h.exec("cancel", "--now", handle) })
+	id := appID(handle)
+	term := startLiveTerm(t, h, "")
+	term.WaitFor(20*time.Second, id, "RUNNING")
+	term.Keys(":")
+	term.Text("envd")
+	term.WaitFor(10*time.Second, "run: env | grep ^WICK_")
+	term.Keys("Escape")
+	// The palette closed before U: an ESC and a U in one read are alt+u.
+	term.WaitScreen(10*time.Second, "the palette closed", func(s string) bool { return !strings.Contains(s, "run: env") })
+	term.Keys("U")
+	term.WaitFor(20*time.Second, "dumped", "[envdump exited 0: enter goes back to wick]")
+	term.Keys("Enter")
+	term.WaitFor(10*time.Second, id, "envdump ran on "+id)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"WICK_APP_ID=" + id, "WICK_HANDLE=" + handle, "WICK_ROLE=sh", "WICK_REPLICA=0", "WICK_HOST=localhost", "WICK_LOG_DIR=" + filepath.Join(h.home, "logs", "wick", id, "sh", "0"), "WICK_PID="} {
+		if !strings.Contains(string(data), want+"\n") && !strings.Contains(string(data), want) {
+			t.Errorf("the command's environment lacks %s:\n%s", want, data)
+		}
 	}
 }

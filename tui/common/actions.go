@@ -143,6 +143,9 @@ func NewRegistry(rows ...[]Action) *Registry {
 	return r
 }
 
+// Add appends rows to the table (the user's commands of config.toml).
+func (r *Registry) Add(rows ...Action) { r.actions = append(r.actions, rows...) }
+
 // Rebind replaces the keys of every row named name (from the [keys] section of
 // config.toml). An unknown name is an error that suggests the closest.
 func (r *Registry) Rebind(name ActionName, keys []string) error {

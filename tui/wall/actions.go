@@ -81,3 +81,19 @@ func Actions() []common.Action {
 // ContextHelp is what the help bar offers first where the user is: the chart's keys
 // while it is shown.
 func (m *Model) ContextHelp() []bkey.Binding { return m.chartHelp() }
+
+// Target is the focused pane's replica (and rank), for a user command.
+func (m *Model) Target() (common.Target, bool) {
+	t := common.Target{Handle: m.h, Rank: -1}
+	if m.focus >= 0 && m.focus < len(m.panes) {
+		p := m.panes[m.focus]
+		t.Replica = p.st
+		if t.Replica.Role == "" {
+			t.Replica.Role, t.Replica.ID = p.role, p.k
+		}
+		if !p.node {
+			t.Rank = p.rank
+		}
+	}
+	return t, true
+}
