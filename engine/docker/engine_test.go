@@ -193,7 +193,7 @@ func TestExitCodesAndRetries(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(st.Msg, "exited with code 3") || st.NumRestarts != 2 {
+	if !strings.Contains(st.Msg, ": exit code 3") || st.NumRestarts != 2 {
 		t.Errorf("msg %q restarts %d", st.Msg, st.NumRestarts)
 	}
 	if code, ok := st.ExitCode(); !ok || code != 3 {

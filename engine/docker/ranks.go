@@ -96,8 +96,12 @@ func groupRanks(d *sched.Description) {
 	}
 }
 
-// torchrunCause names the root cause of a failed app whose failed replicas are all
-// torchrun nodes, as the local schedulers do: "rank 3: RuntimeError: ...".
+// torchrunCause names the root cause of a failed app, as the local schedulers do: the
+// first failure by time of its torchrun nodes ("rank 3: RuntimeError: ...") and of
+// its other replicas that failed on their own (a plain script's traceback on its
+// stderr, "python/0: ValueError: ...", else its end: "python/0: exit code 3",
+// "killed by SIGSEGV", the OOM killer as such). A plain replica's error file
+// (@record) keeps its error, as on local.
 func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, reps []*replica) {
 	st := &d.Status
 	if st.State != spec.Failed || d.App == nil {
@@ -109,13 +113,6 @@ func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, rep
 			torchrun[role.Name] = role
 		}
 	}
-	for _, rs := range st.Roles {
-		for _, r := range rs.Replicas {
-			if _, ok := torchrun[rs.Role]; r.State == spec.Failed && !ok {
-				return // another role's failure: its error stands
-			}
-		}
-	}
 	byKey := map[string]*replica{}
 	for _, r := range reps {
 		byKey[r.role()+"/"+strconv.Itoa(r.id())] = r
@@ -123,11 +120,18 @@ func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, rep
 	var best *ranks.Cause
 	var bestRole string
 	for _, rs := range st.Roles {
-		role, ok := torchrun[rs.Role]
-		if !ok {
-			continue
+		var c ranks.Cause
+		var ok bool
+		if role, tr := torchrun[rs.Role]; tr {
+			c, ok = s.roleCause(ctx, role, rs, byKey)
+		} else {
+			nodes, files := s.plainReports(ctx, rs, byKey)
+			if files {
+				return // its error file says what failed
+			}
+			c, ok = ranks.RootCause(nodes)
 		}
-		if c, ok := s.roleCause(ctx, role, rs, byKey); ok && (best == nil || c.Time.Before(best.Time)) {
+		if ok && (best == nil || c.Time.Before(best.Time)) {
 			best, bestRole = &c, rs.Role
 		}
 	}
@@ -135,6 +139,28 @@ func (s *Scheduler) torchrunCause(ctx context.Context, d *sched.Description, rep
 		return
 	}
 	best.Apply(st, bestRole)
+}
+
+// plainReports are the reports of a plain role's replicas that failed: their exit as
+// the Engine saw it and their stderr. files is set when one of them wrote an error
+// file (@record): its error stands.
+func (s *Scheduler) plainReports(ctx context.Context, rs spec.RoleStatus, byKey map[string]*replica) (nodes []ranks.NodeReport, files bool) {
+	for _, rst := range rs.Replicas {
+		r := byKey[rs.Role+"/"+strconv.Itoa(rst.ID)]
+		if rst.State != spec.Failed || r == nil || r.info == nil || r.info.State == nil || r.info.State.Running {
+			continue
+		}
+		if r.err.first != "" {
+			return nil, true
+		}
+		code := r.info.State.ExitCode
+		e := &ranks.Exit{Code: code, OOM: r.info.State.OOMKilled, Time: parseTime(r.info.State.FinishedAt), Exact: true}
+		if code > 128 && code < 128+65 { // the Engine's 128+N for a process killed by signal N
+			e.Signal = code - 128
+		}
+		nodes = append(nodes, ranks.NodeReport{Role: rs.Role, Replica: rst.ID, GroupRank: -1, Plain: true, Exit: e, Failures: s.nodeFailures(ctx, r)})
+	}
+	return nodes, false
 }
 
 // roleCause is the first failure of a torchrun role's nodes: a rendezvous port in

@@ -25,9 +25,11 @@ const causeTailLines = 4000
 // causeTimeout bounds the reading of the nodes' stderr files.
 const causeTimeout = 10 * time.Second
 
-// torchrunCause names the root cause of a failed app whose failed replicas are all
-// torchrun nodes: its message and error become the cause's, and so does the error of
-// the node where it happened.
+// torchrunCause names the root cause of a failed app, from the stderr of its replicas:
+// every node of its torchrun roles, and each other replica that failed (a plain
+// script's traceback, "python/0: ValueError: ...", or its exit: "python/0: exit code
+// 3"), the first failure by time. Its message and error become the cause's, and so
+// does the error of the replica where it happened.
 func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.AppStatus, app *spec.AppDef) {
 	if st.State != spec.Failed || app == nil || refusedStatus(st, app) {
 		return
@@ -38,30 +40,32 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 			torchrun[role.Name] = role
 		}
 	}
-	for _, rs := range st.Roles {
-		for _, r := range rs.Replicas {
-			if _, ok := torchrun[rs.Role]; r.State == spec.Failed && !ok {
-				return // another role's failure: its error stands
-			}
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, causeTimeout)
 	defer cancel()
 	var best *ranks.Cause
 	var bestRole string
 	for _, rs := range st.Roles {
-		role, ok := torchrun[rs.Role]
-		if !ok {
-			continue
-		}
-		nproc := ranks.NProcPerNode(append([]string{role.Entrypoint}, role.Args...))
 		var nodes []ranks.NodeReport
-		for _, r := range rs.Replicas {
-			n := ranks.NodeReport{Replica: r.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, appID, rs.Role, r.ID)}
-			if r.GroupRank != nil {
-				n.GroupRank = *r.GroupRank
+		if role, ok := torchrun[rs.Role]; ok {
+			nproc := ranks.NProcPerNode(append([]string{role.Entrypoint}, role.Args...))
+			for _, r := range rs.Replicas {
+				n := ranks.NodeReport{Replica: r.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, appID, rs.Role, r.ID)}
+				if r.GroupRank != nil {
+					n.GroupRank = *r.GroupRank
+				}
+				nodes = append(nodes, n)
 			}
-			nodes = append(nodes, n)
+		} else {
+			for _, r := range rs.Replicas {
+				if r.State != spec.Failed || r.ExitCode == nil {
+					continue
+				}
+				if strings.HasPrefix(r.StructuredError, "{") {
+					return // its error file (@record) says what failed, as on local
+				}
+				nodes = append(nodes, ranks.NodeReport{Role: rs.Role, Replica: r.ID, GroupRank: -1, Plain: true,
+					Exit: shellExit(*r.ExitCode, r.Ended), Failures: s.nodeFailures(ctx, appID, rs.Role, r.ID)})
+			}
 		}
 		if c, ok := ranks.RootCause(nodes); ok && (best == nil || c.Time.Before(best.Time)) {
 			best, bestRole = &c, rs.Role
@@ -71,6 +75,17 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 		return
 	}
 	best.Apply(st, bestRole)
+}
+
+// shellExit is how a plain replica ended, from the status its Slurm wrapper (a shell)
+// recorded: 128+N is signal N, as a shell's $? says it. Slurm's end time is to the
+// second, not when the process exited.
+func shellExit(code int, ended time.Time) *ranks.Exit {
+	e := &ranks.Exit{Code: code, Time: ended}
+	if code > 128 && code < 128+65 {
+		e.Signal = code - 128
+	}
+	return e
 }
 
 // nodeFailures reads the end of a node's stderr file.

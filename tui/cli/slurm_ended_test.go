@@ -101,7 +101,7 @@ func TestSlurmEndedJobIsNotAsked(t *testing.T) {
 	ghost := forgetJob(t, h.home, hd, "990000101")
 	before = calls()
 	first := h.exec("status", ghost)
-	if first.code != 0 || !strings.Contains(first.stdout, "FAILED") || !strings.Contains(first.stdout, "sh/0 exited with code 3") {
+	if first.code != 0 || !strings.Contains(first.stdout, "FAILED") || !strings.Contains(first.stdout, "sh/0: exit code 3") {
 		t.Fatalf("first status once purged: %d\n%s%s", first.code, first.stdout, first.stderr)
 	}
 	if asked := strings.TrimPrefix(calls(), before); !strings.Contains(asked, "scontrol show job -o 990000101") {

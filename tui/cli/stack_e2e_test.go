@@ -32,11 +32,14 @@ func needGDBPython(t *testing.T) pystack.Tool {
 	return tool
 }
 
+// stuckPy sleeps in stuck().
+const stuckPy = "import time\n\ndef stuck():\n    time.sleep(3600)\n\nprint(\"ready\", flush=True)\nstuck()\n"
+
 // pythonImage imports an image holding this machine's /usr/bin/python3.11 (Debian's,
 // the one CPython's gdb extension here is for), the libraries it links, the encodings
-// package it starts with, and /stuck.py, which sleeps in stuck(): a Python container
-// without a registry, removed when t ends.
-func pythonImage(t *testing.T) string {
+// package it starts with, and scripts (by name, in /): a Python container without a
+// registry, removed when t ends.
+func pythonImage(t *testing.T, scripts map[string]string) string {
 	t.Helper()
 	dockerImage(t) // skips, or fails under CI=true, without an Engine
 	dir := t.TempDir()
@@ -60,9 +63,10 @@ func pythonImage(t *testing.T) string {
 	if out, err := exec.Command("cp", "-r", "/usr/lib/python3.11/encodings", filepath.Join(dir, "usr/lib/python3.11/")).CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	script := "import time\n\ndef stuck():\n    time.sleep(3600)\n\nprint(\"ready\", flush=True)\nstuck()\n"
-	if err := os.WriteFile(filepath.Join(dir, "stuck.py"), []byte(script), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ref := fmt.Sprintf("wick-stack-test:%d", time.Now().UnixNano())
 	if out, err := exec.Command("sh", "-c", "tar -C "+dir+" -c . | docker import - "+ref).CombinedOutput(); err != nil {
@@ -76,7 +80,7 @@ func pythonImage(t *testing.T) string {
 // process from this machine (its host pid) and names where it is.
 func TestStackDocker(t *testing.T) {
 	needGDBPython(t)
-	img := pythonImage(t)
+	img := pythonImage(t, map[string]string{"stuck.py": stuckPy})
 	h := newHarness(t)
 	r := h.exec("run", "--detach", "-s", "local_docker", "utils.sh", "--image", img, "--entrypoint", "/usr/bin/python3.11", "--", "-S", "/stuck.py")
 	if r.code != 0 {
