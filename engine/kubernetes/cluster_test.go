@@ -6,13 +6,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -417,5 +423,60 @@ func TestMergedLogsInTimeOrder(t *testing.T) {
 		if lines[i].Time.Before(lines[i-1].Time) {
 			t.Fatalf("line %d (%d: %q at %s) comes after a later one (%d: %q at %s)", i, lines[i].Replica, lines[i].Text, lines[i].Time.Format(time.RFC3339Nano), lines[i-1].Replica, lines[i-1].Text, lines[i-1].Time.Format(time.RFC3339Nano))
 		}
+	}
+}
+
+// A user whom RBAC does not let create Jobs in the namespace: the launch fails with
+// RBAC's own reason in one line, and leaves nothing behind (no Job, no record); list
+// -A of all namespaces says why it cannot, and still lists this home's apps.
+func TestForbiddenNamespace(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+	defer cancel()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody"}}
+	if _, err := env.cs.CoreV1().ServiceAccounts(env.namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	exp := int64(600)
+	tok, err := env.cs.CoreV1().ServiceAccounts(env.namespace).CreateToken(ctx, "nobody", &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.LoadFromFile(env.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AuthInfos = map[string]*clientcmdapi.AuthInfo{"nobody": {Token: tok.Status.Token}}
+	for _, c := range kc.Contexts {
+		c.AuthInfo = "nobody"
+	}
+	path := filepath.Join(t.TempDir(), "nobody.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	s := newScheduler(t)
+	s.loader = func(kubeContext string) clientcmd.ClientConfig {
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	}
+	app := &spec.AppDef{Name: "denied", Roles: []spec.Role{spec.NewRole("echo", env.image, "echo", "hi")}}
+	sub := sched.Submission{AppID: spec.MakeAppID(app.Name), Session: env.session, App: app, Cfg: spec.Cfg{OptNamespace: env.namespace, OptImagePullPolicy: "Never"}}
+	req, err := s.DryRun(ctx, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Schedule(ctx, &sched.DryRunInfo{Scheduler: Name, Submission: sub, Request: req}, nil)
+	if err == nil || !strings.Contains(err.Error(), `jobs.batch is forbidden: User "system:serviceaccount:`+env.namespace+`:nobody" cannot create resource "jobs"`) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("launch without the right to: %v; want RBAC's reason in one line", err)
+	}
+	jobs, err := env.cs.BatchV1().Jobs(env.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector(sub.AppID)})
+	if err != nil || len(jobs.Items) != 0 {
+		t.Errorf("after the refused launch: %d Jobs, %v; want none", len(jobs.Items), err)
+	}
+	if _, err := os.Stat(filepath.Join(s.recordDir(), sub.AppID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused app's record: %v; want none", err)
+	}
+	if _, err := s.ListAllHomes(ctx); err == nil || !strings.Contains(err.Error(), `cannot list resource "jobs" in API group "batch" at the cluster scope`) {
+		t.Errorf("list -A without the right to list Jobs everywhere: %v; want RBAC's reason", err)
 	}
 }

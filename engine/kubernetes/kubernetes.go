@@ -191,7 +191,8 @@ func (c *conn) apiError(what string, err error) error {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		return fmt.Errorf("%s: %w", what, err)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%s: forbidden: %s", what, string(apierrors.ReasonForError(err))+": "+statusMessage(err))
+		// RBAC's own words: `jobs.batch is forbidden: User "..." cannot create ...`.
+		return fmt.Errorf("%s: %s", what, statusMessage(err))
 	case errors.As(err, &ue) || errors.As(err, &ne) || isConnRefused(err):
 		return fmt.Errorf("%w at %s: %s: %v", ErrUnreachable, c.host, what, rootCause(err))
 	}
