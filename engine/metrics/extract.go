@@ -1211,7 +1211,7 @@ func (st *lineState) inGroup(name string, end int) bool {
 // the line's.
 func (st *lineState) contextOf(r *pairInfo) int {
 	switch {
-	case r.q != "":
+	case r.q != "" || r.rate:
 		return 0
 	case st.section != "":
 		return ctxIndex(st.section)
@@ -1230,7 +1230,7 @@ func (st *lineState) addMetric(p *Parsed, r *pairInfo, k int, val float64, unit 
 	if unit != "" && !isTableUnit(unit) {
 		unit = p.intern([]byte(unit)) // a unit in parentheses: a value must not pin its line
 	}
-	if r.q == "" && k == 0 && st.section == "" && st.nunctx < len(st.unctx) {
+	if r.q == "" && k == 0 && st.section == "" && !r.rate && st.nunctx < len(st.unctx) {
 		st.unctx[st.nunctx] = uint8(len(p.Samples))
 		st.nunctx++
 	}
@@ -1395,6 +1395,7 @@ type pairInfo struct {
 	rest    []byte
 	info    wordInfo // of rest
 	known   bool     // rest is a knownMetric
+	rate    bool     // rest is the learning rate: training's, whatever the line's context
 	epoch   bool     // rest is epoch
 	counter bool     // rest counts what is done of a total
 	// names are the series' names in each of contexts when q is "" (else names[0]),
@@ -1522,6 +1523,7 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 		}
 	}
 	r.known = knownMetrics[string(rest)]
+	r.rate = string(rest) == "lr" || string(rest) == "learning_rate"
 	r.counter = counterWords[string(rest)]
 	r.epoch = string(rest) == "epoch"
 	return r

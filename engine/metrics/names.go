@@ -32,6 +32,8 @@ var settingWords = map[string]bool{
 	"classes": true, "images": true, "tokens": true, "layers": true, "heads": true,
 	"dim": true, "shards": true, "sents": true, "sentences": true, "updates": true,
 	"timesteps": true, "consumed": true, "seen": true,
+	// A best value so far is a record of an earlier one (Marian's `last best: 181.03`).
+	"best": true,
 }
 
 // countedWords are the last words of a name that counts what training went through

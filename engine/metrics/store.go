@@ -836,6 +836,12 @@ func (s *Store) IsSetting(name string) bool {
 	if strings.Contains(name, "/s") || strings.Contains(name, "s/it") || strings.Contains(name, "per_sec") {
 		return false
 	}
+	if base, ok := strings.CutPrefix(name, "epoch/"); ok && len(s.byName[base]) > 0 {
+		// An epoch's summary of a setting, at the setting's value (ESPnet's clip=100 and
+		// loss_scale=1, flair's constant lr): the same setting.
+		b := s.byName[base][0]
+		return s.IsSetting(base) && list[0].Min == b.Min && list[0].Max == b.Min
+	}
 	preamble := true
 	for _, ser := range list {
 		preamble = preamble && ser.preamble && s.streams[ser.Rank] != nil && s.streams[ser.Rank].training

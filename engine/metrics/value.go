@@ -210,7 +210,7 @@ func (v *value) spelled(s string) bool {
 }
 
 // unitThenValue reads `NAME (unit): value` or `NAME(unit)=value` after a name ending
-// at i into v.
+// at i into v. `(t)` is no unit (OpenCLIP's `Data (t): 0.021`: a time in no unit said).
 func unitThenValue(s string, i int, v *value) bool {
 	j := i
 	if j < len(s) && s[j] == ' ' {
@@ -224,6 +224,9 @@ func unitThenValue(s string, i int, v *value) bool {
 		return false
 	}
 	unit := s[j+1 : j+k]
+	if unit == "t" {
+		return false
+	}
 	for x := 0; x < len(unit); x++ {
 		if c := unit[x]; !isNameChar(c) && c != '%' {
 			return false
@@ -511,7 +514,7 @@ func countsThings(s string, i int) bool {
 	}
 	var b [12]byte
 	lw, _ := appendLower(b[:0], s[i:j])
-	return settingWords[string(lw)]
+	return settingWords[string(lw)] || string(lw) == "times" // Marian's `stalled 1 times`
 }
 
 // unitEnds reports whether a unit may end at i: not inside a longer word.
