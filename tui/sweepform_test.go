@@ -10,10 +10,13 @@ import (
 // brings the "max parallel" field; ctrl+g again makes it one value again. Enter
 // opens the sweep's preview, the grid as `wick run --sweep --dryrun` prints it (the
 // Runner's PlanSweep); enter launches it, and the app list shows the sweep's row
-// until its three apps succeeded.
+// until its three apps succeeded, its row selected.
 func TestSweepFromTheForm(t *testing.T) {
 	e := newEnv(t)
+	before := e.launch(lossApp("before", "1"))
+	e.wait(before)
 	d := newDriver(t, e.opts, 160, 48)
+	d.waitScreen("▸ local_cwd://wick/before-") // selected: the launch must move the cursor to the sweep
 	openForm(d, "utils.echo")
 
 	d.focus("num_replicas", "tab")
@@ -48,6 +51,14 @@ func TestSweepFromTheForm(t *testing.T) {
 	d.keys("enter")
 	d.contains("launched sweep sweep-")
 	d.waitScreen("sweep of 3: 3 succeeded")
+	d.waitUntil("the new sweep's row selected", func(scr string) bool {
+		for _, l := range strings.Split(scr, "\n") {
+			if strings.Contains(l, "▸ + sweep-") && strings.Contains(l, "sweep of 3") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestSweepScriptFlagsFromTheForm: ctrl+g on the script's arguments of utils.sh opens

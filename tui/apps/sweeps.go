@@ -32,9 +32,8 @@ type group struct {
 	members []int // indices into apps, in the list's order
 }
 
-// groupKey is what selects a group row (selectHandle): no app handle has "://" missing
-// and a sweep id's prefix.
-func groupKey(id string) string { return "sweep:" + id }
+// groupKey is what selects a group row (selectHandle): common.SweepKey.
+func groupKey(id string) string { return common.SweepKey(id) }
 
 // layout makes the rows from the shown apps (m.visible, in order): an app of a sweep
 // is shown under its sweep's row, which takes the place of the sweep's first app in

@@ -30,6 +30,10 @@ type HomeMsg struct {
 	Launched       *spec.AppStatus
 }
 
+// SweepKey is what selects a sweep's row in the app list (HomeMsg.Handle): no app
+// handle lacks "://" and starts with a sweep id.
+func SweepKey(id string) string { return "sweep:" + id }
+
 // OpenLogsMsg asks the root to open the logs of an app.
 type OpenLogsMsg struct{ Handle string }
 

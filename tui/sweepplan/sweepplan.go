@@ -149,7 +149,8 @@ func (m *Model) Update(msg tea.Msg) tea.Cmd {
 		}
 		sw := m.planned.Sweep
 		notice := fmt.Sprintf("launched sweep %s: %s of %s", sw.ID, spec.Count(len(sw.Entries), "app"), sw.Component)
-		return func() tea.Msg { return common.HomeMsg{Notice: notice} }
+		key := common.SweepKey(sw.ID)
+		return func() tea.Msg { return common.HomeMsg{Handle: key, Notice: notice} }
 	case tea.MouseWheelMsg:
 		m.pager.Scroll(widget.WheelDelta(msg), m.Ctx.Height)
 	}
