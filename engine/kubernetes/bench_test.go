@@ -27,7 +27,7 @@ type k8sBench struct {
 	env           []string
 }
 
-func newK8sBench(b *testing.B) *k8sBench {
+func newK8sBench(b testing.TB) *k8sBench {
 	b.Helper()
 	needCluster(b)
 	dir := b.TempDir()
@@ -55,7 +55,7 @@ func newK8sBench(b *testing.B) *k8sBench {
 func (k *k8sBench) cfg() string { return "namespace=" + env.namespace + ",image_pull_policy=Never" }
 
 // run runs argv to its end and returns its stdout.
-func (k *k8sBench) run(b *testing.B, stdin string, argv ...string) string {
+func (k *k8sBench) run(b testing.TB, stdin string, argv ...string) string {
 	b.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = k.dir, k.env
@@ -122,7 +122,7 @@ var k8sHandle = regexp.MustCompile(`kubernetes://\S+/(\S+)`)
 
 // launch runs `wick run` of a component on the cluster, attached (to the app's end),
 // and returns the handle and the app id.
-func (k *k8sBench) launch(b *testing.B, args ...string) (string, string) {
+func (k *k8sBench) launch(b testing.TB, args ...string) (string, string) {
 	b.Helper()
 	cmd := exec.Command(k.wick, append([]string{"run", "-s", "kubernetes", "-cfg", k.cfg()}, args...)...)
 	cmd.Dir, cmd.Env = k.dir, k.env
