@@ -58,6 +58,8 @@ type field struct {
 	swept       bool
 	maxPar      bool
 	scriptSweep bool
+	// label is a swept field's type label and the value it is of (typeLabel).
+	label struct{ of, text string }
 }
 
 // value is the field's text: the input, "true"/"false" or the chosen item.

@@ -119,10 +119,14 @@ func (f *field) typeLabel() string {
 	if !f.swept {
 		return f.typ
 	}
-	if p, err := sweep.ParseParam(f.name + "=" + f.value()); err == nil {
-		return "sweep: " + spec.Count(len(p.Values), "value") + " of " + f.typ
+	// Drawn at every frame: counted once per value typed.
+	if v := f.value(); f.label.of != v || f.label.text == "" {
+		f.label.of, f.label.text = v, "sweep of "+f.typ
+		if p, err := sweep.ParseParam(f.name + "=" + v); err == nil {
+			f.label.text = "sweep: " + spec.Count(len(p.Values), "value") + " of " + f.typ
+		}
 	}
-	return "sweep of " + f.typ
+	return f.label.text
 }
 
 // checkSweep validates a swept argument (each of its values with the component's
@@ -145,14 +149,23 @@ func (f *field) checkSweep() error {
 	if v == "" {
 		return errors.New("want V1,V2,... or A..B[:STEP]")
 	}
-	p, err := sweep.ParseParam(f.name + "=" + v)
-	if err != nil {
+	if _, err := sweep.ParseParam(f.name + "=" + v); err != nil {
 		_, why, _ := strings.Cut(err.Error(), f.name+": ")
 		return errors.New(why)
 	}
-	for _, x := range p.Values {
-		if err := checkParam(*f.param, x); err != nil {
-			return errors.New(strconv.Quote(x) + ": " + err.Error())
+	// Each value with the component's parser; of a range, its first and last (its
+	// values are numbers written alike): a range of 10,000 values is checked at each
+	// key typed.
+	for _, item := range strings.Split(v, ",") {
+		p, _ := sweep.ParseParam(f.name + "=" + strings.TrimSpace(item))
+		xs := p.Values
+		if len(xs) > 2 {
+			xs = []string{xs[0], xs[len(xs)-1]}
+		}
+		for _, x := range xs {
+			if err := checkParam(*f.param, x); err != nil {
+				return errors.New(strconv.Quote(x) + ": " + err.Error())
+			}
 		}
 	}
 	return nil
