@@ -161,7 +161,11 @@ func Check(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, 
 			}
 		}
 	}
-	if start.IsZero() || now.Sub(start) < max(own, 0) {
+	least := own // the shortest hang time the app can have
+	if own == 0 {
+		least = DefaultAfter
+	}
+	if start.IsZero() || now.Sub(start) < least {
 		return nil, nil // cannot have hung yet: read nothing
 	}
 	r, err := read(ctx, src, h, d)
