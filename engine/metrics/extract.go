@@ -356,24 +356,15 @@ func (e *Extractor) drawings(text string, p *Parsed) bool {
 	if strings.IndexByte(t, '\r') < 0 {
 		return false
 	}
-	start, n := len(t), 0
-	for start > 0 && n < maxDrawings {
-		start = strings.LastIndexByte(t[:start], '\r')
-		if start < 0 {
-			start = 0
-			break
-		}
-		n++
-	}
 	local := p.Local
 	p.frames, p.frameSamples = p.frames[:0], p.frameSamples[:0]
 	// From the last drawing back: a drawing at the bar position of the next one with
 	// values is replaced by it, and need not be read (tqdm draws each position twice).
 	next := int64(-1) // the bar position of the next drawing kept, when its reading agreed
-	for end := len(t); end > start; {
-		k := strings.LastIndexByte(t[start:end], '\r')
-		seg := t[start+k+1 : end]
-		end = max(start, start+k)
+	for end, n := len(t), 0; end > 0 && n < maxDrawings; n++ {
+		k := strings.LastIndexByte(t[:end], '\r')
+		seg := t[k+1 : end]
+		end = max(0, k)
 		if seg == "" {
 			continue
 		}
@@ -685,8 +676,8 @@ func barPosition(s string, i, j int) (n, total int64, end int, ok bool) {
 	total = -1
 	switch {
 	case k > j+1:
-		t, err := strconv.ParseInt(s[j+1:k], 10, 64)
-		if err != nil {
+		t, ok := atoi(s[j+1 : k])
+		if !ok {
 			return 0, 0, 0, false
 		}
 		total = t
@@ -705,8 +696,8 @@ func barPosition(s string, i, j int) (n, total int64, end int, ok bool) {
 	} else if !barTime(s, m) || s[m] != '[' && !strings.Contains(s[:i], "━") {
 		return 0, 0, 0, false // rich's time follows its bar: `11/20 10:00:10` is a date
 	}
-	c, err := strconv.ParseInt(s[i:j], 10, 64)
-	if err != nil {
+	c, ok := atoi(s[i:j])
+	if !ok {
 		return 0, 0, 0, false
 	}
 	return c, total, k, true

@@ -117,3 +117,20 @@ func parseNumber(tok string, n number, neg bool) (v float64, ok bool) {
 	v, err := strconv.ParseFloat(tok, 64)
 	return v, err == nil
 }
+
+// atoi returns the value of s, at most 18 decimal digits and nothing else (the counts
+// and positions of logs), without strconv's generality; ok is false for anything else.
+func atoi(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	return n, true
+}

@@ -56,8 +56,7 @@ func bracketCounter(s string, i int) bracket {
 		if j == a {
 			return 0, false
 		}
-		n, err := strconv.ParseInt(s[a:j], 10, 64)
-		return n, err == nil
+		return atoi(s[a:j])
 	}
 	a, ok := num()
 	if !ok {
@@ -192,6 +191,6 @@ func countWord(s string, i, j int) (int64, string, bool) {
 	if k < len(s) && s[k] != ':' && s[k] != ' ' || j-i > 9 {
 		return 0, "", false
 	}
-	n, err := strconv.ParseInt(s[i:j], 10, 64)
-	return n, s[j:k], err == nil
+	n, ok := atoi(s[i:j])
+	return n, s[j:k], ok
 }
