@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,5 +71,46 @@ func TestHangAlarm(t *testing.T) {
 	}
 	if out := h.exec("list").stdout; !strings.Contains(out, "hang: no output") {
 		t.Errorf("wick list has no hang in its error column:\n%s", out)
+	}
+}
+
+// TestAttachedRunSaysHang: an attached `wick run` says the hang alarm among the logs,
+// once, when its app stops printing and stepping for its hang time.
+func TestAttachedRunSaysHang(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+	defer cancel()
+	cmd := h.wickCmd(ctx, "run", "--hang-after", "2s", "utils.sh", "--", "sh", "-c", `echo "step 1 loss 2.5"; echo "step 2 loss 2.4"; sleep 120`)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT) // cancels the app
+		_ = cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.HasPrefix(sc.Text(), "wick: hang: ") {
+			break
+		}
+	}
+	got := ""
+	if len(seen) > 0 {
+		got = seen[len(seen)-1]
+	}
+	if !strings.HasPrefix(got, "wick: hang: no output or new step for ") || !strings.HasSuffix(got, "(alarm after 2s); every rank stopped at step 2 (wick stack shows where)") {
+		t.Fatalf("no hang line in the attached run's output:\n%s", strings.Join(seen, "\n"))
+	}
+	if !slices.Contains(seen, "sh/0 step 2 loss 2.4") {
+		t.Errorf("the logs were not streamed before it:\n%s", strings.Join(seen, "\n"))
 	}
 }

@@ -582,13 +582,17 @@ func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-cha
 	p := linePrinter{w: w, st: a.errs(), prefix: true, index: prefixIndex(refs)}
 	opts := sched.LogOptions{Follow: true}
 	emit, idle, finish := p.print, w.Flush, w.Flush
+	var lp *livePrinter
 	if a.env.StderrTTY {
 		// Progress bars live on a terminal; a pipe gets committed lines only.
-		lp := newLivePrinter(&p, w, a.env.Stderr)
+		lp = newLivePrinter(&p, w, a.env.Stderr)
 		opts.Pending = true
 		emit, idle, finish = lp.emit, lp.idle, lp.finish
 	}
+	emit, idle, finish, say := withNotices(emit, idle, finish, w, lp)
+	stopHang := a.watchHang(ctx, h, say) // the hang alarm, as a line among the logs
 	err := a.streamLogs(ctx, h, refs, opts, emit, idle)
+	stopHang()
 	finish()
 	// A signal came: its cancel finishes before wick ends, whatever the output
 	// became meanwhile (a closed pipe), and wick ends by the signal.
