@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -1197,8 +1198,10 @@ func (sv *supervisor) finalize() {
 	sv.st.State = sv.target
 	sv.st.Ended = now
 	// Everything in the directories is written before the terminal state: whoever
-	// waits for it (and then reads or deletes the app) finds the app complete.
+	// waits for it (and then reads or deletes the app) finds the app complete, and
+	// the logs are on disk before it (syncLogs), whatever crash comes after.
 	sv.writeSuccess()
+	sv.syncLogs()
 	if err := sv.saveFinal(); err != nil {
 		sv.logf("the final state could not be written: %v", err)
 		sv.recordUnsaved(err)
@@ -1226,6 +1229,32 @@ func (sv *supervisor) pumpsRunning() bool {
 	}
 	return false
 }
+
+// syncLogs fsyncs every replica's log files, maxSyncs at a time: concurrent fsyncs
+// of one file system share its journal commits, so an app of many replicas ends in a
+// few commits' time, not one per file.
+func (sv *supervisor) syncLogs() {
+	sem := make(chan struct{}, maxSyncs)
+	var wg sync.WaitGroup
+	for _, r := range sv.all {
+		if r.w == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := r.w.Sync(); err != nil {
+				sv.logf("%s: %v", r.name(), err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// maxSyncs bounds the fsyncs syncLogs runs at once.
+const maxSyncs = 16
 
 func (sv *supervisor) closeWriters() {
 	for _, r := range sv.all {

@@ -142,6 +142,10 @@ type run struct {
 	partial bool
 	buf     *[]byte // mem's buffer, back to the pool once written
 	end     bool
+	// sync asks the combiner to fsync the files, once everything before is written;
+	// the first error goes to *syncErr.
+	sync    bool
+	syncErr *error
 	done    chan struct{} // closed once written
 }
 
@@ -407,6 +411,8 @@ func (w *Writer) combine() {
 			if err := w.writeRun(&r); err != nil {
 				w.fail(err)
 			}
+		case r.sync:
+			*r.syncErr = w.syncFiles()
 		}
 		if r.buf != nil {
 			w.rec.bufs.Put(r.buf)
@@ -582,6 +588,33 @@ func (w *Writer) End() error {
 	w.runs <- run{end: true, done: done}
 	<-done
 	return w.firstErr()
+}
+
+// Sync makes what was written so far durable: the stream files, combined.log and the
+// index are fsynced once everything handed over before is written. A state that says
+// the replica ended is saved after it, so that a machine that crashes then (power
+// lost) never shows an ended app whose lines were only in the page cache.
+func (w *Writer) Sync() error {
+	var err error
+	done := make(chan struct{})
+	w.runs <- run{sync: true, syncErr: &err, done: done}
+	<-done
+	return err
+}
+
+func (w *Writer) syncFiles() error {
+	files := []*os.File{w.comb, w.idx}
+	for _, sf := range w.streams {
+		if sf != nil {
+			files = append(files, sf.f)
+		}
+	}
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+	}
+	return nil
 }
 
 func writeEnd(f *os.File, t int64) error {

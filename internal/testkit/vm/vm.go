@@ -13,7 +13,6 @@ package vm
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -106,8 +105,9 @@ type File struct {
 	Mode uint32 // permission bits
 }
 
-// Initramfs writes to path a gzipped newc cpio archive holding busybox, the modules,
-// /init and files (the test's program as /run.sh and what it runs).
+// Initramfs writes to path a newc cpio archive holding busybox, the modules, /init
+// and files (the test's program as /run.sh and what it runs). It is not compressed:
+// the kernel copies it faster than it would inflate it, emulated.
 func (k Kit) Initramfs(path string, files ...File) error {
 	bb, err := os.ReadFile(k.Busybox)
 	if err != nil {
@@ -126,8 +126,7 @@ func (k Kit) Initramfs(path string, files ...File) error {
 	all = append(all, File{"modules", []byte(strings.Join(names, "\n") + "\n"), 0o644})
 	all = append(all, files...)
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	w := cpioWriter{w: zw}
+	w := cpioWriter{w: &buf}
 	for _, d := range []string{"bin", "dev", "lib", "mnt", "proc", "sys", "tmp"} {
 		w.entry(d, 0o040755, nil)
 	}
@@ -135,9 +134,6 @@ func (k Kit) Initramfs(path string, files ...File) error {
 		w.entry(f.Name, 0o100000|f.Mode, f.Data)
 	}
 	w.entry("TRAILER!!!", 0, nil)
-	if w.err == nil {
-		w.err = zw.Close()
-	}
 	if w.err != nil {
 		return fmt.Errorf("initramfs: %w", w.err)
 	}
@@ -220,7 +216,7 @@ const maxKeep = 2000
 // by itself (poweroff) or when Kill is called; ctx bounds it either way.
 func (k Kit) Boot(ctx context.Context, initrd, disk, mode string) (*Machine, error) {
 	args := []string{
-		"-machine", "q35,accel=" + k.Accel, "-m", "256", "-smp", "1",
+		"-machine", "q35,accel=" + k.Accel, "-m", "768", "-smp", "1",
 		"-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none", "-serial", "stdio",
 		"-kernel", k.Kernel, "-initrd", initrd,
 		"-append", "console=ttyS0 panic=-1 loglevel=3 wick=" + mode,
