@@ -97,6 +97,23 @@ func TestCLIThroughTheHelper(t *testing.T) {
 	if _, _, code := k.wickRun(t, nil, "status", h); code != 2 {
 		t.Errorf("wick status of a deleted app: exit %d, want 2 (no such app)", code)
 	}
+	// 100,000 lines on each stream, read as the app ends and again after: the lines the
+	// node holds, each once (kubectl logs reads the same file; under load the node's
+	// containerd may lose the tail of stdout for good, so the count is the node's).
+	out, errOut, code = k.wickRun(t, nil, append(append([]string{"run"}, cfg...), "utils.sh", "--image", env.image, "--entrypoint", "lines", "100000")...)
+	h3 := strings.TrimSpace(out)
+	attached := strings.Count(errOut, "sh/0 ")
+	log, _, lcode := k.wickRun(t, nil, "log", h3)
+	id3 := ""
+	if m := k8sHandle.FindStringSubmatch(h3); m != nil {
+		id3 = m[1]
+	}
+	pods := strings.TrimSpace(k.run(t, "", k.kubectl, "get", "pods", "-n", env.namespace, "-l", selector(id3), "-o", "name"))
+	node := strings.Count(k.run(t, "", k.kubectl, "logs", "-n", env.namespace, pods), "\n")
+	if code != 0 || lcode != 0 || node < 100000 || strings.Count(log, "\n") != node || attached < node {
+		t.Errorf("200,000 lines written: attached run exit %d, %d lines; log exit %d, %d lines; the node holds %d", code, attached, lcode, strings.Count(log, "\n"), node)
+	}
+	_, _, _ = k.wickRun(t, nil, "delete", h3)
 	bad := append(append([]string{}, k.env...), "KUBECONFIG="+writeUnreachable(t))
 	if _, errOut, code := k.wickRun(t, bad, "status", "kubernetes://x/"+m[1]); code != 4 || !strings.Contains(errOut, "127.0.0.1:1") {
 		t.Errorf("wick status against a server that does not answer: exit %d, %q; want 4 and its address", code, errOut)

@@ -97,6 +97,16 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "engine/kubernetes: the test image: %v\n", err)
 		return 1
 	}
+	defer func() {
+		// Off the node again: each run's image has a tag of its own.
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer rcancel()
+		rm := exec.CommandContext(rctx, "ctr", "--address", filepath.Join(clusterRoot(), "containerd", "containerd.sock"), "-n", "k8s.io", "images", "rm", "docker.io/library/"+env.image)
+		rm.WaitDelay = 5 * time.Second
+		if out, err := rm.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "engine/kubernetes: removing the test image from the node: %v: %s\n", err, out)
+		}
+	}()
 	return m.Run()
 }
 
