@@ -3,6 +3,8 @@ package local
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +52,11 @@ func TestVerdictNeverOverATakeover(t *testing.T) {
 	self := logs.Proc{PID: os.Getpid(), Start: 2}
 	taken := *st
 	taken.Owner, taken.Supervisor = self, self
-	time.Sleep(testkit.Scale(50 * time.Millisecond)) // give the reader time to reach the lock; the check below holds either way
+	// The race itself: the reader is blocked in flock(2), having judged the app dead,
+	// when the supervisor saves its takeover and lets go.
+	testkit.Wait(t, 10*time.Second, "the reader waiting on the app's lock", func() (bool, string) {
+		return inFlock(), "no thread of this process in flock(2)"
+	})
 	if err := taken.save(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -76,4 +82,19 @@ func TestVerdictNeverOverATakeover(t *testing.T) {
 	if onDisk, err = readState(dir); err != nil || onDisk.State != spec.Failed {
 		t.Errorf("verdict not saved: %v %+v", err, onDisk)
 	}
+}
+
+// inFlock says whether a thread of this process is blocked in flock(2): the first
+// field of /proc/self/task/TID/syscall is the number of the system call it is in
+// (proc(5)); flock's is 73 on amd64 and 32 on arm64.
+func inFlock() bool {
+	want := map[string]string{"amd64": "73", "arm64": "32"}[runtime.GOARCH]
+	tasks, _ := filepath.Glob("/proc/self/task/*/syscall")
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if f := strings.Fields(string(b)); err == nil && len(f) > 0 && f[0] == want {
+			return true
+		}
+	}
+	return false
 }
