@@ -119,3 +119,18 @@ func TestCLIThroughTheHelper(t *testing.T) {
 		t.Errorf("wick status against a server that does not answer: exit %d, %q; want 4 and its address", code, errOut)
 	}
 }
+
+// A sweep on Kubernetes: `wick run --sweep` launches one app per value, with
+// --max-parallel 1 one at a time, each to its end; the sweep's apps are listed.
+func TestCLISweep(t *testing.T) {
+	needCluster(t)
+	k := newK8sBench(t)
+	out, errOut, code := k.wickRun(t, nil, "run", "-s", "kubernetes", "-cfg", k.cfg(), "--sweep", "msg=a,b", "--max-parallel", "1", "utils.echo", "--image", env.image)
+	if code != 0 {
+		t.Fatalf("wick run --sweep: exit %d\n%s\n%s", code, out, errOut)
+	}
+	list, _, code := k.wickRun(t, nil, "list", "-s", "kubernetes", "--state", "succeeded")
+	if code != 0 || strings.Count(list, "kubernetes://") != 2 {
+		t.Errorf("after the sweep: exit %d, list\n%s\nwant its 2 apps SUCCEEDED (run said %q %q)", code, list, out, errOut)
+	}
+}
