@@ -168,6 +168,11 @@ func Check(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, 
 	if start.IsZero() || now.Sub(start) < least {
 		return nil, nil // cannot have hung yet: read nothing
 	}
+	// A look at each replica's last line first: an app that printed within the
+	// shortest hang time it can have is not hung, and its logs are not read further.
+	if quiet, err := quietSince(ctx, src, h, d, start); err != nil || now.Sub(quiet) < least {
+		return nil, err
+	}
 	r, err := read(ctx, src, h, d)
 	if err != nil {
 		return nil, err
@@ -279,7 +284,7 @@ func read(ctx context.Context, src Lines, h spec.Handle, d *sched.Description) (
 }
 
 // readReplica reads the last tail committed lines of one replica into store and
-// namer, and tells seen the rank and time of each.
+// namer (nil: neither), and tells seen the rank and time of each.
 func readReplica(ctx context.Context, src Lines, h spec.Handle, ref sched.ReplicaRef, tail int, store *metrics.Store, namer *metrics.Namer, seen func(metrics.Rank, time.Time)) error {
 	it, err := src.LogLines(ctx, h, ref.Role, ref.Replica, sched.LogOptions{Tail: tail})
 	if err != nil {
@@ -294,10 +299,33 @@ func readReplica(ctx context.Context, src Lines, h spec.Handle, ref sched.Replic
 		if err != nil {
 			return fmt.Errorf("the hang check: %s/%d: %w", ref.Role, ref.Replica, err)
 		}
+		if store == nil { // the time only
+			seen(metrics.Rank{Role: l.Role, Replica: l.Replica, Local: -1}, l.Time)
+			continue
+		}
 		namer.Observe(l)
 		p := store.Add(l)
 		seen(metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time)
 	}
+}
+
+// quietSince is the time of the app's last line (start when none is later), from the
+// last line of each replica.
+func quietSince(ctx context.Context, src Lines, h spec.Handle, d *sched.Description, start time.Time) (time.Time, error) {
+	last := start
+	for _, role := range d.Status.Roles {
+		for _, rep := range role.Replicas {
+			err := readReplica(ctx, src, h, sched.ReplicaRef{Role: role.Role, Replica: rep.ID}, 1, nil, nil, func(_ metrics.Rank, t time.Time) {
+				if t.After(last) {
+					last = t
+				}
+			})
+			if err != nil {
+				return time.Time{}, err
+			}
+		}
+	}
+	return last, nil
 }
 
 // stepIntervals are the times between the points of a series where its step changed.
