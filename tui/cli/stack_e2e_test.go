@@ -100,13 +100,14 @@ func TestStackDocker(t *testing.T) {
 
 // TestStackSlurm: wick stack of a 1x2 DDP job on Slurm (examples/failures/hang.py:
 // rank 1 sleeps before its all_reduce) samples each rank on its node and names where
-// each one is.
+// each one is; its hang alarm (--hang-after 6s) names rank 1, read from the nodes'
+// output files.
 func TestStackSlurm(t *testing.T) {
 	t.Parallel()
 	needSlurm(t)
 	needGDBPython(t)
 	h := failuresHarness(t)
-	args := append([]string{"run", "--detach", "-s", "slurm", "dist.ddp", "-j", "1x2", "--tee", "1", "--env", "PET_REDIRECTS=1"}, slurmPort(t)...)
+	args := append([]string{"run", "--detach", "--hang-after", "6s", "-s", "slurm", "dist.ddp", "-j", "1x2", "--tee", "1", "--env", "PET_REDIRECTS=1"}, slurmPort(t)...)
 	r := h.exec(append(args, "--script", "hang.py")...)
 	if r.code != 0 {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
@@ -124,8 +125,14 @@ func TestStackSlurm(t *testing.T) {
 		r := execLong(h, "stack", handle)
 		out = r.stdout + r.stderr
 		if strings.Contains(out, "rank 1: slow_io in hang.py:") && strings.Contains(out, "rank 0: all_reduce in distributed_c10d.py:") {
-			return
+			break
 		}
 	}
-	t.Errorf("wick stack:\n%s", out)
+	if !strings.Contains(out, "rank 1: slow_io in hang.py:") || !strings.Contains(out, "rank 0: all_reduce in distributed_c10d.py:") {
+		t.Errorf("wick stack:\n%s", out)
+	}
+	testkit.Wait(t, time.Minute, "the hang alarm", func() (bool, string) {
+		r := h.exec("status", handle)
+		return strings.Contains(r.stdout, "(alarm after 6s); rank 1 stopped first, at step 2 (the others at 3)"), r.stdout
+	})
 }
