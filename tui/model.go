@@ -127,7 +127,7 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &common.Context{
-		Ctx: ctx, Backend: opts.Runner, Config: conf, Components: opts.Components, Find: opts.Find,
+		Ctx: ctx, Backend: opts.Runner, Config: onEndConfig{conf, settings.Alerts.OnEnd}, Components: opts.Components, Find: opts.Find,
 		DefaultScheduler: opts.DefaultScheduler, Workspace: opts.Workspace,
 		Theme: theme, Actions: actions, Now: now,
 	}

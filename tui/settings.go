@@ -38,6 +38,8 @@ import (
 //	[alerts]                   # while the UI runs: when an app of this home ends
 //	when = ["failed", "alarm"] # (ended, failed, alarm) say so by
 //	notify = "bell"            # bell, osc9, osc777 or off
+//	on_end = "notify-send $WICK_APP_ID" # the on_end run option's default: run by
+//	                           # the app's supervisor when it ends, UI or not
 type Settings struct {
 	// Theme names the theme; "" or "auto" picks dark or light from the terminal.
 	Theme string
@@ -66,6 +68,9 @@ type Alerts struct {
 	// Notify is how: "bell" (BEL), "osc9" (a desktop notification: iTerm2, kitty,
 	// WezTerm, Windows Terminal), "osc777" (urxvt, foot, Ghostty), or "off".
 	Notify string
+	// OnEnd is the default of the local schedulers' on_end run option: a shell
+	// command the app's supervisor runs when the app ends, UI or not.
+	OnEnd string
 }
 
 // The events and the ways of [alerts].
@@ -77,6 +82,37 @@ var (
 
 // maxUserCommand bounds a user command's length.
 const maxUserCommand = 4096
+
+// OptOnEnd is the run option [alerts] on_end sets the default of (local_cwd's and
+// local_dir's on_end).
+const OptOnEnd = "on_end"
+
+// WithOnEnd is cfg with on_end set to onEnd when the scheduler has that run option
+// (opts) and neither -cfg nor .torchxconfig set it.
+func WithOnEnd(cfg spec.Cfg, opts spec.RunOpts, onEnd string) spec.Cfg {
+	if onEnd == "" {
+		return cfg
+	}
+	if _, set := cfg[OptOnEnd]; set || !slices.ContainsFunc(opts, func(o spec.RunOpt) bool { return o.Name == OptOnEnd }) {
+		return cfg
+	}
+	return cfg.Merge(spec.Cfg{OptOnEnd: onEnd})
+}
+
+// onEndConfig is the UI's Config with [alerts] on_end as the default of on_end.
+type onEndConfig struct {
+	common.Config
+	onEnd string
+}
+
+// RunOpts is the Config's run options with on_end defaulted.
+func (c onEndConfig) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) {
+	cfg, err := c.Config.RunOpts(scheduler, opts)
+	if err != nil {
+		return cfg, err
+	}
+	return WithOnEnd(cfg, opts, c.onEnd), nil
+}
 
 // UserConfigDir is the user's configuration directory: $XDG_CONFIG_HOME, else
 // ~/.config. wick's settings, themes and user components live under its wick folder.
@@ -246,8 +282,14 @@ func (a *Alerts) set(e themes.Entry) error {
 			return fmt.Errorf("notify must be one of %s", strings.Join(alertNotify, ", "))
 		}
 		a.Notify = v
+	case "on_end":
+		v, ok := e.Value.(string)
+		if !ok || len(v) > maxUserCommand || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("on_end must be a shell command in a string, e.g. on_end = 'notify-send \"$WICK_APP_ID $WICK_STATE\"'")
+		}
+		a.OnEnd = v
 	default:
-		return fmt.Errorf("unknown key %q in [alerts] (want when or notify)%s", e.Key, spec.DidYouMean(e.Key, []string{"when", "notify"}))
+		return fmt.Errorf("unknown key %q in [alerts] (want when, notify or on_end)%s", e.Key, spec.DidYouMean(e.Key, []string{"when", "notify", "on_end"}))
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ const (
 	OptPrependCwd  = "prepend_cwd"
 	OptAutoCuda    = "auto_set_cuda_visible_devices"
 	OptStopTimeout = "stop_timeout"
+	OptOnEnd       = "on_end"
 )
 
 // DefaultStopTimeout is the seconds a stopping replica gets between SIGTERM and SIGKILL,
@@ -147,6 +148,8 @@ func (s *Scheduler) RunOpts() spec.RunOpts {
 			Help: "set CUDA_VISIBLE_DEVICES for roles that request GPUs, giving each replica its own (counted with nvidia-smi -L); does nothing if there are not enough"},
 		{Name: OptStopTimeout, Type: spec.OptFloat, Default: DefaultStopTimeout,
 			Help: "seconds a stopping replica (cancel, restart, another replica's failure) gets between SIGTERM to its process group and SIGKILL; 0 to 86400"},
+		{Name: OptOnEnd, Type: spec.OptString, Default: "",
+			Help: "a shell command the app's supervisor runs (sh -c) when the app ends, UI or not, with WICK_HANDLE, WICK_APP_ID, WICK_STATE, WICK_ERROR and WICK_LOG_DIR set (e.g. notify-send \"$WICK_APP_ID $WICK_STATE\"); at most 60 s, its output in the app's on_end.log"},
 	}
 }
 

@@ -57,6 +57,9 @@ type Request struct {
 	// auto_set_cuda_visible_devices chose), leased to the app machine-wide at launch
 	// until it ends (devlease.go).
 	Devices []string `json:"devices,omitempty"`
+	// OnEnd is the on_end run option: a shell command the supervisor runs when the
+	// app ends (onend.go).
+	OnEnd string `json:"on_end,omitempty"`
 }
 
 // RoleRequest is one role's replicas and retry rules.
@@ -146,6 +149,10 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		LogDir:      appLogDir,
 		StateDir:    stateDir,
 		StopTimeout: stop,
+		OnEnd:       cfg.String(OptOnEnd),
+	}
+	if len(req.OnEnd) > maxOnEnd || strings.ContainsRune(req.OnEnd, 0) {
+		return nil, fmt.Errorf("%w: %s is over %d bytes or holds a NUL", spec.ErrInvalidRunOpt, OptOnEnd, maxOnEnd)
 	}
 	gpus, devs, warn, err := s.assignGPUs(ctx, sub.AppID, app, cfg.Bool(OptAutoCuda), sub.Devices)
 	if err != nil {

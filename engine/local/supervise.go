@@ -1218,6 +1218,7 @@ func (sv *supervisor) finalize() {
 	sv.closeWriters()
 	// Every log is ended: the launcher's followers may end.
 	sv.bell.Close()
+	sv.runOnEnd()
 	sv.quitReaper()
 }
 

@@ -118,3 +118,36 @@ func TestUserCommandFromTheUI(t *testing.T) {
 		}
 	}
 }
+
+// TestOnEndFromConfig: config.toml's [alerts] on_end is the default of local_cwd's
+// on_end run option: the app's supervisor runs it when the app ends, whoever watches;
+// -cfg on_end= wins over it.
+func TestOnEndFromConfig(t *testing.T) {
+	h := newHarness(t)
+	out := filepath.Join(h.work, "ended.txt")
+	conf := filepath.Join(h.user, ".config", "wick", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("[alerts]\non_end = 'echo \"$WICK_APP_ID $WICK_STATE\" >> "+out+"'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.exec("run", "utils.sh", "--", "sh", "-c", "exit 3")
+	if r.code != ExitFailure {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	id := appID(strings.TrimSpace(r.stdout))
+	testkit.Wait(t, 30*time.Second, "the on_end line", func() (bool, string) {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), id+" FAILED\n"), string(b)
+	})
+	r = h.exec("run", "-cfg", "on_end=true", "utils.echo")
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	other := appID(strings.TrimSpace(r.stdout))
+	r = h.exec("describe", "--json", other)
+	if !strings.Contains(r.stdout, `"on_end": "true"`) {
+		t.Errorf("-cfg on_end=true did not win over config.toml:\n%s", r.stdout)
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
+	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/render"
 )
 
@@ -94,4 +96,20 @@ func appID(h string) string {
 		return p.AppID
 	}
 	return h
+}
+
+// withOnEnd is cfg with config.toml's [alerts] on_end as the default of the
+// scheduler's on_end run option (local_cwd, local_dir). A config.toml that does not
+// load is the UI's to report: here it is a warning, and the run goes on.
+func (a *app) withOnEnd(r *runner.Runner, scheduler string, cfg spec.Cfg) spec.Cfg {
+	s, err := r.Scheduler(scheduler)
+	if err != nil {
+		return cfg
+	}
+	settings, err := tui.LoadSettings(tui.DefaultSettingsPath(a.env.Getenv))
+	if err != nil {
+		a.warn(oneLine(err.Error()))
+		return cfg
+	}
+	return tui.WithOnEnd(cfg, s.RunOpts(), settings.Alerts.OnEnd)
 }

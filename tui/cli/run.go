@@ -219,6 +219,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if err != nil {
 		return err
 	}
+	cfg = a.withOnEnd(r, f.scheduler, cfg)
 
 	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, components.Lookup{
 		Find:     a.findOptions(),
