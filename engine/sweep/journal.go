@@ -114,7 +114,7 @@ func headerJSON(s *Sweep) []byte {
 
 func entryEqual(a, b *Entry) bool {
 	return a.Index == b.Index && a.Name == b.Name && a.Handle == b.Handle && a.State == b.State &&
-		a.Error == b.Error && a.CancelRequested == b.CancelRequested && a.GPUs == b.GPUs &&
+		a.Error == b.Error && a.Wait == b.Wait && a.CancelRequested == b.CancelRequested && a.GPUs == b.GPUs &&
 		a.Stopped == b.Stopped && a.LaunchStarted.Equal(b.LaunchStarted) && a.Launched.Equal(b.Launched) &&
 		a.Ended.Equal(b.Ended) && slices.Equal(a.Values, b.Values) && slices.Equal(a.Devices, b.Devices)
 }

@@ -86,6 +86,9 @@ func (d *Devices) Free(devs []string) {
 // Len is the number of devices.
 func (d *Devices) Len() int { return len(d.all) }
 
+// NumFree is the number of devices not in use.
+func (d *Devices) NumFree() int { return len(d.all) - len(d.busy) }
+
 // Queue runs one sweep's queue.
 type Queue struct {
 	Store    *Store
@@ -469,6 +472,9 @@ func (r *run) refused(e *Entry, why string) error {
 	})
 }
 
+// waitBusy starts the note of an app that waits for GPUs apps outside the sweep hold.
+const waitBusy = "waiting for GPUs: "
+
 // outsideWait is how long devices that apps outside the sweep hold are kept from its
 // apps before they are tried again (an app of the sweep ending tries them at once).
 const outsideWait = 5 * time.Second
@@ -481,7 +487,7 @@ func (r *run) busyElsewhere(e *Entry, busy *gpus.BusyError) error {
 	r.devs.Hold(busy.Devices)
 	r.outside = append(r.outside, busy.Devices...)
 	r.outsideUntil = time.Now().Add(outsideWait)
-	wait := "waiting for GPUs: " + oneLine(busy.Error())
+	wait := waitBusy + oneLine(busy.Error())
 	r.logf("launch %s: %s", e.Handle, wait)
 	return r.q.Store.Change(r.q.ID, func(s *Sweep, edit func(int) *Entry) error {
 		if i := s.index(e.Handle); i >= 0 {
@@ -553,7 +559,13 @@ func (q *Queue) next(nrunning int, devs *Devices, plans map[int]*Plan) (*Entry, 
 			if devs.Len() > 0 {
 				var ok bool
 				if got, ok = devs.Take(need); !ok {
-					return nil // the first in line waits for devices: no overtaking
+					// The first in line waits for devices (no overtaking): its row
+					// says so, unless it says which app outside holds them.
+					why := fmt.Sprintf("waiting for %s: %d of the pool's %d free", spec.Count(need, "GPU"), devs.NumFree(), devs.Len())
+					if c.Wait != why && !strings.HasPrefix(c.Wait, waitBusy) {
+						edit(i).Wait = why
+					}
+					return nil
 				}
 			}
 			c = edit(i)

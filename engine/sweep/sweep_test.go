@@ -237,7 +237,14 @@ func TestQueueGivesEachAppItsOwnGPUs(t *testing.T) {
 	if cuda["app0"] != "0" || cuda["app1"] != "1,2" {
 		t.Fatalf("devices: %v", cuda)
 	}
-	// Every device is taken: app2 waits, however long.
+	// Every device is taken: app2 waits, however long, and its row says why.
+	waitFor(t, "app2's row says it waits for a GPU", func() bool {
+		sw, _ := store.Load(s.ID)
+		return sw.Entries[2].Wait == "waiting for 1 GPU: 0 of the pool's 3 free"
+	})
+	if sw, _ := store.Load(s.ID); !strings.Contains(sw.Status(&sw.Entries[2]).Msg, "queued, 0 ahead of it; waiting for 1 GPU: 0 of the pool's 3 free") {
+		t.Errorf("app2's row: %q", sw.Status(&sw.Entries[2]).Msg)
+	}
 	f.end("app1")
 	// app2 starts; app3's launch fails; app4 goes on.
 	waitFor(t, "app2 and app4 launched", func() bool { l, _ := f.snapshot(); return len(l) == 4 })

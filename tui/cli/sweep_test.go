@@ -342,9 +342,13 @@ func TestSweepResumeAfterQueueKilled(t *testing.T) {
 	}
 	id := strings.TrimSpace(r.stdout)
 	var apps []spec.AppStatus
-	testkit.Wait(t, 20*time.Second, "first app running", func() (bool, string) {
+	testkit.Wait(t, 20*time.Second, "first app running, its launch recorded", func() (bool, string) {
 		apps = sweepRows(t, h, id)
-		return states(apps) == "RUNNING QUEUED QUEUED QUEUED", states(apps)
+		// Its scheduler lists it RUNNING a moment before the queue records it
+		// launched: killed in between, the queue leaves it launching (resumed, it is
+		// adopted, but counted among the 4 waiting).
+		sw, err := sweep.NewStore(h.home).Load(id)
+		return err == nil && sw.Entries[0].State == sweep.Launched && states(apps) == "RUNNING QUEUED QUEUED QUEUED", states(apps)
 	})
 	cancelAtEnd(t, h, id)
 	// The last queued app goes first.
