@@ -885,6 +885,9 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		switch cl := class[c]; {
 		case cl&cNameStart != 0:
 			j := nameEnd(s, i+1)
+			if j+2 < len(s) && s[j] == '\'' && s[j+1] == 's' && s[j+2] == ' ' {
+				j += 2 // a possessive joins the next word: `valid_0's auc`
+			}
 			wend := j
 			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
 				wend--

@@ -174,6 +174,21 @@ func CanonicalName(name string) string {
 	return q + "/" + string(rest)
 }
 
+// ownerOf is the owner of a possessive name (`valid_0's`): a split without the index of
+// its data set (valid_0 is valid, training stays training).
+func ownerOf(o string) string {
+	k := strings.LastIndexByte(o, '_')
+	if k <= 0 || k == len(o)-1 {
+		return o
+	}
+	for i := k + 1; i < len(o); i++ {
+		if !isDigit(o[i]) {
+			return o
+		}
+	}
+	return o[:k]
+}
+
 // splitQualifier splits a lowercase name into its context and the rest: val_loss is
 // val and loss. A name that is only a qualifier has none.
 func splitQualifier(name []byte) (string, []byte) {
@@ -263,6 +278,9 @@ func trimModifiers(name []byte) []byte {
 func joinWords(b []byte, text string) ([]byte, bool) {
 	for text != "" {
 		w, rest, _ := strings.Cut(text, " ")
+		if o, ok := strings.CutSuffix(w, "'s"); ok && o != "" {
+			w = ownerOf(o) // LightGBM's `valid_0's auc` is valid's auc
+		}
 		if len(b) > 0 {
 			b = append(b, '_')
 		}
