@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -116,4 +118,37 @@ func TestDeviceLeaseRaceAtLaunch(t *testing.T) {
 	}
 	os.WriteFile(gate, nil, 0o600)
 	waitApp(t, s, a.AppID)
+}
+
+// TestDeviceLeaseFreedByKill9: an app whose supervisor is killed (kill -9) holds its
+// GPU no more: the next app given that GPU is launched and sees it.
+func TestDeviceLeaseFreedByKill9(t *testing.T) {
+	s := testScheduler(t, false)
+	gate := filepath.Join(t.TempDir(), "end")
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o600) })
+	first := startWith(t, s, appOf("first", holdCuda("t", 1, 1, gate)), nil, []string{"0"})
+	if got := waitPrinted(t, s, first, "t", 0); got != "0" {
+		t.Fatalf("first saw %q", got)
+	}
+	if owner, held := s.leases().Holder("0"); !held || owner != first {
+		t.Fatalf("GPU 0 held by %q (%v), want %s", owner, held, first)
+	}
+	_, raw, err := s.load(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReaper(t, raw.Supervisor.PID)
+	if err := unix.Kill(raw.Supervisor.PID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Wait(t, 20*time.Second, "GPU 0 free once the supervisor is gone", func() (bool, string) {
+		owner, held := s.leases().Holder("0")
+		return !held, owner
+	})
+	next := startWith(t, s, appOf("next", holdCuda("t", 1, 1, gate)), nil, []string{"0"})
+	if got := waitPrinted(t, s, next, "t", 0); got != "0" {
+		t.Errorf("next saw %q, want 0", got)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	waitApp(t, s, next)
 }

@@ -63,8 +63,11 @@ func (s *Scheduler) portHolder(p int) (string, bool) {
 	if owner == "" || owner != filepath.Base(owner) || owner == ".." {
 		return "", false
 	}
-	st, err := readState(filepath.Join(s.appsDir(), owner))
-	if err != nil || st.State.Terminal() {
+	dir := filepath.Join(s.appsDir(), owner)
+	st, err := readState(dir)
+	// reconcile: an app whose supervisor was killed (kill -9) holds nothing either,
+	// before its reaper has written so.
+	if err != nil || reconcile(dir, st).State.Terminal() {
 		return "", false
 	}
 	return owner, true
