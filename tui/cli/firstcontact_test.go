@@ -151,3 +151,43 @@ func TestOnEndFromConfig(t *testing.T) {
 		t.Errorf("-cfg on_end=true did not win over config.toml:\n%s", r.stdout)
 	}
 }
+
+// TestCompleteComponentFiles: wick run ./comp<TAB> completed nothing (only builtins'
+// names), and a .py component's flags neither. A path completes to directories and
+// component files, a file to FILE:NAME of each of its components (a .py file's
+// functions read as text: no Python for a <TAB>), and --<TAB> after a .py component
+// to its parameters.
+func TestCompleteComponentFiles(t *testing.T) {
+	h := newHarness(t)
+	py := "import torchx.specs as specs\n\n\ndef trainer(\n    script: str = \"a,b(c)\",\n    nproc: int = 2,\n    *args: str,\n) -> specs.AppDef:\n    pass\n\n\ndef _helper():\n    pass\n\n\ndef evaluate(ckpt: str) -> specs.AppDef:\n    pass\n"
+	if err := os.WriteFile(filepath.Join(h.work, "component.py"), []byte(py), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.work, "comps"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(args ...string) []string {
+		r := h.run(append([]string{"__complete", "run"}, args...)...)
+		var out []string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if l != "" && !strings.HasPrefix(l, ":") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"./comp"}, "./component.py: ./comps/"},
+		{[]string{"./component.py"}, "./component.py:trainer ./component.py:evaluate"},
+		{[]string{"./component.py:ev"}, "./component.py:evaluate"},
+		{[]string{"./component.py:trainer", "--"}, "--script --nproc"},
+		{[]string{"./component.py:evaluate", "--c"}, "--ckpt"},
+	} {
+		if got := strings.Join(complete(c.args...), " "); got != c.want {
+			t.Errorf("wick run %s<TAB>: %q, want %q", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+}

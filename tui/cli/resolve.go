@@ -212,13 +212,16 @@ func (a *app) sweepCandidates(toComplete string) []string {
 }
 
 // completeComponents completes wick run's component: builtins and user components on
-// the search path.
+// the search path, or a component file (./comp<TAB>: ./component.py:trainer).
 func (a *app) completeComponents(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		if strings.HasPrefix(toComplete, "-") && !slices.Contains(args[1:], "--") {
 			return a.completeParams(args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
 		return nil, cobra.ShellCompDirectiveDefault
+	}
+	if isFileRef(toComplete) {
+		return a.completeFileRef(toComplete)
 	}
 	all, _ := components.All(a.findOptions())
 	var out []string
@@ -234,6 +237,17 @@ func (a *app) completeComponents(_ *cobra.Command, args []string, toComplete str
 // parameters (wick run dist.ddp --rd<TAB>). Only wick's builtins and component files
 // are read: a <TAB> does not start Python to ask TorchX.
 func (a *app) completeParams(name, toComplete string) []string {
+	if components.IsPythonFile(name) {
+		// A .py file's function: its parameters read from its signature, as text.
+		file, fn, _ := strings.Cut(name, ":")
+		var out []string
+		for _, p := range a.pyParams(file, fn) {
+			if f := "--" + p; strings.HasPrefix(f, toComplete) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
 	opts := a.findOptions()
 	opts.External = nil
 	c, err := components.Find(name, opts)
