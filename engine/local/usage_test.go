@@ -60,17 +60,26 @@ func TestUsageOfBurningReplicas(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// A second sample measures over the time since the first.
-	time.Sleep(300 * time.Millisecond)
-	u2, err := s.Usage(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A later sample measures over the time since the one before. CPU time is counted
+	// in clock ticks (10 ms): on a busy machine a burner may get none in one interval,
+	// so the samples go on, 300 ms apart, until one shows both burning.
+	var u2 map[sched.ReplicaKey]sched.Usage
+	testkit.Wait(t, 30*time.Second, "a later sample with both replicas burning", func() (bool, string) {
+		time.Sleep(300 * time.Millisecond)
+		var err error
+		if u2, err = s.Usage(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 2 {
+			v := u2[sched.ReplicaKey{Role: "burn", Replica: k}]
+			if v.CPU <= 0 || v.RSS <= allocated || v.At.IsZero() {
+				return false, fmt.Sprintf("replica %d: %+v, want CPU > 0 and RSS > %d", k, v, allocated)
+			}
+		}
+		return true, ""
+	})
 	for k := range 2 {
 		v := u2[sched.ReplicaKey{Role: "burn", Replica: k}]
-		if v.CPU <= 0 || v.RSS <= allocated || v.At.IsZero() {
-			t.Errorf("replica %d: %+v, want CPU > 0 and RSS > %d", k, v, allocated)
-		}
 		t.Logf("replica %d: CPU %.2f cores, RSS %d MiB", k, v.CPU, v.RSS>>20)
 	}
 
