@@ -884,10 +884,7 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		c := s[i]
 		switch cl := class[c]; {
 		case cl&cNameStart != 0:
-			j := nameEnd(s, i+1)
-			if j+2 < len(s) && s[j] == '\'' && s[j+1] == 's' && s[j+2] == ' ' {
-				j += 2 // a possessive joins the next word: `valid_0's auc`
-			}
+			j := wordEnd(s, i+1)
 			wend := j
 			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
 				wend--
@@ -966,6 +963,16 @@ func wordAfter(s string, i int) bool {
 	}
 	c := s[i+1]
 	return class[c]&cLetter != 0 && c|0x20 != 'n' && c|0x20 != 'i'
+}
+
+// wordEnd returns where the word whose bytes go on at s[i] ends: its name's bytes, and
+// a possessive's 's, which joins the word to the next (`valid_0's auc`).
+func wordEnd(s string, i int) int {
+	j := nameEnd(s, i)
+	if j+2 < len(s) && s[j] == '\'' && s[j+1] == 's' && s[j+2] == ' ' {
+		return j + 2
+	}
+	return j
 }
 
 // nameEnd returns where the bytes of a name from s[i] on end.
