@@ -1,7 +1,10 @@
 package apps
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -46,4 +49,27 @@ func (m *Model) doMarked(action common.ActionName) tea.Cmd {
 		return common.Push(sweepchart.NewOf(m.Ctx, spec.Count(len(apps), "marked app"), handles))
 	}
 	return common.Push(compare.NewMarked(m.Ctx, names, apps))
+}
+
+// resumeWait bounds the start of a sweep's queue.
+const resumeWait = 30 * time.Second
+
+// resumeSweep starts the queue of sweep id again, as `wick sweep resume` does (after
+// its process was killed: its queued apps say so), and says what came of it.
+func (m *Model) resumeSweep(id string) tea.Cmd {
+	b, parent := m.Ctx.Backend, m.Ctx.Ctx
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(parent, resumeWait)
+		defer cancel()
+		sw, started, err := b.ResumeSweep(ctx, id)
+		switch {
+		case err != nil:
+			return common.NoticeMsg{Text: fmt.Sprintf("sweep %s: %v", id, err), Err: true}
+		case started:
+			return common.NoticeMsg{Text: fmt.Sprintf("sweep %s: queue resumed, %d queued", id, sw.Waiting())}
+		case sw.QueueRunning():
+			return common.NoticeMsg{Text: fmt.Sprintf("sweep %s: its queue is running (pid %d)", id, sw.Queue.PID)}
+		}
+		return common.NoticeMsg{Text: "sweep " + id + ": nothing queued"}
+	}
 }

@@ -260,7 +260,7 @@ func (m *Model) styledRow(tbl *widget.Table, r int, st render.Styler) []string {
 
 // doGroup runs an action on a sweep's row: enter and z fold or unfold it, x cancels
 // the whole sweep (its queue first) and D deletes its finished apps the list shows,
-// each after a confirmation.
+// each after a confirmation; r starts its queue again (wick sweep resume).
 func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 	switch action {
 	case ActDescribe, ActFold:
@@ -280,8 +280,10 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		cmd, p := appops.Bulk(m.Ctx, m.ID(), action, all, "sweep", true)
 		m.progress = p
 		return cmd, true
-	case ActMark, appops.ActLogs, appops.ActRelaunch, appops.ActEdit:
-		return common.Notify("a sweep's row: z unfolds its apps"), true
+	case appops.ActRelaunch:
+		return m.resumeSweep(g.id), true // marked.go
+	case ActMark, appops.ActLogs, appops.ActEdit:
+		return common.Notify("a sweep's row: z unfolds its apps (r there resumes its queue)"), true
 	}
 	return nil, false
 }

@@ -47,6 +47,9 @@ type Backend interface {
 	// its queue.
 	PlanSweep(ctx context.Context, req sweep.Request) (*sweep.Planned, error)
 	LaunchSweep(ctx context.Context, p *sweep.Planned) error
+	// ResumeSweep starts the queue of sweep id again (its process was killed), unless
+	// it runs or has nothing left to do (started false).
+	ResumeSweep(ctx context.Context, id string) (sw *sweep.Sweep, started bool, err error)
 	Delete(ctx context.Context, h spec.Handle, force bool) error
 	LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error)
 }
