@@ -1,0 +1,473 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// The differential tests of the command line against the real TorchX
+// (../shared/vendor/python under /usr/bin/python3, one Python process per batch:
+// testdata/torchx_diff.py):
+//
+//   - TestConfigDifferentialWithTorchX: .torchxconfig files (home and project,
+//     $TORCHXCONFIG, unknown options, None, [component:utils.echo], [cli:run]) and -cfg
+//     strings, for every scheduler wick and TorchX share, resolved by TorchX's own
+//     config.apply / runopts.cfg_from_str / runopts.resolve and by `wick run --dryrun
+//     --json` (its "cfg"), compared option by option;
+//   - TestRunFlagsDifferentialWithTorchX: `run` command lines, parsed by CmdRun's own
+//     argparse parser (torchx/cli/cmd_run.py) and by wick run --dryrun.
+//
+// The cases are pytorch/torchx's tests (torchx/runner/test/config_test.py at
+// 104e089e, cited by test name) and its docs, plus seeded random draws. The seed is
+// printed; WICK_DIFF_SEED=N replays a run. Every outcome agrees or is a documented
+// difference (docs/torchx.md), or the test fails.
+
+// diffSeed is the seed of a differential run: WICK_DIFF_SEED, else the clock.
+func diffSeed(t *testing.T) (uint64, *rand.Rand) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("WICK_DIFF_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WICK_DIFF_SEED=%s: %v", s, err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (replay: WICK_DIFF_SEED=%d go test -run %s ./tui/cli)", seed, seed, t.Name())
+	return seed, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// torchxBatch answers reqs with TorchX, in one Python process started in an empty
+// directory with an empty HOME (TorchX reads ./.torchxconfig and ~/.torchxconfig at
+// import for its CLI's defaults).
+func torchxBatch(t *testing.T, reqs []map[string]any) []map[string]any {
+	t.Helper()
+	vendor, err := filepath.Abs(torchxVendor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := exec.Command(torchxPython, "-c", "import torchx.cli.cmd_run, torchx.runner.config")
+	check.Env = append(os.Environ(), "PYTHONPATH="+vendor)
+	if out, err := check.CombinedOutput(); err != nil {
+		msg := "the vendored TorchX does not import (" + vendor + "; make setup installs python3-yaml python3-fsspec python3-tabulate python3-filelock): " + string(out)
+		if testkit.InCI() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	in, err := json.Marshal(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "torchx_diff.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+	defer cancel()
+	empty := t.TempDir()
+	cmd := exec.CommandContext(ctx, torchxPython, script)
+	cmd.Dir = empty
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + empty, "PYTHONPATH=" + vendor,
+		"PYTHONDONTWRITEBYTECODE=1", "LOGLEVEL=WARNING", "TORCHX_INTERNAL_SESSION_ID=00000000-0000-4000-8000-000000000000"}
+	cmd.Stdin = bytes.NewReader(in)
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("TorchX's side: %v\n%s", err, stderr.String())
+	}
+	t.Logf("TorchX's side: %d cases in one Python process, %.1f s", len(reqs), time.Since(start).Seconds())
+	var res []map[string]any
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != len(reqs) {
+		t.Fatalf("TorchX's side: %d answers for %d cases: %v", len(res), len(reqs), err)
+	}
+	return res
+}
+
+// dryRunJSON is what the tests read of wick run --dryrun --json.
+type dryRunJSON struct {
+	Scheduler string         `json:"scheduler"`
+	Cfg       map[string]any `json:"cfg"`
+	App       struct {
+		Roles []struct {
+			Entrypoint string            `json:"entrypoint"`
+			Args       []string          `json:"args"`
+			Env        map[string]string `json:"env"`
+		} `json:"roles"`
+	} `json:"app"`
+}
+
+// wickDryRun runs wick run --json ARGS in h and decodes its dry run.
+func wickDryRun(h *harness, args ...string) (*dryRunJSON, result, error) {
+	r := h.run(append([]string{"run", "--json"}, args...)...)
+	if r.code != 0 {
+		return nil, r, fmt.Errorf("exit %d: %s", r.code, strings.TrimSpace(r.stderr))
+	}
+	var d dryRunJSON
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil || len(d.App.Roles) == 0 {
+		return nil, r, fmt.Errorf("not a dry run (%v): %s", err, r.stdout)
+	}
+	return &d, r, nil
+}
+
+// sameJSON says whether a and b are equal as JSON values (numbers compared as numbers).
+func sameJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	var x, y any
+	_ = json.Unmarshal(ja, &x)
+	_ = json.Unmarshal(jb, &y)
+	return reflect.DeepEqual(x, y)
+}
+
+// ---------------------------------------------------------------------------------
+// .torchxconfig
+
+// cfgCase is one set of config files and -cfg.
+type cfgCase struct {
+	Src       string
+	Scheduler string // -s; "" leaves it to [cli:run]
+	Cfg       string // -cfg; "" for none
+	Home      string // ~/.torchxconfig; "" for no file
+	Project   string // ./.torchxconfig
+	Explicit  string // the file $TORCHXCONFIG names; "" leaves it unset
+}
+
+// Config files of pytorch/torchx's torchx/runner/test/config_test.py (104e089e), with
+// its scheduler "test" replaced by schedulers wick has.
+const (
+	txConfig     = "#\n[local_cwd]\nlog_dir = /home/bob/logs\nprepend_cwd = True\n"                                                 // _CONFIG
+	txInvalid    = "#\n[local_cwd]\na_run_opt_that = does_not_exist\nlog_dir = option_that_exists\n"                                // _CONFIG_INVALID
+	txTeam       = "#\n[slurm]\npartition = team_default\ntime = 50\ncomment = 1.2\n"                                               // _TEAM_CONFIG
+	txMine       = "#\n[slurm]\npartition = my_default\ntime = 100\n"                                                               // _MY_CONFIG
+	txComponent1 = "#\n[component:dist.ddp]\nj = 1x2\nimage = foobar\nenv = A=B,C=D\n\n[component:utils.echo]\nmsg = abracadabra\n" // _COMPONENT_CONFIG_1, + utils.echo of _COMPONENT_CONFIG_0
+)
+
+var cfgCases = []cfgCase{
+	{Src: "config_test.py test_load", Scheduler: "local_cwd", Project: txConfig},
+	{Src: "config_test.py test_no_override_load", Scheduler: "local_cwd", Cfg: "log_dir=/foo/bar", Project: txConfig},
+	{Src: "config_test.py test_load_invalid_runopt", Scheduler: "local_cwd", Project: txInvalid},
+	{Src: "config_test.py test_apply_default (cwd only)", Scheduler: "slurm", Cfg: "partition=runtime_value", Project: txTeam},
+	{Src: "config_test.py test_apply_dirs (home first)", Scheduler: "slurm", Cfg: "partition=runtime_value", Home: txMine, Project: txTeam},
+	{Src: "config_test.py test_apply_dirs, no -cfg", Scheduler: "slurm", Home: txMine, Project: txTeam},
+	{Src: "config_test.py test_load_no_section", Scheduler: "local_cwd", Project: "[scheduler_args.local_cwd]\n"},
+	{Src: "config_test.py test_load_component_defaults", Scheduler: "local_cwd", Home: txComponent1, Project: "[component:utils.echo]\nmsg = project\n"},
+	{Src: "config.py: TORCHXCONFIG alone", Scheduler: "slurm", Home: txMine, Project: txTeam, Explicit: "[slurm]\npartition = explicit\n"},
+	{Src: "config.py load: None unsets", Scheduler: "local_cwd", Home: "[local_cwd]\nlog_dir = None\n", Project: txConfig},
+	{Src: "config.py load: lists split on ';', dicts on ',' or ';'", Scheduler: "local_docker", Project: "[local_docker]\ncopy_env = FOO_*;BAR\nenv = A:1,B:2;C:3\nprivileged = yes\n"},
+	{Src: "cmd_run.py: [cli:run] scheduler", Project: "[cli:run]\nscheduler = slurm\n\n[slurm]\nqos = high\n"},
+	{Src: "cmd_run.py: -s over [cli:run]", Scheduler: "local_cwd", Project: "[cli:run]\nscheduler = slurm\n"},
+	{Src: "runopts.cfg_from_str doc: ';' lists", Scheduler: "local_docker", Cfg: "copy_env=A;B,quiet=True"},
+	{Src: "runopts.cfg_from_str doc: unknown keys skipped", Scheduler: "kubernetes", Cfg: "namespace=ns,UNKNOWN=VALUE"},
+	{Src: "kubernetes_scheduler.py: namespace default", Scheduler: "kubernetes", Project: "[kubernetes]\nqueue = q\nservice_account = sa\n"},
+}
+
+// cfgValues are the values random config files and -cfg draw from, per option of
+// the shared schedulers (valid and invalid).
+var cfgValues = map[string][]string{
+	"log_dir":                       {"/tmp/wick-diff-logs", "logs", "None"},
+	"prepend_cwd":                   {"True", "false", "1", "0", "yes", "off", "maybe", "None"},
+	"auto_set_cuda_visible_devices": {"True", "no", "on", "None"},
+	"copy_env":                      {"FOO_*", "A;B", "None"},
+	"env":                           {"A:1", "A:1;B:2", "None"},
+	"privileged":                    {"True", "0", "x"},
+	"image_repo":                    {"repo", "None"},
+	"quiet":                         {"true", "1"},
+	"partition":                     {"p1", "debug", "None"},
+	"time":                          {"10", "1:00:00"},
+	"comment":                       {"hello", "a b"},
+	"constraint":                    {"gpu"},
+	"mail-user":                     {"a@b.c"},
+	"mail-type":                     {"END"},
+	"job_dir":                       {"/tmp/jobs"},
+	"qos":                           {"high", "None"},
+	"namespace":                     {"default", "ns1", "None"},
+	"queue":                         {"q"},
+	"service_account":               {"sa"},
+	"priority_class":                {"high"},
+	"bogus":                         {"1"},
+}
+
+var cfgOptions = map[string][]string{
+	"local_cwd":    {"log_dir", "prepend_cwd", "auto_set_cuda_visible_devices", "bogus"},
+	"local_docker": {"copy_env", "env", "privileged", "image_repo", "quiet", "bogus"},
+	"slurm":        {"partition", "time", "comment", "constraint", "mail-user", "mail-type", "job_dir", "qos", "bogus"},
+	"kubernetes":   {"namespace", "queue", "service_account", "priority_class", "image_repo", "quiet", "bogus"},
+}
+
+var cfgSchedulers = []string{"local_cwd", "local_docker", "slurm", "kubernetes"}
+
+// randomCfgFile draws a config file: a section for sched (and maybe another
+// scheduler's), maybe [component:utils.echo] and [cli:run].
+func randomCfgFile(rng *rand.Rand, sched string) string {
+	if rng.IntN(4) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, s := range []string{sched, cfgSchedulers[rng.IntN(len(cfgSchedulers))]} {
+		if rng.IntN(5) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "[%s]\n", s)
+		for _, o := range cfgOptions[s] {
+			if rng.IntN(2) == 0 {
+				vs := cfgValues[o]
+				fmt.Fprintf(&b, "%s = %s\n", o, vs[rng.IntN(len(vs))])
+			}
+		}
+		b.WriteString("\n")
+	}
+	if rng.IntN(3) == 0 {
+		fmt.Fprintf(&b, "[component:utils.echo]\nmsg = %s\n\n", []string{"from a file", "x"}[rng.IntN(2)])
+	}
+	if rng.IntN(4) == 0 {
+		fmt.Fprintf(&b, "[cli:run]\nscheduler = %s\n", sched)
+	}
+	return b.String()
+}
+
+// randomCfgFlag draws a -cfg string for sched.
+func randomCfgFlag(rng *rand.Rand, sched string) string {
+	var kv []string
+	for _, o := range cfgOptions[sched] {
+		if rng.IntN(3) == 0 {
+			vs := slices.DeleteFunc(slices.Clone(cfgValues[o]), func(v string) bool { return v == "None" || strings.Contains(v, " ") })
+			if len(vs) > 0 {
+				kv = append(kv, o+"="+vs[rng.IntN(len(vs))])
+			}
+		}
+	}
+	return strings.Join(kv, ",")
+}
+
+// cfgKnown names the documented difference that explains wick refusing a config
+// case TorchX takes, or "".
+func cfgKnown(wickErr string) string {
+	switch {
+	case strings.Contains(wickErr, "-cfg: invalid run option") && strings.Contains(wickErr, "is not a boolean"):
+		return cfgBoolDoc
+	}
+	return ""
+}
+
+func TestConfigDifferentialWithTorchX(t *testing.T) {
+	seed, rng := diffSeed(t)
+	cases := slices.Clone(cfgCases)
+	for range 120 {
+		s := cfgSchedulers[rng.IntN(len(cfgSchedulers))]
+		c := cfgCase{Src: "random", Scheduler: s, Home: randomCfgFile(rng, s), Project: randomCfgFile(rng, s)}
+		if rng.IntN(2) == 0 {
+			c.Cfg = randomCfgFlag(rng, s)
+		}
+		if rng.IntN(8) == 0 {
+			c.Explicit = randomCfgFile(rng, s) + "\n"
+		}
+		if rng.IntN(6) == 0 && strings.Contains(c.Home+c.Project+c.Explicit, "[cli:run]") {
+			c.Scheduler = ""
+		}
+		cases = append(cases, c)
+	}
+
+	type side struct {
+		h        *harness
+		explicit string
+	}
+	sides := make([]side, len(cases))
+	reqs := make([]map[string]any, len(cases))
+	for i, c := range cases {
+		h := newHarness(t)
+		write := func(path, content string) {
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.Home != "" {
+			write(filepath.Join(h.user, ".torchxconfig"), c.Home)
+		}
+		if c.Project != "" {
+			write(filepath.Join(h.work, ".torchxconfig"), c.Project)
+		}
+		var explicit any
+		if c.Explicit != "" {
+			p := filepath.Join(filepath.Dir(h.work), "explicit.torchxconfig")
+			write(p, c.Explicit)
+			h.env["TORCHXCONFIG"] = p
+			explicit = p
+			sides[i].explicit = p
+		}
+		sides[i].h = h
+		reqs[i] = map[string]any{"kind": "config", "scheduler": c.Scheduler, "cfg": c.Cfg,
+			"home": h.user, "work": h.work, "torchxconfig": explicit}
+	}
+	torchx := torchxBatch(t, reqs)
+
+	buildKubernetesHelper(t)
+	wickOpts := map[string]map[string]bool{}
+	for _, s := range cfgSchedulers {
+		wickOpts[s] = wickOptNames(t, newHarness(t), s)
+	}
+	missing := map[string]bool{}
+	agree, documented := 0, map[string]int{}
+	for i, c := range cases {
+		name := fmt.Sprintf("case %d (%s): -s %q -cfg %q home %q project %q TORCHXCONFIG %q", i, c.Src, c.Scheduler, c.Cfg, c.Home, c.Project, c.Explicit)
+		h, x := sides[i].h, torchx[i]
+		args := []string{"--dryrun"}
+		if c.Scheduler != "" {
+			args = append(args, "-s", c.Scheduler)
+		}
+		if c.Cfg != "" {
+			args = append(args, "-cfg", c.Cfg)
+		}
+		got, r, err := wickDryRun(h, append(args, "utils.echo")...)
+		xerr, _ := x["error"].(string)
+		switch {
+		case err != nil && xerr != "":
+			agree++
+			continue
+		case err != nil:
+			if d := cfgKnown(r.stderr); d != "" {
+				t.Logf("%s: documented (%s): %s", name, d, strings.TrimSpace(r.stderr))
+				documented[d]++
+				continue
+			}
+			t.Errorf("%s: wick refuses what TorchX takes: %v", name, err)
+			continue
+		case xerr != "" && got.Scheduler == "kubernetes" && strings.Contains(xerr, "Required run option: queue"):
+			documented["kubernetes: queue is optional"]++
+			continue
+		case xerr != "":
+			t.Errorf("%s: TorchX refuses (%s) what wick takes", name, xerr)
+			continue
+		}
+		// wick's options when no file and no -cfg sets them, to tell "unset".
+		base := newHarness(t)
+		empty := filepath.Join(base.work, "empty.torchxconfig")
+		if err := os.WriteFile(empty, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		base.env["TORCHXCONFIG"] = empty
+		base.home, base.user = h.home, h.user
+		def, _, err := wickDryRun(base, "--dryrun", "-s", got.Scheduler, "utils.echo")
+		if err != nil {
+			t.Fatalf("%s: wick's defaults: %v", name, err)
+		}
+		var diffs []string
+		doc := ""
+		if x["scheduler_default"] == true && got.Scheduler == DefaultScheduler {
+			documented["the default scheduler is local_cwd"]++
+			continue
+		}
+		if want, _ := x["scheduler"].(string); got.Scheduler != want {
+			diffs = append(diffs, fmt.Sprintf("scheduler: wick %q, TorchX %q", got.Scheduler, want))
+		}
+		xcfg, _ := x["cfg"].(map[string]any)
+		set := map[string]bool{}
+		for _, k := range x["set"].([]any) {
+			set[k.(string)] = true
+		}
+		for _, k := range x["opts"].([]any) {
+			k := k.(string)
+			if !wickOpts[got.Scheduler][k] {
+				missing[got.Scheduler+" "+k] = true // an option wick lacks (docs/torchx.md)
+				continue
+			}
+			want := xcfg[k]
+			if !set[k] {
+				want = def.Cfg[k]
+			}
+			if !sameJSON(got.Cfg[k], want) && cfgBoolWord(c.Cfg, k) {
+				doc = cfgBoolDoc
+				continue
+			}
+			if !sameJSON(got.Cfg[k], want) {
+				diffs = append(diffs, fmt.Sprintf("%s: wick %v, TorchX %v", k, got.Cfg[k], want))
+			}
+		}
+		xrole, _ := x["role"].(map[string]any)
+		if !sameJSON(got.App.Roles[0].Args, xrole["args"]) {
+			diffs = append(diffs, fmt.Sprintf("utils.echo args: wick %q, TorchX %v", got.App.Roles[0].Args, xrole["args"]))
+		}
+		switch {
+		case len(diffs) == 0 && doc != "":
+			documented[doc]++
+			continue
+		case len(diffs) == 0:
+			agree++
+			continue
+		}
+		t.Errorf("%s:\n  %s", name, strings.Join(diffs, "\n  "))
+	}
+	n := 0
+	for _, k := range documented {
+		n += k
+	}
+	t.Logf("TorchX's run options wick does not have: %v", slices.Sorted(maps.Keys(missing)))
+	t.Logf("agreement: %d of %d config cases agree; %d differ as documented %v; %d differ otherwise (seed %d)",
+		agree, len(cases), n, documented, len(cases)-agree-n, seed)
+}
+
+// wickOptNames are the run options of wick's scheduler sched (wick runopts --json).
+func wickOptNames(t *testing.T, h *harness, sched string) map[string]bool {
+	t.Helper()
+	r := h.run("runopts", sched, "--json")
+	var opts map[string][]struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &opts); err != nil {
+		t.Fatalf("wick runopts %s --json: %v: %s", sched, err, r.stderr)
+	}
+	names := map[string]bool{}
+	for _, o := range opts[sched] {
+		names[o.Name] = true
+	}
+	return names
+}
+
+// cfgBoolDoc is the documented difference of -cfg's bools (docs/torchx.md).
+const cfgBoolDoc = "a -cfg bool is a bool word (1, yes, on; not a boolean: an error)"
+
+// cfgBoolWord says whether -cfg gives k a bool word other than true/false, which
+// TorchX's runopt.cast_to_type reads as false (value.lower() == "true").
+func cfgBoolWord(cfg, k string) bool {
+	for _, kv := range strings.Split(cfg, ",") {
+		if v, ok := strings.CutPrefix(kv, k+"="); ok {
+			v = strings.ToLower(v)
+			return v != "true" && v != "false"
+		}
+	}
+	return false
+}
+
+// buildKubernetesHelper builds wick-kubernetes beside the tests' wick: the kubernetes
+// scheduler's dry run runs in it.
+func buildKubernetesHelper(t *testing.T) {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(wickBinary(t)), "wick-kubernetes")
+	if _, err := os.Stat(out); err == nil {
+		return
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/wick-kubernetes")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build wick-kubernetes: %v\n%s", err, b)
+	}
+}
