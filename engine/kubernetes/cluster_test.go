@@ -157,6 +157,20 @@ func TestCancelRunning(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
+	// The list counts the running replicas from the Jobs alone (their ready pods).
+	testkit.Wait(t, time.Minute, "the list to count 2 of 2 replicas running", func() (bool, string) {
+		apps, err := s.List(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range apps {
+			if a.AppID == id {
+				running, total := a.Replicas()
+				return running == 2 && total == 2, fmt.Sprintf("%d of %d", running, total)
+			}
+		}
+		return false, "not listed"
+	})
 	if err := s.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +297,26 @@ func TestListShowsApp(t *testing.T) {
 			if a.Foreign || a.Name != "listed" {
 				t.Errorf("listed %+v: want name listed, not foreign", a)
 			}
+			if _, total := a.Replicas(); total != 1 {
+				t.Errorf("listed with %d replicas, want 1", total)
+			}
 			return
 		}
 	}
 	t.Errorf("app %s not in the list of %d apps", id, len(apps))
+}
+
+// A Job's lists of indexes, as its status has them ("1,3-5,7").
+func TestParseIndexes(t *testing.T) {
+	got := parseIndexes("0,2-4,7")
+	for k := range 9 {
+		if want := k == 0 || k >= 2 && k <= 4 || k == 7; got[k] != want {
+			t.Errorf("index %d: %v, want %v", k, got[k], want)
+		}
+	}
+	if len(parseIndexes("")) != 0 || len(parseIndexes("x,3-1")) != 0 {
+		t.Error("empty or bad lists give indexes")
+	}
 }
 
 // Names Kubernetes refuses are refused before anything is created, in one line.

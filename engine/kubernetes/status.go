@@ -441,7 +441,7 @@ func listed(id string, jobs []batchv1.Job) (spec.AppStatus, bool) {
 	if json.Unmarshal([]byte(owner.Annotations[AnnotationApp]), &rec) == nil && rec.App != nil {
 		name = rec.App.Name
 	}
-	return spec.AppStatus{
+	st := spec.AppStatus{
 		Handle:    spec.Handle{Scheduler: Name, Session: owner.Labels[LabelSession], AppID: id}.String(),
 		AppID:     id,
 		Scheduler: Name,
@@ -450,7 +450,78 @@ func listed(id string, jobs []batchv1.Job) (spec.AppStatus, bool) {
 		Msg:       msg,
 		Created:   owner.CreationTimestamp.Time,
 		Ended:     ended,
-	}, true
+	}
+	if rec.App != nil {
+		st.Roles = listedRoles(rec.App, jobs, state)
+	}
+	return st, true
+}
+
+// listedRoles are the replicas' states as the Jobs' status counts them (what the list
+// shows: running of total), without listing pods: an index the Job lists completed
+// SUCCEEDED (exit 0), failed FAILED, then as many RUNNING as the Job has ready pods,
+// the rest PENDING; an ended app's unfinished ones take its state.
+func listedRoles(app *spec.AppDef, jobs []batchv1.Job, state spec.AppState) []spec.RoleStatus {
+	byRole := map[string]*batchv1.Job{}
+	for i := range jobs {
+		byRole[jobs[i].Labels[LabelRole]] = &jobs[i]
+	}
+	roles := make([]spec.RoleStatus, 0, len(app.Roles))
+	for _, role := range app.Roles {
+		rs := spec.RoleStatus{Role: role.Name}
+		var done, failed map[int]bool
+		ready := 0
+		if j := byRole[role.Name]; j != nil {
+			done = parseIndexes(j.Status.CompletedIndexes)
+			if j.Status.FailedIndexes != nil {
+				failed = parseIndexes(*j.Status.FailedIndexes)
+			}
+			if j.Status.Ready != nil {
+				ready = int(*j.Status.Ready)
+			}
+		}
+		for k := range role.NumReplicas {
+			r := spec.ReplicaStatus{ID: k, Role: role.Name, State: spec.Pending}
+			switch {
+			case done[k]:
+				zero := 0
+				r.State, r.ExitCode = spec.Succeeded, &zero
+			case failed[k]:
+				r.State = spec.Failed
+			case ready > 0:
+				r.State = spec.Running
+				ready--
+			}
+			if state.Terminal() && !r.State.Terminal() {
+				r.State = state
+			}
+			rs.Replicas = append(rs.Replicas, r)
+		}
+		roles = append(roles, rs)
+	}
+	return roles
+}
+
+// parseIndexes reads a Job's list of indexes, such as "0,2-4".
+func parseIndexes(s string) map[int]bool {
+	out := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b-a > spec.MaxReplicas {
+				continue
+			}
+		}
+		for k := a; k <= b; k++ {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // Wait returns the app's status once it has ended. It watches the app's Jobs (one list,
