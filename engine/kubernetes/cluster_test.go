@@ -204,6 +204,36 @@ func TestCancelRunning(t *testing.T) {
 	})
 }
 
+// Cancel of an app with per-replica retries (backoffLimitPerIndex, immutable: the hold
+// is maxFailedIndexes): CANCELLED, no retry started, the log kept.
+func TestCancelWithReplicaRetries(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	role := spec.NewRole("srv", env.image, "serve", "29504", "0")
+	role.RetryPolicy, role.MaxRetries = spec.RetryReplica, 2
+	id := launch(t, s, &spec.AppDef{Name: "cancelr", Roles: []spec.Role{role}}, nil)
+	testkit.Wait(t, 2*time.Minute, "the replica listening", func() (bool, string) {
+		got := texts(readLog(t, s, id, "srv", 0, sched.LogOptions{}))
+		return len(got) > 0, fmt.Sprintf("%q", got)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+	defer cancel()
+	if err := s.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Roles[0].Replicas[0]; st.State != spec.Cancelled || r.State != spec.Cancelled || r.Restarts != 0 {
+		t.Fatalf("status %s, replica %s with %d restarts; want CANCELLED, no retry", st.State, r.State, r.Restarts)
+	}
+	if got := texts(readLog(t, s, id, "srv", 0, sched.LogOptions{})); len(got) == 0 || !strings.HasPrefix(got[0], "listening on") {
+		t.Errorf("log after the cancel: %q", got)
+	}
+}
+
 // A role that fails fails the app and stops the others, as TorchX's gang does: Wait
 // returns FAILED with the failed replica's exit code, the other role's replica is
 // CANCELLED (stopped, not failed) and keeps its log.
