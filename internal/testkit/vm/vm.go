@@ -219,7 +219,10 @@ func (k Kit) Boot(ctx context.Context, initrd, disk, mode string) (*Machine, err
 		"-machine", "q35,accel=" + k.Accel, "-m", "768", "-smp", "1",
 		"-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none", "-serial", "stdio",
 		"-kernel", k.Kernel, "-initrd", initrd,
-		"-append", "console=ttyS0 panic=-1 loglevel=3 wick=" + mode,
+		// no_timer_check: on a busy host the emulated timer can miss the kernel's
+		// boot-time IO-APIC check, which then panics ("IO-APIC + timer doesn't
+		// work!"); virtual machines skip that check.
+		"-append", "console=ttyS0 panic=-1 loglevel=3 no_timer_check wick=" + mode,
 		// cache=writeback: the guest's flushes reach the image file with fdatasync, as
 		// a disk's write cache is flushed by the kernel's FLUSH; what the guest had not
 		// flushed is in its own page cache and dies with qemu.
