@@ -39,6 +39,8 @@ setup:
 	@command -v qemu-system-x86_64 >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86; }
 	@bash scripts/vm/fetch.sh
+	@# lnav, for BenchmarkSoakBesideLnav (make bench): the wall beside it on the same files
+	@command -v lnav >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lnav; }
 	@/usr/bin/python3 -c 'import yaml, fsspec, tabulate, filelock' >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-yaml python3-fsspec python3-tabulate python3-filelock; }
 

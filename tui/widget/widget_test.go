@@ -224,3 +224,33 @@ func TestPagerWrap(t *testing.T) {
 		t.Errorf("after unwrapping the view starts at %q, want the line that was at the top", got)
 	}
 }
+
+// TestWidthFastPaths: the fast paths of Width (ASCII, ASCII with CSI sequences) agree
+// with ansi.StringWidth, and whatever they do not take goes to it.
+func TestWidthFastPaths(t *testing.T) {
+	for _, s := range []string{
+		"", "plain ascii", "\x1b[1;38;5;203mred\x1b[0m and \x1b[4mmore\x1b[m", "\x1b[38:2::255:0:0mrgb\x1b[0m",
+		"épée", "wide 字", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "tab\there", "cut \x1b[", "\x1b[1", "emoji 👍🏽", "del\x7f",
+		"Epoch 1:  36%|███▌      |  72/200", "▸ trainer/0 │ x", "cut…", "a · b", "▶\ufe0f", "█\u0301", "▸\u20dd",
+	} {
+		if got, want := Width(s), ansi.StringWidth(s); got != want {
+			t.Errorf("Width(%q) = %d, ansi.StringWidth = %d", s, got, want)
+		}
+	}
+}
+
+// BenchmarkWidthStyled is Width of a styled log line beside ansi.StringWidth of it
+// (what Width called for any line with an escape sequence).
+func BenchmarkWidthStyled(b *testing.B) {
+	s := "\x1b[38;5;110m[rank 3]\x1b[0m epoch 1 step 268 loss 2.0426 lr 2.2e-04 \x1b[2mthroughput 1234.5 samples/s\x1b[0m"
+	b.Run("Width", func(b *testing.B) {
+		for b.Loop() {
+			_ = Width(s)
+		}
+	})
+	b.Run("ansi.StringWidth", func(b *testing.B) {
+		for b.Loop() {
+			_ = ansi.StringWidth(s)
+		}
+	})
+}
