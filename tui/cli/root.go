@@ -256,7 +256,15 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}()
 	root := a.rootCmd(args)
 	if len(args) > 0 && args[0] == "run" {
-		args = append([]string{"run"}, FixSingleDashCfg(args[1:])...)
+		if run, _, err := root.Find(args[:1]); err == nil {
+			rest, err := TorchXRunArgs(args[1:], run.Flags())
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "wick: %s\n", render.Escape(err.Error()))
+				jsonError(env.Stdout, args, err.Error(), ExitUsage)
+				return ExitUsage
+			}
+			args = append(args[:1:1], rest...)
+		}
 	}
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)

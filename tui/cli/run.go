@@ -164,34 +164,83 @@ func wickFlagAfterComponent(fl *pflag.FlagSet, err error) error {
 		// The component's own hint (one of its flags a few letters away) is beside
 		// the point: the flag is wick's.
 		err = fmt.Errorf("%s: unknown flag %s for %s", comp, typed, comp)
-		if name != "cfg" { // -cfg is read by wick (FixSingleDashCfg); -json is not
+		if name != "cfg" { // -cfg is read by wick (TorchXRunArgs); -json is not
 			use = "--" + name
 		}
 	}
 	return usagef("%v: %s is wick's own flag; wick's flags go before the component (wick run %s %s ...)", err, typed, use, comp)
 }
 
-// FixSingleDashCfg rewrites TorchX's single-dash -cfg flag (which pflag cannot read) to
-// --cfg, in wick's own arguments only: it stops at the first positional argument.
-func FixSingleDashCfg(args []string) []string {
+// onceFlags are the spellings of the run flags TorchX takes at most once each
+// (torchx/cli/cmd_run.py: the torchxconfig_run and ArgOnceAction actions, which
+// remember the option string given): the same spelling twice is an error there.
+var onceFlags = map[string]bool{"-s": true, "--scheduler": true, "-cfg": true, "--scheduler_args": true,
+	"--workspace": true, "--parent_run_id": true}
+
+// TorchXRunArgs rewrites wick run's own arguments (those before the component) so
+// that pflag reads them as TorchX's argparse does: TorchX's single-dash -cfg (which
+// pflag cannot read) becomes --cfg; an unambiguous prefix of a long flag (--dry,
+// --parent) becomes the flag, as argparse's allow_abbrev reads it; and a flag TorchX
+// takes once (onceFlags) given twice in the same spelling is an error, as in TorchX.
+// fl is wick run's flag set: it says which flags take a value.
+func TorchXRunArgs(args []string, fl *pflag.FlagSet) ([]string, error) {
 	out := append([]string(nil), args...)
+	seen := map[string]bool{}
 	for i := 0; i < len(out); i++ {
 		s := out[i]
+		if s == "--" || s == "-" || !strings.HasPrefix(s, "-") {
+			return out, nil
+		}
+		var f *pflag.Flag
+		spelling, inline := s, false
 		switch {
-		case s == "-cfg":
-			out[i] = "--cfg"
-			i++ // skip its value
-		case strings.HasPrefix(s, "-cfg="):
+		case s == "-cfg" || strings.HasPrefix(s, "-cfg="):
+			spelling, inline = "-cfg", s != "-cfg"
 			out[i] = "-" + s
-		case s == "--":
-			return out
-		case !strings.HasPrefix(s, "-"):
-			return out
-		case s == "-s" || s == "--scheduler" || s == "--cfg" || s == "--workspace" || s == "--scheduler_args":
-			i++
+			f = fl.Lookup("cfg")
+		case strings.HasPrefix(s, "--"):
+			name, _, eq := strings.Cut(s[2:], "=")
+			inline = eq
+			if f = fl.Lookup(name); f == nil {
+				if f = flagByPrefix(fl, name); f != nil {
+					out[i] = "--" + f.Name + s[2+len(name):]
+				}
+			}
+			if f != nil {
+				spelling = "--" + f.Name
+			}
+		default:
+			spelling, inline = s[:2], len(s) > 2
+			f = fl.ShorthandLookup(s[1:2])
+		}
+		if onceFlags[spelling] {
+			if seen[spelling] {
+				return nil, fmt.Errorf("%s is given more than once (as in TorchX, give it once)", spelling)
+			}
+			seen[spelling] = true
+		}
+		if f != nil && f.NoOptDefVal == "" && !inline {
+			i++ // its value
 		}
 	}
-	return out
+	return out, nil
+}
+
+// flagByPrefix is the one long flag of fl whose name starts with prefix, or nil
+// when none or several do.
+func flagByPrefix(fl *pflag.FlagSet, prefix string) *pflag.Flag {
+	var found *pflag.Flag
+	n := 0
+	fl.VisitAll(func(f *pflag.Flag) {
+		if prefix != "" && strings.HasPrefix(f.Name, prefix) {
+			found = f
+			n++
+		}
+	})
+	if n != 1 {
+		return nil
+	}
+	return found
 }
 
 func (a *app) runRun(f runFlags, argv []string) error {

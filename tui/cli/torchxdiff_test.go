@@ -471,3 +471,192 @@ func buildKubernetesHelper(t *testing.T) {
 		t.Fatalf("go build wick-kubernetes: %v\n%s", err, b)
 	}
 }
+
+// ---------------------------------------------------------------------------------
+// wick run's flags
+
+// flagCases are `torchx run` command lines from TorchX's docs and cmd_run.py (its
+// flags, their aliases and its checks); random draws are added.
+var flagCases = [][]string{
+	{"--dryrun", "utils.echo", "--msg", "hello"},                                     // torchx/cli/__init__.py quickstart
+	{"-s", "local_cwd", "--dryrun", "utils.echo"},                                    // cmd_run.py -s/--scheduler
+	{"--scheduler", "local_cwd", "-cfg", "log_dir=/tmp/l", "--dryrun", "utils.echo"}, // -cfg/--scheduler_args
+	{"--dryrun", "--scheduler_args", "prepend_cwd=True", "utils.echo"},
+	{"--dryrun", "--parent_run_id", "exp-1", "utils.echo"},       // --parent_run_id
+	{"--dryrun", "--wait", "--log", "--tee_logs", "utils.echo"},  // --wait --log --tee_logs
+	{"--dryrun", "-s", "local_cwd", "-s", "slurm", "utils.echo"}, // torchxconfig action: -s once
+	{"--dryrun", "-cfg", "a=b", "-cfg", "c=d", "utils.echo"},     // ArgOnceAction: -cfg once
+	{"--dryrun", "utils.echo", "--msg", "a", "--msg", "b"},       // "Repeated Command Line Arguments"
+	{"--dryrun", "--", "utils.echo", "--msg", "x"},               // "--" before the component
+	{"--dryrun"}, // no component: MISSING_COMPONENT_ERROR_MSG
+	{"--dryrun", "-s", "nosuch", "utils.echo"}, // choices=
+	{"--dryrun", "--nosuch", "utils.echo"},
+	{"--dryrun", "utils.sh", "echo", "--", "-x"},
+}
+
+// randomFlags draws a `run` command line: TorchX's run flags in their spellings
+// (argparse's --f v, --f=v, -sV, abbreviations, repeats), --dryrun always, then a
+// component.
+func randomFlags(rng *rand.Rand) []string {
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	var groups [][]string
+	add := func(g ...string) { groups = append(groups, g) }
+	add("--dryrun")
+	sched := pick("local_cwd", "local_cwd", "slurm", "nosuch")
+	switch rng.IntN(9) {
+	case 0:
+		add("-s", sched)
+	case 1:
+		add("--scheduler", sched)
+	case 2:
+		add("-s" + sched)
+	case 3:
+		add("--scheduler=" + sched)
+	case 4:
+		add("-s", "slurm")
+		add("--scheduler", sched)
+	case 5:
+		add("--sched", sched)
+	}
+	cfg := pick("log_dir=/tmp/l", "prepend_cwd=True", "partition=p", "bogus=1")
+	switch rng.IntN(6) {
+	case 0:
+		add("-cfg", cfg)
+	case 1:
+		add("--scheduler_args", cfg)
+	case 2:
+		add("-cfg=" + cfg)
+	case 3:
+		add("--scheduler_args=" + cfg)
+	}
+	for _, f := range []string{"--wait", "--log", "--tee_logs", "--dryrun"} {
+		switch rng.IntN(8) {
+		case 0:
+			add(f)
+		case 1:
+			add(f[:len(f)-1]) // an abbreviation argparse takes
+		}
+	}
+	switch rng.IntN(6) {
+	case 0:
+		add("--parent_run_id", pick("exp-1", "p"))
+	case 1:
+		add("--parent_run_id=" + pick("exp-1", "p"))
+	case 2:
+		add("--parent", "exp-2")
+	}
+	if rng.IntN(12) == 0 {
+		add(pick("--stdin", "--nosuch", "-x"))
+	}
+	rng.Shuffle(len(groups), func(i, j int) { groups[i], groups[j] = groups[j], groups[i] })
+	var argv []string
+	for _, g := range groups {
+		argv = append(argv, g...)
+	}
+	switch rng.IntN(8) {
+	case 0:
+		argv = append(argv, "--", "utils.echo")
+	case 1:
+		argv = append(argv, "utils.echo", "--msg", "a", "--msg", "b")
+	case 2:
+		argv = append(argv, "utils.sh", "echo", "hi")
+	default:
+		argv = append(argv, "utils.echo", "--msg", pick("hi", "a b"))
+	}
+	return argv
+}
+
+// flagsKnown names the documented difference that explains wick refusing a command
+// line TorchX takes, or "".
+func flagsKnown(argv []string, wickErr string) string {
+	switch {
+	case slices.Contains(argv, "--stdin"):
+		return "--stdin is refused"
+	}
+	return ""
+}
+
+// flagsExtension names the documented difference that explains wick taking a
+// command line TorchX refuses, or "".
+func flagsExtension(argv []string, txErr string) string {
+	switch {
+	case strings.Contains(txErr, "Repeated Command Line Arguments"):
+		return "a component flag given twice: the last wins"
+	case strings.Contains(txErr, "argument -s/--scheduler: invalid choice") && slices.Contains(argv, "-s") && slices.ContainsFunc(argv, func(s string) bool {
+		return strings.HasPrefix(s, "--scheduler") && !strings.HasPrefix(s, "--scheduler_")
+	}):
+		return "-s X --scheduler Y: the last is taken, the other not checked"
+	}
+	return ""
+}
+
+func TestRunFlagsDifferentialWithTorchX(t *testing.T) {
+	seed, rng := diffSeed(t)
+	cases := slices.Clone(flagCases)
+	for range 150 {
+		cases = append(cases, randomFlags(rng))
+	}
+	reqs := make([]map[string]any, len(cases))
+	for i, argv := range cases {
+		reqs[i] = map[string]any{"kind": "flags", "argv": argv}
+	}
+	torchx := torchxBatch(t, reqs)
+	h := newHarness(t)
+	agree, documented := 0, map[string]int{}
+	for i, argv := range cases {
+		name := fmt.Sprintf("run %q", argv)
+		x := torchx[i]
+		xerr, _ := x["error"].(string)
+		got, r, err := wickDryRun(h, argv...)
+		switch {
+		case err != nil && xerr != "":
+			agree++
+			continue
+		case err != nil:
+			if d := flagsKnown(argv, r.stderr); d != "" {
+				documented[d]++
+				continue
+			}
+			t.Errorf("%s: wick refuses what TorchX takes: %v", name, err)
+			continue
+		case xerr != "":
+			if d := flagsExtension(argv, xerr); d != "" {
+				documented[d]++
+				continue
+			}
+			t.Errorf("%s: TorchX refuses (%s) what wick takes", name, xerr)
+			continue
+		}
+		var diffs []string
+		doc := ""
+		if want := x["scheduler"]; got.Scheduler != want && want == "local_docker" && got.Scheduler == DefaultScheduler {
+			doc = "the default scheduler is local_cwd" // no -s: TorchX's default
+		} else if got.Scheduler != want {
+			diffs = append(diffs, fmt.Sprintf("scheduler: wick %q, TorchX %v", got.Scheduler, want))
+		}
+		role := got.App.Roles[0]
+		xrole, _ := x["role"].(map[string]any)
+		if !sameJSON(map[string]any{"entrypoint": role.Entrypoint, "args": role.Args}, xrole) {
+			diffs = append(diffs, fmt.Sprintf("role: wick %s %q, TorchX %v", role.Entrypoint, role.Args, xrole))
+		}
+		parent, ok := role.Env["TORCHX_PARENT_RUN_ID"]
+		if want, _ := x["parent_run_id"].(string); parent != want || ok != (want != "") {
+			diffs = append(diffs, fmt.Sprintf("TORCHX_PARENT_RUN_ID: wick %q, TorchX --parent_run_id %q", parent, want))
+		}
+		switch {
+		case len(diffs) == 0 && doc != "":
+			documented[doc]++
+			continue
+		case len(diffs) == 0:
+			agree++
+			continue
+		}
+		t.Errorf("%s:\n  %s", name, strings.Join(diffs, "\n  "))
+	}
+	n := 0
+	for _, k := range documented {
+		n += k
+	}
+	t.Logf("agreement: %d of %d command lines agree; %d differ as documented %v; %d differ otherwise (seed %d)",
+		agree, len(cases), n, documented, len(cases)-agree-n, seed)
+}
