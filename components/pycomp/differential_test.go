@@ -100,14 +100,7 @@ var elasticJ = regexp.MustCompile(`(^|=)[0-9]+:[0-9]+x[0-9]+$`)
 
 func TestDifferentialWithTorchX(t *testing.T) {
 	needTorchX(t)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WICK_DIFF_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WICK_DIFF_SEED=%s: %v", s, err)
-		}
-		seed = n
-	}
+	seed := diffSeedFromEnv(t)
 	t.Logf("seed %d (replay: WICK_DIFF_SEED=%d go test -run TestDifferentialWithTorchX ./components/pycomp)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
@@ -350,4 +343,18 @@ func abbreviation(c *components.Component, name string) string {
 		}
 	}
 	return ""
+}
+
+// diffSeedFromEnv is WICK_DIFF_SEED, else a seed from the clock.
+func diffSeedFromEnv(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("WICK_DIFF_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("WICK_DIFF_SEED=%s: %v", s, err)
+		}
+		seed = n
+	}
+	return seed
 }
