@@ -716,6 +716,11 @@ func (s *Scheduler) fromRecord(rec *record, why unasked) spec.AppStatus {
 	}
 	if all {
 		st.Msg = "ended; " + why.from() + ": state from the replicas' exit files"
+		if why == slurmUnreachable {
+			// Also a warning: the message gives way to the failure's cause (ranks.go),
+			// and the user must still be told that Slurm was not asked.
+			st.Warnings = append(st.Warnings, "Slurm controller unreachable: the state is from the replicas' exit files")
+		}
 	}
 	if st.State.Terminal() {
 		for _, r := range st.Roles {
