@@ -127,7 +127,7 @@ func TestE2EAppsSlurm(t *testing.T) {
 	s.tm.Text(handle)
 	s.tm.Keys("Enter")
 	s.tm.Keys("Enter")
-	scr := s.waitFor("sh/0", "sh/1", "FAILED", "sh/1 exited with code 5")
+	scr := s.waitFor("sh/0", "sh/1", "FAILED", "sh/1: exit code 5")
 	// Each replica's node: which ones depends on what else the cluster runs (other
 	// packages' tests submit at the same time), so any of the two, for each.
 	if n := len(regexp.MustCompile(`hostname: node[12]\b`).FindAllString(scr, -1)); n != 2 {
