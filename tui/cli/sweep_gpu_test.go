@@ -218,6 +218,13 @@ func TestSweepResumeKeepsTheLaunchEnvironment(t *testing.T) {
 			t.Errorf("%s saw %q, want the launching environment's (launch, no GPU)", e.Name(), got)
 		}
 	}
+	// The apps' supervisors and the queue write their ends into the home after the
+	// apps' own files: the test's directory goes only once they are done.
+	testkit.Wait(t, 30*time.Second, "the sweep done and its queue ended", func() (bool, string) {
+		s := states(sweepRows(t, h, id))
+		sw, err := store.Load(id)
+		return s == "SUCCEEDED SUCCEEDED SUCCEEDED" && err == nil && !sw.QueueRunning(), s
+	})
 }
 
 // TestPlainRunAndSweepShareNoGPU runs, on a machine of two GPUs (nvidia-smi answering
