@@ -15,16 +15,22 @@ import (
 // process of the replica (the one whose environment has the replica's WICK_APP_ID,
 // WICK_ROLE and WICK_REPLICA_ID, which the batch script gives it) and prints its
 // working directory, a NUL, and its environment as /proc holds it (NUL-separated).
-const findReplica = `a=$1 r=$2 k=$3
-for p in /proc/[0-9]*; do
-  [ "${p#/proc/}" = "$$" ] && continue
-  n=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -cFx -e "WICK_APP_ID=$a" -e "WICK_ROLE=$r" -e "WICK_REPLICA_ID=$k")
-  if [ "$n" = 3 ]; then
-    d=$(readlink "$p/cwd") || continue
-    printf '%s\0' "$d"; cat "$p/environ"; exit 0
-  fi
+// Slurm says a job RUNNING once its nodes are allocated, and its step's tasks may
+// start a moment later (seconds on a busy node): the look is made again every half
+// second, 10 s at most, before it says there is none.
+const findReplica = `a=$1 r=$2 k=$3 i=0
+while :; do
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" = "$$" ] && continue
+    n=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -cFx -e "WICK_APP_ID=$a" -e "WICK_ROLE=$r" -e "WICK_REPLICA_ID=$k")
+    if [ "$n" = 3 ]; then
+      d=$(readlink "$p/cwd") || continue
+      printf '%s\0' "$d"; cat "$p/environ"; exit 0
+    fi
+  done
+  i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.5
 done
-echo "no process of $r/$k on $(hostname)" >&2; exit 1`
+echo "no process of $r/$k on $(hostname) (looked for 10 s)" >&2; exit 1`
 
 // execShell opens the caller's shell ($0) where the node has it, else /bin/sh.
 const execShell = `if [ -x "$0" ]; then exec "$0"; fi; exec /bin/sh`

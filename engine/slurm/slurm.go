@@ -194,6 +194,10 @@ const (
 	queryTimeout = 5 * time.Second
 	// submitTimeout bounds sbatch, which may wait on a busy controller to accept a job.
 	submitTimeout = 20 * time.Second
+	// stepTimeout bounds the srun steps wick runs on a replica's node to find or sample
+	// it (wick exec, wick stack): a step's launch and the look for the replica's
+	// process (findReplica waits up to 10 s for its tasks to start).
+	stepTimeout = 30 * time.Second
 )
 
 // timeoutFor is the deadline of one command.
@@ -203,6 +207,8 @@ func timeoutFor(name string, args []string) time.Duration {
 		return pingTimeout
 	case name == "sbatch":
 		return submitTimeout
+	case name == "srun":
+		return stepTimeout
 	}
 	return queryTimeout
 }
