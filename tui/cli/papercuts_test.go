@@ -328,8 +328,8 @@ func TestHomeThatIsAFile(t *testing.T) {
 			assertOneLineError(t, r.stderr, "WICK_HOME "+home+" is not a directory")
 		}
 		for _, argv := range [][]string{{"version"}, {"--help"}, {"run", "--help"}, {"completion", "bash"}} {
-			if r := h.run(argv...); r.code != ExitOK {
-				t.Errorf("%s %q: exit %d %q", home, argv, r.code, r.stderr)
+			if r := h.run(argv...); r.code != ExitOK || r.stdout == "" {
+				t.Errorf("%s %q: exit %d, %d bytes on stdout, %q", home, argv, r.code, len(r.stdout), r.stderr)
 			}
 		}
 	}

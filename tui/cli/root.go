@@ -399,6 +399,9 @@ func (a *app) rootCmd(args []string) *cobra.Command {
 		root.AddCommand(v.make())
 	}
 	root.InitDefaultHelpCmd()
+	// The completion command takes its writer when it is made: the caller's stdout,
+	// not os.Stdout (Main's SetOut comes after).
+	root.SetOut(a.env.Stdout)
 	root.InitDefaultCompletionCmd()
 	typeUsageErrors(root)
 	return root
