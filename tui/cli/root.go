@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -257,7 +258,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	root := a.rootCmd(args)
 	if len(args) > 0 && args[0] == "run" {
 		if run, _, err := root.Find(args[:1]); err == nil {
-			rest, err := TorchXRunArgs(args[1:], run.Flags())
+			rest, err := TorchXRunArgs(args[1:], run.Flags(), a.knownScheduler)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "wick: %s\n", render.Escape(err.Error()))
 				jsonError(env.Stdout, args, err.Error(), ExitUsage)
@@ -292,6 +293,17 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	code = exitCodeOf(err)
 	jsonError(env.Stdout, args, oneLine(err.Error()), code)
 	return code
+}
+
+// knownScheduler returns the error of an unknown scheduler name (with "did you
+// mean"), nil for one wick has; it starts no scheduler.
+func (a *app) knownScheduler(name string) error {
+	r := a.runner()
+	if slices.Contains(r.SchedulerBackends(), name) {
+		return nil
+	}
+	_, err := r.Scheduler(name)
+	return err
 }
 
 // reraise ends wick by sig, which a verb caught to finish its output, as the signal's

@@ -182,8 +182,10 @@ var onceFlags = map[string]bool{"-s": true, "--scheduler": true, "-cfg": true, "
 // pflag cannot read) becomes --cfg; an unambiguous prefix of a long flag (--dry,
 // --parent) becomes the flag, as argparse's allow_abbrev reads it; and a flag TorchX
 // takes once (onceFlags) given twice in the same spelling is an error, as in TorchX.
-// fl is wick run's flag set: it says which flags take a value.
-func TorchXRunArgs(args []string, fl *pflag.FlagSet) ([]string, error) {
+// fl is wick run's flag set: it says which flags take a value. Every scheduler named
+// (-s X --scheduler Y names two) is checked by checkScheduler, as argparse's choices=
+// checks each.
+func TorchXRunArgs(args []string, fl *pflag.FlagSet, checkScheduler func(string) error) ([]string, error) {
 	out := append([]string(nil), args...)
 	seen := map[string]bool{}
 	for i := 0; i < len(out); i++ {
@@ -219,8 +221,24 @@ func TorchXRunArgs(args []string, fl *pflag.FlagSet) ([]string, error) {
 			}
 			seen[spelling] = true
 		}
-		if f != nil && f.NoOptDefVal == "" && !inline {
+		value := ""
+		switch {
+		case f == nil || f.NoOptDefVal != "":
+			continue
+		case !inline && i+1 < len(out):
 			i++ // its value
+			value = out[i]
+		case !inline:
+			continue // no value: pflag says so
+		case strings.HasPrefix(out[i], "--"):
+			_, value, _ = strings.Cut(out[i], "=")
+		default:
+			value = strings.TrimPrefix(out[i][2:], "=")
+		}
+		if f.Name == "scheduler" {
+			if err := checkScheduler(value); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
