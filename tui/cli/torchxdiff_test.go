@@ -589,10 +589,6 @@ func flagsExtension(argv []string, txErr string) string {
 	switch {
 	case strings.Contains(txErr, "Repeated Command Line Arguments"):
 		return "a component flag given twice: the last wins"
-	case strings.Contains(txErr, "argument -s/--scheduler: invalid choice") && slices.Contains(argv, "-s") && slices.ContainsFunc(argv, func(s string) bool {
-		return strings.HasPrefix(s, "--scheduler") && !strings.HasPrefix(s, "--scheduler_")
-	}):
-		return "-s X --scheduler Y: the last is taken, the other not checked"
 	}
 	return ""
 }
