@@ -438,9 +438,11 @@ func (a *app) warnComponentSections(conf *config.Config) {
 		if known[s.Name] || strings.Contains(s.Name, ":") { // FILE:NAME: read when run
 			continue
 		}
-		dym := spec.DidYouMean(s.Name, names)
-		if dym == "" {
-			continue
+		dym := ""
+		if s.Name != "" { // [component:] (config_test.py's "bad section") names nothing
+			if dym = spec.DidYouMean(s.Name, names); dym == "" {
+				continue
+			}
 		}
 		if external != nil {
 			if _, err := external.Find(a.ctx, s.Name); err == nil {

@@ -663,3 +663,19 @@ func TestRunFlagsDifferentialWithTorchX(t *testing.T) {
 	t.Logf("agreement: %d of %d command lines agree; %d differ as documented %v; %d differ otherwise (seed %d)",
 		agree, len(cases), n, documented, len(cases)-agree-n, seed)
 }
+
+// TestEmptyComponentSection: config_test.py:179's "bad section" [component:] is
+// skipped by TorchX; wick runs and says, once, that it names no component, with no
+// suggestion (an empty name is near every short one).
+func TestEmptyComponentSection(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(h.work, ".torchxconfig")
+	if err := os.WriteFile(path, []byte("# bad section\n[component:]\nfoo = bar\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := h.run("run", "--dryrun", "-s", "local_cwd", "utils.echo")
+	want := "wick: warning: " + path + ":2: [component:] names no component, its defaults apply to nothing\n"
+	if r.code != 0 || r.stderr != want {
+		t.Errorf("exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
+}
