@@ -62,6 +62,14 @@ def do_config(req):
     # default.
     cli_run = config.get_configs(prefix="cli", name="run", dirs=dirs)
     sched = req["scheduler"] or cli_run.get("scheduler") or get_default_scheduler_name()
+    default = not req["scheduler"] and not cli_run.get("scheduler")
+    try:
+        return do_config_on(req, dirs, sched, cli_run, default)
+    except Exception as e:  # TorchX refuses; say on which scheduler
+        return {"error": "%s: %s" % (type(e).__name__, " ".join(str(e).split())), "scheduler_default": default}
+
+
+def do_config_on(req, dirs, sched, cli_run, default):
     opts = run_opts(sched)
     cfg = opts.cfg_from_str(req.get("cfg") or "")
     config.apply(scheduler=sched, cfg=cfg, dirs=dirs)
@@ -72,7 +80,7 @@ def do_config(req):
         "cfg": {k: jsonable(v) for k, v in resolved.items() if v is not None},
         "set": set_keys,
         "cli_run": cli_run, "scheduler": sched,
-        "scheduler_default": not req["scheduler"] and not cli_run.get("scheduler"), "opts": sorted(opts._opts),
+        "scheduler_default": default, "opts": sorted(opts._opts),
         "role": role_args("utils.echo", [], defaults),
     }
 
