@@ -222,12 +222,23 @@ func (sv *supervisor) sendReaper(msg string, fd int) bool {
 		oob = unix.UnixRights(fd)
 	}
 	rc, err := sv.reaper.SyscallConn()
-	if err == nil {
+	for full := true; err == nil && full; {
+		full = false
 		_ = sv.reaper.SetWriteDeadline(time.Now().Add(reaperWriteTimeout))
 		werr := rc.Write(func(s uintptr) bool {
 			err = unix.Sendmsg(int(s), []byte(msg), oob, nil, 0)
-			return err != unix.EAGAIN && err != unix.EINTR
+			// The socket is full and nobody reads it yet: an app of more than ~56
+			// replicas fills it while they start, before the loop that would start
+			// the reaper runs. Waiting out the deadline cost every such launch a
+			// second and gave its reaper up.
+			full = err == unix.EAGAIN && sv.reaperR != nil
+			return full || (err != unix.EAGAIN && err != unix.EINTR)
 		})
+		if full {
+			sv.startReaper() // at once; it reads what is queued, and the send goes on
+			err = nil
+			continue
+		}
 		if err == nil {
 			err = werr
 		}
