@@ -609,9 +609,9 @@ func (w *Writer) syncFiles() error {
 			files = append(files, sf.f)
 		}
 	}
-	// At once: concurrent fsyncs of one file system share its journal commits, so
-	// the four files cost about one commit's wait, not four in a row (an attached
-	// run waits for them before its app's end is saved).
+	// At once: concurrent fsyncs of one file system are served together (a journal's
+	// commit, the device's flush), so the four files cost about one wait, not four
+	// in a row (an attached run waits for them before its app's end is saved).
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files[1:] {
