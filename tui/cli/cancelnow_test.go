@@ -13,6 +13,7 @@ import (
 // wick cancel --now does not wait for the grace period; a plain cancel, repeated,
 // does not shorten it.
 func TestCancelNow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dir := t.TempDir()
 	script, ready := filepath.Join(dir, "stubborn.sh"), filepath.Join(dir, "ready")

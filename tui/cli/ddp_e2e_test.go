@@ -255,6 +255,7 @@ func scriptProcs(t *testing.T, dir string) []int {
 // TestDDPTee3CrashIsNamed: dist.ddp's default --tee 3 crashes torch 1.13's torchrun on
 // Python 3.11; wick says what to do instead.
 func TestDDPTee3CrashIsNamed(t *testing.T) {
+	t.Parallel()
 	h := ddpHarness(t)
 	r := execLong(h, "run", "-s", "local_cwd", "dist.ddp", "-j", "1x1", "--script", "train.py", "--", "--epochs", "1", "--samples", "64")
 	if r.code == 0 {

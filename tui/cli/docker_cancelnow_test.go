@@ -13,6 +13,7 @@ import (
 // TERM trap would checkpoint for a minute (grace period: 10 minutes) never gets the
 // SIGTERM, and the app ends CANCELLED.
 func TestDockerCancelNow(t *testing.T) {
+	t.Parallel()
 	img := dockerImage(t)
 	h := newHarness(t)
 	r := h.exec("run", "--detach", "-s", "local_docker", "-cfg", "stop_timeout=600", "utils.sh", "--image", img, "--entrypoint", "/helper", "--", "trap")

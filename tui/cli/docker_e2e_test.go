@@ -43,6 +43,7 @@ func dockerImage(t *testing.T) string {
 // attached run to its result, status, log, list, a detached app cancelled from another
 // process, an attached run interrupted, and delete.
 func TestDockerThroughTheVerbs(t *testing.T) {
+	t.Parallel()
 	img := dockerImage(t)
 	h := newHarness(t)
 	binary := func(args ...string) []string {

@@ -100,6 +100,7 @@ func TestSignalDuringLaunchCancels(t *testing.T) {
 // wick's 16 concurrent creates, so the launch is still under way when the signal
 // lands, however loaded the machine.
 func TestSignalDuringDockerLaunchRollsBack(t *testing.T) {
+	t.Parallel()
 	const replicas = 64
 	img := dockerImage(t)
 	h := newHarness(t)

@@ -210,6 +210,7 @@ func TestDDPTwoAppsAtOnce(t *testing.T) {
 // waits for ever: the holder closes what connects, or accepts and never answers (torch's
 // store client then waits without end, with nothing in any log to say why).
 func TestDDPPortInUse(t *testing.T) {
+	t.Parallel()
 	h := multinodeHarness(t)
 	for _, c := range []struct {
 		name   string

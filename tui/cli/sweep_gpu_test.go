@@ -48,6 +48,7 @@ type replicaRun struct {
 // CUDA_VISIBLE_DEVICES of UUIDs: every replica saw one device of the pool, and no
 // two replicas that ran at the same time saw the same one.
 func TestSweepGivesEveryReplicaItsOwnGPUs(t *testing.T) {
+	t.Parallel()
 	smi := fakeSMI(t, 4)
 	uuids := []string{"GPU-48aeb943-9458-4282-da24-e5f49e0db44b", "MIG-fb42055e-9e53-5764-9278-438605a3014c",
 		"MIG-3d4db13e-c42d-5555-98f4-8b50389791bc", "MIG-de819d17-9382-56a2-b9ca-aec36c88014f"}

@@ -136,6 +136,7 @@ func states(apps []spec.AppStatus) string {
 // apps are queued; the queue goes on, never runs more than --max-parallel apps at
 // once, and every app succeeds.
 func TestSweepQueueSurvivesKill9OfLauncher(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	cmd := h.wickCmd(context.Background(), "run", "--sweep", "steps=40,41,42,43,44", "--max-parallel", "2",
 		"demo.train", "--replicas", "1", "--rate", "20", "--progress=false")
@@ -392,6 +393,7 @@ func TestSweepResumeAfterQueueKilled(t *testing.T) {
 // of a change, mid-compaction) and started again with wick sweep resume: in the end
 // every app of the sweep ran, each once; no app was lost, none launched twice.
 func TestSweepQueueKill9LosesNoApp(t *testing.T) {
+	t.Parallel()
 	const n = 40
 	h := newHarness(t)
 	r := h.exec("run", "--detach", "--sweep", "msg="+seq(n), "--max-parallel", "2", "utils.echo")
