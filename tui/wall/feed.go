@@ -19,8 +19,11 @@ import (
 // frame, so that 8 replicas at 10k lines/s cost 60 Updates a second, not 80,000.
 const (
 	// flushInterval is how long the pump gathers lines after the first of a batch:
-	// one frame at 60 fps.
-	flushInterval = 16 * time.Millisecond
+	// two frames at 60 fps, so the wall redraws at most 30 times a second while lines
+	// come. At 60 (16 ms) the wall at 16 replicas of demo.train took 3.18 CPU-s where
+	// lnav took 1.17 (2.7x); at 30, 2.23-2.60 (2.1x), paired at load 3-5
+	// (BenchmarkSoakBesideLnav): most of a frame is the renderer's diff of the screen.
+	flushInterval = 33 * time.Millisecond
 	// readChunk is how many lines a reader hands to the pump at once, as long as its
 	// iterator has more ready: one channel send per chunk, not per line.
 	readChunk = 512
