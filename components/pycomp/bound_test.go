@@ -96,6 +96,63 @@ def train() -> specs.AppDef:
 	}
 }
 
+// TestSetsidChildDiesWithTheHelper: a process the component starts in a session of
+// its own (setsid: out of the helper's process group, as a daemonizing library does)
+// dies with the helper too, where the helper has a cgroup of its own.
+func TestSetsidChildDiesWithTheHelper(t *testing.T) {
+	if probe := joinCgroup(os.Getpid()); probe == nil {
+		testkit.Missing(t, "no cgroup can be made here (cgroup v2 without delegation, or not root): the process group is all the helper has")
+	} else {
+		// The probe moved this test process; move it back where it was, then drop it.
+		if err := os.WriteFile(filepath.Join(filepath.Dir(probe.dir), "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(probe.dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	writeFile(t, filepath.Join(dir, "daemon.py"), `import os, time
+import torchx.specs as specs
+
+PIDS = `+strconv.Quote(pids)+`
+
+
+def train() -> specs.AppDef:
+    """Train."""
+    if os.fork() == 0:
+        os.setsid()
+        with open(PIDS, "a") as f:
+            f.write("%d\n" % os.getpid())
+        time.sleep(600)
+        os._exit(0)
+    while not os.path.exists(PIDS) or not open(PIDS).read().endswith("\n"):
+        time.sleep(0.01)
+    return specs.AppDef(name="daemon", roles=[specs.Role(name="t", image="i", entrypoint="echo")])
+`)
+	b := newBridge(t, dir)
+	if _, app, err := b.Materialize(context.Background(), "daemon.py:train", nil, nil); err != nil || app.Name != "daemon" {
+		t.Fatalf("materialize: %v %+v", err, app)
+	}
+	raw, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatalf("pid %q: %v", raw, err)
+	}
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
+	for !pidDead(pid) {
+		if time.Now().After(deadline) {
+			_ = killPid(pid)
+			t.Fatalf("process %d, in a session of its own, outlived the helper", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func killPid(pid int) error {
 	p, err := os.FindProcess(pid)
 	if err != nil {

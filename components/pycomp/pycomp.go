@@ -453,8 +453,13 @@ func (b *Bridge) run(ctx context.Context, op string, req []byte) (*answer, error
 			started <- err
 			return
 		}
+		// Its own cgroup where one can be made: what the component starts cannot
+		// leave it, as it can leave the process group (setsid).
+		cg := joinCgroup(cmd.Process.Pid)
 		started <- limitMemory(cmd.Process.Pid, b.memory())
-		waited <- waitKillGroup(cmd)
+		err := waitKillGroup(cmd)
+		_ = cg.killAll() // best effort: the process group was killed already
+		waited <- err
 	}()
 	if err := <-started; err != nil {
 		pw.Close()
