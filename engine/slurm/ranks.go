@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"os"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 	}
 	ctx, cancel := context.WithTimeout(ctx, causeTimeout)
 	defer cancel()
+	recorded := s.errorFiles(appID)
 	var best *ranks.Cause
 	var bestRole string
 	for _, rs := range st.Roles {
@@ -60,7 +62,7 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 				if r.State != spec.Failed || r.ExitCode == nil {
 					continue
 				}
-				if strings.HasPrefix(r.StructuredError, "{") {
+				if recorded[replicaKey{rs.Role, r.ID}] {
 					return // its error file (@record) says what failed, as on local
 				}
 				nodes = append(nodes, ranks.NodeReport{Role: rs.Role, Replica: r.ID, GroupRank: -1, Plain: true,
@@ -86,6 +88,29 @@ func shellExit(code int, ended time.Time) *ranks.Exit {
 		e.Signal = code - 128
 	}
 	return e
+}
+
+// replicaKey names a replica of an app.
+type replicaKey struct {
+	role string
+	id   int
+}
+
+// errorFiles says which replicas of the app left a torchelastic error file (an
+// @record or TORCHELASTIC_ERROR_FILE writer's): their status already holds its
+// message (applyExitFile), which is the error they name themselves.
+func (s *Scheduler) errorFiles(appID string) map[replicaKey]bool {
+	rec, err := s.loadRecord(appID)
+	if err != nil || rec == nil {
+		return nil
+	}
+	out := map[replicaKey]bool{}
+	for _, r := range rec.Replicas {
+		if fi, err := os.Stat(errorFile(r.ExitFile)); err == nil && fi.Size() > 0 {
+			out[replicaKey{r.Role, r.Replica}] = true
+		}
+	}
+	return out
 }
 
 // nodeFailures reads the end of a node's stderr file.
