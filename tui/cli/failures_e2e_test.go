@@ -98,10 +98,11 @@ func TestFailuresNamed(t *testing.T) {
 			}
 			if tc.name == "loader_killed" && !strings.Contains(r.stderr, "is killed by signal") {
 				// torch says the worker was killed from its SIGCHLD handler, while the
-				// main process waits on the worker's queue. Now and then (1 run in 15 by hand,
-				// often under the tests' load) the interpreter dies of a fatal error in that handler before it
-				// prints it: the queue's "Connection reset by peer" is then all the log
-				// holds, and the cause wick must name.
+				// main process waits on the worker's queue. Now and then (1 run in 15
+				// by hand, more often under the tests' load) that is never printed (once
+				// seen: the interpreter's fatal error in the handler): the queue's
+				// "Connection reset by peer" is then all the log holds, and the cause
+				// wick must name.
 				tc.want, tc.where = "python/0: ConnectionResetError: [Errno 104] Connection reset by peer", " in _recv"
 			}
 			if got := lastLine(r.stderr); !strings.HasPrefix(got, "wick: "+tc.want) {
