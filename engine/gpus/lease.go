@@ -3,11 +3,8 @@ package gpus
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/wick-dev/wick/engine/safefs"
 )
@@ -134,22 +131,11 @@ func (l Leases) Take(appID string, devs []string) error {
 	return nil
 }
 
-// lockDir takes dir's flock (exclusive) and returns its release; it goes with the
-// process, so one killed holding it holds it no more.
+// lockDir takes the leases directory's lock (safefs.LockDir).
 func lockDir(dir string) (func(), error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unlock, err := safefs.LockDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("lock device leases: %w", err)
 	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("lock device leases %s: %w", dir, os.NewSyscallError("flock", err))
-	}
-	return func() { unix.Close(fd) }, nil
+	return unlock, nil
 }

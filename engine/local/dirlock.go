@@ -2,9 +2,8 @@ package local
 
 import (
 	"fmt"
-	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/wick-dev/wick/engine/safefs"
 )
 
 // lockApp takes the lock of an app's directory (flock, exclusive) and returns its
@@ -15,19 +14,9 @@ import (
 // a supervisor never takes over an app judged dead. The lock goes with the process:
 // one killed holding it holds it no more.
 func lockApp(appDir string) (func(), error) {
-	fd, err := unix.Open(appDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unlock, err := safefs.LockDir(appDir)
 	if err != nil {
 		return nil, fmt.Errorf("lock app: %w", err)
 	}
-	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("lock app %s: %w", appDir, os.NewSyscallError("flock", err))
-	}
-	return func() { unix.Close(fd) }, nil
+	return unlock, nil
 }

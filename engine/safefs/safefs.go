@@ -484,3 +484,24 @@ func kind(m fs.FileMode) string {
 	}
 	return "mode " + m.String()
 }
+
+// LockDir takes dir's flock (exclusive), waiting for it, and returns its release. The
+// lock goes with the process: one killed while holding it holds it no more. dir is
+// not followed if it is a symbolic link.
+func LockDir(dir string) (func(), error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "flock", Path: dir, Err: err}
+	}
+	return func() { unix.Close(fd) }, nil
+}
