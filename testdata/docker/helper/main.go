@@ -286,9 +286,12 @@ func serve(port string, n int) int {
 // 30 s while the server starts, and prints what it hears along with its identity.
 func dial(addr string) int {
 	addr = os.ExpandEnv(addr)
-	deadline := time.Now().Add(30 * time.Second)
+	// Rank 0 by name goes through the cluster's DNS (search domains first, as
+	// resolv.conf's ndots says), which a busy 2-core test machine may answer in
+	// seconds: each try gets 5 s, all of them 90 s.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err == nil {
 			line, err := bufio.NewReader(c).ReadString('\n')
 			c.Close()
