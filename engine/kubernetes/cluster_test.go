@@ -41,11 +41,13 @@ func TestEchoTwoReplicas(t *testing.T) {
 		t.Fatalf("state %s (%s), want SUCCEEDED", st.State, st.Msg)
 	}
 	for k := range 2 {
-		got := texts(readLog(t, s, id, "echo", k, sched.LogOptions{}))
+		// The node's log of a container that just ended may lag its end by a moment
+		// (containerd writes it asynchronously): read again until it holds the line.
 		want := []string{"hello " + string(rune('0'+k)) + " $(HOME) " + id}
-		if !slices.Equal(got, want) {
-			t.Errorf("replica %d log %q, want %q", k, got, want)
-		}
+		testkit.Wait(t, 20*time.Second, fmt.Sprintf("replica %d's log line", k), func() (bool, string) {
+			got := texts(readLog(t, s, id, "echo", k, sched.LogOptions{}))
+			return slices.Equal(got, want), fmt.Sprintf("%q, want %q", got, want)
+		})
 		r := st.Roles[0].Replicas[k]
 		if r.State != spec.Succeeded || r.ExitCode == nil || *r.ExitCode != 0 {
 			t.Errorf("replica %d: %+v, want SUCCEEDED with exit 0", k, r)
