@@ -22,6 +22,12 @@ const DefaultImage = "ghcr.io/pytorch/torchx:0.8.0dev0"
 // utils.touch. Each call builds fresh values, so callers may modify them.
 func Builtins() []*Component { return builtins("") }
 
+// builtinNames are the names of the builtins, in builtins' order: what IsExternal
+// looks a name up in without making the builtins (parsing builtins/utils.yaml was a
+// tenth of the CPU of a `wick run` before it forks the supervisor, and FindContext
+// parses it again). TestBuiltinNames keeps it in step with builtins.
+var builtinNames = []string{"demo.train", "dist.ddp", "dist.spmd", "utils.binary", "utils.copy", "utils.echo", "utils.python", "utils.sh", "utils.touch"}
+
 // builtins makes the builtins; demo.train runs the wick binary self ("" for
 // os.Executable()).
 func builtins(self string) []*Component {

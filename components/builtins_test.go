@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -432,4 +433,15 @@ func mustParse(t *testing.T, c *Component, argv []string) Args {
 		t.Fatalf("%s %v: %v", c.Name, argv, err)
 	}
 	return a
+}
+
+// TestBuiltinNames: the names IsExternal knows the builtins by are the builtins'.
+func TestBuiltinNames(t *testing.T) {
+	var names []string
+	for _, c := range builtins("") {
+		names = append(names, c.Name)
+	}
+	if !slices.Equal(names, builtinNames) {
+		t.Errorf("builtinNames %q, the builtins are %q", builtinNames, names)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wick-dev/wick/engine/spec"
@@ -66,10 +67,8 @@ func IsExternal(name string, opts FindOptions) bool {
 	if _, _, ok := splitFileName(name); ok {
 		return false
 	}
-	for _, c := range opts.builtins() {
-		if c.Name == name {
-			return false
-		}
+	if slices.Contains(builtinNames, name) {
+		return false
 	}
 	var errs []error
 	for _, file := range searchFiles(opts.Dirs, &errs) {

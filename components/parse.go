@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/spf13/pflag"
@@ -403,12 +404,12 @@ func (c *Component) longArg(argv []string, i int) (toks []string, skip int, err 
 
 // negativeNumber is argparse's _negative_number_matcher: such a token is a value, not a
 // flag (no parameter of a component looks like a negative number).
-var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
+var negativeNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`) })
 
 // looksLikeFlag is argparse's test of whether a token is an option rather than a value:
 // it starts with '-', is not '-' alone nor a negative number, and holds no space.
 func looksLikeFlag(tok string) bool {
-	return len(tok) > 1 && tok[0] == '-' && !negativeNumber.MatchString(tok) && !strings.Contains(tok, " ")
+	return len(tok) > 1 && tok[0] == '-' && !negativeNumber().MatchString(tok) && !strings.Contains(tok, " ")
 }
 
 // dashHint tells how to give a value that starts with '-', when the token after flag

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -116,7 +117,7 @@ func entryValue(v any) (any, error) {
 }
 
 // commentValue is a `key = #...` line: a color left unquoted, read as a comment.
-var commentValue = regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=\s*#`)
+var commentValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([A-Za-z0-9_-]+)\s*=\s*#`) })
 
 // decodeError is go-toml's error as one line that starts with the line number.
 func decodeError(data string, err error) error {
@@ -127,7 +128,7 @@ func decodeError(data string, err error) error {
 	row, col := de.Position()
 	lines := strings.Split(data, "\n")
 	if row >= 1 && row <= len(lines) {
-		if m := commentValue.FindStringSubmatch(lines[row-1]); m != nil {
+		if m := commentValue().FindStringSubmatch(lines[row-1]); m != nil {
 			return fmt.Errorf("line %d: %s: missing value ('#' starts a comment: quote colors, e.g. \"#7aa2f7\")", row, m[1])
 		}
 	}

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"time"
@@ -11,22 +10,12 @@ import (
 	"github.com/wick-dev/wick/engine/spec"
 )
 
-const (
-	// alertEvery is how often the UI lists the apps to tell an app that ended or
-	// raised an alarm while the user looked elsewhere (the wall of another app).
-	alertEvery = 5 * time.Second
-	// alertListWait bounds that listing.
-	alertListWait = 10 * time.Second
-)
-
-// alertsMsg is a listing for the alerts, numbered by when it began.
-type alertsMsg struct {
-	apps []spec.AppStatus
-	// ok says every scheduler answered: an app missing from a partial listing is
-	// not gone, nor one back in the next new.
-	ok bool
-	at time.Time
-}
+// alertEvery is how often the alerts want a listing of the apps, to tell an app that
+// ended or raised an alarm while the user looked elsewhere (the wall of another app).
+// They take the app list's listings (one each tick while the list is on top), and
+// when none came for alertEvery they ask the list for one: one listing serves both
+// (on Slurm one squeue).
+const alertEvery = 5 * time.Second
 
 // seenApp is what the alerts knew of an app at the last listing.
 type seenApp struct {
@@ -34,61 +23,75 @@ type seenApp struct {
 	alarm bool
 }
 
-// alertState is the alerts' memory: the apps as last listed, and whether a listing is
-// under way.
+// alertState is the alerts' memory: the apps as last listed, and when.
 type alertState struct {
-	seen    map[string]seenApp
-	polling bool
-	last    time.Time
-	// since is when the listing seen was begun: an app first listed after it and
-	// created after it is new, not merely one a scheduler that was down left out.
-	since time.Time
+	seen map[string]seenApp
+	// seq is the number of the app list's listing last taken (apps.Model.Listing).
+	seq int
+	// asked is when (by the ticks' clock) a listing was last asked for or taken;
+	// tick the time of the last tick.
+	asked, tick time.Time
 }
 
-// pollAlerts starts a listing for the alerts when one is due (none under way, the
-// last alertEvery ago) and alerts are on.
+// pollAlerts asks the app list for a listing when none came for alertEvery and
+// alerts are on.
 func (m *Model) pollAlerts(now time.Time) tea.Cmd {
-	if m.alerts.Notify == "off" || len(m.alerts.When) == 0 || m.alert.polling || now.Sub(m.alert.last) < alertEvery {
+	m.alert.tick = now
+	if !m.alertsOn() || now.Sub(m.alert.asked) < alertEvery {
 		return nil
 	}
-	m.alert.polling, m.alert.last = true, now
-	b, parent := m.ctx.Backend, m.ctx.Ctx
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(parent, alertListWait)
-		defer cancel()
-		apps, errs := b.List(ctx, "")
-		return alertsMsg{apps: apps, ok: len(errs) == 0, at: now}
+	m.alert.asked = now
+	return m.home.Refresh()
+}
+
+func (m *Model) alertsOn() bool {
+	return m.alerts.Notify != "off" && len(m.alerts.When) > 0
+}
+
+// checkAlerts takes the app list's listing if it is one the alerts have not seen.
+func (m *Model) checkAlerts() tea.Cmd {
+	if !m.alertsOn() {
+		return nil
 	}
+	apps, seq := m.home.Listing()
+	if seq == m.alert.seq {
+		return nil
+	}
+	m.alert.seq = seq
+	m.alert.asked = m.alert.tick
+	return m.takeAlerts(apps)
 }
 
 // takeAlerts compares a listing with the last one and tells what changed that the
 // user asked to hear of: an app that ended (failed), an alarm raised. The first
 // listing only sets what is known: what had happened before the UI started is old
-// news. An app launched and ended between two listings is told too.
-func (m *Model) takeAlerts(msg alertsMsg) tea.Cmd {
-	m.alert.polling = false
-	if !msg.ok {
-		return nil
-	}
+// news. An app launched and ended between two listings is told too. A scheduler that
+// does not answer silences none of the others (a user without Docker heard of no app's
+// end, ever: the local_docker line was on every listing): an app it left out and
+// lists again is not new (NewSince).
+func (m *Model) takeAlerts(apps []spec.AppStatus) tea.Cmd {
 	first := m.alert.seen == nil
-	seen := make(map[string]seenApp, len(msg.apps))
+	seen := make(map[string]seenApp, len(apps))
 	var news []string
-	for i := range msg.apps {
-		a := &msg.apps[i]
+	for i := range apps {
+		a := &apps[i]
 		if a.Foreign {
 			continue
 		}
 		now := seenApp{state: a.State, alarm: a.Hang != nil || m.home.Alarms(a.Handle) > 0}
 		seen[a.Handle] = now
 		was, ok := m.alert.seen[a.Handle]
-		if first || !ok && !a.Created.After(m.alert.since) {
+		// An app first listed is new if created after the listing of its scheduler
+		// before began, not merely one a scheduler that was down left out. (Each
+		// scheduler is listed on its own: another's listing taken since says nothing.)
+		if first || !ok && !a.Created.After(m.home.NewSince(a.Handle)) {
 			continue // known before the UI looked
 		}
 		if e := m.alertOf(a, was, ok, now); e != "" {
 			news = append(news, e)
 		}
 	}
-	m.alert.seen, m.alert.since = seen, msg.at
+	m.alert.seen = seen
 	if len(news) == 0 {
 		return nil
 	}

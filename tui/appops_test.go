@@ -34,7 +34,8 @@ func TestRelaunchAsksAndEditsOpenTheFilledForm(t *testing.T) {
 
 	d := newDriver(t, e.opts, 120, 32)
 	d.send(tick())
-	d.contains("▸ "+h, "2 apps")
+	d.selected(h)
+	d.contains("2 apps")
 	d.keys("r")
 	d.contains("Relaunch " + h + " as is?")
 	d.keys("n")
@@ -66,7 +67,7 @@ func TestRelaunchAsksAndEditsOpenTheFilledForm(t *testing.T) {
 	d.contains("3 apps")
 
 	d.keys("G") // the oldest: the AppDef
-	d.contains("▸ " + appdef)
+	d.selected(appdef)
 	d.keys("e")
 	d.contains("its component and arguments are not known")
 	d.lacks("Arguments")
@@ -79,9 +80,10 @@ func TestBulkMarkCancelDeleteAndDeleteFinished(t *testing.T) {
 	e := newEnv(t)
 	s := seed(e) // newest first: serve RUNNING, sh FAILED, train RUNNING, echo, eval
 	d := newDriver(t, e.opts, 120, 24)
-	d.contains("▸ " + s.serve)
+	d.selected(s.serve)
 	d.keys("space", "space")
-	d.contains("2 marked", "● serve", "● sh", "▸ "+s.train)
+	d.contains("2 marked", "● serve", "● sh")
+	d.selected(s.train)
 	d.lacks("● train")
 	d.keys("esc")
 	d.contains("unmarked every app")

@@ -19,7 +19,7 @@ func TestBulkCancelShowsProgress(t *testing.T) {
 	img := scopeImage(t)
 	reg := &sched.Registry{}
 	local.Register(reg)
-	docker.Register(reg)
+	reg.Register(docker.Name, docker.New)
 	e := newEnvWith(t, envConfig{reg: reg})
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()

@@ -255,7 +255,9 @@ var (
 	// replicaPID matches the PID of a row of the describe view's replica table
 	// (REPLICA STATE EXIT RESTARTS PID ...), padding included.
 	// usageCell is a running app's CPU and RSS in the app list (or a replica's in a
-	// status table): real processes' figures.
+	// status table): real processes' figures. The list right-aligns them in a cell of
+	// fixed width, so what stands for them is right-aligned where they were: 0% and
+	// 12% read alike.
 	usageCell  = regexp.MustCompile(`\b\d+% +\d+(?:\.\d+)?(?:B|KiB|MiB|GiB|TiB|PiB|EiB)\b`)
 	replicaPID = regexp.MustCompile(`(?m)^(\S+/\d+ +[A-Z]+ +\S+ +\d+ +)(\d+ *)`)
 )
@@ -282,7 +284,9 @@ func plain(s string) string {
 	s = dateTime.ReplaceAllString(s, "YYYY-MM-DD hh:mm:ss")
 	s = clockTime.ReplaceAllString(s, "hh:mm:ss")
 	s = shortDur.ReplaceAllStringFunc(s, func(m string) string { return keepWidth(m, "DUR") })
-	s = usageCell.ReplaceAllStringFunc(s, func(m string) string { return keepWidth(m, "CPU RSS") })
+	s = usageCell.ReplaceAllStringFunc(s, func(m string) string {
+		return strings.Repeat(" ", max(0, len(m)-len("CPU RSS"))) + "CPU RSS"
+	})
 	s = replicaPID.ReplaceAllStringFunc(s, func(m string) string {
 		g := replicaPID.FindStringSubmatch(m)
 		return g[1] + keepWidth(g[2], "PID")
@@ -317,6 +321,25 @@ func (d *driver) contains(want ...string) {
 			d.t.Fatalf("screen lacks %q:\n%s", w, d.raw())
 		}
 	}
+}
+
+// selected fails unless the selected row (the one marked ▸) is the app of handle: the
+// list writes the handle whole, or as SCHED and APP ID where the columns need the room
+// (a failed app's ERROR column), so the row is matched by the app id. A part of an id
+// ("old-04-") matches too.
+func (d *driver) selected(handle string) {
+	d.t.Helper()
+	id := handle[strings.LastIndex(handle, "/")+1:]
+	scr := d.raw()
+	for _, l := range strings.Split(scr, "\n") {
+		if strings.HasPrefix(l, "▸ ") {
+			if !strings.Contains(l, id) {
+				d.t.Fatalf("the selected row is not %s's:\n%s", handle, scr)
+			}
+			return
+		}
+	}
+	d.t.Fatalf("no row selected (want %s):\n%s", handle, scr)
 }
 
 // lacks fails if the screen shows any of these.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +248,49 @@ func TestAlertWhenAnAppEnds(t *testing.T) {
 	d.send(common.TickMsg{Time: t0.Add(6 * time.Second)})
 	d.contains(e.handle(h).AppID + " SUCCEEDED")
 	d.lacks(e.handle(old).AppID + " FAILED")
+}
+
+// listCounter counts the listings of local_cwd asked of the engine (the list lists
+// each scheduler on its own: one of them stands for all).
+type listCounter struct {
+	common.Backend
+	n atomic.Int32
+}
+
+func (c *listCounter) List(ctx context.Context, scheduler string) ([]spec.AppStatus, []error) {
+	if scheduler == "local_cwd" || scheduler == "" {
+		c.n.Add(1)
+	}
+	return c.Backend.List(ctx, scheduler)
+}
+
+// TestAlertsTakeTheListsListing: the alerts list no apps of their own (on Slurm each
+// listing is an squeue): with the app list on top they take its listing of each tick,
+// and elsewhere they ask it for one every 5 s, which also keeps it fresh.
+func TestAlertsTakeTheListsListing(t *testing.T) {
+	e := newEnv(t)
+	e.opts.SettingsPath = filepath.Join(t.TempDir(), "wick", "config.toml")
+	writeFile(t, e.opts.SettingsPath, "[alerts]\nwhen = [\"ended\"]\n")
+	c := &listCounter{Backend: e.opts.Runner}
+	e.opts.Runner = c
+	d := newDriver(t, e.opts, 140, 24)
+	t0 := time.Now()
+	start := c.n.Load() // the list's first listing
+	for i := range 10 {
+		d.send(common.TickMsg{Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	if n := c.n.Load() - start; n != 10 {
+		t.Errorf("10 ticks with the list on top listed %d times, want 10 (the list's own)", n)
+	}
+	h := e.launch(shApp("fresh", "true", 1))
+	e.wait(h)
+	d.keys("n") // elsewhere: the picker
+	start = c.n.Load()
+	for i := 10; i < 21; i++ {
+		d.send(common.TickMsg{Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	if n := c.n.Load() - start; n != 2 {
+		t.Errorf("11 ticks elsewhere listed %d times, want 2 (5 s after the last, at 9 s: at 14 s and 19 s)", n)
+	}
+	d.contains(e.handle(h).AppID + " SUCCEEDED")
 }

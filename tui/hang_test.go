@@ -25,7 +25,7 @@ func TestWallHeaderShowsHang(t *testing.T) {
 	d := newDriver(t, e.opts, 160, 40)
 	d.async = true // the wall follows a running app: its reads return as lines come
 	d.send(tick())
-	d.contains("▸ " + h)
+	d.selected(h)
 	d.keys("l")
 	d.waitScreen("step 2 loss 2.4")
 	deadline := time.Now().Add(testkit.Scale(cmdTimeout))

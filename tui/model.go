@@ -127,7 +127,7 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &common.Context{
-		Ctx: ctx, Backend: opts.Runner, Config: onEndConfig{conf, settings.Alerts.OnEnd}, Components: opts.Components, Find: opts.Find,
+		Ctx: ctx, Backend: opts.Runner, Config: alertsConfig{conf, settings.Alerts}, Components: opts.Components, Find: opts.Find,
 		DefaultScheduler: opts.DefaultScheduler, Workspace: opts.Workspace,
 		Theme: theme, Actions: actions, Now: now,
 	}
@@ -212,7 +212,11 @@ func (m *Model) active() common.View { return m.stack[len(m.stack)-1] }
 // the view that asked, navigation requests to the stack.
 func (m *Model) Update(msg tea.Msg) (_ tea.Model, cmd tea.Cmd) {
 	defer m.recover()
-	return m, m.update(msg)
+	cmd = m.update(msg)
+	if alert := m.checkAlerts(); alert != nil {
+		cmd = tea.Batch(cmd, alert)
+	}
+	return m, cmd
 }
 
 // recover turns a panic of a view into an error in the status line: the UI goes on,
@@ -254,8 +258,6 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			m.notice = ""
 		}
 		return tea.Batch(m.active().Update(msg), m.nextTick(), m.pollAlerts(msg.Time))
-	case alertsMsg:
-		return m.takeAlerts(msg)
 	case tea.KeyPressMsg:
 		return m.key(msg)
 	case tea.MouseMsg:

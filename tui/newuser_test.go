@@ -93,7 +93,7 @@ func TestDeleteForgetsWallLayout(t *testing.T) {
 
 	d := newDriver(t, e.opts, 120, 24)
 	d.send(tick())
-	d.contains("▸ " + h)
+	d.selected(h)
 	d.keys("D")
 	d.contains("Delete " + h + "?")
 	d.keys("y")
@@ -128,8 +128,10 @@ func TestHelpOverlayScrollsAndKeepsDescriptions(t *testing.T) {
 	d := newDriver(t, e.opts, 80, 24)
 	d.keys("?")
 	// Descriptions wider than their column wrap: their ends are there.
-	d.contains("This view (apps)", "sort by next column", "duration, cpu, rss)", "unmarks)", "scroll (1-")
+	d.contains("This view (apps)", "mark / unmark", "unmarks)", "scroll (1-")
 	d.lacks("command palette") // below the fold
+	d.keys("pgdown")
+	d.contains("sort by next column", "duration, cpu, rss)")
 	d.keys("G")
 	d.contains("command palette")
 	if m := regexp.MustCompile(`scroll \(\d+-(\d+) of (\d+)\)`).FindStringSubmatch(d.screen()); m == nil || m[1] != m[2] {

@@ -285,7 +285,14 @@ func (c *confirm) view(m *Model) string {
 	t := m.ctx.Theme
 	yes, _ := m.ctx.Actions.Get(actYes, kindConfirm)
 	no, _ := m.ctx.Actions.Get(actNo, kindConfirm)
-	return t.Box.Render(t.Warning.Render(c.prompt) + "\n\n" +
+	// The question is folded to the screen (a box of it, border and padding, and a
+	// column either side): a cancel's handle alone is 40 columns, and a box wider than
+	// the screen was cut, question and border, at 80 columns.
+	prompt := c.prompt
+	if w := m.width - 8; w > 0 && ansi.StringWidth(prompt) > w {
+		prompt = ansi.Wrap(prompt, w, "")
+	}
+	return t.Box.Render(t.Warning.Render(prompt) + "\n\n" +
 		t.HelpKey.Render(keysOf(yes)) + " " + t.HelpDesc.Render("yes") + "   " +
 		t.HelpKey.Render(keysOf(no)) + " " + t.HelpDesc.Render("no"))
 }

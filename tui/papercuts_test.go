@@ -28,7 +28,8 @@ func TestRelaunchOfARelaunchKeepsItsCall(t *testing.T) {
 
 	d := newDriver(t, e.opts, 120, 32)
 	d.send(tick())
-	d.contains("▸ "+h, "1 app")
+	d.selected(h)
+	d.contains("1 app")
 	d.keys("r")
 	d.contains("Relaunch " + h + " as is?")
 	d.keys("y")

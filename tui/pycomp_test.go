@@ -148,7 +148,7 @@ def my_trainer(foo: int, bar: str = "mnist") -> specs.AppDef:
 
 	d := newDriver(t, e.opts, 120, 32)
 	d.send(tick())
-	d.contains("▸ " + h)
+	d.selected(h)
 	d.keys("e")
 	d.contains("my_trainer", "│3", "bar")
 	before := count()

@@ -52,7 +52,7 @@ func TestListShowsThisHomesDockerAppsByDefault(t *testing.T) {
 	img := scopeImage(t)
 	reg := &sched.Registry{}
 	local.Register(reg)
-	docker.Register(reg)
+	reg.Register(docker.Name, docker.New)
 	e := newEnvWith(t, envConfig{reg: reg})
 	other := runner.New(reg, sched.Config{Session: spec.DefaultSession, StateDir: t.TempDir(), WorkDir: t.TempDir()})
 	t.Cleanup(func() { _ = other.Close() })

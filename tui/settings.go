@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/metrics"
 	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/spec"
@@ -38,8 +39,9 @@ import (
 //	[alerts]                   # while the UI runs: when an app of this home ends
 //	when = ["failed", "alarm"] # (ended, failed, alarm) say so by
 //	notify = "bell"            # bell, osc9, osc777 or off
-//	on_end = "notify-send $WICK_APP_ID" # the on_end run option's default: run by
-//	                           # the app's supervisor when it ends, UI or not
+//	on_end = "notify-send $WICK_APP_ID" # the on_end run option's default: run
+//	                           # when the app ends, UI or not
+//	on_alarm = "notify-send \"$WICK_ALARM\"" # on_alarm's: run on an alarm
 type Settings struct {
 	// Theme names the theme; "" or "auto" picks dark or light from the terminal.
 	Theme string
@@ -68,9 +70,12 @@ type Alerts struct {
 	// Notify is how: "bell" (BEL), "osc9" (a desktop notification: iTerm2, kitty,
 	// WezTerm, Windows Terminal), "osc777" (urxvt, foot, Ghostty), or "off".
 	Notify string
-	// OnEnd is the default of the local schedulers' on_end run option: a shell
-	// command the app's supervisor runs when the app ends, UI or not.
+	// OnEnd is the default of the on_end run option: a shell command run when the
+	// app ends, UI or not (engine/alerts).
 	OnEnd string
+	// OnAlarm is the default of the on_alarm run option: a shell command run when
+	// the app raises an alarm, UI or not.
+	OnAlarm string
 }
 
 // The events and the ways of [alerts].
@@ -83,35 +88,35 @@ var (
 // maxUserCommand bounds a user command's length.
 const maxUserCommand = 4096
 
-// OptOnEnd is the run option [alerts] on_end sets the default of (local_cwd's and
-// local_dir's on_end).
-const OptOnEnd = "on_end"
-
-// WithOnEnd is cfg with on_end set to onEnd when the scheduler has that run option
-// (opts) and neither -cfg nor .torchxconfig set it.
-func WithOnEnd(cfg spec.Cfg, opts spec.RunOpts, onEnd string) spec.Cfg {
-	if onEnd == "" {
-		return cfg
+// WithAlerts is cfg with [alerts] on_end and on_alarm as the defaults of the
+// scheduler's run options of those names (opts): what -cfg or .torchxconfig set wins.
+func WithAlerts(cfg spec.Cfg, opts spec.RunOpts, a Alerts) spec.Cfg {
+	for k, v := range map[string]string{alerts.OptOnEnd: a.OnEnd, alerts.OptOnAlarm: a.OnAlarm} {
+		if v == "" {
+			continue
+		}
+		if _, set := cfg[k]; set || !slices.ContainsFunc(opts, func(o spec.RunOpt) bool { return o.Name == k }) {
+			continue
+		}
+		cfg = cfg.Merge(spec.Cfg{k: v})
 	}
-	if _, set := cfg[OptOnEnd]; set || !slices.ContainsFunc(opts, func(o spec.RunOpt) bool { return o.Name == OptOnEnd }) {
-		return cfg
-	}
-	return cfg.Merge(spec.Cfg{OptOnEnd: onEnd})
+	return cfg
 }
 
-// onEndConfig is the UI's Config with [alerts] on_end as the default of on_end.
-type onEndConfig struct {
+// alertsConfig is the UI's Config with [alerts] on_end and on_alarm as the defaults
+// of the run options of those names.
+type alertsConfig struct {
 	common.Config
-	onEnd string
+	alerts Alerts
 }
 
-// RunOpts is the Config's run options with on_end defaulted.
-func (c onEndConfig) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) {
+// RunOpts is the Config's run options with on_end and on_alarm defaulted.
+func (c alertsConfig) RunOpts(scheduler string, opts spec.RunOpts) (spec.Cfg, error) {
 	cfg, err := c.Config.RunOpts(scheduler, opts)
 	if err != nil {
 		return cfg, err
 	}
-	return WithOnEnd(cfg, opts, c.onEnd), nil
+	return WithAlerts(cfg, opts, c.alerts), nil
 }
 
 // UserConfigDir is the user's configuration directory: $XDG_CONFIG_HOME, else
@@ -282,14 +287,19 @@ func (a *Alerts) set(e themes.Entry) error {
 			return fmt.Errorf("notify must be one of %s", strings.Join(alertNotify, ", "))
 		}
 		a.Notify = v
-	case "on_end":
+	case "on_end", "on_alarm":
 		v, ok := e.Value.(string)
 		if !ok || len(v) > maxUserCommand || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("on_end must be a shell command in a string, e.g. on_end = 'notify-send \"$WICK_APP_ID $WICK_STATE\"'")
+			return fmt.Errorf("%s must be a shell command in a string, e.g. %s = 'notify-send \"$WICK_APP_ID $WICK_STATE\"'", e.Key, e.Key)
 		}
-		a.OnEnd = v
+		if e.Key == "on_end" {
+			a.OnEnd = v
+		} else {
+			a.OnAlarm = v
+		}
 	default:
-		return fmt.Errorf("unknown key %q in [alerts] (want when, notify or on_end)%s", e.Key, spec.DidYouMean(e.Key, []string{"when", "notify", "on_end"}))
+		keys := []string{"when", "notify", "on_end", "on_alarm"}
+		return fmt.Errorf("unknown key %q in [alerts] (want when, notify, on_end or on_alarm)%s", e.Key, spec.DidYouMean(e.Key, keys))
 	}
 	return nil
 }

@@ -96,7 +96,8 @@ func TestNoColor(t *testing.T) {
 			t.Fatalf("NO_COLOR screen has color %q:\n%q", seq, scr)
 		}
 	}
-	d.contains("▸ "+s.serve, "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
+	d.selected(s.serve)
+	d.contains("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 
 	// A theme that does not exist is refused under NO_COLOR too, not only once the
 	// colours come back.

@@ -1,8 +1,13 @@
 package tui_test
 
 import (
+	"image/color"
 	"strings"
 	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // TestSweepFromTheForm: in the argument form, ctrl+g turns an argument into a list
@@ -85,4 +90,40 @@ func TestSweepScriptFlagsFromTheForm(t *testing.T) {
 	d.keys("esc")
 	d.keys("ctrl+g") // on the flags' field: none swept any more
 	d.lacks("-- sweep flags", "max parallel")
+}
+
+// TestSweepPreviewFollowsTheTheme: the sweep's preview is drawn again in the new
+// theme when the terminal's background changes, as the dry run's preview is; before,
+// it kept the colors it was planned in until the user left it.
+func TestSweepPreviewFollowsTheTheme(t *testing.T) {
+	e := newEnv(t)
+	opts := e.opts
+	opts.Theme = "auto"
+	d := newDriver(t, opts, 160, 48)
+	openForm(d, "utils.echo")
+	d.focus("msg", "tab")
+	d.keys("ctrl+g")
+	d.typ("a,b")
+	d.keys("enter")
+	d.waitScreen("=== SWEEP sweep-")
+	dark := d.m.Screen()
+	d.send(tea.BackgroundColorMsg{Color: color.White})
+	testkit.Wait(t, cmdTimeout, "the sweep preview drawn in the light theme", func() (bool, string) {
+		d.send(tick())
+		light := d.m.Screen()
+		// The frame around it follows the theme at once; the grid's own lines only
+		// once the preview rendered them again.
+		return grid(light) != grid(dark), light
+	})
+	d.contains("=== SWEEP sweep-")
+}
+
+// grid is the sweep preview's grid as drawn, colors included: from its title to its
+// first app's plan.
+func grid(screen string) string {
+	i, j := strings.Index(screen, "SWEEP sweep-"), strings.Index(screen, "APP 1 OF")
+	if i < 0 || j < i {
+		return ""
+	}
+	return screen[i:j]
 }

@@ -27,7 +27,7 @@ while time.time() < end:
 	d := newDriver(t, e.opts, 160, 20)
 	d.waitScreen("CPU/RSS")
 
-	cell := regexp.MustCompile(`burn\s+RUNNING\s+2/2\s.*\s(\d+)% (\d+(?:\.\d+)?)MiB`)
+	cell := regexp.MustCompile(`burn\s+RUNNING\s+2/2\s.*\s(\d+)% +(\d+(?:\.\d+)?)MiB`)
 	deadline := time.Now().Add(testkit.Scale(cmdTimeout))
 	for {
 		if m := cell.FindStringSubmatch(d.raw()); m != nil {

@@ -26,12 +26,13 @@ import (
 	"github.com/docker/go-connections/sockets"
 	"github.com/moby/moby/client"
 
+	"github.com/wick-dev/wick/engine/docker/front"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Name is the scheduler's registry name.
-const Name = "local_docker"
+const Name = front.Name
 
 // Label keys set on every container wick creates. The dev.wick.* keys are what wick
 // reads back; the torchx.pytorch.org/* keys are TorchX's, so that torchx's own tools
@@ -57,28 +58,21 @@ const (
 	LabelTorchXReplicaID = "torchx.pytorch.org/replica-id"
 )
 
-// Run option names.
+// Run option names and their defaults: front's (wick knows them without the helper).
 const (
-	OptCopyEnv     = "copy_env"
-	OptEnv         = "env"
-	OptPrivileged  = "privileged"
-	OptImageRepo   = "image_repo"
-	OptNetwork     = "network"
-	OptShmSize     = "shm_size"
-	OptQuiet       = "quiet"
-	OptStopTimeout = "stop_timeout"
-	// OptPublishPorts publishes port_map on the host's loopback address.
-	OptPublishPorts = "publish_ports"
-	// OptLogOpts are options of the containers' json-file log.
-	OptLogOpts = "log_opts"
-)
-
-// Defaults of the run options.
-const (
-	DefaultNetwork     = "wick"
-	DefaultStopTimeout = 10
-	// DefaultImageRepo names workspace images when image_repo is not set.
-	DefaultImageRepo = "wick-workspace"
+	OptCopyEnv         = front.OptCopyEnv
+	OptEnv             = front.OptEnv
+	OptPrivileged      = front.OptPrivileged
+	OptImageRepo       = front.OptImageRepo
+	OptNetwork         = front.OptNetwork
+	OptShmSize         = front.OptShmSize
+	OptQuiet           = front.OptQuiet
+	OptStopTimeout     = front.OptStopTimeout
+	OptPublishPorts    = front.OptPublishPorts
+	OptLogOpts         = front.OptLogOpts
+	DefaultNetwork     = front.DefaultNetwork
+	DefaultStopTimeout = front.DefaultStopTimeout
+	DefaultImageRepo   = front.DefaultImageRepo
 )
 
 // ErrUnreachable is wrapped when the Docker Engine cannot be reached.
@@ -121,22 +115,8 @@ func New(cfg sched.Config) (sched.Scheduler, error) {
 // Name returns "local_docker".
 func (s *Scheduler) Name() string { return Name }
 
-// RunOpts lists the options of local_docker: TorchX's (copy_env, env, privileged,
-// image_repo, quiet) plus network, shm_size, publish_ports, log_opts and stop_timeout.
-func (s *Scheduler) RunOpts() spec.RunOpts {
-	return spec.RunOpts{
-		{Name: OptCopyEnv, Type: spec.OptList, Help: "glob patterns (fnmatch) of host environment variables to copy into the containers, e.g. FOO_*,AWS_*"},
-		{Name: OptEnv, Type: spec.OptMap, Help: "environment variables to set in every container, written K1:v1,K2:v2 (applied after copy_env, before the role's env)"},
-		{Name: OptPrivileged, Type: spec.OptBool, Default: false, Help: "run the containers privileged (docker run --privileged)"},
-		{Name: OptImageRepo, Type: spec.OptString, Help: "repository of the images built from a workspace (default " + DefaultImageRepo + "); they are tagged by content"},
-		{Name: OptNetwork, Type: spec.OptString, Default: DefaultNetwork, Help: "user-defined bridge network the containers join (created when missing); replicas reach each other by container name on it"},
-		{Name: OptShmSize, Type: spec.OptString, Help: "size of /dev/shm in each container, e.g. 2g or 512m (default: the role's memMB, as in TorchX; without one, the Engine's 64m)"},
-		{Name: OptPublishPorts, Type: spec.OptBool, Default: false, Help: "publish each role's port_map on the host's 127.0.0.1 (replica 0 on the port itself, others on ephemeral ports); off, replicas reach each other by name on the network only, as in TorchX"},
-		{Name: OptLogOpts, Type: spec.OptMap, Help: "options of the containers' json-file log, written max-size:100m,max-file:3 (default: none, and the log is never rotated, so that every line stays readable until the app is deleted; the Engine's follow skips and repeats lines where it rotates a log)"},
-		{Name: OptQuiet, Type: spec.OptBool, Default: false, Help: "do not report the steps of workspace image builds"},
-		{Name: OptStopTimeout, Type: spec.OptInt, Default: DefaultStopTimeout, Help: "seconds a cancelled replica gets between SIGTERM and SIGKILL; 0 to 86400"},
-	}
-}
+// RunOpts lists the options of local_docker (front.RunOpts).
+func (s *Scheduler) RunOpts() spec.RunOpts { return front.RunOpts() }
 
 // Close releases the Engine connection. Running containers are left alone.
 func (s *Scheduler) Close() error {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -44,7 +45,7 @@ func (s *Scheduler) endedDir() string {
 }
 
 // validID reports whether id is a container id (hex), safe as a file name.
-var validID = regexp.MustCompile(`^[0-9a-f]{12,64}$`)
+var validID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{12,64}$`) })
 
 // exitedCode reads the exit code of the Engine's list status "Exited (137) 2 hours
 // ago"; false when the status says none.
@@ -70,7 +71,7 @@ func ended(sum container.Summary) bool {
 // false when it does not.
 func (s *Scheduler) cachedReplica(r *replica) bool {
 	dir := s.endedDir()
-	if dir == "" || !ended(r.sum) || !validID.MatchString(r.sum.ID) {
+	if dir == "" || !ended(r.sum) || !validID().MatchString(r.sum.ID) {
 		return false
 	}
 	b, err := readBounded(filepath.Join(dir, r.sum.ID+".json"))
@@ -96,7 +97,7 @@ func (s *Scheduler) cachedReplica(r *replica) bool {
 // a cache that cannot be written is only slower.
 func (s *Scheduler) keepReplica(r *replica) {
 	dir := s.endedDir()
-	if dir == "" || r.info == nil || r.info.State == nil || !ended(r.sum) || !validID.MatchString(r.sum.ID) ||
+	if dir == "" || r.info == nil || r.info.State == nil || !ended(r.sum) || !validID().MatchString(r.sum.ID) ||
 		string(r.info.State.Status) != string(r.sum.State) {
 		return
 	}
@@ -128,7 +129,7 @@ func (s *Scheduler) forgetReplicas(ids ...string) {
 		return
 	}
 	for _, id := range ids {
-		if validID.MatchString(id) {
+		if validID().MatchString(id) {
 			_ = os.Remove(filepath.Join(dir, id+".json"))
 		}
 	}

@@ -187,6 +187,11 @@ func (s *Scheduler) roleCause(ctx context.Context, role spec.Role, rs spec.RoleS
 	if ok && c.Rank < 0 && len(c.Traceback) == 0 && strings.HasPrefix(c.What, "rendezvous port ") {
 		return c, true
 	}
+	// A worker killed by SIGKILL in a container the kernel's OOM killer acted in
+	// (its memory limit, memMB): the OOM killer killed it.
+	if r := byKey[rs.Role+"/"+strconv.Itoa(c.Replica)]; ok && c.What == "killed by SIGKILL" && r != nil && r.info != nil && r.info.State != nil && r.info.State.OOMKilled {
+		c.What = "killed by the kernel's OOM killer (SIGKILL)"
+	}
 	// The oldest worker's error file, when there is one, as on local.
 	if fc, fok := errorFileCause(nodes, oldest); fok {
 		return fc, true

@@ -32,6 +32,9 @@ type Request struct {
 	Containers []Container `json:"containers"`
 	// Warnings are things the user should know that do not stop the launch.
 	Warnings []string `json:"warnings,omitempty"`
+	// GPUs are the devices of this machine leased to the app at launch (every
+	// container's GPUDevices), given to no other app until its containers exit.
+	GPUs []string `json:"gpus,omitempty"`
 
 	// record is the LabelApp value every container gets.
 	record string
@@ -72,8 +75,7 @@ type Container struct {
 	Devices   []DeviceSpec      `json:"devices,omitempty"`
 	Resources Resources         `json:"resources"`
 	// GPUDevices are the very GPUs the container gets (indexes, GPU or MIG UUIDs),
-	// when the app was given its pool (sched.Submission.Devices); Resources.GPUs is
-	// then 0.
+	// its own (see assignGPUs); Resources.GPUs is then 0.
 	GPUDevices []string    `json:"gpu_devices,omitempty"`
 	Ports      []PortSpec  `json:"ports,omitempty"`
 	Network    string      `json:"network"`
@@ -243,15 +245,13 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		return nil, err
 	}
 	req := &Request{AppID: sub.AppID, Session: session, Network: opts.network}
-	// An app given its pool: each container its own devices (gpus.Replicas).
-	var devs map[string][][]string
-	if len(sub.Devices) > 0 {
-		if devs, err = gpus.Replicas(app, sub.Devices); err != nil {
-			return nil, fmt.Errorf("local_docker: %w", err)
-		}
-	} else {
-		req.Warnings = append(req.Warnings, gpuWarnings(ctx, app)...)
+	// Each container its own GPUs, leased at launch (assignGPUs).
+	devs, leased, warnings, err := s.assignGPUs(ctx, sub.AppID, app, sub.Devices)
+	if err != nil {
+		return nil, err
 	}
+	req.GPUs = leased
+	req.Warnings = append(req.Warnings, warnings...)
 	if sub.Workspace != "" {
 		b, err := planBuild(ctx, sub.Workspace, app.Roles[0], sub.Cfg)
 		if err != nil {
@@ -261,7 +261,11 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 	}
 	p := planner{req: req, opts: opts, app: app, session: session, ver: version(), devs: devs,
 		base: copyEnv(sub.Cfg.List(OptCopyEnv), os.Environ()), rank0: containerName(sub.AppID, app.Roles[0].Name, 0)}
+	_, p.hostCuda = p.base[gpus.EnvVisible] // copied from this machine by copy_env
 	maps.Copy(p.base, sub.Cfg.Map(OptEnv))
+	if _, set := sub.Cfg.Map(OptEnv)[gpus.EnvVisible]; set {
+		p.hostCuda = false
+	}
 	for i, role := range app.Roles {
 		image := role.Image
 		if i == 0 && req.Build != nil {
@@ -323,6 +327,10 @@ type planner struct {
 	base    map[string]string     // the environment of every container: copy_env, env
 	rank0   string                // the host name of roles[0]'s replica 0
 	devs    map[string][][]string // role -> replica -> its GPUs, when the app has a pool
+	// hostCuda: base's CUDA_VISIBLE_DEVICES is this machine's, copied by copy_env.
+	hostCuda bool
+	// warnedCuda: the warning about it was given.
+	warnedCuda bool
 }
 
 // role adds the containers of role, each from image.
@@ -348,6 +356,15 @@ func (p *planner) role(role spec.Role, image string) error {
 		var gpuIDs []string
 		if d := p.devs[role.Name]; d != nil {
 			res.GPUs, gpuIDs = 0, d[k]
+		}
+		if _, own := role.Env[gpus.EnvVisible]; len(gpuIDs) > 0 && p.hostCuda && !own {
+			// This machine's entries name its devices; inside, the container's own
+			// devices count from 0, and CUDA would find none of those it names.
+			delete(env, gpus.EnvVisible)
+			if !p.warnedCuda {
+				p.warnedCuda = true
+				p.req.Warnings = append(p.req.Warnings, fmt.Sprintf("copy_env's %s (this machine's devices) is not given to containers that get GPUs of their own: inside, theirs count from 0", gpus.EnvVisible))
+			}
 		}
 		p.req.Containers = append(p.req.Containers, Container{
 			Name:        name,

@@ -90,6 +90,20 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := s.checkNames(ctx, cli, containers); err != nil {
 		return err
 	}
+	// Its GPUs, under the leases' lock: a device another app took since the plan
+	// fails the launch (a sweep's queue waits and tries others). A launch that fails
+	// gives them back, unless containers of it are left behind (the lease holds
+	// until they exit).
+	if err := s.leases().Take(req.AppID, req.GPUs); err != nil {
+		return err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			// A lease that cannot be removed frees itself once launchGrace passes.
+			_ = s.leases().Release(req.AppID, req.GPUs)
+		}
+	}()
 
 	unlock, err := s.lockNetworks(ctx, false)
 	if err != nil {
@@ -108,10 +122,12 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		// Unlock first: removing the network we created takes the lock exclusively.
 		unlock()
 		if left := s.rollback(ctx, cli, req.AppID, unsure, req.Network, created); left != nil {
+			keep = true
 			return &sched.LeftBehindError{Err: err, Left: left}
 		}
 		return err
 	}
+	keep = true
 	return nil
 }
 

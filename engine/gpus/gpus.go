@@ -133,6 +133,56 @@ func ParseList(out []byte) []string {
 	return ids
 }
 
+// ParseMIG reads the MIG devices out of `nvidia-smi -L`, as NVIDIA's MIG User Guide
+// prints it ("Getting Started with MIG", "Running CUDA Applications on Bare-Metal"):
+// under each "GPU N: NAME (UUID: GPU-...)" line, its MIG devices indented, "  MIG
+// 1g.5gb Device 0: (UUID: MIG-...)". It returns each MIG device's UUID mapped to its
+// GPU's; nil when there is none.
+func ParseMIG(out []byte) map[string]string {
+	var m map[string]string
+	gpu := ""
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		uuid := listedUUID(line)
+		switch {
+		case strings.HasPrefix(line, "GPU "):
+			gpu = uuid
+		case strings.HasPrefix(strings.TrimSpace(line), "MIG ") && gpu != "" && strings.HasPrefix(uuid, "MIG-"):
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[uuid] = gpu
+		}
+	}
+	return m
+}
+
+// listedUUID is the UUID of a line of nvidia-smi -L: what follows "(UUID: ", to the
+// closing parenthesis.
+func listedUUID(line string) string {
+	_, rest, ok := strings.Cut(line, "(UUID: ")
+	if !ok {
+		return ""
+	}
+	uuid, _, _ := strings.Cut(rest, ")")
+	return strings.TrimSpace(uuid)
+}
+
+// parentGPU is the UUID of the GPU that MIG device e is part of: from mig (ParseMIG),
+// or from the name itself in the form CUDA 11.0 used, MIG-GPU-UUID/GI/CI; "" when e
+// is not a MIG device it knows.
+func parentGPU(mig map[string]string, e string) string {
+	if g, ok := mig[e]; ok {
+		return g
+	}
+	if rest, ok := strings.CutPrefix(e, "MIG-GPU-"); ok {
+		uuid, _, _ := strings.Cut(rest, "/")
+		return "GPU-" + uuid
+	}
+	return ""
+}
+
 // runSMI runs the nvidia-smi on PATH, its output bounded.
 func runSMI(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "nvidia-smi", args...)

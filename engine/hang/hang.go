@@ -304,6 +304,15 @@ func readReplica(ctx context.Context, src Lines, h spec.Handle, ref sched.Replic
 			continue
 		}
 		namer.Observe(l)
+		// A line where torchrun's tee glued several workers' lines is each rank's
+		// part (split as the wall splits it): a rank's step there is its own.
+		if parts := namer.Split(l); parts != nil {
+			for _, part := range parts {
+				p := store.Add(part)
+				seen(metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time)
+			}
+			continue
+		}
 		p := store.Add(l)
 		seen(metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}, l.Time)
 	}

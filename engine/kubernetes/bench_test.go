@@ -1,16 +1,20 @@
 package kubernetes
 
 import (
+	"context"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/internal/testkit"
 )
 
@@ -216,4 +220,97 @@ func BenchmarkKubernetesLog200k(b *testing.B) {
 		k.timed("wick", k.wick, "log", h),
 	)
 	b.ReportMetric(float64(sum[1])/float64(sum[0]), "wick/kubectl")
+}
+
+// wallReplicas and wallLines are the wall's load of issue #31: 64 pods writing 20
+// lines a second each (a line on stdout and one on stderr every 100 ms, for 30 s).
+const (
+	wallReplicas = 64
+	wallLines    = 300 // iterations of the helper's lines: 600 lines a pod
+)
+
+// BenchmarkKubernetesWall64 follows every replica of a 64-pod app from its launch to
+// its end as the wall does (`wick log -f HANDLE`: one follower per replica, through
+// the helper), then counts each replica's lines against `kubectl logs` of its pod after
+// the end. The issue's bound: no line lost. It reports the lines, the lost ones, the
+// CPU time of wick and its helper while following, and how long after the last pod
+// ended the follow returned.
+func BenchmarkKubernetesWall64(b *testing.B) {
+	k := newK8sBench(b)
+	s := newScheduler(b)
+	role := spec.NewRole("w", env.image, "lines", strconv.Itoa(wallLines), "100ms")
+	role.NumReplicas = wallReplicas
+	for b.Loop() {
+		id := launchB(b, s, &spec.AppDef{Name: "wall", Roles: []spec.Role{role}})
+		h := "kubernetes://" + env.session + "/" + env.namespace + ":" + id
+		cmd := exec.Command(k.wick, "log", "-f", h)
+		cmd.Dir, cmd.Env = k.dir, k.env
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("wick log -f: %v\n%s", err, errOut.String())
+		}
+		followed := time.Now()
+		cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(5*time.Minute))
+		st, err := s.Wait(ctx, id)
+		cancel()
+		if err != nil || st.State != spec.Succeeded {
+			b.Fatalf("app %s: %v %v", id, st, err)
+		}
+		var ended time.Time
+		got := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if prefix, _, ok := strings.Cut(line, " "); ok {
+				got[prefix]++
+			}
+		}
+		lost, total := 0, 0
+		for k8 := range wallReplicas {
+			r := st.Roles[0].Replicas[k8]
+			if r.Ended.After(ended) {
+				ended = r.Ended
+			}
+			pods := strings.Fields(k.run(b, "", k.kubectl, "get", "pods", "-n", env.namespace, "-l", selector(id)+","+labelCompletionIndex+"="+strconv.Itoa(k8), "-o", "name"))
+			if len(pods) != 1 {
+				b.Fatalf("replica %d: pods %q", k8, pods)
+			}
+			node := strings.Count(k.run(b, "", k.kubectl, "logs", "-n", env.namespace, pods[0]), "\n")
+			total += node
+			if n := got["w/"+strconv.Itoa(k8)]; n < node {
+				lost += node - n
+				b.Errorf("replica %d: followed %d lines, the node holds %d", k8, n, node)
+			} else if n > node {
+				b.Errorf("replica %d: followed %d lines, the node holds %d: some twice", k8, n, node)
+			}
+		}
+		b.ReportMetric(float64(total), "lines")
+		b.ReportMetric(float64(lost), "lost")
+		b.ReportMetric(cpu.Seconds(), "wick-cpu-s")
+		b.ReportMetric(followed.Sub(ended).Seconds(), "end-lag-s")
+	}
+	b.ReportMetric(testkit.Load(), "load")
+}
+
+// launchB plans and schedules app in the test namespace (as launch does, for a
+// benchmark), deleting it at the end.
+func launchB(b *testing.B, s *Scheduler, app *spec.AppDef) string {
+	b.Helper()
+	sub := sched.Submission{AppID: spec.MakeAppID(app.Name), Session: env.session, App: app,
+		Cfg: spec.Cfg{OptNamespace: env.namespace, OptImagePullPolicy: "Never"}}
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Minute))
+	defer cancel()
+	req, err := s.DryRun(ctx, sub)
+	if err != nil {
+		b.Fatalf("dry run: %v", err)
+	}
+	if err := s.Schedule(ctx, &sched.DryRunInfo{Scheduler: Name, Submission: sub, Request: req}, nil); err != nil {
+		b.Fatalf("schedule: %v", err)
+	}
+	b.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer dcancel()
+		_ = s.Delete(dctx, sub.AppID, true)
+	})
+	return sub.AppID
 }

@@ -2,116 +2,176 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
 )
 
 // Cancel stops the app and keeps its pods, so that their logs and exit codes stay: it
-// marks the owner cancelled, then stops the app (stop). It returns once the pods have
-// ended, or when ctx ends, after suspending the Jobs all the same (what had not ended
-// by then is deleted by its Job's controller). Cancelling a terminal app does nothing.
+// marks the owner cancelled, then asks the cluster to stop the app (stop) and returns:
+// the pods end within their grace period with nobody watching (wick cancel waits for
+// that unless --no-wait: Wait). Cancelling a terminal app does nothing.
 func (s *Scheduler) Cancel(ctx context.Context, appID string) error {
 	c, o, err := s.fetch(ctx, appID, true)
 	if err != nil {
 		return err
 	}
-	if state, _, _ := appState(o.owner, o.jobs); state.Terminal() {
+	if state, _, _ := appState(o.owner, o.set, o.jobs); state.Terminal() {
 		return nil
 	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
 	mark := []byte(`{"metadata":{"annotations":{"` + AnnotationCancelled + `":"true"}}}`)
-	if _, err := c.batch.Jobs(o.ns).Patch(cctx, o.owner.Name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "wick"}); err != nil {
+	if o.set != nil {
+		err = c.patchJobSet(cctx, o.ns, o.set.Name, mark)
+	} else {
+		_, err = c.batch.Jobs(o.ns).Patch(cctx, o.owner.Name, types.MergePatchType, mark, metav1.PatchOptions{FieldManager: "wick"})
+	}
+	if err != nil {
 		return c.apiError("marking "+appID+" cancelled", err)
 	}
-	return s.stop(ctx, c, o, "cancelled", true)
+	return s.stop(ctx, c, o, "cancelled")
 }
 
-// stopGrace is how long stop waits past the pods' grace period for them to end.
-const stopGrace = 10 * time.Second
+// releaseWait bounds how long stop waits for the Job controller to let go of the pods
+// it released (it takes its finalizer off each at once; ms on an idle cluster).
+const releaseWait = 15 * time.Second
 
-// stop ends the app's pods without deleting them (a Job's controller deletes the pods
-// of a Job it suspends or fails, and their logs with them):
+// stop asks the cluster to end the app's pods without deleting them, and returns
+// without waiting for them to end. A Job's controller deletes the pods of a Job it
+// suspends or fails (their logs with them), and starts a failed pod again, so:
 //
-//  1. each unfinished Job is kept from failing on the kills (a failed Job deletes its
-//     other pods at once): backoffLimit, or maxFailedIndexes for per-index retries,
-//     raised to what never fails;
-//  2. each pod on a node that has not ended gets activeDeadlineSeconds 1 (the one pod
-//     field that may be set on a running pod) and the annotation AnnotationStopped
-//     (why): its kubelet stops the container (SIGTERM, SIGKILL after the pod's grace
-//     period) and the pod ends Failed, DeadlineExceeded, kept with its log;
-//  3. once those pods have ended, each unfinished Job is suspended, so that nothing
-//     starts again (a retry's pod comes 10 s after a failure at the earliest, the Job
-//     controller's back-off): its controller deletes the pods that never started.
+//  1. each pod on a node that has not ended is released from its Job and stopped, in
+//     one patch: the Job's selector labels removed and its owner reference no longer
+//     the controller's (still an owner: deleting the Job deletes the pod), so that
+//     the controller no longer counts, replaces or deletes it; activeDeadlineSeconds 1
+//     (the one pod field that may be set on a running pod), so that its kubelet stops
+//     the container (SIGTERM, SIGKILL after the pod's grace period) and the pod ends
+//     Failed, DeadlineExceeded, kept with its log; the annotation AnnotationStopped
+//     says why;
+//  2. stop waits until the Job controller has seen each release: it takes its
+//     tracking finalizer off a pod it no longer controls, from the same cache that it
+//     reads the Job's pods from (so that the suspension below cannot make it delete a
+//     pod it still believes its own);
+//  3. each unfinished Job is suspended: nothing starts again, and its controller
+//     deletes the pods that never reached a node.
 //
-// When ctx ends before the pods have, force suspends the Jobs all the same (with a
-// context of its own); without force stop returns ctx's error, and a later call goes
-// on where it stopped (every step can be done twice).
-func (s *Scheduler) stop(ctx context.Context, c *conn, o *appObjects, why string, force bool) error {
+// Every step can be done twice: a later call goes on where one stopped.
+func (s *Scheduler) stop(ctx context.Context, c *conn, o *appObjects, why string) error {
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	jobs := c.batch.Jobs(o.ns)
 	var errs []error
-	var open []string
+	selectors := map[types.UID][]string{}
 	for i := range o.jobs {
-		j := &o.jobs[i]
-		if js := stateOfJob(j); js.complete || js.failed || js.suspended {
-			continue
-		}
-		open = append(open, j.Name)
-		hold := []byte(`{"spec":{"backoffLimit":2147483647}}`)
-		if j.Spec.BackoffLimitPerIndex != nil && j.Spec.Completions != nil {
-			hold = []byte(`{"spec":{"maxFailedIndexes":` + strconv.Itoa(int(*j.Spec.Completions)) + `}}`)
-		}
-		if _, err := jobs.Patch(cctx, j.Name, types.MergePatchType, hold, metav1.PatchOptions{FieldManager: "wick"}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, c.apiError("holding Job "+j.Name, err))
+		if sel := o.jobs[i].Spec.Selector; sel != nil {
+			selectors[o.jobs[i].UID] = spec.SortedKeys(sel.MatchLabels)
 		}
 	}
-	grace := int64(0)
-	var stopping []string
-	kill := []byte(`{"metadata":{"annotations":{"` + AnnotationStopped + `":` + strconv.Quote(why) + `}},"spec":{"activeDeadlineSeconds":1}}`)
+	var released []string
 	for i := range o.pods {
 		p := &o.pods[i]
 		if podEnded(p) || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
 			continue
 		}
-		stopping = append(stopping, p.Name)
-		if g := p.Spec.TerminationGracePeriodSeconds; g != nil && *g > grace {
-			grace = *g
-		}
-		if _, ok := p.Annotations[AnnotationStopped]; ok {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil {
+			if hasTrackingFinalizer(p) {
+				released = append(released, p.Name) // released by an earlier call
+			}
 			continue
 		}
-		if _, err := c.core.Pods(o.ns).Patch(cctx, p.Name, types.MergePatchType, kill, metav1.PatchOptions{FieldManager: "wick"}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, c.apiError("stopping pod "+p.Name, err))
+		patch, err := releasePatch(p, ref, selectors[ref.UID], why)
+		if err != nil {
+			return fmt.Errorf("kubernetes: stopping pod %s: %w", p.Name, err)
 		}
+		if _, err := c.core.Pods(o.ns).Patch(cctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "wick"}); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, c.apiError("stopping pod "+p.Name, err))
+			}
+			continue
+		}
+		released = append(released, p.Name)
 	}
-	if len(stopping) > 0 {
-		wctx, wcancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+stopGrace)
-		err := s.waitEnded(wctx, c, o, stopping)
+	if len(released) > 0 {
+		wctx, wcancel := context.WithTimeout(ctx, releaseWait)
+		err := s.waitReleased(wctx, c, o, released)
 		wcancel()
-		if err != nil && ctx.Err() != nil && !force {
+		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// Past releaseWait (no Job controller running?) the Jobs are suspended all the
+		// same: a controller that comes back finds them suspended.
 	}
-	sctx, scancel := callCtx(context.WithoutCancel(ctx))
-	defer scancel()
+	errs = append(errs, suspendApp(cctx, c, o)...)
+	return errors.Join(errs...)
+}
+
+// suspendApp suspends the app's unfinished Jobs, or its JobSet: nothing of it starts
+// again.
+func suspendApp(cctx context.Context, c *conn, o *appObjects) []error {
+	var errs []error
 	suspend := []byte(`{"spec":{"suspend":true}}`)
-	for _, name := range open {
-		if _, err := jobs.Patch(sctx, name, types.MergePatchType, suspend, metav1.PatchOptions{FieldManager: "wick"}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, c.apiError("suspending Job "+name, err))
+	if o.set != nil {
+		// The JobSet's controller would resume a Job suspended behind its back: the
+		// JobSet is suspended, and its controller suspends the Jobs.
+		if o.set.Spec.Suspend == nil || !*o.set.Spec.Suspend {
+			if err := c.patchJobSet(cctx, o.ns, o.set.Name, suspend); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, c.apiError("suspending JobSet "+o.set.Name, err))
+			}
+		}
+		return errs
+	}
+	for i := range o.jobs {
+		j := &o.jobs[i]
+		if js := stateOfJob(j); js.complete || js.failed || js.suspended || (j.Spec.Suspend != nil && *j.Spec.Suspend) {
+			continue
+		}
+		if _, err := c.batch.Jobs(o.ns).Patch(cctx, j.Name, types.MergePatchType, suspend, metav1.PatchOptions{FieldManager: "wick"}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, c.apiError("suspending Job "+j.Name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// releasePatch is the merge patch that releases pod p from its Job (ref, whose selector
+// has the label keys sel) and stops it: see stop.
+func releasePatch(p *corev1.Pod, ref *metav1.OwnerReference, sel []string, why string) ([]byte, error) {
+	labels := map[string]any{}
+	for _, k := range sel {
+		labels[k] = nil
+	}
+	refs := make([]metav1.OwnerReference, 0, len(p.OwnerReferences))
+	for _, r := range p.OwnerReferences {
+		if r.UID == ref.UID {
+			no := false
+			r.Controller, r.BlockOwnerDeletion = &no, nil
+		}
+		refs = append(refs, r)
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"labels":          labels,
+			"ownerReferences": refs,
+			"annotations":     map[string]string{AnnotationStopped: why},
+		},
+		"spec": map[string]any{"activeDeadlineSeconds": 1},
+	})
+}
+
+// hasTrackingFinalizer says whether the Job controller still holds p (its finalizer).
+func hasTrackingFinalizer(p *corev1.Pod) bool {
+	return slices.Contains(p.Finalizers, batchv1.JobTrackingFinalizer)
 }
 
 // podEnded says whether the pod has ended (its phase is final).
@@ -119,32 +179,34 @@ func podEnded(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// waitEnded waits until none of the pods named is still running: each has ended or is
-// gone. It watches the app's pods (one list, then the changes).
-func (s *Scheduler) waitEnded(ctx context.Context, c *conn, o *appObjects, names []string) error {
-	left := map[string]bool{}
-	for _, n := range names {
-		left[n] = true
-	}
-	return watchPods(ctx, c, o.ns, selector(o.owner.Labels[LabelAppID]), func(pods map[string]*corev1.Pod) bool {
-		for n := range left {
-			if p, ok := pods[n]; !ok || podEnded(p) {
-				delete(left, n)
+// waitReleased waits until the Job controller has let go of each pod named (its
+// finalizer is off, or the pod is gone). It watches the app's pods.
+func (s *Scheduler) waitReleased(ctx context.Context, c *conn, o *appObjects, names []string) error {
+	return watchPods(ctx, c, o.ns, selector(o.id), func(pods map[string]*corev1.Pod) bool {
+		for _, n := range names {
+			if p, ok := pods[n]; ok && hasTrackingFinalizer(p) {
+				return false
 			}
 		}
-		return len(left) == 0
+		return true
 	})
 }
 
-// Delete removes the app's Jobs, Service and pods (the owner Job, with background
-// propagation, and every Job of the app by label in case its owner reference was not
-// set) and its record. A running app is refused with ErrRunning unless force.
+// stopping says whether a pod wick stopped has not ended yet.
+func stopping(p *corev1.Pod) bool {
+	_, ok := p.Annotations[AnnotationStopped]
+	return ok && !podEnded(p) && p.DeletionTimestamp == nil
+}
+
+// Delete removes the app's JobSet, Jobs, Service and pods (the JobSet or the owner Job,
+// with background propagation, and every Job of the app by label in case its owner
+// reference was not set) and its record. A running app is refused with ErrRunning unless force.
 func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error {
 	c, o, err := s.fetch(ctx, appID, false)
 	if err != nil {
 		return err
 	}
-	if state, _, _ := appState(o.owner, o.jobs); !state.Terminal() && !force {
+	if state, _, _ := appState(o.owner, o.set, o.jobs); !state.Terminal() && !force {
 		return fmt.Errorf("%w: %s is %s (cancel it first, or delete with force)", sched.ErrRunning, appID, state)
 	}
 	cctx, cancel := callCtx(ctx)
@@ -152,6 +214,11 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	var errs []error
+	if o.set != nil {
+		if err := c.deleteJobSet(cctx, o.ns, o.set.Name); err != nil {
+			errs = append(errs, c.apiError("deleting JobSet "+o.set.Name, err))
+		}
+	}
 	for i := range o.jobs {
 		if err := c.batch.Jobs(o.ns).Delete(cctx, o.jobs[i].Name, opts); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, c.apiError("deleting Job "+o.jobs[i].Name, err))
@@ -165,9 +232,14 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 			}
 		}
 	}
+	// The pods wait for wick to keep their logs (keep.go): nothing is kept now.
+	if err := releaseGone(ctx, c, o.ns, o.id); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	s.forget(o.id)
+	s.forgetKept(o.id)
 	return nil
 }

@@ -58,8 +58,10 @@ func TestEchoTwoReplicas(t *testing.T) {
 	}
 }
 
-// A replica that exits 3 fails the app; its exit code and its error (the termination
-// message: the log's last lines, the kubelet's fallback) are in the status.
+// A replica that exits 3 fails the app; its exit code is in the status, and its error
+// is named as on the other schedulers ("fail/0: exit code 3", ranks.RootCause), not by
+// its termination message (the log's last lines, the kubelet's fallback: "exiting with
+// 3").
 func TestFailingReplica(t *testing.T) {
 	needCluster(t)
 	t.Parallel()
@@ -74,8 +76,9 @@ func TestFailingReplica(t *testing.T) {
 	if r.ExitCode == nil || *r.ExitCode != 3 {
 		t.Errorf("exit code %v, want 3", r.ExitCode)
 	}
-	if !strings.Contains(r.StructuredError, "exiting with 3") || !strings.Contains(st.StructuredError, "exiting with 3") {
-		t.Errorf("errors %q / %q, want the log's 'exiting with 3'", r.StructuredError, st.StructuredError)
+	const want = "fail/0: exit code 3"
+	if st.Msg != want || spec.ErrorMessage(st.StructuredError) != want || spec.ErrorMessage(r.StructuredError) != want {
+		t.Errorf("message %q, errors %q / %q, want %q", st.Msg, spec.ErrorMessage(r.StructuredError), spec.ErrorMessage(st.StructuredError), want)
 	}
 }
 
@@ -204,6 +207,53 @@ func TestCancelRunning(t *testing.T) {
 		}
 		return len(pl.Items) == 0, spec.Count(len(pl.Items), "pod")
 	})
+}
+
+// Cancel asks and returns, as wick cancel --no-wait does: with a replica that ignores
+// SIGTERM (only the SIGKILL at the end of its 30 s grace period ends it), Cancel
+// returns while the pod still runs, released from its Job; the cluster finishes the
+// stop with nobody watching, and a later wick's Wait sees it: CANCELLED, the pod killed
+// (137), its log kept, and no pod started again.
+func TestCancelReturnsAtOnce(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	id := launch(t, s, &spec.AppDef{Name: "nowait", Roles: []spec.Role{spec.NewRole("stub", env.image, "stubborn")}}, nil)
+	testkit.Wait(t, 2*time.Minute, "the replica ignoring SIGTERM", func() (bool, string) {
+		got := texts(readLog(t, s, id, "stub", 0, sched.LogOptions{}))
+		return len(got) > 0, fmt.Sprintf("%q", got)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+	defer cancel()
+	pods := func() []corev1.Pod {
+		pl, err := env.cs.CoreV1().Pods(env.namespace).List(ctx, metav1.ListOptions{LabelSelector: selector(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl.Items
+	}
+	start := time.Now()
+	if err := s.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Cancel returned in %v", time.Since(start))
+	if ps := pods(); len(ps) != 1 || podEnded(&ps[0]) || metav1.GetControllerOf(&ps[0]) != nil {
+		t.Fatalf("when Cancel returned: %d pods (want 1, still in its grace period, no longer its Job's)", len(ps))
+	}
+	st, err := newScheduler(t).Wait(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := st.Roles[0].Replicas[0]
+	if st.State != spec.Cancelled || r.State != spec.Cancelled || r.Restarts != 0 || r.ExitCode == nil || *r.ExitCode != 137 {
+		t.Errorf("status %s, replica %s, %d restarts, exit %v; want CANCELLED, CANCELLED, 0, 137 (SIGKILL after the grace)", st.State, r.State, r.Restarts, r.ExitCode)
+	}
+	if got := texts(readLog(t, s, id, "stub", 0, sched.LogOptions{})); len(got) == 0 || got[0] != "ignoring SIGTERM" {
+		t.Errorf("log after the cancel: %q, want its line", got)
+	}
+	if ps := pods(); len(ps) != 1 || !podEnded(&ps[0]) {
+		t.Errorf("%d pods after the stop, want the one, ended (nothing started again)", len(ps))
+	}
 }
 
 // Cancel of an app with per-replica retries (backoffLimitPerIndex, immutable: the hold
@@ -372,8 +422,8 @@ func TestBadNamesRefusedBeforeSubmit(t *testing.T) {
 }
 
 // Rank 0 by name, as dist.ddp's torchrun reaches it: TORCHX_RANK0_HOST is the headless
-// Service's name of the first role's replica 0 (<job>-0.<service>), which the cluster's
-// DNS answers (CoreDNS in the test cluster, as in real ones); a replica of another role
+// Service's fully qualified name of the first role's replica 0
+// (<job>-0.<service>.<namespace>.svc.cluster.local), which the cluster's DNS answers (CoreDNS in the test cluster, as in real ones); a replica of another role
 // connects to it there.
 func TestRankZeroByName(t *testing.T) {
 	needCluster(t)
@@ -383,7 +433,7 @@ func TestRankZeroByName(t *testing.T) {
 	client := spec.NewRole("client", env.image, "dial", "$TORCHX_RANK0_HOST:29500")
 	id := launch(t, s, &spec.AppDef{Name: "rdzv", Roles: []spec.Role{server, client}}, nil)
 	st := waitState(t, s, id, 3*time.Minute, terminal)
-	job, err := jobName(id, "server", 1)
+	job, err := jobName(id, "server", 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,9 +442,39 @@ func TestRankZeroByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := texts(readLog(t, s, id, "client", 0, sched.LogOptions{}))
-	want := "role=client replica=0 rank0=" + job + "-0." + svc + " got=hello from " + job + "-0"
+	want := "role=client replica=0 rank0=" + job + "-0." + svc + "." + env.namespace + ".svc.cluster.local got=hello from " + job + "-0"
 	if st.State != spec.Succeeded || !slices.Contains(got, want) {
 		t.Fatalf("state %s (%s), client's log %q; want SUCCEEDED and %q", st.State, st.Msg, got, want)
+	}
+}
+
+// Rank 0 hosts the rendezvous store, the CPU-only check of what dist.ddp's torchrun
+// decides on each pod (torch 1.13's _matches_machine_hostname, which the helper's
+// ishost plays): TORCHX_RANK0_HOST names replica 0's pod as its own canonical name
+// (the first name of its /etc/hosts line), and no other pod's. With the Service's
+// short name no pod would host it, and every node's rendezvous would time out.
+func TestRankZeroHostsTheStore(t *testing.T) {
+	needCluster(t)
+	t.Parallel()
+	s := newScheduler(t)
+	role := spec.NewRole("node", env.image, "ishost", "$TORCHX_RANK0_HOST")
+	role.NumReplicas = 2
+	id := launch(t, s, &spec.AppDef{Name: "ishost", Roles: []spec.Role{role}}, nil)
+	st := waitState(t, s, id, 3*time.Minute, terminal)
+	job, err := jobName(id, "node", 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := serviceName(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range []string{"true", "false"} {
+		line := "is_host=" + want + " host=" + job + "-" + strconv.Itoa(k) + " canonical=" + job + "-" + strconv.Itoa(k) + "." + svc + "." + env.namespace + ".svc.cluster.local"
+		testkit.Wait(t, time.Minute, "node "+strconv.Itoa(k)+"'s line", func() (bool, string) {
+			got := texts(readLog(t, s, id, "node", k, sched.LogOptions{}))
+			return st.State == spec.Succeeded && slices.Contains(got, line), fmt.Sprintf("%s: %q, want %q", st.State, got, line)
+		})
 	}
 }
 

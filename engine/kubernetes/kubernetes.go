@@ -3,8 +3,10 @@
 // replicas, completionMode Indexed: each pod's completion index is its replica id)
 // and one headless Service that gives each pod a stable name, <job>-<index>.<service>,
 // for the rank-0 address. The first role's Job owns the Service and the other Jobs
-// (ownerReferences), so that deleting it deletes the whole app; cancel suspends every
-// Job of the app, which stops their pods.
+// (ownerReferences), so that deleting it deletes the whole app; cancel releases the
+// running pods from their Jobs and sets their deadline (the kubelet stops them, their
+// logs kept), then suspends every Job, so that nothing starts again: the cluster
+// finishes the stop on its own.
 //
 // The app's handle is kubernetes://SESSION/APP_ID, or kubernetes://SESSION/NAMESPACE:APP_ID
 // as TorchX writes it (an app of another namespace, or of another WICK_HOME). Every object wick makes is labelled
@@ -32,6 +34,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
 	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -55,6 +58,7 @@ const (
 	OptSchedulerName   = remote.OptSchedulerName
 	OptQueue           = remote.OptQueue
 	OptContext         = remote.OptContext
+	OptClusterDomain   = remote.OptClusterDomain
 )
 
 // Labels and annotations wick puts on what it creates.
@@ -73,6 +77,9 @@ const (
 	// AnnotationStopped marks a pod wick stopped (its activeDeadlineSeconds set), and
 	// says why: "cancelled", or the role whose failure stopped the app.
 	AnnotationStopped = "wick.dev/stopped"
+	// AnnotationDeleted marks a pod that wick saw deleted while it ran (its logs'
+	// keeper, keep.go): it ends FAILED, but did not fail on its own.
+	AnnotationDeleted = "wick.dev/deleted-running"
 	// labelCompletionIndex is the Job controller's label of a pod's completion index.
 	labelCompletionIndex = "batch.kubernetes.io/job-completion-index"
 	// annotationCompletionIndex is the same, as an annotation (for the downward API).
@@ -99,14 +106,24 @@ type Scheduler struct {
 	mu     sync.Mutex // guards conns
 	conns  map[string]*conn
 	loader func(kubeContext string) clientcmd.ClientConfig
+	// failures remembers what ended torchrun nodes wrote of their failure.
+	failures failuresCache
+	// noJobSet makes apps of Jobs even where the cluster has JobSet (the tests of
+	// the path a cluster without its CRD takes).
+	noJobSet bool
+	// keeper, when set, starts the keeper of a launched app instead of startKeeper's
+	// own way (the tests).
+	keeper func(appID string) error
 }
 
 // conn is a client of one kubeconfig context and its namespace.
 type conn struct {
 	batch     batchv1client.BatchV1Interface
 	core      corev1client.CoreV1Interface
+	dyn       dynamic.Interface
 	namespace string
 	host      string
+	jobSet    jobSetCache
 }
 
 // New makes the kubernetes scheduler. It does not contact the cluster.
@@ -174,7 +191,11 @@ func (s *Scheduler) client(kubeContext string) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	c := &conn{batch: batch, core: core, namespace: ns, host: rc.Host}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	c := &conn{batch: batch, core: core, dyn: dyn, namespace: ns, host: rc.Host}
 	s.conns[kubeContext] = c
 	return c, nil
 }

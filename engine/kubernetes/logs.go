@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"sort"
 	"strconv"
@@ -69,6 +70,89 @@ type logIter struct {
 	replica int
 	opts    sched.LogOptions
 	last    time.Time
+	// keptOnly names the pods that only wick has kept (keep.go): the cluster has
+	// them no more.
+	keptOnly map[string]bool
+	// sent is what was sent of the current pod's log lately, so that a follow opened
+	// again goes on after it.
+	sent recentLines
+}
+
+// recentLines are the lines of a log sent in its last seconds (by the kubelet's
+// times), as their time and a hash of their text: a follow opened again from a
+// second before the newest gives them again, and they are skipped. stdout's and
+// stderr's lines are stamped apart, so times in the log can go back a little: what is
+// skipped is what was sent, never what is older than the newest.
+type recentLines struct {
+	seed   maphash.Seed
+	keys   map[recentKey]int // how many lines of that key were sent
+	again  map[recentKey]int // how many of them the stream being read gave again
+	order  []recentKey
+	newest time.Time
+}
+
+type recentKey struct {
+	t int64 // UnixNano
+	h uint64
+}
+
+// recentSpan is how far back of the newest line the lines sent are kept: more than
+// a follow opened again reads back (a second, and the server's rounding down to a
+// second). recentMax bounds them: a log faster than that a second can be given a
+// line twice when a follow is opened again, never lose one.
+const (
+	recentSpan = 3 * time.Second
+	recentMax  = 1 << 16
+)
+
+// since is where a stream taken up again begins, zero when nothing was sent: a
+// second before the newest line sent (lines stamped a little before it may come after
+// it), in whole seconds as the API takes it.
+func (r *recentLines) since() time.Time {
+	if r.newest.IsZero() {
+		return time.Time{}
+	}
+	return r.newest.Add(-time.Second).Truncate(time.Second)
+}
+
+func (r *recentLines) reset() {
+	if r.keys == nil {
+		r.seed = maphash.MakeSeed()
+	}
+	r.keys, r.order, r.newest = map[recentKey]int{}, r.order[:0], time.Time{}
+}
+
+// reopen begins a stream that gives the lines sent since a second before the newest
+// again.
+func (r *recentLines) reopen() { r.again = map[recentKey]int{} }
+
+// add counts a line of time t, whose line (stamp and text) is b, as sent.
+func (r *recentLines) add(t time.Time, b []byte) {
+	k := recentKey{t.UnixNano(), maphash.Bytes(r.seed, b)}
+	r.keys[k]++
+	r.order = append(r.order, k)
+	if t.After(r.newest) {
+		r.newest = t
+	}
+	old := r.newest.Add(-recentSpan).UnixNano()
+	for len(r.order) > 0 && (r.order[0].t < old || len(r.order) > recentMax) {
+		k := r.order[0]
+		if r.keys[k]--; r.keys[k] <= 0 {
+			delete(r.keys, k)
+		}
+		r.order = r.order[1:]
+	}
+}
+
+// take says whether a line of time t (b) was sent, and counts it as given again by
+// the stream being read.
+func (r *recentLines) take(t time.Time, b []byte) bool {
+	k := recentKey{t.UnixNano(), maphash.Bytes(r.seed, b)}
+	if r.again[k] >= r.keys[k] {
+		return false
+	}
+	r.again[k]++
+	return true
 }
 
 // Next returns the next line, io.EOF at the end, or ctx's error.
@@ -162,6 +246,17 @@ func (it *logIter) pods(ctx context.Context) ([]corev1.Pod, error) {
 		return nil, it.c.apiError("listing the pods of "+it.appID, err)
 	}
 	pods := pl.Items
+	it.keptOnly = map[string]bool{}
+	have := make(map[string]bool, len(pods))
+	for i := range pods {
+		have[pods[i].Name] = true
+	}
+	for _, p := range it.s.keptPods(it.id) {
+		if !have[p.Name] && p.Labels[LabelRole] == it.role && p.Labels[labelCompletionIndex] == strconv.Itoa(it.replica) {
+			it.keptOnly[p.Name] = true
+			pods = append(pods, p)
+		}
+	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
 	return pods, nil
 }
@@ -191,7 +286,7 @@ func (it *logIter) run(ctx context.Context) {
 				continue
 			}
 			if started {
-				if err := it.stream(ctx, p, attempt, it.opts.Follow && !ended); err != nil {
+				if err := it.streamPod(ctx, p, attempt, it.opts.Follow && !ended); err != nil {
 					if ctx.Err() == nil {
 						it.send(ctx, item{err: err})
 					}
@@ -220,7 +315,9 @@ const recheck = 5 * time.Second
 func (it *logIter) waitChange(ctx context.Context, pods []corev1.Pod) bool {
 	seen := make(map[string]string, len(pods))
 	for i := range pods {
-		seen[pods[i].Name] = pods[i].ResourceVersion
+		if !it.keptOnly[pods[i].Name] {
+			seen[pods[i].Name] = pods[i].ResourceVersion
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, recheck)
 	defer cancel()
@@ -257,7 +354,7 @@ func (it *logIter) finished(ctx context.Context, pods []corev1.Pod) bool {
 	if err != nil {
 		return true
 	}
-	state, _, _ := appState(o.owner, o.jobs)
+	state, _, _ := appState(o.owner, o.set, o.jobs)
 	if state.Terminal() {
 		return true
 	}
@@ -302,19 +399,70 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// stream reads one pod's log, with timestamps, and sends its lines.
+// streamPod reads one pod's log and sends its lines; following, until its container
+// has ended. The kubelet can end a follow while the container runs: it ends the ones
+// it cannot watch (a node out of inotify instances, 128 a user by default, which the
+// follows of 64 pods by wick and by its keeper exhaust), or it restarts; the follow is
+// opened again after the last line sent, a second later at most once a second.
+func (it *logIter) streamPod(ctx context.Context, p *corev1.Pod, attempt int, follow bool) error {
+	it.sent.reset()
+	for {
+		opened := time.Now()
+		if err := it.stream(ctx, p, attempt, follow); err != nil || !follow {
+			return err
+		}
+		cctx, cancel := callCtx(ctx)
+		now, err := it.c.core.Pods(it.ns).Get(cctx, p.Name, metav1.GetOptions{})
+		cancel()
+		if err != nil || now.UID != p.UID || now.DeletionTimestamp != nil {
+			return nil // gone: the next look at the replica's pods says what follows
+		}
+		if started, ended := containerStarted(now); !started || ended {
+			// Ended: what it wrote since the follow ended, then the next attempt.
+			follow = false
+		}
+		if wait := time.Second - time.Since(opened); follow && wait > 0 && !sleep(ctx, wait) {
+			return nil
+		}
+		p = now
+	}
+}
+
+// stream reads one pod's log, with timestamps, and sends its lines: the cluster's,
+// else (the pod or its container gone) the copy wick kept; after it.upTo when the pod's
+// log was read before.
 func (it *logIter) stream(ctx context.Context, p *corev1.Pod, attempt int, follow bool) error {
+	kept, _ := it.s.keptLog(it.id, p.Name)
+	if kept != nil {
+		defer kept.Close()
+		if it.keptOnly[p.Name] {
+			return it.sendLines(ctx, kept, attempt, "the kept log of pod "+p.Name, true, false)
+		}
+	}
 	o := &corev1.PodLogOptions{Container: containerName, Follow: follow, Timestamps: true}
-	if !it.opts.Since.IsZero() {
-		since := metav1.NewTime(it.opts.Since.Add(-time.Second)) // the server's bound is in seconds
+	resumed := !it.sent.newest.IsZero()
+	if resumed {
+		it.sent.reopen()
+	}
+	switch {
+	case resumed:
+		since := metav1.NewTime(it.sent.since())
+		o.SinceTime = &since
+	case !it.opts.Since.IsZero():
+		since := metav1.NewTime(it.opts.Since.Add(-time.Second))
 		o.SinceTime = &since
 	}
-	if it.opts.Tail > 0 {
+	if it.opts.Tail > 0 && !resumed {
 		n := int64(it.opts.Tail)
 		o.TailLines = &n
 	}
 	rc, err := it.c.core.Pods(it.ns).GetLogs(p.Name, o).Stream(ctx)
 	if err != nil {
+		if kept != nil {
+			// Gone from the node ("unable to retrieve container logs"): what the
+			// keeper had of it.
+			return it.sendLines(ctx, kept, attempt, "the kept log of pod "+p.Name, true, false)
+		}
 		if apierrors.IsNotFound(err) || apierrors.IsBadRequest(err) {
 			return nil // gone (deleted by cancel) or never started
 		}
@@ -322,24 +470,82 @@ func (it *logIter) stream(ctx context.Context, p *corev1.Pod, attempt int, follo
 	}
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 64<<10)
+	if head, _ := br.Peek(len(noContainerLog)); string(head) == noContainerLog {
+		// The kubelet's word for a container it no longer has (a deleted pod's),
+		// answered as the log itself.
+		if kept != nil {
+			return it.sendLines(ctx, kept, attempt, "the kept log of pod "+p.Name, true, false)
+		}
+		return nil
+	}
+	return it.sendLines(ctx, br, attempt, "the log of pod "+p.Name, false, resumed)
+}
+
+// noContainerLog begins what the kubelet answers, as a log, for a container it has
+// removed.
+const noContainerLog = "unable to retrieve container logs"
+
+// sendLines sends the lines of a log read from r ("TIME TEXT" each); local, a kept
+// file, applies the tail itself.
+func (it *logIter) sendLines(ctx context.Context, r io.Reader, attempt int, what string, local, resumed bool) error {
+	var tail []sched.Line
+	keep := 0
+	if local && it.opts.Tail > 0 {
+		keep = it.opts.Tail
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		text, cut, size, err := readLine(br)
+		if !local && (len(text) > 0 || err == nil) && it.sentBefore(text, resumed) {
+			continue
+		}
 		if len(text) > 0 || err == nil {
 			l := it.line(text, attempt)
 			if cut {
 				l.Cut, l.Size = true, size
 			}
-			if it.opts.Match(l) && !it.send(ctx, item{line: l}) {
+			switch {
+			case !it.opts.Match(l):
+			case keep > 0:
+				if len(tail) == keep {
+					tail = tail[1:]
+				}
+				tail = append(tail, l)
+			case !it.send(ctx, item{line: l}):
 				return nil
 			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				for _, l := range tail {
+					if !it.send(ctx, item{line: l}) {
+						return nil
+					}
+				}
 				return nil
 			}
-			return fmt.Errorf("reading the log of pod %s: %w", p.Name, err)
+			return fmt.Errorf("reading %s: %w", what, err)
 		}
 	}
+}
+
+// sentBefore says whether a line of the cluster's log ("TIMESTAMP TEXT") is not to be
+// sent: sent before, by a follow that ended (resumed: this stream is one opened
+// again), or the kubelet's own word; and counts it as sent when it is to be.
+func (it *logIter) sentBefore(b []byte, resumed bool) bool {
+	stamp, _, _ := bytes.Cut(b, []byte(" "))
+	t, err := time.Parse(time.RFC3339Nano, string(stamp))
+	if err != nil {
+		// Every line of the container's has its time: one without is the kubelet's
+		// why it ended the follow ("failed to create fsnotify watcher: too many open
+		// files"), and the follow is opened again.
+		return true
+	}
+	if resumed && it.sent.take(t, b) {
+		return true
+	}
+	it.sent.add(t, b)
+	return false
 }
 
 // line parses "TIMESTAMP TEXT" (the kubelet's RFC 3339 time with nanoseconds). Times

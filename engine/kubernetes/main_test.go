@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -90,6 +92,16 @@ func testMain(m *testing.M) int {
 	defer func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
 		defer dcancel()
+		// A test that failed before its delete leaves pods holding wick's finalizer,
+		// which nobody keeps now: the namespace would never go.
+		if pl, err := env.cs.CoreV1().Pods(env.namespace).List(dctx, metav1.ListOptions{}); err == nil {
+			for _, p := range pl.Items {
+				if i := slices.Index(p.Finalizers, FinalizerLogs); i >= 0 {
+					patch := fmt.Sprintf(`[{"op":"remove","path":"/metadata/finalizers/%d"}]`, i)
+					_, _ = env.cs.CoreV1().Pods(env.namespace).Patch(dctx, p.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+				}
+			}
+		}
 		_ = env.cs.CoreV1().Namespaces().Delete(dctx, env.namespace, metav1.DeleteOptions{})
 	}()
 	env.image = "wick-k8s-test-helper:" + suffix
@@ -140,7 +152,7 @@ func helperImage(ctx context.Context, dir, ref string) error {
 	if _, err := tw.Write(body); err != nil {
 		return err
 	}
-	for _, l := range []string{"true", "false", "exit", "echo", "env", "serve", "dial", "cat", "loop", "sleep", "lines", "failtimes", "stubborn"} {
+	for _, l := range []string{"true", "false", "exit", "echo", "env", "serve", "dial", "cat", "loop", "sleep", "lines", "failtimes", "stubborn", "ishost", "steps", "raise"} {
 		if err := tw.WriteHeader(&tar.Header{Name: "bin/" + l, Linkname: "helper", Typeflag: tar.TypeSymlink, Mode: 0o777, ModTime: now}); err != nil {
 			return err
 		}
@@ -171,13 +183,16 @@ func needCluster(t testing.TB) {
 	}
 }
 
-// newScheduler makes a scheduler of the tests' session and state directory.
+// newScheduler makes a scheduler of the tests' session and state directory that makes
+// apps of Jobs, as on a cluster without JobSet's CRD, whether or not the test cluster
+// has it (jobset_test.go tests the JobSet path).
 func newScheduler(t testing.TB) *Scheduler {
 	t.Helper()
 	s, err := New(sched.Config{Session: env.session, StateDir: env.stateDir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.(*Scheduler).noJobSet = true
 	return s.(*Scheduler)
 }
 

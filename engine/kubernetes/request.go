@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/wick-dev/wick/engine/kubernetes/remote"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -25,11 +28,15 @@ type Request struct {
 	Session   string `json:"session"`
 	Context   string `json:"context,omitempty"`
 	Namespace string `json:"namespace"`
+	// JobSet, on a cluster that has JobSet's CRD, is the app: it holds the roles' Jobs
+	// and the headless Service, which its controller makes (Service and Jobs are then
+	// nil).
+	JobSet *JobSet `json:"jobset,omitempty"`
 	// Service gives each pod the name <job>-<index>.<service>.
-	Service *corev1.Service `json:"service"`
+	Service *corev1.Service `json:"service,omitempty"`
 	// Jobs are the roles' Jobs, in the app's order; Jobs[0] owns the others and the
 	// Service once created.
-	Jobs []*batchv1.Job `json:"jobs"`
+	Jobs []*batchv1.Job `json:"jobs,omitempty"`
 	// Warnings are things the user should know that do not stop the launch.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -65,24 +72,56 @@ func (s *Scheduler) DryRun(ctx context.Context, sub sched.Submission) (any, erro
 	return s.plan(ctx, sub, true)
 }
 
-// plan builds the request. With loose, a missing kubeconfig plans into "default".
-func (s *Scheduler) plan(_ context.Context, sub sched.Submission, loose bool) (*Request, error) {
+// looseDiscovery bounds how long a dry run asks the cluster whether it has JobSet.
+const looseDiscovery = 3 * time.Second
+
+// plan builds the request: a JobSet where the cluster has its CRD, else Jobs and a
+// Service. With loose (a dry run), a missing kubeconfig plans into "default", and a
+// cluster that does not answer gets Jobs.
+func (s *Scheduler) plan(ctx context.Context, sub sched.Submission, loose bool) (*Request, error) {
 	if sub.App == nil {
 		return nil, fmt.Errorf("kubernetes: no app to plan")
 	}
-	app := sub.App.Clone()
 	req := &Request{AppID: sub.AppID, Session: sub.Session, Context: sub.Cfg.String(OptContext), Namespace: sub.Cfg.String(OptNamespace)}
+	set, err := s.planPlace(ctx, req, loose)
+	if err != nil {
+		return nil, err
+	}
+	return s.planApp(sub, req, set)
+}
+
+// planPlace sets the request's namespace where the run option did not, and says
+// whether the app goes into a JobSet.
+func (s *Scheduler) planPlace(ctx context.Context, req *Request, loose bool) (bool, error) {
+	c, err := s.client(req.Context)
 	if req.Namespace == "" {
-		c, err := s.client(req.Context)
 		switch {
 		case err == nil:
 			req.Namespace = c.namespace
 		case loose:
 			req.Namespace = "default"
 		default:
-			return nil, err
+			return false, err
 		}
 	}
+	if err != nil {
+		return false, nil // loose: planned without a cluster
+	}
+	if loose {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, looseDiscovery)
+		defer cancel()
+	}
+	set, err := s.useJobSet(ctx, c)
+	if err != nil && !loose {
+		return false, err
+	}
+	return set && err == nil, nil
+}
+
+// planApp plans the app's objects in req's namespace.
+func (s *Scheduler) planApp(sub sched.Submission, req *Request, set bool) (*Request, error) {
+	app := sub.App.Clone()
 	if errs := validation.IsDNS1123Label(req.Namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("%w %s=%q: not a namespace name Kubernetes takes: %s", spec.ErrInvalidRunOpt, OptNamespace, req.Namespace, strings.Join(errs, "; "))
 	}
@@ -103,7 +142,7 @@ func (s *Scheduler) plan(_ context.Context, sub sched.Submission, loose bool) (*
 		if r.Image == "" || r.Image == spec.None {
 			return nil, fmt.Errorf("role %q has no image: kubernetes runs every role in a container of its image (--image)", r.Name)
 		}
-		name, err := jobName(sub.AppID, r.Name, r.NumReplicas)
+		name, err := jobName(sub.AppID, r.Name, r.NumReplicas, set)
 		if err != nil {
 			return nil, err
 		}
@@ -131,10 +170,27 @@ func (s *Scheduler) plan(_ context.Context, sub sched.Submission, loose bool) (*
 			PublishNotReadyAddresses: true,
 		},
 	}
-	job0, _ := jobName(sub.AppID, app.Roles[0].Name, app.Roles[0].NumReplicas)
-	rank0 := job0 + "-0." + svc
+	domain := sub.Cfg.String(OptClusterDomain)
+	if domain == "" {
+		domain = remote.DefaultClusterDomain
+	}
+	if errs := validation.IsDNS1123Subdomain(domain); len(errs) > 0 {
+		return nil, fmt.Errorf("%w %s=%q: not a DNS domain: %s", spec.ErrInvalidRunOpt, OptClusterDomain, domain, strings.Join(errs, "; "))
+	}
+	// Rank 0's fully qualified name, as its pod's /etc/hosts gives it first (the
+	// kubelet writes "IP <hostname>.<subdomain>.<namespace>.svc.<domain> <hostname>"):
+	// torchrun's c10d rendezvous hosts the store on the pod whose canonical name is the
+	// endpoint's host (torch/distributed/elastic/rendezvous/utils.py,
+	// _matches_machine_hostname); the Service's short name would make no pod host it.
+	job0, _ := jobName(sub.AppID, app.Roles[0].Name, app.Roles[0].NumReplicas, set)
+	rank0 := job0 + "-0." + svc + "." + req.Namespace + ".svc." + domain
 	for _, role := range app.Roles {
-		job, warn, err := planJob(sub, role, req.Namespace, svc, rank0, pull, labels(role.Name))
+		name, _ := jobName(sub.AppID, role.Name, role.NumReplicas, set)
+		job, warn, err := planJob(sub, role, name, req.Namespace, svc, rank0, pull, labels(role.Name))
+		if err == nil && s.cfg.StateDir != "" {
+			// wick keeps each pod's log and end before the cluster may let it go (keep.go).
+			job.Spec.Template.Finalizers = []string{FinalizerLogs}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -149,6 +205,14 @@ func (s *Scheduler) plan(_ context.Context, sub sched.Submission, loose bool) (*
 		return nil, fmt.Errorf("kubernetes: the app's definition is %d bytes, more than the %d an annotation holds (a very large env?)", len(rec), maxRecord)
 	}
 	req.Jobs[0].Annotations = map[string]string{AnnotationApp: string(rec)}
+	if set {
+		roles := make([]string, len(app.Roles))
+		for i, r := range app.Roles {
+			roles[i] = r.Name
+		}
+		req.JobSet = planJobSet(req, roles)
+		req.Jobs, req.Service = nil, nil
+	}
 	return req, nil
 }
 
@@ -172,10 +236,14 @@ func serviceName(appID string) (string, error) {
 	return name, nil
 }
 
-// jobName is role's Job: app id and role as DNS-1123 characters. Its pods' host names,
-// <job>-<index>, must be DNS-1123 labels too.
-func jobName(appID, role string, replicas int) (string, error) {
+// jobName is role's Job: app id and role as DNS-1123 characters; in a JobSet (set),
+// the name its controller gives the replicated Job's one Job, <jobset>-<role>-0. Its
+// pods' host names, <job>-<index>, must be DNS-1123 labels too.
+func jobName(appID, role string, replicas int, set bool) (string, error) {
 	name := dnsName(appID) + "-" + dnsName(role)
+	if set {
+		name += "-0"
+	}
 	host := name + "-" + strconv.Itoa(replicas-1)
 	if errs := validation.IsDNS1123Label(host); len(errs) > 0 {
 		return "", fmt.Errorf("app %q role %q: the pods' host name %q is not one Kubernetes takes (%s): shorten the app or role name", appID, role, host, strings.Join(errs, "; "))
@@ -191,11 +259,7 @@ func escape(s string) string {
 }
 
 // planJob is role's Indexed Job.
-func planJob(sub sched.Submission, role spec.Role, ns, svc, rank0 string, pull corev1.PullPolicy, labels map[string]string) (*batchv1.Job, []string, error) {
-	name, err := jobName(sub.AppID, role.Name, role.NumReplicas)
-	if err != nil {
-		return nil, nil, err
-	}
+func planJob(sub sched.Submission, role spec.Role, name, ns, svc, rank0 string, pull corev1.PullPolicy, labels map[string]string) (*batchv1.Job, []string, error) {
 	var warnings []string
 	r := spec.Macros{AppID: sub.AppID, ReplicaID: replicaPlaceholder, ImgRoot: "", Rank0Env: spec.Rank0Env}.Apply(role)
 	res, err := resources(role)
@@ -279,6 +343,15 @@ func planJob(sub sched.Submission, role spec.Role, ns, svc, rank0 string, pull c
 // the role's own (which wins) and the names TorchX sets.
 func containerEnv(sub sched.Submission, r spec.Role, rank0 string) []corev1.EnvVar {
 	vars := map[string]string{envUnbuffered: "1", envErrorFile: terminationLog}
+	if ranks.RunsTorchrun(roleArgv(r)) {
+		// torchrun copies a failed worker's error file to its own by removing that
+		// first (torch/distributed/elastic/multiprocessing/errors/error_handler.py,
+		// dump_error_file, _rm): the termination log, a mount point, cannot be
+		// removed (EBUSY), and torchrun would end on that OSError. Its workers get
+		// error files of their own from torchrun; the root cause of a torchrun node
+		// comes from its log (ranks.go).
+		delete(vars, envErrorFile)
+	}
 	for k, v := range r.Env {
 		vars[k] = v
 	}

@@ -42,6 +42,7 @@ func dryRun(t *testing.T, app *spec.AppDef, cfg spec.Cfg) (*Request, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.(*Scheduler).noJobSet = true // whatever cluster KUBECONFIG names
 	if cfg == nil {
 		cfg = spec.Cfg{}
 	}
@@ -95,7 +96,7 @@ func TestPlanIndexedJob(t *testing.T) {
 	for _, e := range c.Env[1:] {
 		env[e.Name] = e.Value
 	}
-	if env["RANK_FILE"] != "/out/$(WICK_REPLICA_ID)" || env[spec.Rank0Env] != "echo-abc-echo-0.echo-abc" || env["WICK_APP_ID"] != "echo-abc" || env[envErrorFile] != terminationLog {
+	if env["RANK_FILE"] != "/out/$(WICK_REPLICA_ID)" || env[spec.Rank0Env] != "echo-abc-echo-0.echo-abc.ns.svc.cluster.local" || env["WICK_APP_ID"] != "echo-abc" || env[envErrorFile] != terminationLog {
 		t.Errorf("env %v", env)
 	}
 	lim := c.Resources.Limits

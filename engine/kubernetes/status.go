@@ -22,9 +22,11 @@ import (
 
 // appObjects are an app's Jobs and pods as the API server holds them.
 type appObjects struct {
-	ns     string
-	id     string // the app id, without a namespace
-	owner  *batchv1.Job
+	ns string
+	id string // the app id, without a namespace
+	// owner is the object that holds the app: its JobSet's, else its first Job's.
+	owner  *metav1.ObjectMeta
+	set    *JobSet // the app's JobSet; nil for an app of Jobs
 	jobs   []batchv1.Job
 	pods   []corev1.Pod
 	record appRecord
@@ -33,11 +35,16 @@ type appObjects struct {
 // selector selects every object of appID.
 func selector(appID string) string { return LabelAppID + "=" + appID }
 
-// fetch reads appID's Jobs and, with pods, its pods: one list call each.
+// fetch reads appID's Jobs and, with pods, its pods (those that ran or may still
+// run): one list call each.
 func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, *appObjects, error) {
 	c, ns, id, err := s.locate(appID)
 	if err != nil {
 		return nil, nil, err
+	}
+	o := &appObjects{ns: ns, id: id}
+	if o.set, err = s.findJobSet(ctx, c, ns, id); err != nil {
+		return c, nil, err
 	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
@@ -45,17 +52,9 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 	if err != nil {
 		return c, nil, c.apiError("listing the Jobs of "+appID, err)
 	}
-	if len(jl.Items) == 0 {
-		return c, nil, fmt.Errorf("%w: %s (no Job labelled %s in namespace %s)", sched.ErrNotFound, appID, selector(id), ns)
-	}
-	o := &appObjects{ns: ns, id: id, jobs: jl.Items}
-	for i := range o.jobs {
-		if _, ok := o.jobs[i].Annotations[AnnotationApp]; ok {
-			o.owner = &o.jobs[i]
-		}
-	}
-	if o.owner == nil {
-		return c, nil, fmt.Errorf("%w: %s (its Jobs have no %s annotation: not launched by wick)", sched.ErrNotFound, appID, AnnotationApp)
+	o.jobs = jl.Items
+	if err := o.findOwner(appID); err != nil {
+		return c, nil, err
 	}
 	if err := json.Unmarshal([]byte(o.owner.Annotations[AnnotationApp]), &o.record); err != nil || o.record.App == nil {
 		return c, nil, fmt.Errorf("kubernetes: app %s: its %s annotation is damaged: %v", appID, AnnotationApp, err)
@@ -65,9 +64,52 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 		if err != nil {
 			return c, nil, c.apiError("listing the pods of "+appID, err)
 		}
-		o.pods = pl.Items
+		o.pods = pl.Items[:0]
+		for _, p := range s.withKept(id, pl.Items) {
+			if started, _ := containerStarted(&p); !started && p.DeletionTimestamp != nil {
+				// Never ran and going: not an attempt (a Job that a cancel suspends
+				// deletes the pods it made meanwhile).
+				continue
+			}
+			o.pods = append(o.pods, p)
+		}
 	}
 	return c, o, nil
+}
+
+// findJobSet reads app id's JobSet in ns where the cluster has JobSet: nil when it
+// has none (an app of Jobs, or none).
+func (s *Scheduler) findJobSet(ctx context.Context, c *conn, ns, id string) (*JobSet, error) {
+	if has, err := s.useJobSet(ctx, c); err != nil || !has {
+		return nil, err
+	}
+	return c.getJobSet(ctx, ns, id)
+}
+
+// findOwner sets o's owner: its JobSet, else the Job that holds the app's annotation.
+func (o *appObjects) findOwner(appID string) error {
+	if o.set != nil {
+		o.owner = &o.set.ObjectMeta
+		return nil
+	}
+	if len(o.jobs) == 0 {
+		return fmt.Errorf("%w: %s (no Job labelled %s in namespace %s)", sched.ErrNotFound, appID, selector(o.id), o.ns)
+	}
+	o.owner = ownerJob(o.jobs)
+	if o.owner == nil {
+		return fmt.Errorf("%w: %s (its Jobs have no %s annotation: not launched by wick)", sched.ErrNotFound, appID, AnnotationApp)
+	}
+	return nil
+}
+
+// ownerJob is the metadata of the Job of jobs that holds the app's annotation.
+func ownerJob(jobs []batchv1.Job) *metav1.ObjectMeta {
+	for i := range jobs {
+		if _, ok := jobs[i].Annotations[AnnotationApp]; ok {
+			return &jobs[i].ObjectMeta
+		}
+	}
+	return nil
 }
 
 // Describe returns the app's status from its Jobs and pods, and its AppDef and run
@@ -77,20 +119,25 @@ func (s *Scheduler) fetch(ctx context.Context, appID string, pods bool) (*conn, 
 // A role that failed fails the app, and its other roles are stopped here (stop: their
 // pods kept, with their logs), as TorchX's gang does: Kubernetes knows no app of
 // several Jobs, so the first Describe that sees the failure (wick status, wait, the
-// UI) stops them. A context that ends first leaves the rest to the next one.
+// UI) asks the cluster to stop them, without waiting for their pods to end. A context
+// that ends first leaves the rest to the next one.
 func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Description, error) {
 	c, o, err := s.fetch(ctx, appID, true)
 	if err != nil {
 		return nil, err
 	}
+	s.rescue(ctx, c, o)
 	if role, ok := failedRoleWithOthers(o); ok {
-		if err := s.stop(ctx, c, o, "role "+role+" failed", false); err == nil {
+		if err := s.stop(ctx, c, o, "role "+role+" failed"); err == nil {
 			if _, again, err := s.fetch(ctx, appID, true); err == nil {
 				o = again
 			}
 		}
 	}
 	st := s.status(appID, o)
+	newest := newestPods(o)
+	groupRanks(&st, o.record.App, newest)
+	s.torchrunCause(ctx, appID, &st, o.record.App, newest)
 	if st.State == spec.Pending {
 		ev := s.pendingEvents(ctx, c, o)
 		if st.Msg == "" && len(ev) > 0 {
@@ -108,7 +155,8 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 // failedRoleWithOthers names the role whose Job failed when another Job of the app
 // has not finished (and was not suspended): the app is FAILED, and that one must stop.
 func failedRoleWithOthers(o *appObjects) (string, bool) {
-	if o.owner.Annotations[AnnotationCancelled] != "" {
+	if o.owner.Annotations[AnnotationCancelled] != "" || o.set != nil {
+		// A JobSet's controller ends the other Jobs of a failed one itself.
 		return "", false
 	}
 	failed, open := "", false
@@ -152,11 +200,17 @@ func stateOfJob(j *batchv1.Job) jobState {
 	return js
 }
 
-// appState is the app's state from its Jobs alone (what List can afford): cancelled,
-// failed, succeeded, running (a pod ready) or pending.
-func appState(owner *batchv1.Job, jobs []batchv1.Job) (spec.AppState, string, time.Time) {
+// appState is the app's state from its owner and Jobs alone (what List can afford):
+// cancelled, failed, succeeded, running (a pod ready) or pending. A JobSet (set) says
+// itself when the app ended; a failed Job fails the app at once.
+func appState(owner *metav1.ObjectMeta, set *JobSet, jobs []batchv1.Job) (spec.AppState, string, time.Time) {
 	if owner.Annotations[AnnotationCancelled] != "" {
 		return spec.Cancelled, "cancelled", time.Time{}
+	}
+	if set != nil {
+		if st, msg, at, ok := jobSetState(set, jobs); ok {
+			return st, msg, at
+		}
 	}
 	complete, running := 0, false
 	var ended time.Time
@@ -176,7 +230,7 @@ func appState(owner *batchv1.Job, jobs []batchv1.Job) (spec.AppState, string, ti
 		}
 	}
 	switch {
-	case complete == len(jobs):
+	case complete == len(jobs) && set == nil:
 		return spec.Succeeded, "", ended
 	case running || complete > 0:
 		return spec.Running, "", time.Time{}
@@ -188,7 +242,7 @@ func appState(owner *batchv1.Job, jobs []batchv1.Job) (spec.AppState, string, ti
 // its pods (the newest pod of an index is its current attempt, the older ones its
 // earlier attempts).
 func (s *Scheduler) status(appID string, o *appObjects) spec.AppStatus {
-	state, msg, ended := appState(o.owner, o.jobs)
+	state, msg, ended := appState(o.owner, o.set, o.jobs)
 	st := spec.AppStatus{
 		Handle:    spec.Handle{Scheduler: Name, Session: o.owner.Labels[LabelSession], AppID: appID}.String(),
 		AppID:     appID,
@@ -211,7 +265,7 @@ func (s *Scheduler) status(appID string, o *appObjects) spec.AppStatus {
 		for k := range role.NumReplicas {
 			pods := byReplica[role.Name+"/"+strconv.Itoa(k)]
 			sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
-			r := replicaStatus(role.Name, k, pods, state)
+			r := replicaStatus(role.Name, k, untilStopped(pods), state)
 			if r.State == spec.Pending && pending == "" {
 				pending = pendingReason(pods)
 			}
@@ -230,6 +284,19 @@ func (s *Scheduler) status(appID string, o *appObjects) spec.AppStatus {
 		st.Msg = pending
 	}
 	return st
+}
+
+// untilStopped is pods (oldest first) up to the first that wick stopped: the pods the
+// Job controller makes for that index after it (a released pod no longer counts as the
+// Job's, and the Job is suspended only once the controller let go of it) are no
+// attempts of the app, which was ending; under load one of them can start running.
+func untilStopped(pods []corev1.Pod) []corev1.Pod {
+	for i := range pods {
+		if _, ok := pods[i].Annotations[AnnotationStopped]; ok {
+			return pods[:i+1]
+		}
+	}
+	return pods
 }
 
 // replicaStatus is replica k's status from its pods, oldest first.
@@ -266,6 +333,12 @@ func replicaStatus(role string, k int, pods []corev1.Pod, app spec.AppState) spe
 		// Stopped by wick (cancel, or another role's failure), not failed on its own.
 		r.State, r.StructuredError = spec.Cancelled, ""
 	}
+	if killedByDeletion(p) {
+		// Deleted while it ran, by the cluster ending the app (another role's or
+		// replica's failure: JobSet's controller, the Job controller) or by a user,
+		// and kept by wick's finalizer: it did not fail on its own.
+		r.State, r.StructuredError = spec.Cancelled, ""
+	}
 	if app == spec.Cancelled && !r.State.Terminal() {
 		r.State = spec.Cancelled
 	}
@@ -274,6 +347,26 @@ func replicaStatus(role string, k int, pods []corev1.Pod, app spec.AppState) spe
 	}
 	return r
 }
+
+// killedByDeletion says whether pod p failed because it was deleted: wick saw it
+// deleted while it ran (AnnotationDeleted), or its container finished no earlier than
+// deletionSlack before its deletion time (the kubelet's last delete of a pod it has
+// stopped brings that time down to when it did; without that delete, the time is
+// later still).
+func killedByDeletion(p *corev1.Pod) bool {
+	if p.DeletionTimestamp == nil || p.Status.Phase != corev1.PodFailed {
+		return false
+	}
+	if p.Annotations[AnnotationDeleted] != "" {
+		return true
+	}
+	_, _, ended, _ := terminated(p)
+	return !ended.IsZero() && !ended.Before(p.DeletionTimestamp.Add(-deletionSlack))
+}
+
+// deletionSlack is how long before a deleted pod's deletion time its container may
+// have ended and still count as stopped by the deletion.
+const deletionSlack = 2 * time.Second
 
 // terminated reads the main container's end: exit code, start, end, and its error
 // (the termination message: torchelastic's error file, else the log's last lines;
@@ -387,7 +480,8 @@ func sortedPlaces(m map[where]map[string]bool) []where {
 	return out
 }
 
-// listIn lists wick's Jobs in one namespace and returns the apps of ids among them.
+// listIn lists wick's Jobs (and JobSets, where the cluster has them) in one namespace
+// and returns the apps of ids among them.
 func (s *Scheduler) listIn(ctx context.Context, w where, ids map[string]bool) ([]spec.AppStatus, error) {
 	c, err := s.client(w.Context)
 	if err != nil {
@@ -397,45 +491,80 @@ func (s *Scheduler) listIn(ctx context.Context, w where, ids map[string]bool) ([
 	if ns == "" {
 		ns = c.namespace
 	}
+	sets, err := s.listSets(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
 	jl, err := c.batch.Jobs(ns).List(cctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + managedBy})
 	if err != nil {
 		return nil, c.apiError("listing wick's Jobs in namespace "+ns, err)
 	}
-	apps := map[string][]batchv1.Job{}
+	return appsOf(jl.Items, sets, func(_, id string) (string, bool) { return id, ids[id] }), nil
+}
+
+// listSets lists wick's JobSets in ns (metav1.NamespaceAll: all) where the cluster has
+// JobSet; none elsewhere.
+func (s *Scheduler) listSets(ctx context.Context, c *conn, ns string) ([]JobSet, error) {
+	if has, err := s.useJobSet(ctx, c); err != nil || !has {
+		return nil, err
+	}
+	sets, err := c.listJobSets(ctx, ns)
+	if err != nil {
+		where := "namespace " + ns
+		if ns == metav1.NamespaceAll {
+			where = "all namespaces"
+		}
+		return nil, c.apiError("listing wick's JobSets in "+where, err)
+	}
+	return sets, nil
+}
+
+// appsOf groups Jobs and JobSets into apps by key (which says an object's app, and
+// whether it is listed), and returns each app's status from them alone.
+func appsOf(jobs []batchv1.Job, sets []JobSet, key func(ns, id string) (string, bool)) []spec.AppStatus {
+	byKey := map[string][]batchv1.Job{}
+	setOf := map[string]*JobSet{}
 	var order []string
-	for _, j := range jl.Items {
-		id := j.Labels[LabelAppID]
-		if !ids[id] {
-			continue
+	add := func(k string) {
+		if _, ok := byKey[k]; !ok {
+			byKey[k] = nil
+			order = append(order, k)
 		}
-		if _, ok := apps[id]; !ok {
-			order = append(order, id)
+	}
+	for i := range jobs {
+		if k, ok := key(jobs[i].Namespace, jobs[i].Labels[LabelAppID]); ok {
+			add(k)
+			byKey[k] = append(byKey[k], jobs[i])
 		}
-		apps[id] = append(apps[id], j)
+	}
+	for i := range sets {
+		if k, ok := key(sets[i].Namespace, sets[i].Labels[LabelAppID]); ok {
+			add(k)
+			setOf[k] = &sets[i]
+		}
 	}
 	out := make([]spec.AppStatus, 0, len(order))
-	for _, id := range order {
-		if st, ok := listed(id, apps[id]); ok {
+	for _, k := range order {
+		owner := ownerJob(byKey[k])
+		if set := setOf[k]; set != nil {
+			owner = &set.ObjectMeta
+		}
+		if st, ok := listed(k, owner, setOf[k], byKey[k]); ok {
 			out = append(out, st)
 		}
 	}
-	return out, nil
+	return out
 }
 
-// listed is the status of app id from its Jobs alone.
-func listed(id string, jobs []batchv1.Job) (spec.AppStatus, bool) {
-	var owner *batchv1.Job
-	for i := range jobs {
-		if _, ok := jobs[i].Annotations[AnnotationApp]; ok {
-			owner = &jobs[i]
-		}
-	}
+// listed is the status of app id from its owner (nil: not an app of wick's) and Jobs
+// alone.
+func listed(id string, owner *metav1.ObjectMeta, set *JobSet, jobs []batchv1.Job) (spec.AppStatus, bool) {
 	if owner == nil {
 		return spec.AppStatus{}, false
 	}
-	state, msg, ended := appState(owner, jobs)
+	state, msg, ended := appState(owner, set, jobs)
 	var rec appRecord
 	name := ""
 	if json.Unmarshal([]byte(owner.Annotations[AnnotationApp]), &rec) == nil && rec.App != nil {
@@ -524,44 +653,81 @@ func parseIndexes(s string) map[int]bool {
 	return out
 }
 
-// Wait returns the app's status once it has ended. It watches the app's Jobs (one list,
-// then their changes) rather than asking again and again; then it describes the app,
-// which stops the other roles of a failed one.
+// Wait returns the app's status once it has ended and the pods wick stopped (a cancel,
+// a failed role's others) have ended too. It watches the app's Jobs (one list, then
+// their changes) rather than asking again and again; then it describes the app, which
+// stops the other roles of a failed one, and watches the pods until the stopped ones
+// have ended.
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
 	c, ns, id, err := s.locate(appID)
 	if err != nil {
 		return nil, err
 	}
-	err = watchObjects(ctx, c, jobLister(c, ns, selector(id)), func(jobs map[string]*batchv1.Job) bool {
-		var owner *batchv1.Job
-		all := make([]batchv1.Job, 0, len(jobs))
-		for _, j := range jobs {
-			if _, ok := j.Annotations[AnnotationApp]; ok {
-				owner = j
-			}
-			all = append(all, *j)
-		}
-		if owner == nil {
-			return true // gone (or not wick's): Describe says so
-		}
-		state, _, _ := appState(owner, all)
-		return state.Terminal()
-	})
-	if err != nil {
+	if err := s.waitEnded(ctx, c, ns, id); err != nil {
 		return nil, err
 	}
 	d, err := s.Describe(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
+	waited := false
+	err = watchPods(ctx, c, ns, selector(id), func(pods map[string]*corev1.Pod) bool {
+		for _, p := range pods {
+			if stopping(p) {
+				waited = true
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return &d.Status, fmt.Errorf("waiting for the stopped pods of %s to end: %w", appID, err)
+	}
+	if waited {
+		if d, err = s.Describe(ctx, appID); err != nil {
+			return nil, err
+		}
+	}
 	return &d.Status, nil
+}
+
+// waitEnded watches app id's owner until the app has ended (or is gone): its JobSet
+// where it has one, else its Jobs.
+func (s *Scheduler) waitEnded(ctx context.Context, c *conn, ns, id string) error {
+	set, err := s.findJobSet(ctx, c, ns, id)
+	if err != nil {
+		return err
+	}
+	if set != nil {
+		return watchObjects(ctx, c, jobSetLister(c, ns, set.Name), func(sets map[string]*JobSet) bool {
+			js, ok := sets[set.Name]
+			if !ok || js.Labels[LabelAppID] != id {
+				return true // gone: Describe says so
+			}
+			state, _, _ := appState(&js.ObjectMeta, js, nil)
+			return state.Terminal()
+		})
+	}
+	return watchObjects(ctx, c, jobLister(c, ns, selector(id)), func(jobs map[string]*batchv1.Job) bool {
+		all := make([]batchv1.Job, 0, len(jobs))
+		for _, j := range jobs {
+			all = append(all, *j)
+		}
+		owner := ownerJob(all)
+		if owner == nil {
+			return true // gone (or not wick's): Describe says so
+		}
+		state, _, _ := appState(owner, nil, all)
+		return state.Terminal()
+	})
 }
 
 // maxEventObjects bounds the objects whose events one Describe reads.
 const maxEventObjects = 4
 
 // pendingEvents reads the warnings Kubernetes recorded about what keeps the app
-// pending, as kubectl describe shows them: of each Job that has no pod (its controller
+// pending, as kubectl describe shows them: of a JobSet that lacks a Job, of each Job
+// that has no pod (its controller
 // could not make one: FailedCreate, a quota, an admission refusal, a missing service
 // account) and of each pod not yet running (FailedScheduling, FailedMount, image
 // pulls). One line each, "Job x: Reason: message", the same reason once.
@@ -579,6 +745,10 @@ func (s *Scheduler) pendingEvents(ctx context.Context, c *conn, o *appObjects) [
 		if !withPods[o.jobs[i].Labels[LabelRole]] {
 			objs = append(objs, [2]string{"Job", o.jobs[i].Name})
 		}
+	}
+	if o.set != nil && len(o.jobs) < len(o.set.Spec.ReplicatedJobs) {
+		// Its controller has not made every Job: the JobSet's events say why.
+		objs = append(objs, [2]string{"JobSet", o.set.Name})
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i][0]+objs[i][1] < objs[j][0]+objs[j][1] })
 	if len(objs) > maxEventObjects {
@@ -645,30 +815,22 @@ func (s *Scheduler) ListAllHomes(ctx context.Context) ([]spec.AppStatus, error) 
 	if cerr != nil {
 		return own, errors.Join(err, cerr)
 	}
+	sets, serr := s.listSets(ctx, c, metav1.NamespaceAll)
+	if serr != nil {
+		return own, errors.Join(err, serr)
+	}
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
 	jl, lerr := c.batch.Jobs(metav1.NamespaceAll).List(cctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + managedBy})
 	if lerr != nil {
 		return own, errors.Join(err, c.apiError("listing wick's Jobs in all namespaces", lerr))
 	}
-	apps := map[string][]batchv1.Job{}
-	var order []string
-	for _, j := range jl.Items {
-		id := j.Labels[LabelAppID]
-		if mine[id] || spec.ValidateName("app id", id) != nil {
-			continue
-		}
-		key := j.Namespace + ":" + id
-		if _, ok := apps[key]; !ok {
-			order = append(order, key)
-		}
-		apps[key] = append(apps[key], j)
-	}
-	for _, key := range order {
-		if st, ok := listed(key, apps[key]); ok {
-			st.Foreign = true
-			own = append(own, st)
-		}
+	foreign := appsOf(jl.Items, sets, func(ns, id string) (string, bool) {
+		return ns + ":" + id, !mine[id] && spec.ValidateName("app id", id) == nil
+	})
+	for _, st := range foreign {
+		st.Foreign = true
+		own = append(own, st)
 	}
 	return own, err
 }

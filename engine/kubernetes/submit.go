@@ -26,6 +26,14 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := s.remember(req.AppID, where{Context: req.Context, Namespace: req.Namespace}); err != nil {
 		return err
 	}
+	if req.JobSet != nil {
+		progress.Report("creating JobSet %s (%d Jobs) in namespace %s", req.JobSet.Name, len(req.JobSet.Spec.ReplicatedJobs), req.Namespace)
+		if err := c.createJobSet(ctx, req.JobSet); err != nil {
+			s.forget(req.AppID)
+			return c.apiError(fmt.Sprintf("creating JobSet %s in namespace %s", req.JobSet.Name, req.Namespace), err)
+		}
+		return s.keep(req, progress)
+	}
 	progress.Report("creating %d Jobs and a Service in namespace %s", len(req.Jobs), req.Namespace)
 	jobs := c.batch.Jobs(req.Namespace)
 	cctx, cancel := callCtx(ctx)
@@ -61,6 +69,16 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 			return fail(c.apiError("creating Job "+j.Name, err))
 		}
 	}
+	return s.keep(req, progress)
+}
+
+// keep starts the keeper of the app's logs (keep.go); one that cannot start is a
+// warning, not a failed launch: the app runs, and wick status or wick delete let go
+// of its pods.
+func (s *Scheduler) keep(req *Request, progress sched.Progress) error {
+	if err := s.startKeeper(req.AppID); err != nil {
+		progress.Report("%v: the logs of pods that the cluster deletes may be lost", err)
+	}
 	return nil
 }
 
@@ -83,5 +101,8 @@ func (s *Scheduler) rollback(c *conn, req *Request, owner *batchv1.Job) error {
 	}
 	del("service/"+req.Service.Name, c.core.Services(req.Namespace).Delete(ctx, req.Service.Name, opts))
 	del("job/"+owner.Name, c.batch.Jobs(req.Namespace).Delete(ctx, owner.Name, opts))
+	if err := releaseGone(ctx, c, req.Namespace, req.AppID); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }

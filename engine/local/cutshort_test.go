@@ -82,12 +82,19 @@ func TestSupervisorComingIsNotDead(t *testing.T) {
 		st.State, st.Created = spec.Pending, time.Now()
 		return st
 	}
-	// A process whose command line is a supervisor's of dir.
-	sup := exec.Command("sh", "-c", "sleep 60; :", SuperviseVerb, dir)
+	// A process whose command line is a supervisor's of dir. It waits on a builtin
+	// read of a pipe, forking nothing: a child forked by sh carries sh's command line
+	// until it execs, and outlived the kill below on a busy machine (CI read the
+	// supervisor still coming after it was gone).
+	sup := exec.Command("sh", "-c", "read line", SuperviseVerb, dir)
+	hold, err := sup.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := sup.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sup.Process.Kill(); sup.Wait() })
+	t.Cleanup(func() { hold.Close(); sup.Process.Kill(); sup.Wait() })
 	if st := reconcile(dir, pending()); st.State != spec.Pending {
 		t.Errorf("with its supervisor coming: %s %s", st.State, st.Msg)
 	}

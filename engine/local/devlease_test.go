@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,15 @@ func TestDeviceLeaseRaceAtLaunch(t *testing.T) {
 	}
 	if _, err := s.Describe(context.Background(), b.AppID); !errors.Is(err, sched.ErrNotFound) {
 		t.Errorf("the refused app was left behind: %v", err)
+	}
+	// Its supervisor, started before the lease was taken, was never told to go: it
+	// ends without a trace.
+	bDir, _ := s.appDir(b.AppID)
+	testkit.Wait(t, 20*time.Second, "the refused app's supervisor gone", func() (bool, string) {
+		return !supervisorComing(bDir), "a process still runs __supervise " + bDir
+	})
+	if _, err := os.Lstat(bDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused app's state directory: %v, want it gone", err)
 	}
 	if got := waitPrinted(t, s, a.AppID, "t", 0); got != "0" {
 		t.Errorf("the first app saw %q, want 0", got)

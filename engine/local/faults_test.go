@@ -202,21 +202,30 @@ func TestReconcileDeadSupervisorAndPidReuse(t *testing.T) {
 	dir := filepath.Join(s.appsDir(), id)
 	st, _ := readState(dir)
 	real := st.Supervisor
-	// The same pid with another start time is another process: the app's supervisor
-	// is gone, whatever runs under that pid now.
-	st.Supervisor = logs.Proc{PID: os.Getpid(), Start: real.Start + 12345}
-	st.Owner = st.Supervisor
-	writeJSONAtomic(dir, stateFile, st)
-	d, err := s.Describe(context.Background(), id)
+	self, err := logs.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Status.State != spec.Failed || d.Status.Msg != reasonDied || d.Status.Roles[0].Replicas[0].State != spec.Failed {
-		t.Errorf("reconciled: %s %q %+v", d.Status.State, d.Status.Msg, d.Status.Roles)
-	}
-	apps, _ := s.List(context.Background())
-	if len(apps) != 1 || apps[0].State != spec.Failed {
-		t.Errorf("list: %+v", apps)
+	// The same pid with another start time is another process, and so is the same
+	// pid and start time in another boot (a record from before a reboot): the app's
+	// supervisor is gone, whatever runs under that pid now.
+	for _, other := range []logs.Proc{
+		{PID: os.Getpid(), Start: real.Start + 12345, Boot: self.Boot},
+		{PID: os.Getpid(), Start: self.Start, Boot: "00000000-0000-4000-8000-000000000000"},
+	} {
+		st.Supervisor, st.Owner = other, other
+		writeJSONAtomic(dir, stateFile, st)
+		d, err := s.Describe(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status.State != spec.Failed || d.Status.Msg != reasonDied || d.Status.Roles[0].Replicas[0].State != spec.Failed {
+			t.Errorf("%+v: reconciled: %s %q %+v", other, d.Status.State, d.Status.Msg, d.Status.Roles)
+		}
+		apps, _ := s.List(context.Background())
+		if len(apps) != 1 || apps[0].State != spec.Failed {
+			t.Errorf("%+v: list: %+v", other, apps)
+		}
 	}
 	// Give the real supervisor back its state and stop the app.
 	st.Supervisor, st.Owner = real, real
@@ -403,6 +412,11 @@ func TestUnknownAppsAreNotFound(t *testing.T) {
 }
 
 // waitReaper waits until the supervisor has started its reaper (after reaperDelay).
+// The tests that call it kill the supervisor: at the test's end, before its
+// directories are removed, it waits for the reaper to have finished (it kills what is
+// left, drains the pipes, ends the logs and saves the app's end there; a status read
+// may have saved the end before it: CI's "TempDir RemoveAll cleanup: directory not
+// empty" while it wrote).
 func waitReaper(t testing.TB, supervisor int) {
 	t.Helper()
 	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
@@ -417,6 +431,8 @@ func waitReaper(t testing.TB, supervisor int) {
 			if len(f) > 1 && f[1] == strconv.Itoa(supervisor) {
 				cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 				if bytes.Contains(cmd, []byte(SuperviseVerb)) {
+					pid, _ := strconv.Atoi(e.Name())
+					t.Cleanup(func() { waitProcGone(t, pid) })
 					return
 				}
 			}
@@ -597,4 +613,13 @@ func TestLingeringGroupIsKilledAtTheStopTimeout(t *testing.T) {
 	if st.State != spec.Cancelled || d < 900*time.Millisecond || d > 15*time.Second {
 		t.Errorf("app %s %v after the cancel", st.State, d)
 	}
+}
+
+// waitProcGone waits until process pid has exited (gone, or a zombie nobody reaped).
+func waitProcGone(t testing.TB, pid int) {
+	t.Helper()
+	testkit.Wait(t, 30*time.Second, fmt.Sprintf("process %d exits", pid), func() (bool, string) {
+		st := procState(pid)
+		return st == "gone" || st == "Z", st
+	})
 }

@@ -54,7 +54,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -149,7 +151,8 @@ func (s *Scheduler) RunOpts() spec.RunOpts {
 		{Name: OptStopTimeout, Type: spec.OptFloat, Default: DefaultStopTimeout,
 			Help: "seconds a stopping replica (cancel, restart, another replica's failure) gets between SIGTERM to its process group and SIGKILL; 0 to 86400"},
 		{Name: OptOnEnd, Type: spec.OptString, Default: "",
-			Help: "a shell command the app's supervisor runs (sh -c) when the app ends, UI or not, with WICK_HANDLE, WICK_APP_ID, WICK_STATE, WICK_ERROR and WICK_LOG_DIR set (e.g. notify-send \"$WICK_APP_ID $WICK_STATE\"); at most 60 s, its output in the app's on_end.log"},
+			Help: strings.Replace(alerts.OnEndHelp, "a shell command run", "a shell command the app's supervisor runs", 1)},
+		{Name: alerts.OptOnAlarm, Type: spec.OptString, Help: alerts.OnAlarmHelp},
 	}
 }
 

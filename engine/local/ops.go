@@ -432,8 +432,29 @@ func (s *Scheduler) LogsOf(ctx context.Context, appID string, refs []sched.Repli
 		}
 		return nil, err
 	}
+	// The replicas of a role share its log directory: walked from "/" once, each
+	// replica's directory opened from it.
+	parents := map[string]*os.File{}
+	defer func() {
+		for _, d := range parents {
+			if d != nil {
+				d.Close()
+			}
+		}
+	}()
 	for i, ref := range refs {
-		it, err := logs.Open(logs.Source{Dir: logDirs[i], Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Chime: chime, Warn: s.cfg.Warn}, opts)
+		var parent *os.File
+		if len(refs) > 1 {
+			p := filepath.Dir(logDirs[i])
+			d, ok := parents[p]
+			if !ok {
+				// Should it fail, each replica walks its own path, and says why.
+				d, _ = safefs.OpenDir(p)
+				parents[p] = d
+			}
+			parent = d
+		}
+		it, err := logs.Open(logs.Source{Dir: logDirs[i], Role: ref.Role, Replica: ref.Replica, Writer: writer, Watcher: s.watcher, Chime: chime, Warn: s.cfg.Warn, Parent: parent}, opts)
 		if err != nil {
 			return fail(err)
 		}

@@ -25,12 +25,40 @@ import (
 // the supervisor died: the reaper kills every group it was told about, ends the
 // replicas' logs so that followers stop, and records the app as FAILED.
 
-// The reaper process starts only once the app has run for reaperDelay: most short
-// apps end before, and never pay for a second process. The pipe exists from the start,
-// so the groups of the first replicas are in it when the reaper comes to read it; only
-// a SIGKILL of the supervisor within reaperDelay of the start leaves grandchildren
-// unkilled (the replicas themselves still die by Pdeathsig).
+// The reaper process starts only once a replica has run for reaperDelay: most short
+// apps end before, and never pay for a third process. The delay counts from the first
+// replica's start (its fork, under load, can take as long as the delay), and when it
+// is over with nothing of the app's left (every replica's group gone, every pipe read
+// to its end) the reaper is not started but waits for the next start (a restart). The
+// pipe exists from the start, so the groups of the first replicas are in it when the
+// reaper comes to read it; only a SIGKILL of the supervisor within reaperDelay of a
+// replica's start leaves grandchildren unkilled (the replicas themselves still die by
+// Pdeathsig).
 const reaperDelay = 25 * time.Millisecond
+
+// armReaper starts the reaper's delay at a replica's start, unless the reaper runs or
+// its delay is already counting.
+func (sv *supervisor) armReaper() {
+	if sv.reaperR != nil && sv.reaperAt == nil {
+		sv.reaperAt = time.After(reaperDelay)
+	}
+}
+
+// reaperDue starts the reaper once its delay is over, if the app has processes or
+// pipes left for it to look after; else the next start arms the delay again.
+func (sv *supervisor) reaperDue() {
+	sv.reaperAt = nil
+	if sv.inflight == 0 && !sv.pumpsRunning() {
+		live := false
+		for _, r := range sv.all {
+			live = live || r.phase != idle
+		}
+		if !live {
+			return
+		}
+	}
+	sv.startReaper()
+}
 
 // reaperWriteTimeout bounds a write to the reaper: a stuck reaper must not stall the
 // supervisor.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/gpus"
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/safefs"
@@ -151,8 +152,8 @@ func (s *Scheduler) plan(ctx context.Context, sub sched.Submission) (*Request, e
 		StopTimeout: stop,
 		OnEnd:       cfg.String(OptOnEnd),
 	}
-	if len(req.OnEnd) > maxOnEnd || strings.ContainsRune(req.OnEnd, 0) {
-		return nil, fmt.Errorf("%w: %s is over %d bytes or holds a NUL", spec.ErrInvalidRunOpt, OptOnEnd, maxOnEnd)
+	if err := alerts.CheckCfg(cfg); err != nil {
+		return nil, err
 	}
 	gpus, devs, warn, err := s.assignGPUs(ctx, sub.AppID, app, cfg.Bool(OptAutoCuda), sub.Devices)
 	if err != nil {

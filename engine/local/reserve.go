@@ -57,12 +57,25 @@ func (sv *supervisor) makeReserve() {
 	sv.reserved = true
 }
 
-// saveFinal writes the final state; when the disk is full, into the reserved space.
-// It returns why the state could not be written, if it could not.
-func (sv *supervisor) saveFinal() error {
-	err := sv.st.save(sv.dir)
+// finalFile is the final state written beside state.json (state.prepare), or why it
+// could not be.
+type finalFile struct {
+	p   *safefs.Prepared
+	err error
+}
+
+// saveFinal puts the final state in place (ff, prepared while the logs were synced);
+// when the disk is full, it writes it into the reserved space. It returns why the state
+// could not be written, if it could not. The reservation, if unused, is left for
+// finalize to drop (after the launcher is told of the end).
+func (sv *supervisor) saveFinal(ff finalFile) error {
+	err := ff.err
+	if err == nil {
+		if err = ff.p.Commit(); err != nil {
+			err = fmt.Errorf("save app state: %w", err)
+		}
+	}
 	if err == nil || !sv.reserved {
-		sv.dropReserve()
 		return err
 	}
 	data, jerr := json.MarshalIndent(sv.st, "", "  ")

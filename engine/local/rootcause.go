@@ -393,7 +393,7 @@ func (sv *supervisor) torchrunReports() []*torchrunReport {
 		n.Hosted = int(r.unbound.Load()) == r.attempt+1 && portHolder(r.held.Load()) == holderApp
 		if r.workers != nil {
 			n.GroupRank = r.workers.GroupRank()
-			n.Exits = r.workers.Exits()
+			n.Exits, n.Downs = r.workers.Exits(), r.workers.Downs()
 			if len(n.Failures.Summary) == 0 {
 				// Stopped before its agent printed its summary (nodefail.go).
 				n.Failures.Summary = r.workers.Summary()

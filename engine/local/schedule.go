@@ -78,6 +78,14 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	if err := os.Chmod(appDir, safefs.DirMode); err != nil { // whatever the umask
 		return fmt.Errorf("state directory: %w", err)
 	}
+	// The supervisor starts now, its Go runtime's start beside this launcher's first
+	// saves (their fsyncs), and waits for go before it reads them. One that could not
+	// start fails the launch where it was started before: after the app is recorded,
+	// so that the failure is the app's, FAILED with why (a broken wick binary).
+	sup, spawnErr := spawnSupervisor(appDir, self)
+	if spawnErr == nil {
+		defer sup.abandon()
+	}
 	l := &launch{
 		Version:   storeVersion,
 		Scheduler: s.name,
@@ -94,7 +102,11 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		return err
 	}
 	st := newState(s.name, l, owner)
-	if err := writeJSONAtomic(appDir, launchFile, l); err != nil {
+	// launch.json's rename is made durable by state.json's save, which syncs the
+	// same directory.
+	if data, err := json.MarshalIndent(l, "", "  "); err != nil {
+		return fmt.Errorf("write app state: %w", err)
+	} else if err := safefs.ReplaceFile(appDir, launchFile, append(data, '\n')); err != nil {
 		return fmt.Errorf("write app state: %w", err)
 	}
 	if err := st.save(appDir); err != nil {
@@ -111,7 +123,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	}
 	progress.Report("starting %s", spec.Count(req.replicas(), "replica"))
 	started = true
-	return s.startSupervisor(ctx, appDir, self, st)
+	return s.startSupervisor(ctx, appDir, sup, spawnErr, st)
 }
 
 // requestOf accepts the request DryRun made, or its JSON form (a dry run read back).
@@ -221,9 +233,70 @@ func makeLogDirs(req *Request) (rerr error) {
 // report on the cancel (it ends the app, or stops the replicas it started).
 const cancelReportWait = 30 * time.Second
 
-// startSupervisor runs `SELF __supervise APP_DIR` in a new session, with its output in
-// supervisor.log and a pipe on which it reports the start.
-func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []string, st *state) error {
+// spawned is a supervisor started and waiting for go (spawnSupervisor).
+type spawned struct {
+	cmd  *exec.Cmd
+	pr   *os.File // the read end of its ready pipe
+	goW  *os.File // the write end of its go pipe; nil once go is sent
+	keep bool     // pr is the app's chime: not closed by abandon
+}
+
+// spawnSupervisor runs `SELF __supervise APP_DIR` in a new session, with its output
+// in supervisor.log, a pipe on which it reports the start, and one on which it waits
+// for go.
+func spawnSupervisor(appDir string, self []string) (*spawned, error) {
+	logf, err := safefs.OpenAppend(filepath.Join(appDir, supervisorLog))
+	if err != nil {
+		return nil, fmt.Errorf("supervisor log: %w", err)
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	goR, goW, err := os.Pipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	cmd := exec.Command(self[0], append(self[1:], SuperviseVerb, appDir)...)
+	cmd.Dir = "/"
+	cmd.Env = append(mergeEnv(os.Environ(), nil), fmt.Sprintf("%s=%d", envReadyFD, 3), fmt.Sprintf("%s=%d", envGoFD, 4))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw, goR}
+	// Its own session: no terminal, no signal from the launcher's Ctrl-C, and no
+	// death when the launcher dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	goR.Close()
+	if err != nil {
+		pr.Close()
+		goW.Close()
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	// Reap the supervisor whenever it ends, so that it does not linger as a zombie
+	// of a long-lived launcher (the UI). The goroutine ends with the supervisor.
+	go func() { _ = cmd.Wait() }()
+	return &spawned{cmd: cmd, pr: pr, goW: goW}, nil
+}
+
+// abandon ends a supervisor that was not sent go (its go pipe closes: it exits) and
+// closes the report pipe unless it became the app's chime.
+func (sp *spawned) abandon() {
+	if sp.goW != nil {
+		sp.goW.Close()
+		sp.goW = nil
+	}
+	if !sp.keep {
+		sp.pr.Close()
+	}
+}
+
+// startSupervisor sends the spawned supervisor go and waits for its report of the
+// start; spawnErr is why it could not be spawned, the app's failure.
+func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, sup *spawned, spawnErr error, st *state) error {
 	failed := func(err error) error {
 		// Record the failure unless the supervisor already did.
 		if cur, rerr := readState(appDir); rerr == nil && !cur.State.Terminal() {
@@ -234,38 +307,15 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 		}
 		return err
 	}
-	logf, err := safefs.OpenAppend(filepath.Join(appDir, supervisorLog))
-	if err != nil {
-		return failed(fmt.Errorf("supervisor log: %w", err))
+	if spawnErr != nil {
+		return failed(spawnErr)
 	}
-	defer logf.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return failed(fmt.Errorf("start supervisor: %w", err))
-	}
-	keep := false // pr becomes the app's chime once the start is reported
-	defer func() {
-		if !keep {
-			pr.Close()
-		}
-	}()
-	cmd := exec.Command(self[0], append(self[1:], SuperviseVerb, appDir)...)
-	cmd.Dir = "/"
-	cmd.Env = append(mergeEnv(os.Environ(), nil), fmt.Sprintf("%s=%d", envReadyFD, 3))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{pw}
-	// Its own session: no terminal, no signal from the launcher's Ctrl-C, and no
-	// death when the launcher dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		return failed(fmt.Errorf("start supervisor: %w", err))
-	}
-	// Reap the supervisor whenever it ends, so that it does not linger as a zombie
-	// of a long-lived launcher (the UI). The goroutine ends with the supervisor.
-	go func() { _ = cmd.Wait() }()
-
+	// A supervisor that is gone already (the write fails) says so below: its report
+	// pipe ends without "ok".
+	_, _ = sup.goW.Write([]byte{1})
+	sup.goW.Close()
+	sup.goW = nil
+	pr := sup.pr
 	type result struct {
 		msg []byte
 		err error
@@ -314,7 +364,7 @@ func (s *Scheduler) startSupervisor(ctx context.Context, appDir string, self []s
 			n += len(r.Replicas)
 		}
 		if n <= chimeReplicas {
-			keep = true
+			sup.keep = true
 			s.addChime(st.AppID, pr)
 		}
 		return nil

@@ -332,6 +332,37 @@ func (st *state) save(appDir string) error {
 	return nil
 }
 
+// prepare writes st beside state.json, fsynced, without putting it in place:
+// commitFinal does, once what must be on disk before it is.
+func (st *state) prepare(appDir string) (*safefs.Prepared, error) {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("save app state: %w", err)
+	}
+	p, err := safefs.PrepareFile(appDir, stateFile, append(data, '\n'))
+	if err != nil {
+		return nil, fmt.Errorf("save app state: %w", err)
+	}
+	return p, nil
+}
+
+// saveRunning saves the state of an app its supervisor runs (the takeover, the
+// replicas' changes) through the supervisor's DirSyncer: atomically, the fsync of
+// the app's directory done in the background, shared by the saves made while one
+// runs. It returns the save's number: durable once ds.Wait of it returns. A final
+// state is saved (and its directory synced at once) by save.
+func (st *state) saveRunning(ds *safefs.DirSyncer) (uint64, error) {
+	data, err := json.MarshalIndent(st, "", "  ")
+	var n uint64
+	if err == nil {
+		n, err = ds.Replace(stateFile, append(data, '\n'))
+	}
+	if err != nil {
+		return 0, fmt.Errorf("save app state: %w", err)
+	}
+	return n, nil
+}
+
 // newState is the state of an app just submitted: every replica PENDING.
 func newState(schedName string, l *launch, owner logs.Proc) *state {
 	req := l.Request

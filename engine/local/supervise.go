@@ -20,6 +20,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -31,6 +32,11 @@ const (
 	// once the replicas are started. After "ok" it stays open as the launcher's bell
 	// (logs.Bell), rung after each write to the logs and closed once they are ended.
 	envReadyFD = "WICK_SUPERVISOR_READY_FD"
+	// envGoFD names the fd on which the supervisor, started while its launcher still
+	// writes the app's first state, waits for a byte before it reads anything: the end
+	// of the pipe without one is a launch that failed first, and the supervisor exits
+	// having touched nothing (the launcher removes what it made).
+	envGoFD = "WICK_SUPERVISOR_GO_FD"
 	// envReaper makes `wick __supervise DIR` run as the app's reaper (see reap).
 	envReaper = "WICK_SUPERVISOR_REAPER"
 )
@@ -88,6 +94,17 @@ func supervise(ctx context.Context, appDir string, beforeLogs func(dir string)) 
 	if os.Getenv(envReaper) != "" {
 		return reap(appDir)
 	}
+	if fd, err := strconv.Atoi(os.Getenv(envGoFD)); err == nil && fd > 2 {
+		syscall.CloseOnExec(fd) // as the ready pipe's, below
+		os.Unsetenv(envGoFD)
+		g := os.NewFile(uintptr(fd), "go")
+		var b [1]byte
+		n, _ := g.Read(b[:])
+		g.Close()
+		if n == 0 {
+			return nil
+		}
+	}
 	var ready *os.File
 	if fd, err := strconv.Atoi(os.Getenv(envReadyFD)); err == nil && fd > 2 {
 		// An inherited fd is not close-on-exec: without this every replica would hold
@@ -109,13 +126,29 @@ func supervise(ctx context.Context, appDir string, beforeLogs func(dir string)) 
 // ringLauncher reports the start to the launcher, and keeps the pipe as its bell: a
 // launcher that follows the logs (an attached wick run) is woken by it rather than
 // by inotify. A launcher that went away makes the first ring close it.
+//
+// The launcher reports the app started: every state saved so far (the takeover, the
+// replicas' starts) is durable first. That wait is a goroutine's, not the main
+// loop's: a replica that ends meanwhile (utils.echo) is reaped and its app's end
+// begun, the end's fsyncs (logs, SUCCESS, the final state's file) beside the
+// directory's that the report waits for, sharing its journal commit, not after it.
+// No state is put in place before the report is written (awaitRing): whatever the
+// launcher is told follows every save before it being durable, as before.
 func (sv *supervisor) ringLauncher(ready *os.File) {
-	if _, err := ready.WriteString("ok\n"); err != nil {
-		ready.Close()
-		return
-	}
-	sv.bell = logs.NewBell(ready)
-	sv.rec.SetBell(sv.bell)
+	rang := make(chan struct{})
+	sv.rang = rang
+	go func() {
+		defer close(rang)
+		if err := sv.dirSync.Flush(); err != nil {
+			sv.logf("save app state: %v", err)
+		}
+		if _, err := ready.WriteString("ok\n"); err != nil {
+			ready.Close()
+			return
+		}
+		sv.bell = logs.NewBell(ready)
+		sv.rec.SetBell(sv.bell)
+	}()
 }
 
 // reportReady tells the launcher how the start went, and closes the channel.
@@ -215,24 +248,29 @@ type event struct {
 }
 
 type supervisor struct {
-	dir        string
-	l          *launch
-	req        *Request
-	st         *state
-	self       logs.Proc
-	stop       time.Duration
-	roles      []*roleRun
-	all        []*replica
-	kids       *children
-	rec        *logs.Recorder
-	bell       *logs.Bell // the launcher's, once the start is reported; nil before
-	events     chan event
-	sigs       chan os.Signal
-	sigchld    chan os.Signal
-	timer      *time.Timer
-	null       *os.File
-	env        []string
-	cg         *cgroup       // the app's cgroup, or nil where the machine has none for it
+	dir     string
+	l       *launch
+	req     *Request
+	st      *state
+	self    logs.Proc
+	stop    time.Duration
+	roles   []*roleRun
+	all     []*replica
+	kids    *children
+	rec     *logs.Recorder
+	bell    *logs.Bell    // the launcher's, once the start is reported; nil before
+	rang    chan struct{} // closed once ringLauncher's report is written; nil if none is pending
+	events  chan event
+	sigs    chan os.Signal
+	sigchld chan os.Signal
+	timer   *time.Timer
+	null    *os.File
+	env     []string
+	cg      *cgroup // the app's cgroup, or nil where the machine has none for it
+	// dirSync saves the running app's state and fsyncs its directory in the
+	// background; taken is the number of the takeover's save.
+	dirSync    *safefs.DirSyncer
+	taken      uint64
 	reserved   bool          // the space for the final state is reserved (reserve.go)
 	reaper     *os.File      // pipe to the reaper process, or nil
 	learned    chan struct{} // a workerWatch learned a group rank (workers.go)
@@ -278,6 +316,7 @@ func newSupervisor(appDir string) (*supervisor, error) {
 	}
 	sv := &supervisor{
 		dir:     appDir,
+		dirSync: safefs.NewDirSyncer(appDir),
 		l:       l,
 		req:     l.Request,
 		st:      st,
@@ -344,7 +383,7 @@ func (sv *supervisor) setup() error {
 	}
 	sv.st.Owner, sv.st.Supervisor = sv.self, sv.self
 	sv.st.State = spec.Pending
-	err = sv.st.save(sv.dir)
+	sv.taken, err = sv.st.saveRunning(sv.dirSync)
 	unlock()
 	if err != nil {
 		return err
@@ -369,6 +408,7 @@ func (sv *supervisor) setup() error {
 		sv.logf("no cgroup for the app (%v): processes that leave their replica's process group are found through the subreaper only", err)
 	} else {
 		sv.st.Cgroup = sv.cg.dir
+		sv.kids.cgroup = filepath.Base(sv.cg.dir)
 	}
 	for _, r := range sv.all {
 		// The launcher made the directory; the writer opens it and its files
@@ -387,7 +427,6 @@ func (sv *supervisor) setup() error {
 	if sv.cg != nil {
 		sv.tellReaperLine("c" + sv.cg.dir)
 	}
-	sv.reaperAt = time.After(reaperDelay)
 	return nil
 }
 
@@ -467,8 +506,7 @@ func (sv *supervisor) run(ctx context.Context, ready *os.File) error {
 		case <-sv.timer.C:
 			sv.onTimer()
 		case <-sv.reaperAt:
-			sv.reaperAt = nil
-			sv.startReaper()
+			sv.reaperDue()
 		case <-sv.learned:
 			sv.learnRanks()
 		case <-sv.rdzvWake:
@@ -527,8 +565,18 @@ func (sv *supervisor) failStart(err error) {
 	sv.quitReaper()
 }
 
+// awaitRing waits until ringLauncher's report, if one is pending, is written: the
+// state is saved, and sv.bell read, only after it.
+func (sv *supervisor) awaitRing() {
+	if sv.rang != nil {
+		<-sv.rang
+		sv.rang = nil
+	}
+}
+
 func (sv *supervisor) save() {
-	if err := sv.st.save(sv.dir); err != nil {
+	sv.awaitRing()
+	if _, err := sv.st.saveRunning(sv.dirSync); err != nil {
 		sv.logf("%v", err)
 	}
 	sv.dirty = false
@@ -619,7 +667,10 @@ func (sv *supervisor) pump(r *replica, attempt int, s sched.Stream, rd *os.File,
 func (sv *supervisor) handle(ev event) {
 	r := ev.r
 	now := time.Now()
-	sv.dirty = true
+	// A pipe read to its end changes nothing in the state (a write error does, through
+	// noteWarnings): a replica's pipes end as it exits, before its exit is reaped, and
+	// saving then cost an attached run a state write (and its fsync) more.
+	sv.dirty = sv.dirty || ev.kind != evPumped
 	switch ev.kind {
 	case evPumped:
 		r.pumps--
@@ -656,6 +707,7 @@ func (sv *supervisor) handle(ev event) {
 		r.leader.Store(int32(ev.pid))
 		r.st.State = spec.Running
 		sv.tellReaper('+', ev.pid)
+		sv.armReaper()
 		sv.watchWorkers(r)
 		// Its bind failure may have come before its start was handled.
 		sv.rdzvCheck = sv.rdzvCheck || r.rdzvPort != 0
@@ -971,21 +1023,17 @@ func (sv *supervisor) noteWarnings() {
 				ws = append(ws, fmt.Sprintf("%s: %d bytes of %s not written: %s", r.name(), l.n, l.name, why))
 			}
 		}
-		// What the views read (combined.log: wick log, --json, -n, the wall) may lack
-		// more than the stream files: each file's loss is said, in lines for the views.
+		// What the views show (wick log, --json, -n, the wall: combined.log, and the
+		// stream files for what it could not take) may lack lines the stream files
+		// lack too: they are counted in lines, and marked in the views where they were.
 		mout, merr := r.w.Missing()
 		for _, l := range []struct {
-			n, lost int64
-			name    string
-		}{{mout, out, "stdout"}, {merr, errb, "stderr"}} {
-			if l.n == 0 {
-				continue
+			n    int64
+			name string
+		}{{mout, "stdout"}, {merr, "stderr"}} {
+			if l.n > 0 {
+				ws = append(ws, fmt.Sprintf("%s: %d lines of %s missing from what wick log and the views show: %s", r.name(), l.n, l.name, why))
 			}
-			held := ""
-			if l.lost == 0 {
-				held = fmt.Sprintf(" (%s.log has them: wick log --streams %s)", l.name, l.name)
-			}
-			ws = append(ws, fmt.Sprintf("%s: %d lines of %s missing from %s, which wick log and the views read%s: %s", r.name(), l.n, l.name, logs.CombinedFile, held, why))
 		}
 		if out == 0 && errb == 0 && mout == 0 && merr == 0 && err != nil {
 			ws = append(ws, fmt.Sprintf("%s: logs incomplete: %s", r.name(), rootCause(err)))
@@ -1184,6 +1232,13 @@ func (sv *supervisor) finalize() {
 			timeout = nil
 		}
 	}
+	// What combined.log could not take is written now or given up, so that the
+	// warnings count what the views will lack, not what End might still write.
+	for _, r := range sv.all {
+		if r.w != nil && !r.endMarked {
+			r.w.Settle()
+		}
+	}
 	sv.noteWarnings()
 	now := time.Now()
 	for _, r := range sv.all {
@@ -1200,13 +1255,25 @@ func (sv *supervisor) finalize() {
 	// Everything in the directories is written before the terminal state: whoever
 	// waits for it (and then reads or deletes the app) finds the app complete, and
 	// the logs are on disk before it (syncLogs), whatever crash comes after.
-	sv.writeSuccess()
+	// SUCCESS's writes and the logs' fsyncs go at once: both are on disk before the
+	// final state, and concurrent fsyncs share the file system's journal commits
+	// (one after the other, an attached run waited for SUCCESS's two first).
+	// The final state's own file is written and fsynced meanwhile too; only its
+	// rename over state.json (and the directory's fsync) waits for them, and for the
+	// launcher's report of the start, whose directory fsync they ran beside when the
+	// app ended at once (ringLauncher).
+	var success, prepared sync.WaitGroup
+	success.Go(sv.writeSuccess)
+	var final finalFile
+	prepared.Go(func() { final.p, final.err = sv.st.prepare(sv.dir) })
 	sv.syncLogs()
-	if err := sv.saveFinal(); err != nil {
+	success.Wait()
+	prepared.Wait()
+	sv.awaitRing()
+	if err := sv.saveFinal(final); err != nil {
 		sv.logf("the final state could not be written: %v", err)
 		sv.recordUnsaved(err)
 	}
-	sv.dropUnsaved()
 	sv.dirty = false
 	for _, r := range sv.all {
 		if !r.endMarked {
@@ -1218,6 +1285,11 @@ func (sv *supervisor) finalize() {
 	sv.closeWriters()
 	// Every log is ended: the launcher's followers may end.
 	sv.bell.Close()
+	// The space reserved for the final state and the record of an end that could not
+	// be saved go once the launcher is told: a reader judges the app by its final
+	// state, which is written, and neither file is read beside one.
+	sv.dropReserve()
+	sv.dropUnsaved()
 	sv.runOnEnd()
 	sv.quitReaper()
 }
@@ -1269,27 +1341,18 @@ func (sv *supervisor) closeWriters() {
 
 // killOrphans kills the processes that left their replica's process group and whose
 // parent died: as a subreaper, the supervisor adopted them.
+// Children that are not the app's (another part of the program's, an exec.Cmd) are
+// left alone.
 func (sv *supervisor) killOrphans() {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return
-	}
 	own := unix.Getpgrp()
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "children"))
-		if err != nil {
+	for _, pid := range childPids() {
+		if pid == sv.reaperPID() || !sv.kids.ours(pid) {
 			continue
 		}
-		for _, f := range strings.Fields(string(b)) {
-			pid, err := strconv.Atoi(f)
-			if err != nil || pid == sv.reaperPID() {
-				continue
-			}
-			if pg, err := unix.Getpgid(pid); err == nil && pg != own {
-				killGroup(pg, unix.SIGKILL)
-			}
-			_ = unix.Kill(pid, unix.SIGKILL)
+		if pg, err := unix.Getpgid(pid); err == nil && pg != own {
+			killGroup(pg, unix.SIGKILL)
 		}
+		_ = unix.Kill(pid, unix.SIGKILL)
 	}
 	sv.kids.reap()
 }

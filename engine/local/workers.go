@@ -40,12 +40,16 @@ type workerWatch struct {
 	// exits with a failure.
 	learned func(group int)
 
-	mu     sync.Mutex
-	exits  map[int]time.Time // worker pid -> when it exited
-	group  int               // the latest GROUP_RANK read, -1 before
-	failed int               // workers seen to exit with a failure (nodefail.go)
-	vars   map[int]rankVars  // worker pid -> its ranks
-	status map[int]int       // worker pid -> its exit status (wait(2)'s), when read
+	mu    sync.Mutex
+	exits map[int]time.Time // worker pid -> when it exited
+	// threads is each live worker's thread count, as last read; downs when it last
+	// began to fall and did not rise again (see Downs).
+	threads map[int]int
+	downs   map[int]time.Time
+	group   int              // the latest GROUP_RANK read, -1 before
+	failed  int              // workers seen to exit with a failure (nodefail.go)
+	vars    map[int]rankVars // worker pid -> its ranks
+	status  map[int]int      // worker pid -> its exit status (wait(2)'s), when read
 
 	quit chan struct{}
 	done chan struct{}
@@ -65,6 +69,7 @@ const (
 // watchWorkers starts watching the workers under leader.
 func watchWorkers(leader int, learned func(group int)) *workerWatch {
 	w := &workerWatch{leader: leader, learned: learned, exits: map[int]time.Time{}, group: -1,
+		threads: map[int]int{}, downs: map[int]time.Time{},
 		vars: map[int]rankVars{}, status: map[int]int{},
 		quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
@@ -87,6 +92,21 @@ func (w *workerWatch) Exits() map[int]time.Time {
 	defer w.mu.Unlock()
 	out := make(map[int]time.Time, len(w.exits))
 	for k, v := range w.exits {
+		out[k] = v
+	}
+	return out
+}
+
+// Downs returns, by pid, when each watched worker's thread count last began to fall
+// for good while it ran: a Python worker that raised prints its traceback, then
+// finalizes, which joins its threads and closes its sockets (a collective's peer
+// fails of that); it may exit seconds later, after a peer that failed of it. A worker
+// whose count fell during its work and rose again has none until it falls again.
+func (w *workerWatch) Downs() map[int]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int]time.Time, len(w.downs))
+	for k, v := range w.downs {
 		out[k] = v
 	}
 	return out
@@ -198,6 +218,9 @@ func (w *workerWatch) run() {
 				clear(seen) // a replica that forks without end: start over
 				clear(workers)
 			}
+			for _, x := range live {
+				w.sampleThreads(x.pid, now)
+			}
 		}
 		fds := make([]unix.PollFd, len(live))
 		for i, x := range live {
@@ -226,6 +249,7 @@ func (w *workerWatch) run() {
 			unix.Close(x.fd)
 			w.mu.Lock()
 			w.exits[x.pid] = now
+			delete(w.threads, x.pid)
 			if ok {
 				w.status[x.pid] = status
 			}
@@ -239,6 +263,49 @@ func (w *workerWatch) run() {
 		}
 		live = kept
 	}
+}
+
+// sampleThreads reads worker pid's thread count at now, and notes when it fell (see
+// Downs).
+func (w *workerWatch) sampleThreads(pid int, now time.Time) {
+	n, ok := threadCount(pid)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	before, seen := w.threads[pid]
+	w.threads[pid] = n
+	switch {
+	case !seen:
+	case n > before:
+		delete(w.downs, pid)
+	case n < before:
+		if _, ok := w.downs[pid]; !ok {
+			w.downs[pid] = now
+		}
+	}
+}
+
+// threadCount reads the number of threads of pid (/proc/PID/stat's num_threads).
+func threadCount(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// "PID (COMM) STATE PPID ...": COMM may hold anything, ")" included; the fields
+	// after the last ")" start with STATE, the stat's third, and num_threads is its
+	// twentieth.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 18 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[17])
+	return n, err == nil && n > 0
 }
 
 // proc is a process and its parent.

@@ -14,7 +14,7 @@ import (
 // badRecord says why record r cannot be one the writer wrote, judged on its own:
 // combSize is the size of combined.log, read after the record. "" means it may be.
 func badRecord(r *record, combSize int64) string {
-	if r.flags&^(flagPartial|flagEnd) != 0 {
+	if r.flags&^(flagPartial|flagEnd|flagStream|flagGap) != 0 {
 		return fmt.Sprintf("unknown flags %#x", r.flags)
 	}
 	if r.end() {
@@ -23,11 +23,17 @@ func badRecord(r *record, combSize int64) string {
 	switch {
 	case r.stream != codeStdout && r.stream != codeStderr:
 		return fmt.Sprintf("unknown stream %d", r.stream)
+	case r.flags&flagGap != 0:
+		// Lines in no file: no bytes, anywhere.
+		if r.flags != flagGap || r.length != 0 || r.lines <= 0 || r.streamOff < 0 || r.combOff < 0 || r.combOff > combSize {
+			return fmt.Sprintf("a gap of %d lines, %d bytes, flags %#x", r.lines, r.length, r.flags)
+		}
+		return ""
 	case r.length <= 0:
 		return fmt.Sprintf("length %d", r.length)
 	case r.combOff < 0 || r.streamOff < 0 || r.streamOff > math.MaxInt64-r.length:
 		return fmt.Sprintf("offset %d", r.combOff)
-	case r.combOff > combSize || r.length > combSize-r.combOff:
+	case r.combOff > combSize || r.inComb() && r.length > combSize-r.combOff:
 		return fmt.Sprintf("%d bytes at offset %d, past the end of %s (%d bytes)", r.length, r.combOff, CombinedFile, combSize)
 	case r.lines <= 0 || r.lines > r.length:
 		return fmt.Sprintf("%d lines in %d bytes", r.lines, r.length)
@@ -50,9 +56,13 @@ func badNext(prev, r *record) string {
 		return ""
 	}
 	// Runs follow each other in combined.log; a partial run is followed by a newline
-	// that no run holds (which reconcile may have found missing).
-	end := prev.combOff + prev.length
-	if r.combOff < end || r.combOff > end+1 || r.combOff == end+1 && !prev.partial() {
+	// that no run holds (which reconcile may have found missing). A run in its
+	// stream's file only, or a gap, takes no room there.
+	end := prev.combOff
+	if prev.inComb() {
+		end += prev.length
+	}
+	if r.combOff < end || r.combOff > end+1 || r.combOff == end+1 && !(prev.partial() && prev.inComb()) {
 		return fmt.Sprintf("offset %d where the run before ends at %d", r.combOff, end)
 	}
 	return ""

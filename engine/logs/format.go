@@ -59,6 +59,14 @@ const (
 const (
 	flagPartial = 1 << 0 // the run is a final line without a newline (combined.log has one after the run, outside it)
 	flagEnd     = 1 << 1 // no run follows: the replica will write no more
+	// flagStream: the run's bytes are in stdout.log or stderr.log only (at streamOff),
+	// not in combined.log, which could not take them (a full disk); combOff is where
+	// combined.log was then, and the run takes no room there.
+	flagStream = 1 << 2
+	// flagGap: lines lines of the stream were read but neither its file nor
+	// combined.log holds them (a full disk); streamOff is where its file is after
+	// them, and the record takes no room in either. The views show a line saying so.
+	flagGap = 1 << 3
 )
 
 // ErrBadIndex is wrapped when an index file is not one wick wrote.
@@ -78,6 +86,21 @@ type record struct {
 
 func (r *record) end() bool     { return r.flags&flagEnd != 0 }
 func (r *record) partial() bool { return r.flags&flagPartial != 0 }
+
+// inComb reports whether the run's bytes are in combined.log.
+func (r *record) inComb() bool { return r.flags&(flagStream|flagGap|flagEnd) == 0 }
+
+// combLen returns the bytes the record takes in combined.log, with the newline after
+// a partial run.
+func (r *record) combLen() int64 {
+	if !r.inComb() {
+		return 0
+	}
+	if r.partial() {
+		return r.length + 1
+	}
+	return r.length
+}
 
 func (r *record) streamName() sched.Stream {
 	if r.stream == codeStderr {

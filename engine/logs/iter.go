@@ -69,6 +69,11 @@ type Source struct {
 	// Warn, when not nil, is told once when the index is found damaged and the
 	// iterator reads the stored bytes instead.
 	Warn func(msg string)
+	// Parent, when not nil, is an open directory (safefs.OpenDir) that Dir lies
+	// below, the role's log directory: Dir's remaining components are opened from
+	// it (safefs.OpenDirIn) rather than walked from "/" again. The caller closes it,
+	// once Open has returned.
+	Parent *os.File
 }
 
 // span is one run within a block.
@@ -128,6 +133,12 @@ type Iterator struct {
 	lr         *lineReader
 	extra      *os.File // the stream file the fallback reads, if not combined.log
 	seekFailed bool     // the damage was found before the first line: the fallback reads everything
+	// streamFiles, per stream code: stdout.log and stderr.log, opened for the runs
+	// combined.log could not take (flagStream), once one is met.
+	streamFiles [3]*os.File
+
+	// The log directory, open while Open runs (its other files are opened in it).
+	dir *os.File
 
 	// Following.
 	watch     *Watch
@@ -161,17 +172,27 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 	it := &Iterator{src: src, opts: opts, closed: make(chan struct{}), blockMax: blockSize, recMax: recordBatch}
 	it.checked = startMark()
 	// The directory is walked once, following no link; its files are opened in it.
-	d, err := safefs.OpenDir(src.Dir)
+	var d *os.File
+	var err error
+	if src.Parent != nil {
+		d, err = safefs.OpenDirIn(src.Parent, src.Dir)
+	} else {
+		d, err = safefs.OpenDir(src.Dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
+	it.dir = d
+	defer func() {
+		it.dir = nil
+		d.Close()
+	}()
 	it.idx, err = openIn(d, IndexFile)
 	if err == nil {
 		if it.comb, err = openIn(d, CombinedFile); err != nil {
 			it.idx.Close()
 		}
 	}
-	d.Close()
 	if err != nil {
 		return nil, fmt.Errorf("open logs of %s/%d: %w", src.Role, src.Replica, err)
 	}
@@ -226,6 +247,15 @@ func Open(src Source, opts sched.LogOptions) (*Iterator, error) {
 		}
 	}
 	return it, nil
+}
+
+// openFile opens the file name of the log directory: in the directory Open holds
+// open, or walked again (OpenFile) once Open has returned.
+func (it *Iterator) openFile(name string) (*os.File, error) {
+	if it.dir != nil {
+		return openIn(it.dir, name)
+	}
+	return OpenFile(it.src.Dir, name)
 }
 
 // count returns the number of complete records in the index now.
@@ -316,6 +346,10 @@ func (it *Iterator) seekTail(lo, n, size int64) error {
 	need := int64(it.opts.Tail)
 	var after record
 	hasAfter := false
+	// gapAt is the first record of the run of gaps that is the Tail-th last line
+	// (one marker for the run, mergeGaps): the records before it are looked at
+	// until one is not of the run.
+	gapAt := int64(-1)
 	buf := make([]byte, min(n-lo, recordBatch)*recordSize)
 	for end := n; end > lo && need > 0; end = max(lo, end-recordBatch) {
 		start := max(lo, end-recordBatch)
@@ -335,25 +369,96 @@ func (it *Iterator) seekTail(lo, n, size int64) error {
 					return nil
 				}
 			}
+			merges := hasAfter && it.sameGap(&r, &after)
 			after, hasAfter = r, true
+			if gapAt >= 0 {
+				if !merges {
+					it.nextRec, it.skip = gapAt, 0
+					return nil
+				}
+				gapAt = i
+				continue
+			}
 			if !it.wantRun(&r) {
 				continue
 			}
-			m := r.lines
-			if it.opts.Regex != nil {
-				var err error
-				if m, err = it.countMatches(it.comb, r.combOff, r.length); err != nil {
-					return err
-				}
+			m, err := it.tailLines(&r)
+			if err != nil {
+				return err
+			}
+			if merges {
+				m = 0 // one marker with the gap after it, counted there
 			}
 			if m >= need {
+				if r.flags&flagGap != 0 {
+					gapAt = i
+					continue
+				}
 				it.nextRec, it.skip = i, int(m-need)
 				return nil
 			}
 			need -= m
 		}
 	}
+	if gapAt >= 0 {
+		it.nextRec, it.skip = gapAt, 0
+	}
 	return nil
+}
+
+// tailLines counts the lines of wanted run r that pass the regex, for seekTail.
+func (it *Iterator) tailLines(r *record) (int64, error) {
+	switch {
+	case r.flags&flagGap != 0:
+		// One line says they are missing.
+		if it.opts.Regex == nil || it.opts.Regex.MatchString(gapText(r)) {
+			return 1, nil
+		}
+		return 0, nil
+	case it.opts.Regex != nil:
+		f, off, err := it.runFile(r)
+		if err != nil {
+			return 0, err
+		}
+		return it.countMatches(f, off, r.length)
+	}
+	return r.lines, nil
+}
+
+// sameGap says whether gaps r and next (the record right after it) are one loss to
+// the views: both gaps, of one stream and attempt, both wanted. They are shown as one
+// marker that sums their lines (mergeGaps).
+func (it *Iterator) sameGap(r, next *record) bool {
+	return r.flags&flagGap != 0 && next.flags&flagGap != 0 && r.stream == next.stream &&
+		r.attempt == next.attempt && it.wantRun(r) && it.wantRun(next)
+}
+
+// mergeGaps adds to gap r the gaps of its stream and attempt that follow it at once
+// in the index (as far as it is written): a loss the writer recorded in several
+// pieces is one marker in the views, with the lines of all.
+func (it *Iterator) mergeGaps(r *record) error {
+	for {
+		if it.ri == it.rn {
+			if it.dmg != nil {
+				return nil
+			}
+			if _, ok, err := it.nextRecord(); err != nil || !ok {
+				return err
+			}
+			// Read to peek at: given back.
+			it.ri--
+			it.nextRec--
+		}
+		next := it.peekRecord()
+		if !it.sameGap(r, &next) {
+			return nil
+		}
+		it.takeRecord()
+		if it.pend != nil {
+			it.commit(&next)
+		}
+		r.lines += next.lines
+	}
 }
 
 // checkBeforeFirst checks the record before the first one read, which that one is
@@ -386,10 +491,7 @@ func (it *Iterator) noteSound(r *record) {
 		return
 	}
 	it.streamEnd[r.stream] = r.streamOff + r.length
-	it.combEnd = r.combOff + r.length
-	if r.partial() {
-		it.combEnd++
-	}
+	it.combEnd = r.combOff + r.combLen()
 }
 
 // combSize returns the size of combined.log now.
@@ -586,9 +688,25 @@ func (it *Iterator) fill() bool {
 		if !it.wantRun(&r) {
 			continue
 		}
+		if r.flags&flagGap != 0 {
+			if err := it.mergeGaps(&r); err != nil {
+				it.err = err
+				return false
+			}
+			it.gapLine(&r)
+			continue
+		}
+		if r.flags&flagStream != 0 && !it.inStreamFile(&r) {
+			continue // damaged: fallBack next
+		}
 		if r.length > blockSize {
 			// A long run is read a window at a time.
-			it.lr = &lineReader{f: it.comb, off: r.combOff, end: r.combOff + r.length,
+			f, off, err := it.runFile(&r)
+			if err != nil {
+				it.err = err
+				return false
+			}
+			it.lr = &lineReader{f: f, off: off, end: off + r.length,
 				sp: span{time: time.Unix(0, r.time), stream: r.streamName(), attempt: int(r.attempt)}}
 			continue
 		}
@@ -610,9 +728,9 @@ func (it *Iterator) loadBlock(first record) error {
 	total := first.length
 	addSpan(&first, int(total))
 	last := first
-	for it.ri < it.rn && total < it.blockMax {
+	for it.ri < it.rn && total < it.blockMax && first.inComb() {
 		r := it.peekRecord()
-		if !it.wantRun(&r) || r.combOff != last.combOff+last.length || total+r.length > it.blockMax {
+		if !it.wantRun(&r) || !r.inComb() || r.combOff != last.combOff+last.length || total+r.length > it.blockMax {
 			break
 		}
 		it.takeRecord()
@@ -624,14 +742,17 @@ func (it *Iterator) loadBlock(first record) error {
 		addSpan(&r, int(total))
 		last = r
 	}
+	f, off, err := it.runFile(&first)
+	if err != nil {
+		return err
+	}
 	var text string
-	var err error
 	if it.runs {
 		// A run is printed before the next is asked for (sched.RunReader): one
 		// buffer serves every block, and the garbage collector has nothing to do.
-		text, err = it.readRunText(first.combOff, total)
+		text, err = it.readRunText(f, off, total)
 	} else {
-		text, err = readText(it.comb, first.combOff, total)
+		text, err = readText(f, off, total)
 	}
 	if err != nil {
 		return err
@@ -650,8 +771,8 @@ func (it *Iterator) limitBlock(n int64) {
 	it.recMax = min(it.recMax, max(minRecords, int(recordBatch*it.blockMax/blockSize)))
 }
 
-// readRunText reads n bytes of combined.log at off into the iterator's reused block.
-func (it *Iterator) readRunText(off, n int64) (string, error) {
+// readRunText reads n bytes of f at off into the iterator's reused block.
+func (it *Iterator) readRunText(f *os.File, off, n int64) (string, error) {
 	if n <= 0 {
 		return "", nil
 	}
@@ -659,8 +780,8 @@ func (it *Iterator) readRunText(off, n int64) (string, error) {
 		it.block = make([]byte, n)
 	}
 	b := it.block[:n]
-	if _, err := it.comb.ReadAt(b, off); err != nil {
-		return "", fmt.Errorf("read %s: %w", it.comb.Name(), err)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return "", fmt.Errorf("read %s: %w", f.Name(), err)
 	}
 	return unsafe.String(&b[0], len(b)), nil
 }
@@ -866,7 +987,75 @@ func (it *Iterator) Close() error {
 		if it.extra != nil {
 			it.extra.Close()
 		}
+		for _, f := range it.streamFiles {
+			if f != nil {
+				f.Close()
+			}
+		}
 		it.closePending()
 	})
 	return nil
+}
+
+// runFile returns the file that holds run r's bytes and where: combined.log, or its
+// stream's file for a run combined.log could not take (flagStream).
+func (it *Iterator) runFile(r *record) (*os.File, int64, error) {
+	if r.flags&flagStream == 0 {
+		return it.comb, r.combOff, nil
+	}
+	if it.streamFiles[r.stream] == nil {
+		f, err := OpenFile(it.src.Dir, streamFileName(r.stream))
+		if err != nil {
+			return nil, 0, err
+		}
+		it.streamFiles[r.stream] = f
+	}
+	return it.streamFiles[r.stream], r.streamOff, nil
+}
+
+// inStreamFile checks that the bytes of run r, which combined.log could not take,
+// are in its stream's file; where they are not (the index is damaged), nothing more
+// is read on the index's word: the iterator falls back to the stored bytes.
+func (it *Iterator) inStreamFile(r *record) bool {
+	f, _, err := it.runFile(r)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		it.err = err
+		return false
+	}
+	if r.streamOff+r.length <= st.Size() {
+		return true
+	}
+	it.dmg = &damage{rec: it.nextRec - 1, why: fmt.Sprintf("%d bytes at offset %d, past the end of %s (%d bytes)", r.length, r.streamOff, f.Name(), st.Size())}
+	it.ri, it.rn = 0, 0
+	return false
+}
+
+// gapText is the line the views show in place of the lines of gap record r.
+func gapText(r *record) string {
+	what := "lines"
+	if r.lines == 1 {
+		what = "line"
+	}
+	return fmt.Sprintf("[wick: %d %s of %s missing here: the log files could not take them]", r.lines, what, r.streamName())
+}
+
+// gapLine makes the line of gap record r the head, if it passes the regex and is not
+// skipped.
+func (it *Iterator) gapLine(r *record) {
+	text := gapText(r)
+	if it.opts.Regex != nil && !it.opts.Regex.MatchString(text) {
+		return
+	}
+	if it.skip > 0 {
+		it.skip--
+		return
+	}
+	it.hasHead, it.headBig = true, true
+	it.headLine = sched.Line{Time: time.Unix(0, r.time), Stream: r.streamName(), Role: it.src.Role, Replica: it.src.Replica,
+		Attempt: int(r.attempt), Text: text, Gap: true}
 }

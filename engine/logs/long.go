@@ -197,7 +197,7 @@ func (it *Iterator) fallBack() error {
 	code := streamCode(it.opts.Streams)
 	if it.opts.Streams != sched.Combined {
 		var err error
-		if f, err = OpenFile(it.src.Dir, streamFileName(code)); err != nil {
+		if f, err = it.openFile(streamFileName(code)); err != nil {
 			return err
 		}
 		it.extra = f

@@ -16,11 +16,12 @@ import (
 // drains it into the file: nothing is lost, nothing recorded twice.
 
 // spliceIn moves up to len(buf) bytes of the pipe fd to the end of sf's file and reads
-// them into buf. It returns what a read(2) of fd would (n, and EAGAIN or nil), and
-// false when fd is not something splice takes (Copy then reads as any reader does).
-// A failed write to the file is recorded as Copy records one, and what could not be
-// moved is read out of the pipe and dropped, so that the replica never blocks.
-func (w *Writer) spliceIn(fd int, sf *streamFile, code uint8, buf []byte) (int, error, bool) {
+// them into buf. It returns what a read(2) of fd would (n, and EAGAIN or nil), how
+// many of those n bytes the file took (all of them, or none), and false when fd is not
+// something splice takes (Copy then reads as any reader does). A failed write to the
+// file is recorded as Copy records one, and what could not be moved is read out of the
+// pipe into buf, so that the replica never blocks: those bytes are not in the file.
+func (w *Writer) spliceIn(fd int, sf *streamFile, code uint8, buf []byte) (n, inFile int, rerr error, ok bool) {
 	var m int64
 	var err error
 	for {
@@ -31,9 +32,9 @@ func (w *Writer) spliceIn(fd int, sf *streamFile, code uint8, buf []byte) (int, 
 	}
 	switch {
 	case err == unix.EAGAIN:
-		return 0, err, true
+		return 0, 0, err, true
 	case err == unix.EINVAL || err == unix.ENOSYS:
-		return 0, nil, false
+		return 0, 0, nil, false
 	case err != nil:
 		// The file refused (a full disk): the bytes are still in the pipe.
 		w.fail(fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err))
@@ -45,10 +46,10 @@ func (w *Writer) spliceIn(fd int, sf *streamFile, code uint8, buf []byte) (int, 
 			if n > 0 {
 				w.addLost(code, int64(n))
 			}
-			return n, rerr, true
+			return n, 0, rerr, true
 		}
 	case m == 0:
-		return 0, nil, true // end of file: no writer left and nothing in the pipe
+		return 0, 0, nil, true // end of file: no writer left and nothing in the pipe
 	}
 	w.rec.stall()
 	got := 0
@@ -65,5 +66,5 @@ func (w *Writer) spliceIn(fd int, sf *streamFile, code uint8, buf []byte) (int, 
 		}
 		got += n
 	}
-	return int(m), nil, true
+	return int(m), int(m), nil, true
 }

@@ -61,7 +61,7 @@ func (it *Iterator) openPending(watch func(path string) (*Watch, error)) error {
 		if it.opts.Streams != sched.Combined && it.opts.Streams != s.stream {
 			continue
 		}
-		f, err := OpenFile(it.src.Dir, s.name)
+		f, err := it.openFile(s.name)
 		if err != nil {
 			return err
 		}

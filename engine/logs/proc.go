@@ -6,15 +6,32 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 )
 
-// Proc identifies a process across pid reuse: its pid plus its start time, in clock
-// ticks after boot (field 22 of /proc/PID/stat). A pid alone can name another process
-// once the first is gone; the pair cannot.
+// Proc identifies a process across pid reuse and reboots: its pid, its start time in
+// clock ticks after boot (field 22 of /proc/PID/stat), and the boot it runs in. A pid
+// alone can name another process once the first is gone; pid and start time can too
+// after a reboot (the same services start in the same order, at the same tick), which
+// the boot's id tells apart. A Proc recorded without a boot id (by an older wick, or
+// where the kernel has none) is judged by pid and start time alone.
 type Proc struct {
 	PID   int    `json:"pid"`
 	Start uint64 `json:"start"`
+	Boot  string `json:"boot,omitempty"`
 }
+
+// bootIDFile holds the kernel's random id of the current boot (random(4)).
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// BootID returns the id of the current boot, "" where the kernel has none.
+var BootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil || len(b) > 64 {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+})
 
 // IsZero reports whether p names no process.
 func (p Proc) IsZero() bool { return p.PID <= 0 }
@@ -28,19 +45,19 @@ func ProcOf(pid int) (Proc, error) {
 	if state == 'Z' || state == 'X' {
 		return Proc{}, fmt.Errorf("process %d has exited", pid)
 	}
-	return Proc{PID: pid, Start: start}, nil
+	return Proc{PID: pid, Start: start, Boot: BootID()}, nil
 }
 
 // Self returns the identity of the calling process.
 func Self() (Proc, error) { return ProcOf(os.Getpid()) }
 
-// Alive reports whether p is still running: its pid exists, has the same start time,
-// is not a zombie (an exited child its parent has not reaped yet) and is not dying
+// Alive reports whether p is still running: it was recorded in this boot, its pid
+// exists, has the same start time, is not a zombie (an exited child its parent has not reaped yet) and is not dying
 // (exiting, or a SIGKILL pending: for a moment after kill -9 returns, the process is
 // still there and running, and `wick sweep resume` right after the kill of a queue
 // took it for a live one).
 func (p Proc) Alive() bool {
-	if p.IsZero() {
+	if p.IsZero() || p.Boot != "" && p.Boot != BootID() {
 		return false
 	}
 	start, state, flags, err := procStat(p.PID)

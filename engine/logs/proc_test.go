@@ -1,7 +1,10 @@
 package logs
 
 import (
+	"encoding/json"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -45,5 +48,41 @@ func TestKillPending(t *testing.T) {
 		if got := killPending([]byte(c.status)); got != c.want {
 			t.Errorf("%q: %v, want %v", c.status, got, c.want)
 		}
+	}
+}
+
+// TestProcOfAnotherBootIsNotAlive: a process recorded before a reboot is not one of
+// this boot, even where a process of this boot has its pid and start time (services
+// that start in the same order after each boot get both).
+func TestProcOfAnotherBootIsNotAlive(t *testing.T) {
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(b)); self.Boot != want || want == "" {
+		t.Fatalf("boot %q, want this boot's %q", self.Boot, want)
+	}
+	if !self.Alive() {
+		t.Fatal("this process is not alive")
+	}
+	before := self
+	before.Boot = "00000000-0000-4000-8000-000000000000"
+	if before.Alive() {
+		t.Error("a record of another boot with this process's pid and start time is alive")
+	}
+	// Recorded by an older wick, without a boot: pid and start time decide.
+	old := self
+	old.Boot = ""
+	if !old.Alive() {
+		t.Error("a record without a boot id of this process is not alive")
+	}
+	// The boot goes into the record (state.json, sweep.json).
+	j, err := json.Marshal(self)
+	if err != nil || !strings.Contains(string(j), `"boot":"`+self.Boot+`"`) {
+		t.Errorf("json %s %v", j, err)
 	}
 }

@@ -61,10 +61,7 @@ func reconcile(dir string, idx *os.File, size int64) error {
 	}
 	combEnd := int64(0)
 	if hasLast {
-		combEnd = last.combOff + last.length
-		if last.partial() {
-			combEnd++ // the newline after a partial run
-		}
+		combEnd = last.combOff + last.combLen() // with the newline after a partial run
 	}
 	switch {
 	case st.Size() > combEnd:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -94,12 +95,16 @@ type Writer struct {
 	idx     *os.File
 	combOff int64
 	idxOff  int64 // size of the index up to its last complete record
+	// idxRoom: the index's blocks are allocated up to here (reserveIndex), so that
+	// the records of what combined.log could not take, and the end mark, still fit
+	// once the disk is full.
+	idxRoom int64
 	lastT   int64 // run times never go backwards, whatever the wall clock does
 	ended   bool
 	// behind, per stream code: the runs combined.log could not take (a full disk),
-	// one contiguous segment of the stream's file, written there before the next run
-	// once there is room again (see catchUp).
-	behind [3]segment
+	// as contiguous segments of the stream's file in the order they were read,
+	// written there before the next run once there is room again (see catchUp).
+	behind [3][]segment
 
 	// taps, per stream code: who sees its lines as they are read (see Tap).
 	taps [3]atomic.Pointer[Tap]
@@ -107,15 +112,21 @@ type Writer struct {
 	mu   sync.Mutex
 	err  error    // the first write error, reported by Copy and Close
 	lost [3]int64 // per stream code: bytes read but not written to its file
-	// missing, per stream code: lines read but not in combined.log (and so not in
-	// what the views read), waiting in behind or given up at the end.
+	// missing, per stream code: lines read but not in what the views show: waiting
+	// in behind, or in no file (see Missing).
 	missing [3]int64
 }
 
-// segment is a stretch of a stream's file that combined.log lacks.
+// maxSegments bounds the segments held back per stream: a disk that fills and
+// frees again and again, between runs that the stream's file lost, cuts them into
+// many. Past it, the oldest is given up.
+const maxSegments = 64
+
+// segment is a stretch of a stream's file that combined.log lacks, or (gap) lines
+// that neither holds, whose stream's file lost bytes of them.
 type segment struct {
-	active   bool
-	from, to int64 // offsets in the stream's file
+	gap      bool
+	from, to int64 // offsets in the stream's file (a gap: where the file is after it)
 	time     int64 // the read time of its first line
 	lines    int64
 	attempt  uint32
@@ -123,8 +134,11 @@ type segment struct {
 }
 
 type streamFile struct {
-	f         *os.File
-	pos       int64 // bytes written
+	f *os.File
+	// pos is the size of the file: the bytes it took. Bytes it could not take (a full
+	// disk) are not counted, so pos and every offset below are where bytes really are
+	// in the file, whatever it lost before them.
+	pos       int64
 	lineStart int64 // offset of the first byte not handed to the combiner yet
 }
 
@@ -140,8 +154,16 @@ type run struct {
 	mem     []byte // the rest of the run
 	lines   int64
 	partial bool
+	// broken: some bytes of the run are not in the stream's file (it lost them): the
+	// run cannot be copied from there, only written from mem. fileEnd is where the
+	// file is after it.
+	broken  bool
+	fileEnd int64
 	buf     *[]byte // mem's buffer, back to the pool once written
 	end     bool
+	// settle asks the combiner to write what is held back or give it up (see
+	// Settle).
+	settle bool
 	// sync asks the combiner to fsync the files, once everything before is written;
 	// the first error goes to *syncErr.
 	sync    bool
@@ -189,6 +211,7 @@ func (r *Recorder) Create(dir string) (*Writer, error) {
 		return nil, fmt.Errorf("create log index: %w", err)
 	}
 	w.idxOff = recordSize
+	w.reserveIndex()
 	w.combiner.Add(1)
 	go w.combine()
 	return w, nil
@@ -215,10 +238,12 @@ func (w *Writer) addMissing(code uint8, n int64) {
 }
 
 // Missing returns how many lines of stdout and of stderr were read from the replica
-// but are not in combined.log, which the views read (`wick log`, --json, -n, the
-// wall): runs a full disk kept out of it. Lines held back are written in their place
-// once combined.log has room again; those still missing at the end stay missing.
-// The stream files may hold them (see Lost for what they lack).
+// but are not in what the views show (`wick log`, --json, -n, the wall): lines a full
+// disk keeps out of combined.log while they are held back (written in their place
+// once it has room again), and lines that neither combined.log nor the stream's file
+// could take (marked by a gap line in the views where the index could take its
+// record). Lines combined.log still lacks at the end and the stream's file holds are
+// shown from there (see Settle), and are not missing.
 func (w *Writer) Missing() (stdout, stderr int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -259,8 +284,14 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		// When the first byte of the unfinished line arrived: a line's time is when it
 		// began (a progress bar drawn for a minute is stamped when it appeared).
 		lineT int64
-		// written: the chunk is in the stream's file already (see spliceIn).
+		// written: the chunk went to the stream's file already (see spliceIn), of
+		// which inFile bytes are there.
 		written bool
+		inFile  int
+		// pending: bytes read of the unfinished line; lineLost: some of them are not
+		// in the stream's file.
+		pending  int64
+		lineLost bool
 	)
 	useSplice := true
 	for {
@@ -273,7 +304,7 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			written = false
 			if useSplice {
 				var ok bool
-				if n, rerr, ok = w.spliceIn(int(fd), sf, code, (*bp)[carry:]); ok {
+				if n, inFile, rerr, ok = w.spliceIn(int(fd), sf, code, (*bp)[carry:]); ok {
 					written = true
 				} else {
 					useSplice = false // not a pipe: read as below
@@ -299,25 +330,32 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			break // closed, failed, or EOF
 		}
 		t := w.rec.now().UnixNano()
-		if sf.lineStart == sf.pos {
+		if pending == 0 {
 			lineT = t // this chunk begins a line
 		}
 		buf := *bp
 		chunk := buf[carry : carry+n]
 		if !written {
 			w.rec.stall()
-			if wn, err := sf.f.Write(chunk); err != nil {
+			var err error
+			if inFile, err = sf.f.Write(chunk); err != nil {
 				w.fail(fmt.Errorf("write %s: %w", filepath.Join(w.dir, streamFileName(code)), err))
-				w.addLost(code, int64(n-wn))
+				w.addLost(code, int64(n-inFile))
 			}
 		}
-		sf.pos += int64(n)
+		// The file took chunk[:inFile] at chunkOff; what it lost is the rest. at is
+		// where byte i of the chunk is in the file, or would be had it been taken.
+		chunkOff := sf.pos
+		sf.pos += int64(inFile)
+		at := func(i int) int64 { return chunkOff + int64(min(i, inFile)) }
 		nl := bytes.LastIndexByte(chunk, '\n')
 		if nl < len(chunk)-1 {
 			// An unfinished line grew (a progress bar): it shows as a pending line.
 			w.rec.bell.Load().Ring()
 		}
 		if nl < 0 {
+			pending += int64(n)
+			lineLost = lineLost || inFile < n
 			if spill || carry+n > maxCarry {
 				spill, carry = true, 0
 			} else {
@@ -332,30 +370,36 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 			sf:      sf,
 			diskOff: sf.lineStart,
 			lines:   int64(bytes.Count(chunk[:nl+1], []byte{'\n'})),
+			broken:  lineLost || inFile < nl+1,
 			buf:     bp,
 		}
 		if spill {
 			r.mem = chunk[:nl+1]
-			r.disk = sf.pos - int64(n) - sf.lineStart
+			r.disk = chunkOff - sf.lineStart
 		} else {
 			r.mem = buf[:carry+nl+1]
 		}
 		w.tap(code, attempt, r.mem)
-		if first := int64(bytes.IndexByte(chunk, '\n')); lineT != t && first < int64(nl) {
+		if first := bytes.IndexByte(chunk, '\n'); lineT != t && first < nl {
 			// The line begun earlier keeps its own time in a run of its own; the lines
 			// that began in this chunk get the chunk's time.
 			head := r
 			head.buf, head.lines = nil, 1
-			head.mem = r.mem[:int64(len(r.mem))-int64(nl)+first]
+			head.mem = r.mem[:len(r.mem)-nl+first]
+			head.broken = lineLost || inFile < first+1
+			head.diskOff = w.brokenOff(&head, at(first+1))
 			w.runs <- head
-			r.diskOff += head.disk + int64(len(head.mem))
+			r.diskOff = at(first + 1)
 			r.disk, r.mem, r.lines, r.time = 0, chunk[first+1:nl+1], r.lines-1, t
+			r.broken = inFile < nl+1
 		}
+		r.diskOff = w.brokenOff(&r, at(nl+1))
 		// Past the run (and the head run split off before it, if any).
-		sf.lineStart = r.diskOff + r.disk + int64(len(r.mem))
+		sf.lineStart = at(nl + 1)
 		// The buffer goes with the run; what follows the last newline starts the
 		// next buffer.
 		tail := chunk[nl+1:]
+		pending, lineLost = int64(len(tail)), inFile < n && nl+1 < n
 		bp, carry, spill, lineT = nil, 0, false, t
 		if len(tail) > maxCarry {
 			spill = true
@@ -366,25 +410,48 @@ func (w *Writer) Copy(s sched.Stream, attempt int, src *os.File) error {
 		w.runs <- r
 	}
 	done := make(chan struct{})
+	w.runs <- w.endRun(code, attempt, sf, done, bp, carry, spill, lineT, pending, lineLost)
+	<-done
+	return w.firstErr()
+}
+
+// endRun returns the run that ends Copy's stream code of the given attempt, whose
+// done is closed once every run sent before it is written. If the stream ended
+// inside a line (pending bytes of it read, begun at lineT, lineLost if some are not
+// in the file), the run delivers that line whole, marked partial: from *bp, which
+// holds carry bytes of it, or from the file if spill or bp is nil. A buffer the run
+// does not take goes back to the pool.
+func (w *Writer) endRun(code uint8, attempt int, sf *streamFile, done chan struct{}, bp *[]byte, carry int, spill bool, lineT, pending int64, lineLost bool) run {
 	r := run{done: done}
-	if sf.lineStart < sf.pos {
+	if pending > 0 {
 		// The stream ended inside a line: it is delivered whole, marked partial.
-		r = run{code: code, attempt: uint32(attempt), time: lineT, sf: sf, diskOff: sf.lineStart, lines: 1, partial: true, done: done}
+		r = run{code: code, attempt: uint32(attempt), time: lineT, sf: sf, diskOff: sf.lineStart, lines: 1, partial: true, broken: lineLost, done: done}
 		if spill || bp == nil {
 			r.disk = sf.pos - sf.lineStart
 		} else {
 			r.mem, r.buf = (*bp)[:carry], bp
 			bp = nil
 		}
+		r.diskOff = w.brokenOff(&r, sf.pos)
 		sf.lineStart = sf.pos
 		w.tap(code, attempt, r.mem)
 	}
 	if bp != nil {
 		w.rec.bufs.Put(bp)
 	}
-	w.runs <- r
-	<-done
-	return w.firstErr()
+	return r
+}
+
+// brokenOff returns the offset in the stream's file that run r, ending at end there,
+// is recorded at: its own, or for a broken run (whose bytes the file lacks, in part)
+// end less its length, so that the index still says where the file's next line begins
+// (see pendingStream, reconcile); 0 if the file holds fewer bytes than the run.
+func (w *Writer) brokenOff(r *run, end int64) int64 {
+	if !r.broken {
+		return r.diskOff
+	}
+	r.fileEnd = end
+	return max(0, end-r.disk-int64(len(r.mem)))
 }
 
 func streamFileName(code uint8) string {
@@ -411,6 +478,8 @@ func (w *Writer) combine() {
 			if err := w.writeRun(&r); err != nil {
 				w.fail(err)
 			}
+		case r.settle:
+			w.catchUp(true)
 		case r.sync:
 			*r.syncErr = w.syncFiles()
 		}
@@ -420,7 +489,7 @@ func (w *Writer) combine() {
 		if r.done != nil {
 			close(r.done)
 		}
-		if len(w.runs) == 0 && (r.end || r.sf != nil) {
+		if len(w.runs) == 0 && (r.end || r.settle || r.sf != nil) {
 			// Once per batch of runs: a follower reads them all when it wakes.
 			w.rec.bell.Load().Ring()
 		}
@@ -435,9 +504,16 @@ func (w *Writer) writeRun(r *run) error {
 		return errors.New("log already ended")
 	}
 	var err error
-	if !w.catchUp(false) {
+	switch {
+	case !w.catchUp(false):
 		err = errors.New("runs held back before it") // written after them, in order
-	} else {
+	case r.broken && r.disk > 0:
+		// The start of its line is neither in memory nor in the stream's file,
+		// which lost some of it: the line cannot be written. A gap marks its place.
+		if err = w.appendGap(r.code, r.attempt, r.time, r.lines, r.fileEnd); err == nil {
+			w.addMissing(r.code, r.lines)
+		}
+	default:
 		err = w.appendRun(r)
 	}
 	if err != nil {
@@ -446,57 +522,151 @@ func (w *Writer) writeRun(r *run) error {
 	return err
 }
 
-// holdBack adds run r, which combined.log could not take, to its stream's segment.
+// holdBack adds run r, which combined.log could not take, to its stream's last
+// segment, or starts a segment. A broken run cannot be copied back from the
+// stream's file: its lines become a gap.
 func (w *Writer) holdBack(r *run) {
-	total := r.disk + int64(len(r.mem))
 	w.addMissing(r.code, r.lines)
-	b := &w.behind[r.code]
-	if b.active && (b.to != r.diskOff || b.attempt != r.attempt) {
-		// Not contiguous (another attempt): the segment held back is given up.
-		*b = segment{}
+	segs := w.behind[r.code]
+	last := (*segment)(nil)
+	if n := len(segs); n > 0 && segs[n-1].attempt == r.attempt {
+		last = &segs[n-1]
 	}
-	if !b.active {
-		*b = segment{active: true, from: r.diskOff, to: r.diskOff, time: r.time, attempt: r.attempt}
+	switch {
+	case r.broken && last != nil && last.gap:
+		last.lines += r.lines
+		last.to = r.fileEnd
+		return
+	case r.broken:
+		w.holdSegment(r.code, segment{gap: true, from: r.fileEnd, to: r.fileEnd, time: r.time, lines: r.lines, attempt: r.attempt})
+		return
+	case last != nil && !last.gap && !last.partial && !r.partial && last.to == r.diskOff:
+		// A partial run keeps a segment of its own: its record is one line.
+		last.to += r.disk + int64(len(r.mem))
+		last.lines += r.lines
+		last.partial = r.partial
+		return
 	}
-	b.to += total
-	b.lines += r.lines
-	b.partial = r.partial
+	w.holdSegment(r.code, segment{from: r.diskOff, to: r.diskOff + r.disk + int64(len(r.mem)),
+		time: r.time, lines: r.lines, attempt: r.attempt, partial: r.partial})
+}
+
+// holdSegment appends a segment to those held back of stream code. Past maxSegments
+// of a stream, the first of all is let go first (see letGo).
+func (w *Writer) holdSegment(code uint8, seg segment) {
+	for len(w.behind[code]) >= maxSegments {
+		w.letGo(w.firstHeld())
+	}
+	w.behind[code] = append(w.behind[code], seg)
+}
+
+// firstHeld returns the stream code of the segment held back that was read first, 0
+// if none is.
+func (w *Writer) firstHeld() uint8 {
+	code := uint8(0)
+	for c := codeStdout; c <= codeStderr; c++ {
+		if len(w.behind[c]) > 0 && (code == 0 || w.behind[c][0].time < w.behind[code][0].time) {
+			code = uint8(c)
+		}
+	}
+	return code
+}
+
+// letGo gives up writing the first segment held back of stream code to combined.log:
+// its record in the index says where its lines are in the stream's file, so that the
+// views read them from there (flagStream), or that they are missing there (a gap,
+// flagGap). Where the index cannot take the record either, its lines stay missing,
+// unmarked.
+func (w *Writer) letGo(code uint8) {
+	b := w.behind[code][0]
+	w.behind[code] = w.behind[code][1:]
+	if b.gap {
+		_ = w.appendGap(code, b.attempt, b.time, b.lines, b.to)
+		return
+	}
+	rec := record{time: max(b.time, w.lastT), combOff: w.combOff, streamOff: b.from, length: b.to - b.from,
+		lines: b.lines, attempt: b.attempt, stream: code, flags: flagStream}
+	if b.partial {
+		rec.flags |= flagPartial
+	}
+	if w.appendRecord(&rec) == nil {
+		w.addMissing(code, -b.lines)
+	}
 }
 
 // catchUp writes the segments held back to combined.log, from the stream files, in
-// the order their first lines were read, and reports whether none is left. A stream
-// whose file lost bytes too (Lost) cannot give them back: its segment is given up.
-// At the end (final) what is still held back is given up: those lines stay missing.
+// the order their first lines were read, and reports whether none is left. At the
+// end (final) a segment that still cannot be written is let go (letGo).
 func (w *Writer) catchUp(final bool) bool {
 	for {
-		code := uint8(0)
-		for c := codeStdout; c <= codeStderr; c++ {
-			if b := w.behind[c]; b.active && (code == 0 || b.time < w.behind[code].time) {
-				code = uint8(c)
-			}
-		}
+		code := w.firstHeld()
 		if code == 0 {
+			w.behind = [3][]segment{} // no backing arrays kept past a full disk
 			return true
 		}
-		b := &w.behind[code]
-		w.mu.Lock()
-		lost := w.lost[code]
-		w.mu.Unlock()
-		if lost > 0 {
-			*b = segment{}
-			continue
-		}
-		r := run{code: code, attempt: b.attempt, time: b.time, sf: w.streams[code], diskOff: b.from,
-			disk: b.to - b.from, lines: b.lines, partial: b.partial}
-		if err := w.appendRun(&r); err != nil {
-			if final {
-				*b = segment{}
-				continue
+		b := w.behind[code][0]
+		var err error
+		if b.gap {
+			err = w.appendGap(code, b.attempt, b.time, b.lines, b.to)
+		} else {
+			r := run{code: code, attempt: b.attempt, time: b.time, sf: w.streams[code], diskOff: b.from,
+				disk: b.to - b.from, lines: b.lines, partial: b.partial}
+			if err = w.appendRun(&r); err == nil {
+				w.addMissing(code, -b.lines)
 			}
+		}
+		switch {
+		case err == nil:
+			w.behind[code] = w.behind[code][1:]
+		case final:
+			w.letGo(code)
+		default:
 			return false
 		}
-		w.addMissing(code, -b.lines)
-		*b = segment{}
+	}
+}
+
+// appendGap appends to the index the record of lines lines of a stream that neither
+// its file nor combined.log holds (flagGap): the views show a line saying so in their
+// place. end is where the stream's file is after them.
+func (w *Writer) appendGap(code uint8, attempt uint32, t, lines, end int64) error {
+	return w.appendRecord(&record{time: max(t, w.lastT), combOff: w.combOff, streamOff: end,
+		lines: lines, attempt: attempt, stream: code, flags: flagGap})
+}
+
+// appendRecord appends a record of no bytes in combined.log (flagStream, flagGap) to
+// the index, or leaves it as it was.
+func (w *Writer) appendRecord(rec *record) error {
+	w.lastT = rec.time
+	var b [recordSize]byte
+	rec.encode(&b)
+	w.rec.stall()
+	if _, err := w.idx.Write(b[:]); err != nil {
+		w.rewind(true)
+		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, IndexFile), err)
+	}
+	w.idxOff += recordSize
+	w.reserveIndex()
+	return nil
+}
+
+// idxReserve is how far ahead of its end the index's blocks are allocated: room for
+// the records of a full disk's segments and the end mark.
+const idxReserve = 16 << 10
+
+// reserveIndex allocates the index's blocks up to idxReserve past its end, once the
+// room left is less than half of it (fallocate, keeping the size: readers see no
+// change). Where the file system cannot, nothing is reserved.
+func (w *Writer) reserveIndex() {
+	if w.idxRoom-w.idxOff >= idxReserve/2 {
+		return
+	}
+	err := unix.Fallocate(int(w.idx.Fd()), unix.FALLOC_FL_KEEP_SIZE, w.idxOff, idxReserve)
+	switch err {
+	case nil:
+		w.idxRoom = w.idxOff + idxReserve
+	case unix.EOPNOTSUPP, unix.ENOSYS:
+		w.idxRoom = math.MaxInt64 // never: not asked again on every record
 	}
 }
 
@@ -536,28 +706,32 @@ func (w *Writer) appendRun(r *run) error {
 		gap = 1
 	}
 	if err != nil {
-		w.rewind()
+		w.rewind(false)
 		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, CombinedFile), err)
 	}
 	var b [recordSize]byte
 	rec.encode(&b)
 	if _, err := w.idx.Write(b[:]); err != nil {
-		w.rewind()
+		w.rewind(true)
 		return fmt.Errorf("write %s: %w", filepath.Join(w.dir, IndexFile), err)
 	}
 	w.combOff += total + gap
 	w.idxOff += recordSize
+	w.reserveIndex()
 	return nil
 }
 
 // rewind keeps combined.log and the index consistent after a failed write (a full
 // disk): both go back to where the last complete record says they end, and the run
-// is skipped.
-func (w *Writer) rewind() {
+// is skipped. The index is cut only when its own write failed (idx): cutting it
+// could free the blocks reserved past its end.
+func (w *Writer) rewind(idx bool) {
 	_ = w.comb.Truncate(w.combOff)
 	_, _ = w.comb.Seek(w.combOff, io.SeekStart)
-	_ = w.idx.Truncate(w.idxOff)
-	_, _ = w.idx.Seek(w.idxOff, io.SeekStart)
+	if idx {
+		_ = w.idx.Truncate(w.idxOff)
+		_, _ = w.idx.Seek(w.idxOff, io.SeekStart)
+	}
 }
 
 // copyFromStream appends n bytes of sf at off to combined.log, in the kernel when it
@@ -578,6 +752,16 @@ func (w *Writer) copyFromStream(sf *streamFile, off, n int64) error {
 		n -= int64(c)
 	}
 	return nil
+}
+
+// Settle writes to combined.log the lines held back from it (a full disk) that it can
+// take now; for the others, the index says where the views find them (their stream's
+// file) or that they are missing there (a gap). From then on Missing is final, and
+// what it counts is what the views will lack. Copy must not be running.
+func (w *Writer) Settle() {
+	done := make(chan struct{})
+	w.runs <- run{settle: true, done: done}
+	<-done
 }
 
 // End writes the end mark, after everything handed over before: followers of these
@@ -685,6 +869,13 @@ func (w *Writer) Close() error {
 		if w.runs != nil {
 			close(w.runs)
 			w.combiner.Wait()
+		}
+		if w.idx != nil && w.idxRoom > 0 && w.idxRoom < math.MaxInt64 {
+			// The room reserved past the index's end is not needed any more: a
+			// truncate to its size frees it (ext4 frees blocks past the end so).
+			if st, err := w.idx.Stat(); err == nil {
+				_ = w.idx.Truncate(st.Size())
+			}
 		}
 		w.closeFiles()
 	})

@@ -86,6 +86,13 @@ func (p *Position) Read(ctx context.Context, src Lines, h spec.Handle, d *sched.
 	merged := logs.Merge(its...)
 	its = nil // the merge closes them
 	defer merged.Close()
+	// A line where torchrun's tee glued several workers' lines is read as each of
+	// them, each its rank's (split as the wall splits it): by the namer, else by one
+	// made for it, which learns the nodes' workers as the namer would.
+	split := namer
+	if split == nil {
+		split = NewNamerOf(d)
+	}
 	n := 0
 	var cur *refMark // the replica of the last line read
 	for {
@@ -100,10 +107,14 @@ func (p *Position) Read(ctx context.Context, src Lines, h spec.Handle, d *sched.
 			continue
 		}
 		n++
-		if namer != nil {
-			namer.Observe(l)
+		split.Observe(l)
+		if parts := split.Split(l); parts != nil {
+			for _, part := range parts {
+				store.Add(part)
+			}
+		} else {
+			store.Add(l)
 		}
-		store.Add(l)
 		if cur == nil || cur.ref.Role != l.Role || cur.ref.Replica != l.Replica {
 			// Lines come in runs of one replica: its mark is looked up once a run.
 			cur = p.markOf(sched.ReplicaRef{Role: l.Role, Replica: l.Replica})

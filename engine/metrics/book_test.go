@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -466,4 +467,36 @@ func BenchmarkBookScan(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBookGluedTee: a line where torchrun's tee glued two workers' lines
+// ("[0]:step 2 loss 2.4[1]:step 2 loss nan", a worker caught between its text and its
+// newline) is read as each rank's, as the wall reads it: rank 1's NaN is rank 1's in
+// the alarms (a Book, with its namer) and in a reading without one (a sweep's compare
+// and its stop on NaN).
+func TestBookGluedTee(t *testing.T) {
+	home := t.TempDir()
+	r, h := launch(t, home, spec.Role{Name: "trainer", Entrypoint: "sh", NumReplicas: 1, Args: []string{"-c",
+		`printf '[0]:step 1 loss 2.5\n[1]:step 1 loss 2.5\n[0]:step 2 loss 2.4[1]:step 2 loss nan\n[0]:\n'`,
+		"torchrun", "--nproc_per_node", "2"}})
+	if st, err := r.Wait(context.Background(), h, 20*time.Millisecond); err != nil || st.State != spec.Succeeded {
+		t.Fatalf("app: %v %v", st, err)
+	}
+	d := describe(t, r, h)
+	f, err := metrics.NewBook(r, metrics.DefaultConfig(), "").Scan(context.Background(), h, d)
+	if err != nil || f.N != 1 || f.Lines[0] != "loss on rank 1 is NaN at step 2" {
+		t.Errorf("found %+v %v, want rank 1's NaN at step 2", f, err)
+	}
+	store := metrics.NewStore(metrics.DefaultConfig())
+	if _, err := new(metrics.Position).Read(context.Background(), r, h, d, store, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range store.Series("loss") {
+		got = append(got, fmt.Sprintf("%s: %d at step %d, last %v", s.Rank, s.Count, s.Last.Step, s.Last.Value))
+	}
+	want := []string{"trainer/0:0: 2 at step 2, last 2.4", "trainer/0:1: 2 at step 2, last NaN"}
+	if !slices.Equal(got, want) {
+		t.Errorf("read without a namer:\n%q\nwant\n%q", got, want)
+	}
 }

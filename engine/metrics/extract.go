@@ -59,6 +59,7 @@
 package metrics
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -151,9 +152,15 @@ type LineInfo struct {
 	// the head of the values on the line under it, which are in that context (RecBole's
 	// `valid result:` then `recall@10 : 0.0798    mrr@10 : 0.0412`).
 	CtxHead bool
+	// CtxOfIndented is whether the context of a head without a colon (BasicSR's
+	// `Validation Set5`) is that of the indented lines right under it only.
+	CtxOfIndented bool
 	// tableHead is whether the line is a group's of a table of key | value (within its
 	// record, but at no step).
 	tableHead bool
+	// Rule is whether the line is a rule of dashes, the edge of a table's record
+	// (Baselines' and SB3's dumps); KVRow whether it is a row `| key | value |`.
+	Rule, KVRow bool
 	// ctx is the context the line names for all its values ("" for none or train).
 	ctx string
 }
@@ -189,6 +196,13 @@ type Parsed struct {
 	notices  []string
 	// pairs remembers what the names written before values mean (see pairOf).
 	pairs *pairCache
+	// plans are how lines of the shapes seen read (see plan.go); headerGen counts the
+	// header lines taken, headerRead is whether the line's reading looked at the last
+	// (a plan is made under it); fullOnly turns plans off (tests).
+	plans      *planCache
+	headerGen  uint32
+	headerRead bool
+	fullOnly   bool
 }
 
 // Notices says what the extraction gave up on (a user pattern too slow), once each.
@@ -338,7 +352,20 @@ func (e *Extractor) Extract(text string, p *Parsed) {
 		return
 	}
 	p.frames, p.frameSamples = p.frames[:0], p.frameSamples[:0]
+	if !e.usePlans(p) {
+		e.extractDrawing(text, p)
+		return
+	}
+	sl, ok := e.readByPlan(text, p)
+	if ok {
+		return
+	}
+	local, group, gen := p.Local, p.group, p.headerGen
+	p.headerRead = false
 	e.extractDrawing(text, p)
+	if sl != nil {
+		e.learn(text, p, sl, local, group, gen)
+	}
 }
 
 // maxDrawings bounds the drawings of one line read as points: a bar redrawn for hours
@@ -444,7 +471,7 @@ func (p *Parsed) Drawings(fn func(info LineInfo, samples []Sample)) {
 // extractDrawing reads the values of one drawing of a line into p (reset but for Local).
 func (e *Extractor) extractDrawing(text string, p *Parsed) {
 	text = p.cleanLine(text)
-	p.Indented = len(text) > 0 && (text[0] == ' ' || text[0] == '\t')
+	p.markShape(text)
 	if len(text) > 0 && (text[0] == '|' || text[0] == '-') && p.tableGroup(text) {
 		p.Indented, p.tableHead = true, true
 		return
@@ -456,14 +483,42 @@ func (e *Extractor) extractDrawing(text string, p *Parsed) {
 		e.scan(text, p)
 	}
 	e.table(text, p)
-	if p.Bar >= 0 && !p.HasStep && p.ctx == "" && hasMeasure(p.Samples) && !p.notTraining(text) {
-		// A training bar's position is the step of its values: within the epoch the
-		// line names, else within the bar (the Store counts the bar's restarts).
-		p.Step, p.HasStep, p.BarStep = p.Bar, true, true
-		if p.BarTotal > 0 && p.BarTotal < maxEpochCount && p.barEpoch >= 0 {
-			p.Epoch, p.EpochSteps = p.barEpoch, p.BarTotal
-		}
+	p.stepFromBar(text)
+	e.runPatterns(text, p)
+}
+
+// markShape marks in p what the shape of a clean line says: indented (or under a glog
+// prefix), a rule of dashes, a row of a two-column key-value table.
+func (p *Parsed) markShape(text string) {
+	p.Indented = len(text) > 0 && (text[0] == ' ' || text[0] == '\t')
+	if k := glogPrefixEnd(text); k > 0 && k < len(text) && text[k] == ' ' {
+		p.Indented = true // Caffe's `I1206 10:00:01.5 4211 solver.cpp:258]     Train net output #0: ...`
 	}
+	if len(text) >= 8 && text[0] == '-' && strings.Trim(text, "- ") == "" {
+		p.Rule = true
+	}
+	if len(text) > 4 && text[0] == '|' && strings.HasSuffix(strings.TrimRight(text, " "), "|") && strings.Count(text, "|") == 3 {
+		p.KVRow = true
+	}
+}
+
+// stepFromBar makes a training bar's position the step of the line's values when the
+// line names no step or context of its own: within the epoch the line names, else
+// within the bar (the Store counts the bar's restarts).
+func (p *Parsed) stepFromBar(text string) {
+	if p.Bar < 0 || p.HasStep || p.ctx != "" || !hasMeasure(p.Samples) || p.notTraining(text) {
+		return
+	}
+	p.Step, p.HasStep, p.BarStep = p.Bar, true, true
+	if p.BarTotal > 0 && p.BarTotal < maxEpochCount && p.barEpoch >= 0 {
+		p.Epoch, p.EpochSteps = p.barEpoch, p.BarTotal
+	}
+}
+
+// runPatterns reads the values of the configured patterns into p, timing each: a
+// pattern over the budget of one line, or over the mean budget on average, is skipped
+// from then on, with a notice.
+func (e *Extractor) runPatterns(text string, p *Parsed) {
 	for i := range e.cfg.Patterns {
 		if len(p.Samples) >= MaxValuesPerLine {
 			break
@@ -554,15 +609,23 @@ type lineState struct {
 	spacedOnly  bool
 	counter     bool
 	bracketStep int64
-	// spacedKnown is whether the line's one spaced pair names a known metric.
-	spacedKnown bool
+	// spacedKnown is whether the line's one spaced pair names a known metric;
+	// spacedStep whether it is the step, a count then a comma or colon (Caffe's
+	// `Iteration 500, Testing net (#0)`): the line names its step, whatever prose follows.
+	spacedKnown, spacedStep bool
 	// bracketTotal is the total of bracketStep (`[ 50/1251]`: 1251); epoch the epoch the
 	// line names (`epoch 3`, timm's `Train: 3`, mmengine's `[3]` before the step's
 	// bracket), -1 when none; single a bracket of one number (`[3]`), where it ends.
 	bracketTotal int64
-	epoch        int64
-	single       int64
-	singleEnd    int
+	// leadCount is whether bracketStep is a count that begins the line (no bracket).
+	leadCount bool
+	epoch     int64
+	single    int64
+	singleEnd int
+	// epochValEnd is where the epoch's value ended (0: none); inEpoch whether the
+	// single bracket follows it: the step within the epoch.
+	epochValEnd int
+	inEpoch     bool
 	// epochEnd is where the word epoch ended when no value followed it (`Epoch [1/5]`,
 	// `Epoch: [1]`): the bracket after it is the epoch's, -1 when none.
 	epochEnd int
@@ -589,6 +652,70 @@ type lineState struct {
 	group            string
 	groupEnd, groupN int
 	groupOwn         bool
+	// from is where the pairs begin: after a group the line names first (leadGroup).
+	from int
+	// tag is the word in brackets before the line's counter in brackets (bracketTag).
+	tag string
+}
+
+// bracketTag reads a lowercase word in brackets at s[i] right before a counter in
+// brackets (InsightFace's `[lfw][2000]`, `[cfp_fp][2000]`: the verification set the
+// values are of). It returns where the word's bracket ends, or i.
+func bracketTag(s string, i int) int {
+	j := i + 1
+	if j >= len(s) || s[j] < 'a' || s[j] > 'z' {
+		return i
+	}
+	for j < len(s) && j-i <= 24 && (s[j] >= 'a' && s[j] <= 'z' || isDigit(s[j]) || s[j] == '_') {
+		j++
+	}
+	if j-i < 3 || j+2 >= len(s) || s[j] != ']' || s[j+1] != '[' || !isDigit(s[j+2]) {
+		return i
+	}
+	return j + 1
+}
+
+// groupWords are the parts of a model or a task a line's values may be of, a number
+// naming which: a counter that begins a line (epoch, episode, round) is no group.
+var groupWords = map[string]bool{
+	"region": true, "layer": true, "head": true, "block": true, "stage": true, "level": true,
+	"scale": true, "output": true, "task": true, "expert": true, "module": true, "tower": true,
+}
+
+// leadGroup reads a group that begins the line, a capitalized word and a number before
+// the named values of the line (Darknet's `Region 82 Avg IOU: 0.215312, Class: ...`): it
+// returns the group's name (region_82) and where it ends, or "" when the line begins
+// otherwise.
+func (e *Extractor) leadGroup(s string, p *Parsed) (string, int) {
+	if len(s) < 8 || s[0] < 'A' || s[0] > 'Z' {
+		return "", 0
+	}
+	i := 1
+	for i < len(s) && s[i] >= 'a' && s[i] <= 'z' && i < 16 {
+		i++
+	}
+	if i < 3 || i+2 >= len(s) || s[i] != ' ' || !isDigit(s[i+1]) {
+		return "", 0
+	}
+	j := i + 1
+	for j < len(s) && isDigit(s[j]) && j-i < 6 {
+		j++
+	}
+	if j+1 >= len(s) || s[j] != ' ' || !isLetter(s[j+1]) {
+		return "", 0
+	}
+	// The values after it are named with colons, no later than the second word.
+	c := strings.IndexByte(s[j:min(len(s), j+24)], ':')
+	if c < 0 || strings.Count(s[j+1:j+c], " ") > 1 {
+		return "", 0
+	}
+	var b [MaxNameLen]byte
+	g, _ := appendLower(b[:0], s[:i])
+	if !groupWords[string(g)] {
+		return "", 0 // `Epoch 3 loss: 2.1`, `Episode 12 reward: 3.5`: a counter, no group
+	}
+	g = append(append(g, '_'), s[i+1:j]...)
+	return p.intern(g), j
 }
 
 // scan reads the pairs of s into p.
@@ -598,7 +725,19 @@ func (e *Extractor) scan(s string, p *Parsed) {
 		p.Step, p.HasStep = n, true
 	}
 	st.lead = leadMetric(s)
+	group, from := e.leadGroup(s, p)
+	st.from = from
 	e.pairs(s, p, &st)
+	if group == "" && st.tag != "" {
+		group = st.tag
+	}
+	if group != "" {
+		// Darknet's `Region 82 Avg IOU: 0.21, Class: 0.49, ...`: the values of layer
+		// 82, apart from layer 94's.
+		for k := range p.Samples {
+			p.Samples[k].Name = p.prefixed(group, p.Samples[k].Name)
+		}
+	}
 	if p.group != "" && p.group != "train" && len(p.Samples) > 0 && strings.HasPrefix(s, "|   ") {
 		for k := range p.Samples {
 			p.Samples[k].Name = p.prefixed(p.group, p.Samples[k].Name)
@@ -609,7 +748,15 @@ func (e *Extractor) scan(s string, p *Parsed) {
 	// a metric's (`val loss 5.32`).
 	if st.pairs == 1 && st.spacedOnly && !st.spacedKnown {
 		p.Samples = p.Samples[:0]
-		p.HasStep = false
+		p.HasStep = st.spacedStep && p.HasStep
+		if st.bracketStep >= 0 && !st.leadCount && st.epoch >= 0 && st.bracketTotal < maxEpochCount {
+			// DLRM's `Testing at - 2048/4096 of epoch 0,`: the step within the epoch, and
+			// the context of the indented lines under it.
+			p.Step, p.HasStep, p.Epoch, p.EpochSteps = st.bracketStep, true, st.epoch, st.bracketTotal
+			p.ctx = st.ctx
+			p.CtxHead, p.CtxOfIndented = st.ctx != "", st.ctx != ""
+			return
+		}
 		if st.epoch >= 0 {
 			p.Epoch, p.EpochOnly = st.epoch, true // Keras' `Epoch 1/2`: the epoch of the lines under it
 		}
@@ -638,13 +785,17 @@ func (st *lineState) step(s string, p *Parsed) {
 	}
 	if !p.HasStep {
 		switch {
-		case st.bracketStep >= 0:
+		case st.bracketStep >= 0 && (!st.leadCount || len(p.Samples) > 0):
+			// A count that begins the line is the step of the values after it (an
+			// evaluation's `1/12...` alone is a counter of its own).
 			p.Step, p.HasStep = st.bracketStep, true
 			// A step counted within an epoch (`Train: 1 [ 100/1251]`): the Store
 			// counts it over epochs, so that the x of a series never goes back.
-			if st.bracketTotal > 0 && st.bracketTotal < maxEpochCount && st.epoch < maxEpochCount {
+			if st.bracketTotal > 0 && st.bracketTotal < maxEpochCount && st.epoch < maxEpochCount && !st.leadCount {
 				p.Epoch, p.EpochSteps = st.epoch, st.bracketTotal
 			}
+		case st.inEpoch && len(p.Samples) > 0:
+			p.Step, p.HasStep, p.Epoch = st.single, true, st.epoch
 		case st.counter && len(p.Samples) > 0:
 			p.Step, p.HasStep = NoStep, true
 			if st.single >= 0 && st.epoch < 0 {
@@ -658,7 +809,8 @@ func (st *lineState) step(s string, p *Parsed) {
 	}
 	colon := len(p.Samples) == 0 && strings.HasSuffix(strings.TrimRight(s, " "), ":")
 	p.Header = p.HasStep && p.Step >= 0 && len(p.Samples) == 0 && (colon || p.group != "")
-	p.CtxHead = colon && !p.HasStep && p.ctx != ""
+	p.CtxHead = (colon || !p.Indented && len(p.Samples) == 0) && !p.HasStep && p.ctx != ""
+	p.CtxOfIndented = p.CtxHead && !colon
 }
 
 // barPosition reads a progress bar's position at s[i:j] and the slash at s[j]: `20/200
@@ -742,7 +894,39 @@ func (st *lineState) fraction(s string, p *Parsed, i, j int) (int, bool) {
 	if k, ok := rateOfTotal(s, j); ok {
 		return k, true // OpenNMT's `28141/28877 tok/s`: the rate is the second's
 	}
+	if n, total, k, ok := leadCount(s, i, j); ok && st.bracketStep < 0 && len(p.Samples) == 0 {
+		// A count of a total that begins the line (char-rnn's `1000/21150 (epoch
+		// 2.364), train_loss = ...`) or that is of an epoch (DLRM's `Testing at -
+		// 2048/4096 of epoch 0,`): the step, within the epoch when one is named.
+		st.bracketStep, st.bracketTotal, st.leadCount = n, total, !strings.HasPrefix(s[k:], " of epoch")
+		return k, true
+	}
 	return 0, false
+}
+
+// leadCount reads a count of a total at s[i:j], the slash at s[j], that begins the
+// line (only spaces before it) or is followed by ` of epoch`: `1000/21150 (epoch`,
+// `2048/4096 of epoch 0`. It returns the count, the total and where the total ends.
+func leadCount(s string, i, j int) (n, total int64, end int, ok bool) {
+	k := j + 1
+	for k < len(s) && isDigit(s[k]) && k-j <= 16 {
+		k++
+	}
+	if k == j+1 || k < len(s) && (isNameChar(s[k]) || s[k] == '/' || s[k] == '.') {
+		return 0, 0, 0, false
+	}
+	// A count that begins the line is followed by a comma, colon or parenthesis (not
+	// a date's `11/20 10:00:10`, Keras' `1875/1875 - 4s`, a table's `1/100      3.21G`).
+	lead := strings.TrimLeft(s[:i], " \t") == "" && k < len(s) && (s[k] == ',' || s[k] == ':' || strings.HasPrefix(s[k:], " ("))
+	if !lead && !strings.HasPrefix(s[k:], " of epoch") {
+		return 0, 0, 0, false
+	}
+	c, err1 := strconv.ParseInt(s[i:j], 10, 64)
+	t, err2 := strconv.ParseInt(s[j+1:k], 10, 64)
+	if err1 != nil || err2 != nil || t <= 0 || c > t {
+		return 0, 0, 0, false
+	}
+	return c, t, k, true
 }
 
 // countOf reads a count of steps in an epoch at s[i:j], the slash at s[j]: `200/ 2983
@@ -880,7 +1064,7 @@ func (p *Parsed) prefixed(ctx, name string) string {
 // what it does for each word and number is here, and in functions the compiler
 // inlines; a rate and a bracket, rarer, are functions of their own.
 func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
-	for i := 0; i < len(s); {
+	for i := st.from; i < len(s); {
 		c := s[i]
 		switch cl := class[c]; {
 		case cl&cNameStart != 0:
@@ -901,47 +1085,25 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 					continue
 				}
 			}
-			// A word of the field: the next one may make a name with it, unless it
-			// is a value itself (`dtype=bfloat16 lr=...`).
-			if wend == j && joinsNext(s, i, j) {
-				if st.nwords == maxNameWords {
-					st.closeWords(s, st.words[:1])
-					copy(st.words[:], st.words[1:])
-					st.nwords--
-				}
-				st.words[st.nwords] = span{i, wend}
-				st.nwords++
-			} else {
-				st.endField(s)
-				st.closeWords(s, []span{{i, wend}})
-				if wend-i == 5 && foldEqual(s[i:wend], "epoch") {
-					st.epochEnd = wend
-				}
-			}
-			i = j
-		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
-			// A number with no name: skip all of it (so the e of 1e-4 is not a name),
-			// taking a rate `20.00it/s` or `48213 tok/s` on the way.
-			st.endField(s)
-			j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
-			if j < len(s) && s[j]|0x20 == 'e' {
-				j = readNumber(s, i).end // and its exponent's
-			}
-			if j < len(s) && s[j] == '/' && p.Bar < 0 {
-				if k, ok := st.fraction(s, p, i, j); ok {
-					i = k
+			if wend+2 < len(s) && s[wend] == '.' && s[wend+1] == ' ' && wend-i <= maxAbbrev && wend == j-1 && startsNumber(s, wend+2) && fieldStart(s, i) {
+				// An abbreviation that begins a field (Marian's `Up. 500 : ... : L.r.
+				// 3.75e-05`): the name is its letters, the value after the space.
+				var v value
+				if valueAfter(s, wend+1, &v) {
+					i = e.pair(s, p, st, span{i, wend + 1}, &v)
+					if len(p.Samples) >= MaxValuesPerLine {
+						return
+					}
 					continue
 				}
 			}
-			st.countedNumber(s, p, i, j) // ESPnet's `1epoch:train:1-100batch:`
-			if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
-				e.rate(s, p, st, i, j, rate)
-				if len(p.Samples) >= MaxValuesPerLine {
-					return
-				}
-				j = k
+			st.fieldWord(s, span{i, wend}, j)
+			i = j
+		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
+			var full bool
+			if i, full = e.number(s, p, st, i); full {
+				return
 			}
-			i = nameEnd(s, j)
 		case c == '[':
 			st.endField(s)
 			i = st.bracket(s, p, i)
@@ -953,6 +1115,94 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		}
 	}
 	st.endField(s)
+}
+
+// fieldWord takes a word of the field, w, whose bytes end at j (w.end < j: a name's
+// trailing bytes): the next word may make a name with it, unless it is a value itself
+// (`dtype=bfloat16 lr=...`).
+func (st *lineState) fieldWord(s string, w span, j int) {
+	if w.end == j && joinsNext(s, w.start, j) {
+		if st.nwords == maxNameWords {
+			st.closeWords(s, st.words[:1])
+			copy(st.words[:], st.words[1:])
+			st.nwords--
+		}
+		st.words[st.nwords] = w
+		st.nwords++
+		return
+	}
+	st.endField(s)
+	st.closeWords(s, []span{w})
+	if w.end-w.start == 5 && foldEqual(s[w.start:w.end], "epoch") {
+		st.epochEnd = w.end
+	}
+}
+
+// number passes over a number with no name at s[i]: all of it (so the e of 1e-4 is
+// not a name), taking a rate `20.00it/s` or `48213 tok/s` on the way. It returns where
+// the line goes on, and whether p has its most values (MaxValuesPerLine).
+func (e *Extractor) number(s string, p *Parsed, st *lineState, i int) (int, bool) {
+	st.endField(s)
+	j, _ := digitsEnd(s, i) // most such numbers are no rate: only their end
+	if j < len(s) && s[j]|0x20 == 'e' {
+		j = readNumber(s, i).end // and its exponent's
+	}
+	if j < len(s) && s[j] == '/' && p.Bar < 0 {
+		if k, ok := st.fraction(s, p, i, j); ok {
+			return k, false
+		}
+	}
+	st.countedNumber(s, p, i, j) // ESPnet's `1epoch:train:1-100batch:`
+	if rate, k := rateAfter(s, j); rate != "" && j-i <= maxNumberLen {
+		e.rate(s, p, st, i, j, rate)
+		if len(p.Samples) >= MaxValuesPerLine {
+			return j, true
+		}
+		j = k
+	} else if k, ok := e.valueThenName(s, p, st, i, j); ok {
+		return k, len(p.Samples) >= MaxValuesPerLine
+	} else if j+2 < len(s) && s[j] == ':' && s[j+1] == ' ' && startsNumber(s, j+2) && st.bracketStep < 0 && strings.TrimLeft(s[:i], " ") == "" {
+		// A count that begins the line before its values (Darknet's `1: 746.53, 746.53
+		// avg, ...`): the step of its values.
+		if n, err := strconv.ParseInt(s[i:j], 10, 64); err == nil {
+			st.bracketStep, st.leadCount = n, true
+		}
+	}
+	return nameEnd(s, j), false
+}
+
+// valueThenName reads a measure written before its name, the name then a comma
+// (Darknet's `746.532776 avg, 0.000000 rate, 5.81 seconds`): the name's
+// value, unless the word is a unit or names no metric. It reports whether it took one,
+// and where the name ends.
+func (e *Extractor) valueThenName(s string, p *Parsed, st *lineState, i, j int) (int, bool) {
+	if j+2 >= len(s) || s[j] != ' ' || !isLetter(s[j+1]) || j-i > maxNumberLen {
+		return 0, false
+	}
+	k := j + 1
+	for k < len(s) && isLetter(s[k]) && k-j <= 16 {
+		k++
+	}
+	if k >= len(s) || s[k] != ',' || isUnit(s[j+1:k]) {
+		return 0, false
+	}
+	n := readNumber(s, i)
+	if !n.point {
+		return 0, false // a count (`64 images`) or prose (`create 8 workers,`)
+	}
+	f, ok := parseNumber(s[i:j], n, false)
+	if !ok {
+		return 0, false
+	}
+	r := p.pairOf(e, s[j+1:k])
+	if !r.ok || r.stop {
+		return 0, false
+	}
+	v := value{v: f, end: k, sep: ' '}
+	st.pairs++
+	st.spacedKnown = true
+	e.metric(s, p, st, r, &v)
+	return k, true
 }
 
 // wordAfter reports whether one space and a word that is not nan or inf follow a name
@@ -997,6 +1247,12 @@ func (e *Extractor) rate(s string, p *Parsed, st *lineState, i, j int, rate stri
 	if !ok {
 		return
 	}
+	e.rateValue(p, st, v, rate)
+}
+
+// rateValue takes v, a rate whose unit is rate, as a value of its own, in the line's
+// context.
+func (e *Extractor) rateValue(p *Parsed, st *lineState, v float64, rate string) {
 	st.pairs++
 	st.spacedOnly = false
 	if before := len(p.Samples); st.nunctx < len(st.unctx) {
@@ -1023,11 +1279,15 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 	if end := logPrefixEnd(s, i); end > i {
 		return end // `[INFO|DP=0|PP=0|TP=0|host]`: the logging prefix's fields are no values
 	}
+	if end := bracketTag(s, i); end > i {
+		st.tag = s[i+1 : end-1] // InsightFace's `[lfw][2000]XNorm: 21.5`: lfw's values
+		return end
+	}
 	b := bracketCounter(s, i)
 	if b.end <= i {
 		return i + 1
 	}
-	afterEpoch := st.epochEnd >= 0 && st.epoch < 0 && i-st.epochEnd <= 3 && strings.Trim(s[st.epochEnd:i], " :") == ""
+	afterEpoch := st.afterEpochWord(s, i)
 	switch {
 	case b.step >= 0 && afterEpoch:
 		st.epoch = b.step // `Epoch [1/5], Step [100/600]`
@@ -1042,13 +1302,35 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 			st.epoch = st.single // mmengine's `[1][ 50/500]`, torchvision's `[1]  [ 0/5005]`
 		}
 	case b.step < 0 && afterEpoch && b.single >= 0:
-		st.epoch = b.single // torchvision's `Epoch: [1]`
-		st.single, st.singleEnd = b.single, b.end
+		st.epoch = b.single // torchvision's `Epoch: [1]`, mmcv's `Epoch(val) [1]`
+		st.single, st.singleEnd, st.epochValEnd = b.single, b.end, b.end
 	case b.step < 0:
 		st.counter = true
 		st.single, st.singleEnd = b.single, b.end
+		// A lone [N] right after the epoch's value counts within the epoch (MLX's
+		// `Epoch 00 [010] | Train loss`), as batch N after it does.
+		st.inEpoch = b.single >= 0 && st.epoch >= 0 && st.epochValEnd > 0 && st.epochValEnd <= i &&
+			strings.Trim(s[st.epochValEnd:i], " ") == ""
 	}
 	return b.end
+}
+
+// afterEpochWord reports whether the bracket at s[i] comes right after the word epoch
+// that no value followed (`Epoch [1/5]`, `Epoch: [1]`), or after the context that word
+// names in parentheses (mmcv's `Epoch(val) [1][625]`): the bracket is the epoch's.
+func (st *lineState) afterEpochWord(s string, i int) bool {
+	if st.epochEnd < 0 || st.epoch >= 0 || i < st.epochEnd {
+		return false
+	}
+	gap := s[st.epochEnd:i]
+	if len(gap) > 0 && gap[0] == '(' {
+		k := strings.IndexByte(gap, ')')
+		if k < 0 || k > maxQualifierLen+1 {
+			return false
+		}
+		gap = gap[k+1:]
+	}
+	return len(gap) <= 3 && strings.Trim(gap, " :") == ""
 }
 
 // joinsWords reports whether the byte at s[i], neither a name's nor a number's, keeps
@@ -1106,16 +1388,7 @@ func missingAfter(s string, i int) bool {
 // pair takes the value v of the name word w, with the words of its field before it,
 // and returns where the scan goes on.
 func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) int {
-	// The name's words: after a separator (`lm loss: 1.06`) every word of the field;
-	// after a space only the last one, and only a qualifier (`val loss 2.0`, but
-	// `final loss 0.7` is the loss).
-	first := 0
-	if v.sep == ' ' {
-		first = st.nwords
-		if first > 0 && isQualifier(s, st.words[first-1]) {
-			first--
-		}
-	}
+	first := st.nameWords(s, v)
 	own := first < st.nwords // words of the field before the name's last
 	start := w.start
 	if own {
@@ -1125,8 +1398,10 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	// worked out once (resolve) and remembered by their text.
 	r := p.pairOf(e, s[start:w.end])
 	v.quotedName = start > 0 && (s[start-1] == '\'' || s[start-1] == '"') // HF's `'epoch': 1.0`
-	if r.ok && v.sep == ' ' && !own && r.stop {
-		return st.stopWord(s, w, v)
+	if r.ok && v.sep == ' ' && r.stop {
+		if end, stopped := st.stopped(s, w, v, r, first); stopped {
+			return end
+		}
 	}
 	st.closeWords(s, st.words[:first])
 	st.nwords = 0
@@ -1137,14 +1412,94 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	if v.sep != ' ' {
 		st.spacedOnly = false
 	}
+	hadStep := p.HasStep
 	if e.notMetric(p, st, r, own, v) {
+		if !hadStep && p.HasStep && countThenStop(s, v) {
+			st.spacedStep = true // `Iteration 500, Testing net (#0)`, `Iter 100: Saved ...`
+		}
 		return v.end
 	}
 	// A metric's value, a sample named after its own qualifier, else after the line's
 	// context (when that context makes it a metric).
-	if v.sep == ' ' && (own || r.known) {
+	if v.sep == ' ' && (own || r.known || v.numpy) {
 		st.spacedKnown = true
 	}
+	e.metric(s, p, st, r, v)
+	if v.altEnd > 0 && len(p.Samples) < MaxValuesPerLine {
+		e.altMetric(s, p, st, v)
+	}
+	return v.end
+}
+
+// stopped handles a stop word r, the name a space separates from its value v: alone
+// in its field (not own words), the scan stops there (stopWord); after words of its
+// own field and with a qualifier, when v has no unit, the pair is prose (`Training for
+// 25000 kimg...`) and the scan goes on after v. It returns where the scan goes on, and
+// false when the pair is read as any other.
+func (st *lineState) stopped(s string, w span, v *value, r *pairInfo, first int) (int, bool) {
+	if first >= st.nwords {
+		return st.stopWord(s, w, v), true
+	}
+	if r.q != "" && v.unit == "" {
+		st.closeWords(s, st.words[:first])
+		st.nwords = 0
+		return v.end, true
+	}
+	return 0, false
+}
+
+// countThenStop reports whether v, after a space, is a whole number that a comma or a
+// colon ends: a count that names the line's step (Caffe's `Iteration 500, Testing net`).
+func countThenStop(s string, v *value) bool {
+	return v.sep == ' ' && v.integer && v.end < len(s) && (s[v.end] == ',' || s[v.end] == ':')
+}
+
+// altMetric adds the second value a value v carries (BasicSR's `time (data): 0.191
+// (0.002)`: data's), named by the words in its parentheses, when they name a metric.
+func (e *Extractor) altMetric(s string, p *Parsed, st *lineState, v *value) {
+	if r2 := p.pairOf(e, s[v.altStart:v.altEnd]); r2.ok && !r2.stop {
+		v2 := value{v: v.alt, end: v.end, sep: ':'}
+		e.metric(s, p, st, r2, &v2)
+	}
+}
+
+// nameWords returns the first of the field's words (st.words) that are the name of a
+// value v: after a separator (`lm loss: 1.06`) every word of the field; after a space
+// only the last one, and only a qualifier (`val loss 2.0`, but `final loss 0.7` is the
+// loss).
+func (st *lineState) nameWords(s string, v *value) int {
+	if v.sep != ' ' {
+		return 0
+	}
+	first := st.nwords
+	if first > 0 && isQualifier(s, st.words[first-1]) {
+		first--
+	}
+	return first
+}
+
+// perCounted reports whether a name is a time per something training counts
+// (time/batch): written with a time unit, its value is a duration, no count.
+func perCounted(name []byte) bool {
+	k := bytes.LastIndexByte(name, '/')
+	return k > 0 && string(name[:k]) == "time" && countedWords[string(name[k+1:])]
+}
+
+// hasSample reports whether p holds a value named name, in any context: a sentence's
+// metric is read once (DLRM's `accuracy 77.841 %, best 77.841 %`).
+func hasSample(p *Parsed, name string) bool {
+	for _, x := range p.Samples {
+		if n := x.Name; n == name || strings.HasSuffix(n, name) && len(n) > len(name) && n[len(n)-len(name)-1] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// metric adds the value v of a metric, its name's words r, to p: as a sample named
+// after its own qualifier, else after the line's context, else (a sentence's percent)
+// after the sentence's first word; or nothing when the name is no metric's there.
+func (e *Extractor) metric(s string, p *Parsed, st *lineState, r *pairInfo, v *value) {
 	val := v.v
 	if v.ratio && !r.counter {
 		val = v.num / v.den // accuracy: 9800/10000
@@ -1154,21 +1509,33 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		r.names[k], r.verdict[k] = e.resolve(p, r, k)
 	}
 	if r.verdict[k] != 1 {
-		if st.lead != "" && !e.listed && percentAfter(s, v) {
+		if (v.unit == "s" || v.unit == "ms") && !e.listed && perCounted(r.rest) {
+			// char-rnn's `time/batch = 0.4612s`: a time per batch, where Composer's
+			// `time/batch: 9` counts batches.
+			var b [MaxNameLen + 16]byte
+			key := b[:0]
+			if r.q != "" {
+				key = append(append(key, r.q...), '/')
+			}
+			if key = append(key, r.rest...); len(key) <= MaxNameLen && len(p.Samples) < MaxValuesPerLine {
+				p.Samples = append(p.Samples, Sample{Name: p.intern(key), Value: val, Unit: v.unit})
+			}
+			return
+		}
+		if st.lead != "" && !e.listed && percentAfter(s, v) && !hasSample(p, st.lead) {
 			// `Accuracy of the network on the 10000 test images: 54 %`: the sentence's
 			// metric is its first word, in the context its words name.
 			e.addNamed(p, r.q, []byte(st.lead), val, "%")
 		}
-		return v.end
+		return
 	}
 	if st.groupEnd > 0 && st.inGroup(r.names[k], v.end) {
 		var b [MaxNameLen]byte
 		g, _ := appendLower(b[:0], st.group)
 		e.addNamed(p, string(g), []byte(r.names[k]), val, v.unit)
-		return v.end
+		return
 	}
 	st.addMetric(p, r, k, val, v.unit)
-	return v.end
 }
 
 // openGroup opens the group of values in brackets at s[i] written against the name
@@ -1365,7 +1732,7 @@ const maxEpochCount = 1 << 31
 // takeEpoch takes the value v as the line's epoch, when it is a count.
 func (st *lineState) takeEpoch(v *value) {
 	if st.epoch < 0 && v.integer && v.v >= 0 && v.v < maxEpochCount && v.v == math.Trunc(v.v) {
-		st.epoch = int64(v.v)
+		st.epoch, st.epochValEnd = int64(v.v), v.end
 	}
 }
 
@@ -1501,9 +1868,15 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 	if !ok {
 		return r
 	}
+	if n := len(name); n > 1 && name[n-1] == '.' && !strings.Contains(text, " ") {
+		name = expandAbbrev(name[:n-1])
+	}
 	r.ok = true
 	r.stop = e.words.lookup(name, headOf(name)).flags&flagStop != 0
 	q, rest := splitQualifier(name)
+	if q != "" && e.words.lookup(rest, headOf(rest)).flags&flagStop != 0 {
+		r.stop = true // `Training for 25000 kimg...`: prose after a qualifier
+	}
 	if c := canonQualifier(rest); c != "" {
 		r.only = c
 		return r
@@ -1515,6 +1888,12 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 	r.q = q
 	r.rest = append([]byte(nil), rest...)
 	r.info = e.words.lookup(rest, headOf(rest))
+	if k := bytes.LastIndexByte(rest, '/'); k > 2 && len(rest)-k > 4 && r.info.flags&flagConfigured == 0 {
+		// A step under a namespace (Baselines' misc/total_timesteps): the step.
+		if w := e.words.lookup(rest[k+1:], headOf(rest[k+1:])); w.flags&flagConfigured != 0 && w.kind == kindStep {
+			r.info = w
+		}
+	}
 	if r.info.flags&flagConfigured == 0 && (q == "" || q == "train") && strings.Count(r.text, " ") == 1 {
 		// MaxText's `completed step: 3`, `current iteration`: the step, the last of its
 		// two words says (`elapsed time per iteration` is a time; global_step is the
@@ -1522,6 +1901,12 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 		if w := lastWord(rest); string(w) == "step" || string(w) == "iteration" {
 			r.info = e.words.lookup(w, headOf(w))
 		}
+	}
+	if r.info.flags&flagConfigured == 0 && (q == "" || q == "train") && stepCounter(rest) {
+		// A counter of steps of its own (Tianshou's env_step, update_step): a step, the
+		// line's when it names none before it, and no series.
+		w := rest[len(rest)-len("step"):]
+		r.info = e.words.lookup(w, headOf(w))
 	}
 	r.known = knownMetrics[string(rest)]
 	r.rate = string(rest) == "lr" || string(rest) == "learning_rate"
@@ -1614,3 +1999,78 @@ var lower = func() (t [256]byte) {
 	}
 	return t
 }()
+
+// glogPrefixEnd returns where the prefix glog and absl put before a message ends
+// (`I1206 10:00:01.512301  4211 solver.cpp:239] `: severity, month and day, time,
+// thread, file:line, then "] "), 0 when s has none: what follows it is the line as its
+// writer wrote it (an indented line of a record).
+func glogPrefixEnd(s string) int {
+	if len(s) < 22 || !strings.ContainsRune("IWEF", rune(s[0])) || !isDigit(s[1]) || !isDigit(s[4]) || s[5] != ' ' || s[8] != ':' {
+		return 0
+	}
+	k := strings.IndexByte(s, ']')
+	if k < 20 || k > 160 || k+1 >= len(s) || s[k+1] != ' ' {
+		return 0
+	}
+	if c := strings.LastIndexByte(s[:k], ':'); c < 0 || !isDigit(s[k-1]) {
+		return 0
+	}
+	return k + 2
+}
+
+// stepCounter reports whether a lowercase name counts steps of what trains (env_step,
+// update_step, optimizer_step): the word before step says what steps, not a metric
+// taken at each step (Lightning's train_loss_step). global_step is the step when the
+// configuration says so (DefaultStepKeys), not here.
+func stepCounter(name []byte) bool {
+	before, ok := bytes.CutSuffix(name, []byte("_step"))
+	if !ok {
+		return false
+	}
+	switch string(before) {
+	case "env", "update", "updates", "agent", "optimizer", "optim", "opt", "sgd", "learner", "trainer", "policy", "train", "training":
+		return true
+	}
+	return false
+}
+
+// maxAbbrev bounds an abbreviated name's letters (`L.r.`, `Sen.`).
+const maxAbbrev = 3
+
+// abbrevWords are the words an abbreviation of a counter or a count may stand for: the
+// letters written are their beginning (Marian's `Ep.`, `Up.`, `Sen.`).
+var abbrevWords = [...]string{"epoch", "updates", "iteration", "step", "batch", "sentences", "samples", "tokens", "examples", "words"}
+
+// expandAbbrev returns the word a lowercase abbreviation (its dot removed) stands for
+// when it begins one of abbrevWords with two letters or more, else the abbreviation
+// itself (`l.r`). An update counted is the step: the name becomes a step key's.
+func expandAbbrev(a []byte) []byte {
+	if len(a) < 2 || bytes.IndexByte(a, '.') >= 0 {
+		return a
+	}
+	for _, w := range abbrevWords {
+		if len(a) < len(w) && w[:len(a)] == string(a) {
+			if w == "updates" || w == "iteration" {
+				return []byte("step")
+			}
+			return []byte(w)
+		}
+	}
+	return a
+}
+
+// fieldStart reports whether a field of the line begins at s[i]: the line's start, or
+// after `: `, `| ` or `] ` (not prose: `e.g. 30s`, `line. 488`).
+func fieldStart(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	if i < 2 || s[i-1] != ' ' {
+		return false
+	}
+	switch s[i-2] {
+	case ':', '|', ']':
+		return true
+	}
+	return false
+}

@@ -38,6 +38,11 @@ func (n *Namer) Observe(l sched.Line) {
 	}
 }
 
+// Split returns the lines torchrun's tee glued into the committed line l, each its
+// rank's, as the wall and `wick log --rank` split it (ranks.Tracker.Split); nil when l
+// is one line.
+func (n *Namer) Split(l sched.Line) []sched.Line { return n.ranks.Split(l) }
+
 // Name is the rank's name: "rank G" (with the role when the app has several) for a
 // torchrun worker whose global rank is known, else role/replica[:local].
 func (n *Namer) Name(r Rank) string {

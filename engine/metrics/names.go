@@ -17,6 +17,10 @@ var defaultIgnore = []string{
 	// Counters of frameworks: DeepSpeed's skipped steps and micro steps, fairseq's
 	// batch size, Lightning's version and dataloader index, HF's fractional epoch.
 	"skipped", "micro_step", "bsz", "v_num", "dataloader", "update", "eta", "best_epoch",
+	// A time of day (StyleGAN's metric lines' Unix time).
+	"timestamp",
+	// The share of the run done (fastText's `Progress: 45.2%`): the bar's position.
+	"progress",
 	// NCCL_DEBUG=INFO's communicator lines.
 	"nranks", "cudadev", "busid", "nvmldev", "comm", "channel", "nchannels",
 }
@@ -31,7 +35,9 @@ var settingWords = map[string]bool{
 	"addr": true, "samples": true, "num": true, "number": true, "count": true,
 	"classes": true, "images": true, "tokens": true, "layers": true, "heads": true,
 	"dim": true, "shards": true, "sents": true, "sentences": true, "updates": true,
-	"timesteps": true, "consumed": true, "seen": true,
+	"timesteps": true, "consumed": true, "seen": true, "episodes": true,
+	// A graph's sizes (DGL's NumEdges, NumFeats) and a tensor's shape.
+	"edges": true, "feats": true, "features": true, "shape": true,
 	// A best value so far is a record of an earlier one (Marian's `last best: 181.03`).
 	"best": true,
 }
@@ -52,10 +58,8 @@ func isSetting(name []byte) bool {
 	if len(name) >= 4 && string(name[len(name)-4:]) == "loss" {
 		return false
 	}
-	for i := 0; i+1 < len(name); i++ {
-		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_' || name[i+2] == '/' || bytes.HasPrefix(name[i+1:], []byte("sec"))) {
-			return false // tok/s, samples/sec
-		}
+	if perSecond(name) {
+		return false // tok/s, samples/sec
 	}
 	if k := bytes.LastIndexByte(name, '/'); k > 0 && countedWords[string(name[k+1:])] {
 		switch string(name[:k]) {
@@ -67,6 +71,23 @@ func isSetting(name []byte) bool {
 	if bytes.Contains(name, []byte("per_sec")) || bytes.Contains(name, []byte("persec")) {
 		return false
 	}
+	return settingByWords(name)
+}
+
+// perSecond reports whether a name is a rate written with a slash: tok/s, samples/sec.
+func perSecond(name []byte) bool {
+	for i := 0; i+1 < len(name); i++ {
+		if name[i] == '/' && name[i+1] == 's' && (i+2 == len(name) || name[i+2] == '_' || name[i+2] == '/' || bytes.HasPrefix(name[i+1:], []byte("sec"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// settingByWords reports whether the words of a name (joined by _ . - / or space) make
+// it a setting or a counter (see isSetting), unless one of them makes it the run's
+// health (nan, inf) or a retrieval's rank statistic.
+func settingByWords(name []byte) bool {
 	setting := false
 	start := 0
 	for i := 0; i <= len(name); i++ {
@@ -84,10 +105,30 @@ func isSetting(name []byte) bool {
 		if w == "rank" && statistic(name[:max(0, start-1)]) {
 			return false // OpenCLIP's image_to_text_mean_rank: retrieval's mean rank
 		}
-		setting = setting || settingWords[w] || i == len(name) && w == "epoch"
+		// The first word of a namespace's name is first too (Baselines' misc/nupdates).
+		first := start == 0 || name[start-1] == '/'
+		setting = setting || settingWords[w] || i == len(name) && w == "epoch" || countWords(w, first, i == len(name))
 		start = i + 1
 	}
 	return setting
+}
+
+// countWords reports whether a word of a name makes it a count of what training went
+// through: a count written n or num before its word (Tianshou's n_ep, n_st, Baselines'
+// nupdates, numsteps), and, as the last word of a name of several, the episodes or the
+// weights counted (env_episode, MaxText's total_weights: the tokens weighed).
+func countWords(w string, first, last bool) bool {
+	switch {
+	case first && !last && (w == "n" || w == "num"):
+		return true
+	case first && len(w) > 1 && w[0] == 'n' && settingWords[w[1:]]:
+		return true // nupdates, nsteps, nsamples
+	case first && len(w) > 3 && strings.HasPrefix(w, "num") && settingWords[w[3:]]:
+		return true
+	case last && !first && (w == "episode" || w == "episodes" || w == "weights"):
+		return true
+	}
+	return false
 }
 
 // stopWords are words that precede numbers in prose, never metrics when only a space
@@ -132,7 +173,7 @@ var counterWords = map[string]bool{
 // words: `Average loss` is the loss.
 func isModifier(w []byte) bool {
 	switch string(w) {
-	case "average", "avg", "mean":
+	case "average", "avg", "mean", "current":
 		return true
 	}
 	return false

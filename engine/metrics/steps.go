@@ -44,64 +44,88 @@ type bracket struct {
 // there is none.
 func bracketCounter(s string, i int) bracket {
 	none := bracket{end: i, step: -1, single: -1}
-	j := i + 1
-	num := func() (int64, bool) {
-		for j < len(s) && s[j] == ' ' {
-			j++
-		}
-		a := j
-		for j < len(s) && isDigit(s[j]) && j-a < 16 {
-			j++
-		}
-		if j == a {
-			return 0, false
-		}
-		return atoi(s[a:j])
-	}
-	a, ok := num()
+	a, j, ok := bracketNum(s, i+1)
 	if !ok {
 		return none
 	}
-	for j < len(s) && s[j] == ' ' {
-		j++
-	}
+	j = spacesEnd(s, j)
 	b := bracket{step: -1, single: a}
 	switch {
 	case j < len(s) && s[j] == '/':
-		j++
-		total, ok := num()
-		if !ok {
-			return none
-		}
-		b.step, b.total, b.single = a, total, -1
-		// timm's and mnist's `(  4%)`: progress, not a value.
-		for j < len(s) && s[j] == ' ' {
-			j++
-		}
-		if j < len(s) && s[j] == '(' {
-			k := strings.IndexByte(s[j:min(len(s), j+12)], ')')
-			if k < 0 {
-				return none
-			}
-			j += k + 1
-		}
+		b.step, b.single = a, -1
+		b.total, j, ok = bracketTotal(s, j+1)
+	case j < len(s) && s[j] == '-' && j+1 < len(s) && isDigit(s[j+1]) && i > 1 && s[i-1] == ' ' && isLetter(s[i-2]):
+		// MXNet's Speedometer `Batch [100-200]`: the batches since the last line, up
+		// to the step (after a word: `[0-9]` of a pattern is none).
+		b.step, j, ok = bracketNum(s, j+1)
+		ok = ok && b.step >= a
+		b.single = -1
 	case j < len(s) && s[j] == ',':
 		b.single = -1
-		for j < len(s) && s[j] == ',' {
-			j++
-			if _, ok := num(); !ok {
-				return none
-			}
-		}
+		j, ok = bracketList(s, j)
 	}
-	for j < len(s) && s[j] == ' ' {
-		j++
+	if !ok {
+		return none
 	}
+	j = spacesEnd(s, j)
 	if j >= len(s) || s[j] != ']' {
 		return none
 	}
 	b.end = j + 1
 	return b
+}
+
+// spacesEnd returns where the spaces at s[j] end.
+func spacesEnd(s string, j int) int {
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	return j
+}
+
+// bracketNum reads a counter's number at s[j], after spaces: up to 16 digits. It
+// returns the number and where it ends; ok is false when there is none.
+func bracketNum(s string, j int) (n int64, end int, ok bool) {
+	j = spacesEnd(s, j)
+	a := j
+	for j < len(s) && isDigit(s[j]) && j-a < 16 {
+		j++
+	}
+	if j == a {
+		return 0, j, false
+	}
+	n, ok = atoi(s[a:j])
+	return n, j, ok
+}
+
+// bracketTotal reads the total after the slash of `[ 50/1251]` at s[j], and the
+// progress after it (timm's and mnist's `(  4%)`: progress, not a value). It returns
+// the total and where it ends.
+func bracketTotal(s string, j int) (total int64, end int, ok bool) {
+	total, j, ok = bracketNum(s, j)
+	if !ok {
+		return 0, j, false
+	}
+	j = spacesEnd(s, j)
+	if j < len(s) && s[j] == '(' {
+		k := strings.IndexByte(s[j:min(len(s), j+12)], ')')
+		if k < 0 {
+			return 0, j, false
+		}
+		j += k + 1
+	}
+	return total, j, true
+}
+
+// bracketList reads the numbers after the commas of `[ 1,  2000]` at s[j] == ',' and
+// returns where they end.
+func bracketList(s string, j int) (end int, ok bool) {
+	for j < len(s) && s[j] == ',' {
+		if _, j, ok = bracketNum(s, j+1); !ok {
+			return j, false
+		}
+	}
+	return j, true
 }
 
 // logLevels are the levels a logging prefix in brackets begins with.

@@ -410,12 +410,15 @@ func (s *Store) Add(l sched.Line) *Parsed {
 // it (it ends a record of indented lines; Keras' `Epoch 1/2` names the epoch of the
 // bar under it).
 func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
+	if p.Rule {
+		s.tableRule(r)
+	}
 	if len(p.Samples) == 0 && !p.HasStep && !p.Indented {
 		st := s.stream(r)
 		st.record = false // a line out of the record ends it
 		st.headCtx = ""
 		if p.CtxHead {
-			st.headCtx = p.ctx
+			st.headCtx, st.headIndented = p.ctx, p.CtxOfIndented
 		}
 		if p.EpochOnly {
 			st.headEpoch = p.Epoch // Keras' `Epoch 1/2` before its bar
@@ -429,7 +432,7 @@ func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
 // a step, a line of a record or an epoch. A reader that batches lines may leave the
 // others out.
 func (p *Parsed) Telling() bool {
-	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly || p.CtxHead
+	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly || p.CtxHead || p.Rule
 }
 
 // StepOf returns the step a parsed line's values are at on rank r: the step it names,
@@ -437,54 +440,147 @@ func (p *Parsed) Telling() bool {
 // A line with NoStep prints a counter of its own: it takes no other line's step.
 func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 	st := s.stream(r)
-	switch {
-	case p.Indented && st.record && st.stepped && !p.HasStep && !p.tableHead:
-		// A line of a record whose head named the step (Composer's `[epoch=1][batch=10/100]:`).
-		p.Step, p.HasStep = st.step, true
+	if st.recordStep(p) {
 		return st.step
-	case p.Indented && st.record:
-	default:
-		st.record = p.Header
 	}
-	if p.BarStep && p.EpochSteps == 0 && p.BarTotal > 0 && st.headEpoch >= 0 && p.BarTotal < maxEpochCount {
-		p.Epoch, p.EpochSteps = st.headEpoch, p.BarTotal // the epoch of the line above the bar
-	}
-	if p.BarStep && p.EpochSteps == 0 && p.BarTotal > 0 {
-		// A bar that names no epoch (`ITERATION - loss: 0.21: 1%| 10/938`): each of
-		// its restarts is an epoch.
-		if st.barTotal == p.BarTotal && p.Bar < st.bar {
-			st.barRuns++
-		}
-		st.bar, st.barTotal = p.Bar, p.BarTotal
-		if st.barRuns > 0 && st.barRuns < maxEpochCount && p.BarTotal < maxEpochCount {
-			p.Step = st.barRuns*p.BarTotal + p.Bar
-		}
-		p.BarStep = false // counted: asked again, the step is p.Step
-	}
+	st.headBarStep(p)
+	st.barStep(p)
 	st.counterStep(p)
-	if p.EpochOnly && !p.HasStep && !st.finer {
-		// A run that counts nothing finer than epochs: the epoch is the step.
-		p.Step, p.HasStep = p.Epoch, true
-	}
+	st.epochStep(p)
+	st.evalStep(p)
 	if p.HasStep {
-		if p.Step < 0 {
-			return -1
-		}
-		st.step, st.stepped = st.overEpochs(p), true
-		if p.Epoch >= 0 && p.EpochSteps > 0 {
-			// Counted over the epochs the line names: the line's step is the run's
-			// (and asked again, it is p.Step).
-			p.Step, p.EpochSteps = st.step, 0
-		}
-		if !p.EpochOnly {
-			st.finer = true
-		}
-		return st.step
+		return st.namedStep(p)
 	}
 	if st.stepped {
 		return st.step
 	}
 	return -1
+}
+
+// recordStep follows the records of indented lines on the stream: it reports whether p
+// is a line of a record whose head named the step (Composer's `[epoch=1][batch=10/100]:`),
+// and then gives p that step; otherwise it notes whether p heads a record.
+func (st *stream) recordStep(p *Parsed) bool {
+	switch {
+	case p.Indented && st.record && st.stepped && !p.HasStep && !p.tableHead:
+		p.Step, p.HasStep = st.step, true
+		return true
+	case p.Indented && st.record:
+	default:
+		// A header names the step of the record under it; so does a line that names
+		// its training step, for the indented lines right under it (Caffe's `Iteration 100 (...),
+		// loss = 0.21` then `    Train net output #0: loss = 0.21`).
+		st.record = p.Header || p.HasStep && p.Step >= 0 && !p.Indented && (p.ctx == "" || p.CtxHead && len(p.Samples) == 0)
+	}
+	return false
+}
+
+// headBarStep gives a bar under a line that named only an epoch (Keras' `Epoch 1/2`)
+// that epoch, unless the bar went on past a new epoch's line rather than restarting:
+// then its position is the run's step (kohya's sd-scripts).
+func (st *stream) headBarStep(p *Parsed) {
+	if !p.BarStep || p.EpochSteps != 0 || p.BarTotal <= 0 || st.headEpoch < 0 || p.BarTotal >= maxEpochCount {
+		return
+	}
+	if st.headBarTotal == p.BarTotal && st.headBarEpoch != st.headEpoch && p.Bar > st.headBar {
+		st.runBar = true // the bar went on at the new epoch: its position is the run's step
+	}
+	if p.Bar != st.headBar || st.headBarEpoch != st.headEpoch {
+		st.headBar, st.headBarTotal, st.headBarEpoch = p.Bar, p.BarTotal, st.headEpoch
+	}
+	if !st.runBar {
+		p.Epoch, p.EpochSteps = st.headEpoch, p.BarTotal // the epoch of the line above the bar
+	}
+}
+
+// barStep counts the steps of a bar that names no epoch (`ITERATION - loss: 0.21: 1%|
+// 10/938`): each of its restarts is an epoch.
+func (st *stream) barStep(p *Parsed) {
+	if !p.BarStep || p.EpochSteps != 0 || p.BarTotal <= 0 {
+		return
+	}
+	if st.barTotal == p.BarTotal && p.Bar < st.bar {
+		st.barRuns++
+	}
+	st.bar, st.barTotal = p.Bar, p.BarTotal
+	if st.barRuns > 0 && st.barRuns < maxEpochCount && p.BarTotal < maxEpochCount {
+		p.Step = st.barRuns*p.BarTotal + p.Bar
+	}
+	p.BarStep = false // counted: asked again, the step is p.Step
+}
+
+// epochStep makes the epoch the step of a line that names no step in a run that counts
+// nothing finer than epochs.
+func (st *stream) epochStep(p *Parsed) {
+	if st.finer || p.HasStep {
+		return
+	}
+	if p.EpochOnly {
+		// A run that counts nothing finer than epochs: the epoch is the step.
+		p.Step, p.HasStep = p.Epoch, true
+		return
+	}
+	if st.headEpoch >= 0 && len(p.Samples) > 0 {
+		// ... and the lines under a line that names only the epoch are that epoch's
+		// (nnU-Net's `Epoch 3`, then `train_loss -0.51`, `val_loss -0.58`).
+		p.Step, p.HasStep, p.Epoch, p.EpochOnly = st.headEpoch, true, st.headEpoch, true
+	}
+}
+
+// namedStep records the step p names (counted over the epochs it names, see
+// overEpochs) as the stream's and returns it; a negative step is no step (-1).
+func (st *stream) namedStep(p *Parsed) int64 {
+	if p.Step < 0 {
+		return -1
+	}
+	if p.ctx == "" && p.Epoch >= 0 && p.EpochSteps > 0 {
+		st.epochSteps = p.EpochSteps // training's steps per epoch (see evalStep)
+	}
+	st.step, st.stepped = st.overEpochs(p), true
+	if p.Epoch >= 0 && p.EpochSteps > 0 {
+		// Counted over the epochs the line names: the line's step is the run's
+		// (and asked again, it is p.Step).
+		p.Step, p.EpochSteps = st.step, 0
+	}
+	if !p.EpochOnly {
+		st.finer = true
+	}
+	return st.step
+}
+
+// evalStep gives an evaluation's line that counts its batches within the epoch it
+// names (mmengine's `Epoch(val) [1][ 50/100]`, mmcv's `Epoch(val) [1][625]`) the
+// training step it is at: an eval counter never is the step. The evaluation of epoch E
+// follows its training: it is at the step that ends E, (E - base + 1) × training's
+// steps per epoch, once training lines named them; else at the last step named.
+func (st *stream) evalStep(p *Parsed) {
+	if p.ctx != "" && p.HasStep && p.Step >= 0 && p.Epoch < 0 && p.EpochSteps > 0 && !p.EpochOnly {
+		// An evaluation's counter in an epoch it does not name (timm's and imagenet's
+		// `Test: [  0/48]`): the evaluation is at the latest training step, its counter
+		// never replaces it.
+		p.EpochSteps = 0
+		if st.stepped {
+			p.Step = st.step
+		} else {
+			p.HasStep = false
+		}
+		return
+	}
+	if p.ctx == "" || !p.HasStep || p.Step < 0 || p.Epoch < 0 || p.EpochOnly {
+		return
+	}
+	if p.EpochSteps > 0 && p.EpochSteps == st.epochSteps {
+		return // the training's own counter (DLRM's `Testing at - 2048/4096 of epoch 0,`)
+	}
+	p.EpochSteps = 0
+	switch {
+	case st.epochSteps > 0 && st.epoch >= 0 && p.Epoch >= st.base && p.Epoch-st.base < maxEpochCount:
+		p.Step = (p.Epoch - st.base + 1) * st.epochSteps
+	case st.stepped:
+		p.Step = st.step
+	default:
+		p.HasStep = false // no training step yet: the values are at none
+	}
 }
 
 // counterStep makes the number in brackets before a line's values (Parsed.Counter) its
@@ -494,7 +590,9 @@ func (st *stream) counterStep(p *Parsed) {
 	if !p.HasCounter {
 		return
 	}
-	if p.Step == NoStep && (!st.counted || p.Counter > st.counter) {
+	// A counter that rises, or stays (InsightFace's verification lines `[lfw][2000]XNorm`,
+	// `[lfw][2000]Accuracy-Flip`, ... at one step), or names the training step, is the step.
+	if p.Step == NoStep && (!st.counted || p.Counter >= st.counter || st.stepped && p.Counter == st.step) {
 		p.Step = p.Counter
 	}
 	st.counter, st.counted = p.Counter, true
@@ -524,12 +622,67 @@ type stream struct {
 	// (Parsed.Counter), when counted.
 	counter int64
 	counted bool
+	// epochSteps is how many steps an epoch of training counts, as its lines say
+	// (Parsed.EpochSteps of a line with no context), 0 until one does.
+	epochSteps int64
 	// headCtx is the context the line before named for the values under it
 	// (Parsed.CtxHead), "" when none.
 	headCtx string
+	// headIndented is whether headCtx is that of the indented lines under the head only.
+	headIndented bool
 	// headEpoch is the epoch of the last line that named only an epoch, and no value
 	// (Keras' `Epoch 1/2`), -1 when none.
 	headEpoch int64
+	// headBar and headBarTotal are the last position and total of a bar under such a
+	// line; runBar is whether a bar went on past a new epoch's line rather than
+	// restarting: it counts the run's steps, not the epoch's (kohya's sd-scripts).
+	headBar, headBarTotal int64
+	headBarEpoch          int64
+	runBar                bool
+	// table is whether the stream is within a table's record (between its rules of
+	// dashes), tableStep whether the record named its step; pending are its rows held
+	// until it does (a record whose step row comes last: Baselines').
+	table, tableStep bool
+	pending          []pendingRow
+}
+
+// maxPendingRows bounds the rows of a table's record held until the record names its
+// step: a record is a few dozen rows.
+const maxPendingRows = 256
+
+// pendingRow is a row of a table's record held until the record names its step.
+type pendingRow struct {
+	t       time.Time
+	info    LineInfo
+	samples []Sample
+}
+
+// tableRule follows the rules of dashes around a table's records (Baselines' and SB3's
+// dumps of key | value rows): the first opens a record, the next closes it, adding the
+// rows held at the step they would have had when the record named none.
+func (s *Store) tableRule(r Rank) {
+	st := s.stream(r)
+	if st.table {
+		s.flushTable(r, -1)
+		st.table = false
+		return
+	}
+	st.table, st.tableStep = true, false
+}
+
+// flushTable adds the rows of the record held so far, at step when it is one.
+func (s *Store) flushTable(r Rank, step int64) {
+	st := s.stream(r)
+	rows := st.pending
+	st.pending = nil
+	for _, row := range rows {
+		s.frame.Samples = append(s.frame.Samples[:0], row.samples...)
+		s.frame.LineInfo = row.info
+		if step >= 0 {
+			s.frame.Step, s.frame.HasStep = step, true
+		}
+		s.addParsed(r, row.t, &s.frame)
+	}
 }
 
 // overEpochs returns the step of p counted over epochs when p counts it within one
@@ -564,7 +717,7 @@ func (s *Store) stream(r Rank) *stream {
 		// Lines come in runs of one rank: its stream is looked up once a run.
 		st := s.streams[r]
 		if st == nil {
-			st = &stream{epoch: -1, headEpoch: -1}
+			st = &stream{epoch: -1, headEpoch: -1, headBar: -1, headBarEpoch: -1}
 			s.streams[r] = st
 		}
 		s.streamRank, s.lastStream = r, st
@@ -575,6 +728,18 @@ func (s *Store) stream(r Rank) *stream {
 // AddParsed adds values already extracted from a line of rank r read at t: its earlier
 // drawings' (a progress bar's, see Parsed.Drawings), then its own.
 func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
+	if st := s.stream(r); st.table && p.KVRow && len(p.frames) == 0 {
+		switch {
+		case p.HasStep && p.Step >= 0:
+			// The row that names the record's step (Baselines' misc/total_timesteps,
+			// printed last): the rows before it are at that step.
+			st.tableStep = true
+			s.flushTable(r, p.Step)
+		case !st.tableStep && len(p.Samples) > 0 && len(st.pending) < maxPendingRows:
+			st.pending = append(st.pending, pendingRow{t: t, info: p.LineInfo, samples: append([]Sample(nil), p.Samples...)})
+			return
+		}
+	}
 	if len(p.frames) > 0 {
 		p.Drawings(func(info LineInfo, samples []Sample) {
 			s.frame.Samples = append(s.frame.Samples[:0], samples...)
@@ -589,29 +754,65 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
 	summary := p.EpochOnly && !p.HasStep && s.stream(r).finer
 	if summary {
-		// An epoch's summary in a run that counts steps (flair's `EPOCH 1 done: loss
-		// 0.9121`): its values that would join a per-step series are epoch/NAME (one
-		// qualified by its own words, train/loss, is apart already).
-		for i := range p.Samples {
-			switch n := p.Samples[i].Name; {
-			case !strings.Contains(n, "/"):
-				p.Samples[i].Name = p.prefixed("epoch", n)
-			case strings.HasPrefix(n, "train/") && s.perStep(r, n):
-				// SpeechBrain's `train loss: 2.34` after its bar's train_loss: not one
-				// more point of the per-step series.
-				p.Samples[i].Name = p.prefixed("epoch", n[len("train/"):])
-			}
-		}
+		s.nameEpochSummary(r, p)
 	}
 	step := s.StepOf(r, p)
-	if st := s.stream(r); st.headCtx != "" {
-		// The values under a line that named their context (`valid result:`).
-		if p.ctx == "" && !p.Summary && len(p.Samples) > 0 {
+	s.placeInContext(r, p)
+	ns := t.UnixNano()
+	st := s.stream(r)
+	if !st.training && (step >= 0 || p.HasStep || hasLoss(p.Samples)) {
+		st.training = true
+	}
+	for _, smp := range p.Samples {
+		ser := s.seriesOf(r, smp, st.training, summary)
+		if ser == nil {
+			continue
+		}
+		pt := Point{Step: step, Time: ns, Value: smp.Value}
+		s.seq++
+		ser.add(pt, s.seq)
+		s.check(ser, smp, r, pt, t)
+	}
+}
+
+// nameEpochSummary names the values of an epoch's summary in a run that counts steps
+// (flair's `EPOCH 1 done: loss 0.9121`): those that would join a per-step series are
+// epoch/NAME (one qualified by its own words, train/loss, is apart already).
+func (s *Store) nameEpochSummary(r Rank, p *Parsed) {
+	for i := range p.Samples {
+		switch n := p.Samples[i].Name; {
+		case !strings.Contains(n, "/"):
+			p.Samples[i].Name = p.prefixed("epoch", n)
+		case strings.HasPrefix(n, "train/") && s.perStep(r, n):
+			// SpeechBrain's `train loss: 2.34` after its bar's train_loss: not one
+			// more point of the per-step series.
+			p.Samples[i].Name = p.prefixed("epoch", n[len("train/"):])
+		}
+	}
+}
+
+// placeInContext gives p's values the context that rank r's stream holds for them (a
+// head before them, or the values a summary sums up), and keeps in the stream the
+// context p sets for the lines after it.
+func (s *Store) placeInContext(r Rank, p *Parsed) {
+	st := s.stream(r)
+	if st.headCtx != "" {
+		// The values under a line that named their context (`valid result:`), and the
+		// indented lines under a head that names it (BasicSR's `Validation Set5` then
+		// `\t # psnr: 29.88`, `\t # ssim: 0.85`).
+		if p.ctx == "" && !p.Summary && len(p.Samples) > 0 && (p.Indented || !st.headIndented) {
 			s.ext.inContext(p, st.headCtx)
 		}
-		st.headCtx = ""
+		if !p.Indented || !st.headIndented {
+			st.headCtx = ""
+		}
 	}
-	if st := s.stream(r); p.Summary {
+	if p.CtxHead && len(p.Samples) == 0 {
+		// A head that names a step and a context (DLRM's `Testing at - 2048/4096 of
+		// epoch 0,` before ` accuracy 77.841 %`).
+		st.headCtx, st.headIndented = p.ctx, p.CtxOfIndented
+	}
+	if p.Summary {
 		// imagenet's ` * Acc@1 76.130` after its `Test: [..]` lines: the summary of
 		// what the stream printed last, in its context.
 		if st.ctx != "" {
@@ -620,43 +821,45 @@ func (s *Store) addParsed(r Rank, t time.Time, p *Parsed) {
 	} else if len(p.Samples) > 0 {
 		st.ctx = p.ctx
 	}
-	ns := t.UnixNano()
-	st := s.stream(r)
-	if !st.training && (step >= 0 || p.HasStep || hasLoss(p.Samples)) {
-		st.training = true
+}
+
+// seriesOf returns rank r's series of smp's name, made when it is new (a preamble's
+// when the stream is not training yet, epochly when it holds an epoch's summary); nil
+// when it is new and the store holds MaxSeries already (it counts one more dropped).
+func (s *Store) seriesOf(r Rank, smp Sample, training, summary bool) *Series {
+	if s.lastSeries == nil || s.lastRank != r {
+		s.lastRank, s.lastSeries = r, s.ranks[r]
+		if s.lastSeries == nil {
+			s.lastSeries = &rankSeries{m: map[string]*Series{}}
+			s.ranks[r] = s.lastSeries
+		}
 	}
-	for _, smp := range p.Samples {
-		if s.lastSeries == nil || s.lastRank != r {
-			s.lastRank, s.lastSeries = r, s.ranks[r]
-			if s.lastSeries == nil {
-				s.lastSeries = &rankSeries{m: map[string]*Series{}}
-				s.ranks[r] = s.lastSeries
-			}
+	ser := s.lastSeries.get(smp.Name)
+	if ser == nil {
+		if s.nseries >= MaxSeries {
+			s.dropped++
+			return nil
 		}
-		ser := s.lastSeries.get(smp.Name)
-		if ser == nil {
-			if s.nseries >= MaxSeries {
-				s.dropped++
-				continue
-			}
-			ser = s.newSeries(smp, r)
-			ser.preamble = !st.training
-			ser.epochly = summary
-		} else if st.training {
-			ser.preamble = false
-		}
-		pt := Point{Step: step, Time: ns, Value: smp.Value}
-		s.seq++
-		ser.add(pt, s.seq)
-		switch {
-		case math.IsNaN(smp.Value), smp.Value > 0 && ser.countsNaN:
-			s.raise(Alarm{Kind: AlarmNaN, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
-		case math.IsInf(smp.Value, 0):
-			s.raise(Alarm{Kind: AlarmInf, Metric: smp.Name, Rank: r, Step: step, Time: t, Value: smp.Value})
-		default:
-			if ser.div != nil {
-				s.watch(ser.div, smp.Name, r, pt, t)
-			}
+		ser = s.newSeries(smp, r)
+		ser.preamble = !training
+		ser.epochly = summary
+	} else if training {
+		ser.preamble = false
+	}
+	return ser
+}
+
+// check raises the alarm a point pt of ser read at t calls for: NaN (or a
+// NaN counter above zero), Inf, or a watched series' divergence.
+func (s *Store) check(ser *Series, smp Sample, r Rank, pt Point, t time.Time) {
+	switch {
+	case math.IsNaN(smp.Value), smp.Value > 0 && ser.countsNaN:
+		s.raise(Alarm{Kind: AlarmNaN, Metric: smp.Name, Rank: r, Step: pt.Step, Time: t, Value: smp.Value})
+	case math.IsInf(smp.Value, 0):
+		s.raise(Alarm{Kind: AlarmInf, Metric: smp.Name, Rank: r, Step: pt.Step, Time: t, Value: smp.Value})
+	default:
+		if ser.div != nil {
+			s.watch(ser.div, smp.Name, r, pt, t)
 		}
 	}
 }
@@ -793,7 +996,7 @@ func IsSystem(name string) bool {
 		}
 	}
 	switch name {
-	case "data", "dur", "eta", "time", "fps", "mfu", "throughput", "elapsed", "tps", "wps", "ups", "wall", "sps", "seconds", "secs":
+	case "data", "dur", "eta", "time", "fps", "mfu", "throughput", "elapsed", "tps", "wps", "ups", "wall", "sps", "seconds", "secs", "speed", "took":
 		return true
 	}
 	if strings.HasSuffix(name, "/s") || strings.Contains(name, "/s_") || strings.Contains(name, "/s/") {
@@ -885,9 +1088,15 @@ func HeadlineOf(names []string) string {
 			return n
 		}
 	}
-	for _, w := range [...]string{"xent", "nll", "ppl", "perplexity"} {
+	for _, w := range [...]string{"xent", "cross-entropy", "cross_entropy", "ce", "nll", "ppl", "perplexity"} {
 		if slices.Contains(names, w) {
-			return w // OpenNMT's cross-entropy
+			return w // OpenNMT's xent, MXNet's cross-entropy: the losses of names without the word
+		}
+	}
+	for _, n := range names {
+		if w := n[strings.LastIndexByte(n, '/')+1:]; !strings.HasPrefix(n, "test/") && !strings.HasPrefix(n, "val/") && !strings.HasPrefix(n, "eval/") &&
+			(strings.HasPrefix(w, "rew") || strings.HasPrefix(w, "eprew") || strings.Contains(w, "return")) {
+			return n // reinforcement learning's headline: the episodes' reward (Tianshou's rew, Baselines' eprewmean)
 		}
 	}
 	if len(names) > 0 {

@@ -399,3 +399,63 @@ func TestStoreCounterRisesIsStep(t *testing.T) {
 		t.Fatalf("steps %s", g)
 	}
 }
+
+// TestStoreEvalCounterNoStep: an evaluation's line that counts its batches within the
+// epoch it names is at the training step that ends that epoch, once training named its
+// steps per epoch; else at the last training step; before any, at none.
+func TestStoreEvalCounterNoStep(t *testing.T) {
+	for _, c := range []struct {
+		lines []string
+		want  string
+	}{
+		{[]string{"Epoch(train) [1][ 50/500]  loss: 2.3", "Epoch(val) [1][ 50/100]  time: 0.2"}, "50 500"},
+		{[]string{"Epoch [0][10/20]  loss: 2.3", "Epoch [1][10/20]  loss: 2.1", "Epoch(val) [1][7]  acc: 0.5"}, "10 30 40"},
+		{[]string{"step 120 loss 2.3", "Epoch(val) [3][7]  acc: 0.5"}, "120 120"},
+		{[]string{"Epoch(val) [1][ 50/100]  time: 0.2"}, "none"},
+	} {
+		s := NewStore(DefaultConfig())
+		var got []string
+		for i, l := range c.lines {
+			p := s.Add(line(0, i, l))
+			if p.HasStep {
+				got = append(got, fmt.Sprint(p.Step))
+			} else {
+				got = append(got, "none")
+			}
+		}
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("%q: steps %s, want %s", c.lines, g, c.want)
+		}
+	}
+}
+
+// TestStoreTableStepRowLast: a table's record whose step row comes last (OpenAI
+// Baselines' logger sorts its keys: misc/total_timesteps after eprewmean) puts every row
+// at that step, not at the record's before; a record cut short keeps its rows.
+func TestStoreTableStepRowLast(t *testing.T) {
+	st := NewStore(DefaultConfig())
+	i := 0
+	add := func(lines ...string) {
+		for _, l := range lines {
+			st.Add(line(0, i, l))
+			i++
+		}
+	}
+	record := func(rew, steps string) {
+		add("--------------------------------------",
+			"| eprewmean               | "+rew+"     |",
+			"| loss/value_loss         | 98.7     |",
+			"| misc/total_timesteps    | "+steps+" |",
+			"--------------------------------------")
+	}
+	record("21.4", "2.05e+03")
+	record("27.9", "4.1e+03 ")
+	add("--------------------------------------", "| eprewmean               | 30.2     |")
+	if got := xsOf(st, "eprewmean", 0); !slices.Equal(got, []string{"2050", "4100"}) {
+		t.Errorf("eprewmean at %v, want [2050 4100] (the third record is not closed yet)", got)
+	}
+	add("--------------------------------------")
+	if got := xsOf(st, "eprewmean", 0); !slices.Equal(got, []string{"2050", "4100", "4100"}) {
+		t.Errorf("eprewmean at %v, want [2050 4100 4100] (a record without its step row keeps the last step)", got)
+	}
+}

@@ -39,6 +39,7 @@ func (e *Extractor) table(s string, p *Parsed) {
 		p.setHeader(cols[:n])
 		return
 	}
+	p.headerRead = true
 	if len(p.header) != n || p.headerLocal != p.Local {
 		return
 	}
@@ -126,6 +127,7 @@ func isHeader(cols []string) bool {
 // lowercase (`Box(P` is p), for the rows of the same local rank.
 func (p *Parsed) setHeader(cols []string) {
 	p.header = p.header[:0]
+	p.headerGen++
 	for _, c := range cols {
 		c = strings.Trim(c, "()")
 		if k := strings.IndexByte(c, '('); k >= 0 {

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,15 +17,16 @@ func rateAfter(s string, j int) (string, int) {
 	if k < len(s) && s[k] == ' ' {
 		k++
 	}
-	switch s[k] {
-	case 'i', 's', 't', 'w': // the first letters of rates
-	default:
-		return "", j
+	if strings.IndexByte(s[k:min(len(s), k+maxRateLen)], '/') < 0 {
+		return "", j // every rate has a slash: most words after a number are none
 	}
-	for _, r := range rates {
+	for _, r := range ratesBy[s[k]|0x20] {
 		if strings.HasPrefix(s[k:], r) && boundary(s, k+len(r)) {
 			if k > j && (r == "it/s" || r == "s/it") {
 				continue // tqdm writes these against the number
+			}
+			if k == j && !tightRates[r] {
+				continue // the others are written after a space (DLRM's `31.57 ms/it`)
 			}
 			return r, k + len(r)
 		}
@@ -32,7 +34,32 @@ func rateAfter(s string, j int) (string, int) {
 	return "", j
 }
 
-var rates = []string{"it/s", "s/it", "tok/s", "tokens/s", "samples/s", "img/s", "words/s"}
+// rates are the units of rates: a count of what training goes through a second
+// (`tok/s`, `samples/sec`) or a time per one of them (`s/it`, `ms/it`), longest first.
+var rates = func() []string {
+	counted := []string{"it", "iter", "iters", "step", "steps", "batch", "batches", "sample", "samples",
+		"img", "imgs", "images", "tok", "tokens", "words", "examples", "seq", "seqs"}
+	var r []string
+	for _, c := range counted {
+		r = append(r, c+"/s", c+"/sec", "s/"+c, "ms/"+c, "sec/"+c)
+	}
+	slices.SortStableFunc(r, func(a, b string) int { return len(b) - len(a) })
+	return r
+}()
+
+// tightRates are the rates read against their number too (tqdm's `20.00it/s`).
+var tightRates = map[string]bool{"it/s": true, "s/it": true, "iter/s": true, "tok/s": true, "tokens/s": true, "samples/s": true, "img/s": true, "words/s": true}
+
+// maxRateLen is the length of the longest rate.
+const maxRateLen = len("examples/sec")
+
+// ratesBy are the rates by their first letter, longest first.
+var ratesBy = func() (m [256][]string) {
+	for _, r := range rates {
+		m[r[0]] = append(m[r[0]], r)
+	}
+	return m
+}()
 
 // rateNames are the rates as the names add looks up.
 var rateNames = func() map[string][]byte {
@@ -58,6 +85,15 @@ type value struct {
 	integer bool
 	// quotedName is whether the name was quoted (a dict's or JSON's key).
 	quotedName bool
+	// numpy is whether the value is written as a NumPy scalar's repr in a list
+	// (`[np.float32(0.71)]`): its closing parenthesis follows the number.
+	numpy bool
+	// tuple is whether the value is a Python tuple's one element (`(1e-04,)`).
+	tuple bool
+	// alt is the value of a second name written in parentheses after the first
+	// (`time (data): 0.191 (0.002)`), s[altStart:altEnd]; altEnd is 0 when none.
+	alt              float64
+	altStart, altEnd int
 }
 
 // units are the units kept with a value, longest first.
@@ -227,6 +263,8 @@ func unitThenValue(s string, i int, v *value) bool {
 	if unit == "t" {
 		return false
 	}
+	second := !isUnit(unit) && isLetter(unit[0]) && strings.ToLower(unit) == unit && len(unit) > 3
+	altStart := j + 1
 	for x := 0; x < len(unit); x++ {
 		if c := unit[x]; !isNameChar(c) && c != '%' {
 			return false
@@ -242,6 +280,19 @@ func unitThenValue(s string, i int, v *value) bool {
 		j++
 	}
 	ok := readValue(s, j, v, false)
+	if ok && second {
+		// BasicSR's `time (data): 0.191 (0.002)`: a second name in parentheses, its
+		// value in parentheses after the first's.
+		e := v.end
+		if e+2 < len(s) && s[e] == ' ' && s[e+1] == '(' {
+			var w value
+			if readValue(s, e+2, &w, false) && w.end < len(s) && s[w.end] == ')' {
+				v.alt, v.altStart, v.altEnd, v.end = w.v, altStart, altStart+len(unit), w.end+1
+				return true
+			}
+		}
+		return false
+	}
 	if ok && v.unit == "" {
 		v.unit = unit
 	}
@@ -255,31 +306,25 @@ func unitThenValue(s string, i int, v *value) bool {
 func readValue(s string, i int, v *value, tight bool) bool {
 	i, list := v.opening(s, i)
 	start := i
-	neg := false
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		neg = s[i] == '-'
-		i++
-	}
-	var n number
-	var end int
-	word := false
-	switch {
-	case startsNumber(s, i):
-		n = readNumber(s, i)
-		end = n.end
-	case mayBeNonFinite(s, i):
-		f, w, ok := nonFinite(s, i, neg)
-		if !ok {
-			return false
-		}
-		v.v, end, word = f, w, true
-	default:
+	i, neg := pastSign(s, i)
+	n, f, end, word, ok := numberAt(s, i, neg)
+	if !ok {
 		return false
+	}
+	if word {
+		v.v = f
 	}
 	if end-start > maxNumberLen {
 		return false
 	}
 	tok := s[start:end]
+	if !word && !n.point && !neg && mayBeInParts(s, start, end) {
+		// A duration in parts (StyleGAN's `time 1m 03s`, `2d 03h 04m`): seconds.
+		if secs, dend, ok := partsDuration(s, i); ok {
+			v.v, v.unit, v.integer, v.end = secs, "s", false, dend
+			return true
+		}
+	}
 	if !word && end < len(s) && s[end] == ',' {
 		f, gend, found, ok := groupedValue(s, i, end, neg)
 		if !ok {
@@ -299,12 +344,16 @@ func readValue(s string, i int, v *value, tight bool) bool {
 			return false
 		}
 	}
-	if !boundary(s, end) || !n.point && countsThings(s, end) {
-		// countsThings: `dataset: 1,000,000 samples` is a size (WeNet's `grad_norm
-		// 412.51 rank 0` counts no ranks).
+	if deviationAt(s, end) {
+		end = pastDeviation(s, end)
+	}
+	if !endsValue(s, end, n.point) {
 		return false
 	}
 	end = v.unitAfterSpace(s, end, list)
+	if v.listFollows(s, end, list) {
+		return false
+	}
 	if !word {
 		f, ok := parseNumber(tok, n, neg)
 		if !ok {
@@ -321,6 +370,73 @@ func readValue(s string, i int, v *value, tight bool) bool {
 	return true
 }
 
+// pastSign returns where the number at s[i] starts after its sign, if any, and whether
+// the sign is a minus.
+func pastSign(s string, i int) (int, bool) {
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		return i + 1, s[i] == '-'
+	}
+	return i, false
+}
+
+// listFollows reports whether a value read after a separator other than a space and
+// not in brackets (list) ends at end before two more numbers: mmcv's
+// `bbox_mAP_copypaste: 0.214 0.387 0.217 ...` is a list, not one value.
+func (v *value) listFollows(s string, end int, list bool) bool {
+	return v.sep != ' ' && !list && numbersAfter(s, end) >= 2
+}
+
+// mayBeInParts reports whether the whole number s[start:end] may begin a duration
+// in parts: a day, hour or minute letter follows it, and no quote opens it.
+func mayBeInParts(s string, start, end int) bool {
+	if end >= len(s) || s[end] != 'd' && s[end] != 'h' && s[end] != 'm' {
+		return false
+	}
+	return start == 0 || s[start-1] != '"' && s[start-1] != '\''
+}
+
+// deviationAt reports whether a deviation's sign (`+-` or `±`) is at s[end], with a
+// byte after it. It is the cheap test, inlined, before pastDeviation.
+func deviationAt(s string, end int) bool {
+	return end+2 < len(s) && (s[end] == '+' && s[end+1] == '-' || s[end] == 0xc2 && s[end+1] == 0xb1)
+}
+
+// pastDeviation returns where a value's deviation, whose sign is at s[end], ends
+// (InsightFace's `Accuracy-Flip: 0.96517+-0.00887`, `0.95±0.01`: the value is the
+// first number), or end when no number follows the sign.
+func pastDeviation(s string, end int) int {
+	if !startsNumber(s, end+2) {
+		return end
+	}
+	return readNumber(s, end+2).end
+}
+
+// endsValue reports whether a value may end at end: a boundary follows, and a whole
+// number is not a count of the things named after it (`dataset: 1,000,000 samples` is
+// a size; WeNet's `grad_norm 412.51 rank 0` counts no ranks).
+func endsValue(s string, end int, point bool) bool {
+	return boundary(s, end) && (point || !countsThings(s, end))
+}
+
+// numberAt reads the number at s[i], after its sign (neg): its digits (n, ending at
+// end) or a word for nan or inf (word, its value f). ok is false when s[i] begins
+// neither.
+func numberAt(s string, i int, neg bool) (n number, f float64, end int, word, ok bool) {
+	switch {
+	case startsNumber(s, i):
+		n = readNumber(s, i)
+		if n.end-1 > i && s[n.end-1] == '.' && (n.end == len(s) || s[n.end] == ' ') {
+			// A sentence's full stop after the number (MLX's `Test ppl 4.166.`).
+			n = readNumber(s[:n.end-1], i)
+		}
+		return n, 0, n.end, false, true
+	case mayBeNonFinite(s, i):
+		f, end, ok = nonFinite(s, i, neg)
+		return n, f, end, ok, ok
+	}
+	return n, 0, 0, false, false
+}
+
 // unitAfterSpace reads into v a unit one space after a number that ends at end
 // (litgpt's `iter time: 412.31 ms`, `54 %`) when v has none yet and the number is not
 // in a list, and returns where the value then ends.
@@ -333,6 +449,9 @@ func (v *value) unitAfterSpace(s string, end int, list bool) int {
 	}
 	if u, e := spacedUnit(s, end+1); u != "" {
 		v.unit, end = u, e
+		if u == "seconds" {
+			v.unit = "s" // Darknet's `Loaded: 0.000046 seconds`
+		}
 	}
 	return end
 }
@@ -344,10 +463,36 @@ func (v *value) opening(s string, i int) (int, bool) {
 	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		i++
 	}
-	if i < len(s) && s[i] == '[' && v.sep != ' ' {
+	if i < len(s) && s[i] == '[' && (v.sep != ' ' || numpyScalar(s, i+1) > 0) {
+		i++
+		if k := numpyScalar(s, i); k > 0 {
+			v.numpy = true
+			return k, true
+		}
+		return i, true
+	}
+	if i+1 < len(s) && s[i] == '(' && v.sep != ' ' && startsNumber(s, i+1) {
+		v.tuple = true // BasicSR's `lr:(1.000e-04,)`: a tuple of one value
 		return i + 1, true
 	}
 	return i, false
+}
+
+// numpyScalar returns where the number of a NumPy 2 scalar's repr written at s[i]
+// begins (`np.float32(` of `[np.float32(0.7123)]`, as nnU-Net prints a list of them),
+// 0 when none is.
+func numpyScalar(s string, i int) int {
+	if !strings.HasPrefix(s[i:], "np.") {
+		return 0
+	}
+	j := i + 3
+	for j < len(s) && j-i < 16 && (isLetter(s[j]) || isDigit(s[j]) || s[j] == '_') {
+		j++
+	}
+	if j == i+3 || j >= len(s) || s[j] != '(' {
+		return 0
+	}
+	return j + 1
 }
 
 // startsNumber reports whether a number's digits start at s[i]: a digit, or a point
@@ -402,6 +547,35 @@ func groupedValue(s string, i, end int, neg bool) (f float64, gend int, found, o
 
 // leadsSuffix reports whether c, right after a value's number, may start what suffix
 // reads.
+// partsDuration reads a duration written in parts from s[i] (dnnlib's format_time:
+// `1m 03s`, `1h 02m 03s`, `2d 03h 04m`): two parts at least, one space apart, their
+// units in order. It returns the seconds and where the duration ends.
+func partsDuration(s string, i int) (secs float64, end int, ok bool) {
+	last, parts := 5, 0
+	for {
+		j := i
+		for j < len(s) && isDigit(s[j]) && j-i < 9 {
+			j++
+		}
+		if j == i || j >= len(s) {
+			return 0, 0, false
+		}
+		u := strings.IndexByte("smhd", s[j])
+		if u < 0 || u >= last || j+1 < len(s) && isNameChar(s[j+1]) {
+			return 0, 0, false
+		}
+		n, _ := strconv.Atoi(s[i:j])
+		secs += float64(n) * [...]float64{1, 60, 3600, 86400}[u]
+		last, end = u, j+1
+		parts++
+		if u == 0 || end+1 >= len(s) || s[end] != ' ' || !isDigit(s[end+1]) {
+			break
+		}
+		i = end + 1
+	}
+	return secs, end, parts >= 2
+}
+
 func leadsSuffix(c byte) bool {
 	return c == '/' || isLetter(c) || c == '%' || c == 0xc2 || c == '(' || c == '"' || c == '\''
 }
@@ -413,34 +587,77 @@ func (v *value) suffix(s string, end int, integer, list bool) (int, bool) {
 	if end < len(s) && s[end] == '/' {
 		end = v.readTotal(s, end, integer)
 	}
-	// A unit against the number: 30.12ms, 25.1GiB, 98%.
-	if end < len(s) && (isLetter(s[end]) || s[end] == '%' || s[end] == 0xc2) {
-		for _, u := range units {
-			if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) && !(len(u) == 1 && strings.IndexByte("KkMBGT", u[0]) >= 0 && end+1 < len(s) && s[end+1] == '/') {
-				v.unit = u
-				end += len(u)
-				break
-			}
-		}
-	}
-	// A remark in parentheses against the value: 25.1GiB(31.7%).
-	if end < len(s) && s[end] == '(' {
-		k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
-		if k < 0 {
+	end = v.unitAgainst(s, end)
+	if v.numpy {
+		if end >= len(s) || s[end] != ')' {
 			return end, false
 		}
-		end += k + 1
+		end++ // the scalar's repr closes
+	}
+	end, ok := pastRemark(s, end)
+	if !ok {
+		return end, false
 	}
 	if list {
-		if end >= len(s) || s[end] != ']' {
+		if end, ok = v.closeList(s, end); !ok {
 			return end, false
 		}
-		end++
 	}
 	if end < len(s) && (s[end] == '"' || s[end] == '\'') {
 		end++
 	}
 	return end, true
+}
+
+// unitAgainst reads into v a unit of units against a number that ends at end
+// (30.12ms, 25.1GiB, 98%) and returns where it ends, or end when none is there. A
+// one-letter size unit is no unit when a slash follows it (`12M/s`).
+func (v *value) unitAgainst(s string, end int) int {
+	if end >= len(s) || !isLetter(s[end]) && s[end] != '%' && s[end] != 0xc2 {
+		return end
+	}
+	for _, u := range units {
+		if u[0] == s[end] && strings.HasPrefix(s[end:], u) && unitEnds(s, end+len(u)) && !sizeBeforeSlash(s, end, u) {
+			v.unit = u
+			return end + len(u)
+		}
+	}
+	return end
+}
+
+// sizeBeforeSlash reports whether the unit u at s[end] is a single size letter that
+// a slash follows.
+func sizeBeforeSlash(s string, end int, u string) bool {
+	return len(u) == 1 && strings.IndexByte("KkMBGT", u[0]) >= 0 && end+1 < len(s) && s[end+1] == '/'
+}
+
+// pastRemark returns where a remark in parentheses against a value at end ends
+// (25.1GiB(31.7%)), or end when none opens there; false when it opens and does not
+// close within 32 bytes.
+func pastRemark(s string, end int) (int, bool) {
+	if end >= len(s) || s[end] != '(' {
+		return end, true
+	}
+	k := strings.IndexByte(s[end:min(len(s), end+32)], ')')
+	if k < 0 {
+		return end, false
+	}
+	return end + k + 1, true
+}
+
+// closeList returns where the list a value opened ends after its number and suffix
+// at end: `,)` for a tuple, `]` for a list; false when it does not close there.
+func (v *value) closeList(s string, end int) (int, bool) {
+	if v.tuple {
+		if end+1 >= len(s) || s[end] != ',' || s[end+1] != ')' {
+			return end, false
+		}
+		return end + 2, true
+	}
+	if end >= len(s) || s[end] != ']' {
+		return end, false
+	}
+	return end + 1, true
 }
 
 // readTotal reads the total after a count's slash at end: `step 20/1000`, `iteration
@@ -469,7 +686,7 @@ func (v *value) readTotal(s string, end int, integer bool) int {
 }
 
 // spacedUnits are the units read one space after a value: times and percentages.
-var spacedUnits = []string{"ms", "sec", "s", "%"}
+var spacedUnits = []string{"ms", "seconds", "sec", "s", "%"}
 
 // spacedUnit reads a unit of spacedUnits at s[i], a word of its own.
 func spacedUnit(s string, i int) (string, int) {
@@ -582,6 +799,9 @@ func boundary(s string, i int) bool {
 	case '/':
 		// DeepSpeed's `epoch=0/micro_step=10`.
 		return i+1 < len(s) && isLetter(s[i+1])
+	case '.':
+		// A sentence's full stop (MLX's `Test ppl 4.166.`).
+		return i+1 >= len(s) || s[i+1] == ' '
 	}
 	return false
 }
@@ -613,4 +833,19 @@ func spelledDuration(s string, i int) string {
 		}
 	}
 	return ""
+}
+
+// numbersAfter counts the numbers that follow s[i:] one space apart, up to 2: a value
+// followed by two more bare numbers is the first of a list.
+func numbersAfter(s string, i int) int {
+	n := 0
+	for n < 2 && i+1 < len(s) && s[i] == ' ' && startsNumber(s, i+1) {
+		j := readNumber(s, i+1).end
+		if j < len(s) && s[j] != ' ' {
+			break
+		}
+		n++
+		i = j
+	}
+	return n
 }

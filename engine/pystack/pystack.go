@@ -3,10 +3,13 @@
 // job's ranks are doing ("ranks 0,1: all_reduce in distributed_c10d.py:1541; rank 2:
 // slow_io in hang.py:23").
 //
-// The sampler is py-spy (`py-spy dump --pid PID`) where it is installed, else gdb with
-// CPython's gdb extension (`py-bt`, libpython.py: Debian's python3.X-dbg ships it
-// where gdb auto-loads it). Debian bookworm's austin (1.0.1) cannot read Python 3.11's
-// frames (it prints nothing), so it is not used.
+// A CPython 3.11 process's stack is read by wick itself from the process's memory
+// (ReadStack, cpython.go: milliseconds). Other processes, or where that fails, go to
+// a sampler: py-spy (`py-spy dump --pid PID`) where it is installed, else gdb with
+// CPython's gdb extension (libpython.py: Debian's python3.X-dbg ships it where gdb
+// auto-loads it), which takes seconds of CPU per process. Debian bookworm's austin
+// (1.0.1) cannot read Python 3.11's frames ("Interpreter state search timed out"), so
+// it is not used.
 package pystack
 
 import (
@@ -50,6 +53,9 @@ type Dump struct {
 	Target
 	Frames []Frame
 	Err    error
+	// Tool is what read the stack: Builtin (wick itself, ReadStack), "py-spy" or
+	// "gdb"; "" when none could.
+	Tool string `json:",omitempty"`
 }
 
 // Tool is the sampler found on PATH.
@@ -58,14 +64,19 @@ type Tool struct{ Name, Path string }
 // ErrNoTool says that no sampler is installed, and how to get one.
 var ErrNoTool = errors.New(noToolText)
 
-// Find returns the sampler to use: py-spy, else gdb.
+// Builtin is the Tool of a machine with no sampler installed: only CPython 3.11's
+// stacks are read (ReadStack), the others fail with ErrNoTool.
+const Builtin = "wick"
+
+// Find returns the sampler to use where ReadStack cannot: py-spy, else gdb, else
+// Builtin.
 func Find() (Tool, error) {
 	for _, name := range []string{"py-spy", "gdb"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return Tool{name, p}, nil
 		}
 	}
-	return Tool{}, ErrNoTool
+	return Tool{Name: Builtin}, nil
 }
 
 // maxOutput bounds what is read of a sampler's output for one process.
@@ -79,28 +90,77 @@ func Sample(ctx context.Context, tool Tool, targets []Target) []Dump {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			frames, err := sampleOne(ctx, tool, t.PID)
-			out[i] = Dump{Target: t, Frames: frames, Err: err}
+			frames, err := ReadStack(t.PID)
+			by := Builtin
+			if err != nil {
+				frames, err = sampleOne(ctx, tool, t.PID, err)
+				by = tool.Name
+			}
+			if err != nil {
+				by = ""
+			}
+			out[i] = Dump{Target: t, Frames: frames, Err: err, Tool: by}
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-func sampleOne(ctx context.Context, tool Tool, pid int) ([]Frame, error) {
-	if tool.Name == "py-spy" {
+// sampleOne reads pid's stack with tool, where ReadStack could not (why).
+func sampleOne(ctx context.Context, tool Tool, pid int, why error) ([]Frame, error) {
+	switch tool.Name {
+	case Builtin:
+		return nil, fmt.Errorf("%w (%v)", ErrNoTool, why)
+	case "py-spy":
 		return run(ctx, tool, parsePySpy, "dump", "--pid", strconv.Itoa(pid))
 	}
-	// The interpreter's own symbols first: loading a torch process's shared libraries
-	// takes gdb tens of seconds. A thread blocked in a library (torch's all_reduce)
-	// needs them to be unwound to its Python frames: then with all of them.
+	// The interpreter's own symbols only, and its frames read from its thread state
+	// (walkFrames): loading a torch process's shared libraries takes gdb tens of
+	// seconds, and py-bt needs them to unwind a thread blocked in one (torch's
+	// all_reduce) to its Python frames. py-bt with all of them where that fails (an
+	// interpreter whose thread state walkFrames does not know).
 	ext := extension(pid)
-	frames, err := run(ctx, tool, parseGDB, append([]string{"-iex", "set auto-solib-add off", "-p", strconv.Itoa(pid), "-batch"}, append(ext, "-ex", "py-bt")...)...)
+	frames, err := run(ctx, tool, parseGDB, append([]string{"-iex", "set auto-solib-add off", "-p", strconv.Itoa(pid), "-batch"}, append(ext, "-ex", walkFrames)...)...)
 	if len(frames) > 0 || ctx.Err() != nil {
 		return frames, err
 	}
 	return run(ctx, tool, parseGDB, append([]string{"-p", strconv.Itoa(pid), "-batch"}, append(ext, "-ex", "py-bt")...)...)
 }
+
+// walkFrames is a gdb command that prints the Python stack of the process's main
+// thread as py-bt does, read from the interpreter's state rather than by unwinding
+// the native stack, so that gdb needs no symbols of the libraries a thread is
+// blocked in: CPython 3.11's _PyRuntime.interpreters.head->threads (the thread whose
+// thread_id is _PyRuntime.main_thread), its cframe->current_frame and each frame's
+// previous (Include/internal/pycore_frame.h), each read with the extension's
+// PyFramePtr (libpython.py). It prints nothing where those are not found (another
+// Python, no debug symbols). No single quote in it: NodeScript quotes it for sh.
+var walkFrames = "python exec(" + strconv.Quote(`import gdb
+def _wick_walk():
+    try:
+        rt = gdb.parse_and_eval("_PyRuntime")
+        main = int(rt["main_thread"])
+        ts = rt["interpreters"]["head"]["threads"]["head"]
+        chosen = None
+        while int(ts) != 0:
+            if chosen is None or int(ts["thread_id"]) == main:
+                chosen = ts
+            ts = ts["next"]
+        if chosen is None:
+            return
+        f = chosen["cframe"]["current_frame"]
+        lines = []
+        while int(f) != 0 and len(lines) < 512:
+            p = PyFramePtr(f)
+            if not p.is_optimized_out():
+                lines.append("  File \"%s\", line %s, in %s" % (p.filename(), p.current_line_num(), p.co_name.proxyval(set())))
+            f = f["previous"]
+    except Exception as e:
+        print("wick: cannot walk the frames: %s" % e)
+        return
+    print("Traceback (most recent call first):")
+    print("\n".join(lines))
+_wick_walk()`) + ")"
 
 // extension is the gdb arguments that load CPython's gdb extension (py-bt) for the
 // interpreter pid runs, for a process of another mount namespace (a container's):
@@ -335,7 +395,7 @@ func Parse(tool string, out []byte) []Frame {
 // prints, for each, a line "=== wick-stack TOOL PID RANK" (RANK -1 when the process
 // has none) and the sampler's output, all sampled at once. With no sampler it prints
 // ErrNoTool's message on stderr and exits 3.
-const NodeScript = `a=$WICK_APP_ID r=$WICK_ROLE k=$WICK_REPLICA_ID
+var NodeScript = `a=$WICK_APP_ID r=$WICK_ROLE k=$WICK_REPLICA_ID
 if command -v py-spy >/dev/null 2>&1; then t=py-spy; elif command -v gdb >/dev/null 2>&1; then t=gdb; else echo "` + noToolText + `" >&2; exit 3; fi
 d=$(mktemp -d) || exit 3
 for p in /proc/[0-9]*; do
@@ -348,7 +408,7 @@ for p in /proc/[0-9]*; do
     echo "=== wick-stack $t $pid ${rank:--1}"
     if [ $t = py-spy ]; then py-spy dump --pid "$pid" 2>&1
     else
-      o=$(gdb -iex "set auto-solib-add off" -p "$pid" -batch -ex py-bt 2>&1)
+      o=$(gdb -iex "set auto-solib-add off" -p "$pid" -batch -ex '` + walkFrames + `' 2>&1)
       case "$o" in *'File "'*) printf '%s\n' "$o";; *) gdb -p "$pid" -batch -ex py-bt 2>&1;; esac
     fi
   } >"$d/$pid" &
@@ -359,11 +419,13 @@ cat "$d"/* 2>/dev/null; rm -rf "$d"`
 // noToolText is ErrNoTool's message, for NodeScript.
 const noToolText = "no Python stack sampler: install py-spy (pip install py-spy) or gdb with CPython's extension (apt-get install gdb python3-dbg)"
 
-// NodeDump is one process's section of NodeScript's output.
+// NodeDump is one process's stack read on its node: a section of NodeScript's
+// output, or one of NodeVerb's dumps.
 type NodeDump struct {
 	PID, Rank int
 	Frames    []Frame
 	Err       error
+	Tool      string // what read it (see Dump.Tool)
 }
 
 // ParseNode reads NodeScript's output.
@@ -380,8 +442,9 @@ func ParseNode(out []byte) []NodeDump {
 		if err != nil {
 			rank = -1
 		}
-		d := NodeDump{PID: pid, Rank: rank, Frames: Parse(f[0], body)}
+		d := NodeDump{PID: pid, Rank: rank, Frames: Parse(f[0], body), Tool: f[0]}
 		if len(d.Frames) == 0 {
+			d.Tool = ""
 			d.Err = fmt.Errorf("%s: no Python frames", f[0])
 			if bytes.Contains(body, []byte(`Undefined command: "py-bt"`)) {
 				d.Err = errors.New("gdb has no py-bt on the node: install CPython's gdb extension (apt-get install python3-dbg)")

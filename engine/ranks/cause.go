@@ -1,6 +1,7 @@
 package ranks
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,16 @@ type NodeReport struct {
 	// Exits are when the node's workers exited, by pid, when the scheduler saw it
 	// (a local supervisor does); nil when unknown.
 	Exits map[int]time.Time
+	// Downs are when the node's workers began to end while they ran, by pid (their
+	// threads began to go for good: a Python process finalizing after its traceback),
+	// when the scheduler saw it; nil when unknown. A worker that raised may finalize
+	// for seconds and exit after a peer that failed of it: its Down comes first.
+	Downs map[int]time.Time
+	// Workers are the node's workers by pid as the scheduler watched them (Slurm's
+	// replica wrapper does), every worker it saw, not only the failed ones torchrun's
+	// summary lists; nil when unknown. They say which worker wrote each unprefixed
+	// traceback (see rankByWorkers).
+	Workers map[int]Watched
 	// Hosted is set when the scheduler saw a process of the job itself listen on
 	// the rendezvous port that this node could not bind: the node's failure to bind
 	// was the normal one of a node whose peer on the same machine hosts the store.
@@ -35,6 +46,24 @@ type NodeReport struct {
 	// Exit is how a plain replica ended, when it failed on its own (not stopped by
 	// the scheduler); nil when it did not fail, or is not known to have.
 	Exit *Exit
+}
+
+// Watched is what a scheduler's sampler saw of one worker of a torchrun node. Its
+// times are the stamps of samples that look at every worker, then at the node's log
+// files, and stamp all they saw changed with one time (the lines' times included): an
+// event seen at a sample happened after the sample before it (Prev) and by the one
+// that saw it, and events seen at one sample have no order.
+type Watched struct {
+	// Rank is its global rank.
+	Rank int
+	// Down is the sample that saw its thread count begin to fall for good while it
+	// ran (a Python process finalizing after its traceback), DownPrev the sample
+	// before it, and Settled the sample that saw its last fall; zero when its count
+	// did not fall before it went (it went at once, or between two samples).
+	DownPrev, Down, Settled time.Time
+	// Gone is the sample that saw it gone, GonePrev the one before; zero when not
+	// seen gone.
+	GonePrev, Gone time.Time
 }
 
 // Exit is how a replica's process ended, as its scheduler saw it.
@@ -209,6 +238,13 @@ func (n *NodeReport) plainCandidates() []candidate {
 		return nil
 	}
 	base := Cause{Role: n.Role, Replica: n.Replica, Plain: true, Rank: -1, Time: e.Time}
+	if n.Failures != nil && len(n.Failures.Timeouts) > 0 {
+		// NCCL's watchdog took the process down (SIGABRT) after it said why.
+		to := n.Failures.Timeouts[0]
+		c := base
+		c.What, c.Time, c.Traceback = to.What, to.Time, []string{to.Line}
+		return []candidate{{c: c, exact: true}}
+	}
 	if e.Signal != 0 {
 		c := base
 		c.What = "killed by " + signalName(e.Signal)
@@ -238,7 +274,7 @@ func (n *NodeReport) torchrunCandidates() []candidate {
 	if f == nil {
 		return nil
 	}
-	var out []candidate
+	out := n.timeoutCandidates()
 	tbs := f.WorkerTracebacks()
 	for _, tb := range tbs {
 		out = append(out, candidate{c: n.cause(tb), exact: true, secondary: tb.Secondary()})
@@ -261,6 +297,24 @@ func (n *NodeReport) torchrunCandidates() []candidate {
 			x.c.What, x.kind = "exit code "+strconv.Itoa(s.ExitCode), kindExit
 		}
 		out = append(out, x)
+	}
+	return out
+}
+
+// timeoutCandidates are the collectives' timeouts that the node's workers wrote as
+// log lines (NCCL's watchdog, which then takes the process down with SIGABRT): the
+// rank of the line's prefix, else the one it names.
+func (n *NodeReport) timeoutCandidates() []candidate {
+	var out []candidate
+	for _, to := range n.Failures.Timeouts {
+		c := Cause{Role: n.Role, Replica: n.Replica, Rank: to.Rank, What: to.What, Traceback: []string{to.Line},
+			Time: to.Time, Began: to.Time, Prefixed: to.Local >= 0}
+		if to.Local >= 0 {
+			if r, _ := n.RankOf(Traceback{Local: to.Local}); r >= 0 {
+				c.Rank = r
+			}
+		}
+		out = append(out, candidate{c: c, exact: true})
 	}
 	return out
 }
@@ -329,8 +383,15 @@ func (n *NodeReport) cause(tb Traceback) Cause {
 	if what == "" {
 		what = tb.Exception
 	}
+	named := -1
+	if w, rank, ok := collectiveTimeout(what, tb.Frame); ok {
+		what, named = w, rank
+	}
 	c := Cause{Role: n.Role, Replica: n.Replica, Rank: -1, What: what, Where: tb.Frame, Traceback: tb.Lines, Time: tb.Time, Began: tb.Began, Prefixed: tb.Local >= 0}
 	c.Rank, c.Ranks = n.RankOf(tb)
+	if c.Rank < 0 && named >= 0 && (len(c.Ranks) == 0 || slices.Contains(c.Ranks, named)) {
+		c.Rank, c.Ranks = named, nil // NCCL's "[Rank N]": the rank said it
+	}
 	return c
 }
 
@@ -351,6 +412,9 @@ func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 			return g*n.NProc + tb.Local, nil
 		}
 		return -1, nil
+	}
+	if rank, maybe, ok := n.rankByWorkers(tb); ok {
+		return rank, maybe
 	}
 	var failed []Failure
 	for _, s := range f.Summary {
@@ -383,22 +447,23 @@ func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 		}
 		ended++
 	}
+	end := n.endTimes(f.WorkerTracebacks())
 	known := 0
 	for _, s := range failed {
-		if _, ok := n.Exits[s.PID]; ok {
+		if _, ok := end[s.PID]; ok {
 			known++
 		}
 	}
 	if idx < 0 || idx >= len(failed) || known != len(failed) {
 		return -1, ranks
 	}
-	slices.SortStableFunc(failed, func(a, b Failure) int { return n.Exits[a.PID].Compare(n.Exits[b.PID]) })
-	// Workers seen to exit at one moment (the watch woke once for both, as on a busy
+	slices.SortStableFunc(failed, func(a, b Failure) int { return end[a.PID].Compare(end[b.PID]) })
+	// Workers seen to end at one moment (the watch woke once for both, as on a busy
 	// machine) have no order: the traceback is one of theirs, not told which.
-	t := n.Exits[failed[idx].PID]
+	t := end[failed[idx].PID]
 	var tied []int
 	for _, s := range failed {
-		if n.Exits[s.PID].Equal(t) {
+		if end[s.PID].Equal(t) {
 			tied = append(tied, s.Rank)
 		}
 	}
@@ -407,6 +472,152 @@ func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 		return -1, tied
 	}
 	return failed[idx].Rank, nil
+}
+
+// rankByWorkers puts an unprefixed worker traceback of the node on the worker that
+// began to end in the same order among the node's workers as the traceback among its
+// unprefixed ones (see RankOf), over every worker the scheduler watched (Workers),
+// not only those torchrun's summary lists: a poll of torchrun's that found the
+// raising worker still finalizing lists only its peer, which failed of it and exited
+// first, and stops the raising one with SIGTERM. Workers killed by a signal (the
+// summary says so) wrote no traceback. ok is false when the workers were not
+// watched, or fewer of them were seen to end than there are tracebacks.
+//
+// A worker is named only when the samples order it apart from every other: each
+// worker began to end within an interval of samples (ends), and the worker whose
+// interval lies after those of the workers before it and before those after it is
+// the one; workers whose intervals overlap (seen at one sample, as on a loaded
+// machine whose sampler wakes seldom) are a tie, "rank 2 or 3". A wrong rank said
+// as sure is worse than a tie.
+func (n *NodeReport) rankByWorkers(tb Traceback) (rank int, maybe []int, ok bool) {
+	if len(n.Workers) == 0 {
+		return -1, nil, false
+	}
+	tbs := n.Failures.WorkerTracebacks()
+	idx, count := -1, 0
+	for _, o := range tbs {
+		if o.Local >= 0 {
+			continue
+		}
+		if o.Start == tb.Start && o.End == tb.End {
+			idx = count
+		}
+		count++
+	}
+	killed := map[int]bool{}
+	for _, s := range n.Failures.Summary {
+		if s.ExitCode < 0 {
+			killed[s.PID] = true
+		}
+	}
+	first := n.firstBegan(tbs)
+	var ws []ended
+	for pid, w := range n.Workers {
+		// (A worker that ended before the tracebacks began is an earlier attempt's.)
+		if e, seen := w.ended(first); seen && !killed[pid] && !e.by.Before(first) {
+			ws = append(ws, e)
+		}
+	}
+	if idx < 0 || len(ws) < count {
+		return -1, nil, false
+	}
+	slices.SortFunc(ws, func(a, b ended) int {
+		return cmp.Or(a.by.Compare(b.by), a.after.Compare(b.after), a.rank-b.rank)
+	})
+	all := func() []int {
+		var out []int
+		for _, e := range ws {
+			out = append(out, e.rank)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	// A worker begins to end after it wrote its traceback (Python prints it, then
+	// finalizes): one seen to have ended before the traceback put on it was in the
+	// file did not write it, or its stderr reached the file late; either way the
+	// order says nothing sure.
+	k := 0
+	for _, o := range tbs {
+		if o.Local >= 0 {
+			continue
+		}
+		if k < len(ws) && !o.Time.IsZero() && ws[k].by.Before(o.Time) {
+			return -1, all(), true
+		}
+		k++
+	}
+	w := ws[idx]
+	tied := []int{w.rank}
+	for i, o := range ws {
+		if i < idx && o.by.After(w.after) || i > idx && w.by.After(o.after) {
+			tied = append(tied, o.rank)
+		}
+	}
+	if len(tied) > 1 {
+		slices.Sort(tied)
+		return -1, slices.Compact(tied), true
+	}
+	return w.rank, nil, true
+}
+
+// ended is when a watched worker began to end: after the sample at after, by the
+// one at by.
+type ended struct {
+	rank      int
+	after, by time.Time
+}
+
+// ended is when w began to end, given when the node's first traceback began
+// (first): from the sample before its thread count began to fall for good to the one
+// that saw its last fall; a fall seen before the first traceback began may be a
+// thread of its work that ended (or its stderr reached the file late), so then by
+// when it was gone. A worker whose count did not fall began to end between the
+// samples around its going. seen is false when neither was seen.
+func (w Watched) ended(first time.Time) (e ended, seen bool) {
+	e.rank = w.Rank
+	switch {
+	case !w.Down.IsZero() && !w.Down.Before(first):
+		e.after, e.by = w.DownPrev, w.Settled
+	case !w.Down.IsZero() && !w.Gone.IsZero():
+		e.after, e.by = w.DownPrev, w.Gone
+	case !w.Down.IsZero():
+		return e, false
+	case !w.Gone.IsZero():
+		e.after, e.by = w.GonePrev, w.Gone
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+// endTimes are when the node's workers ended, by pid, in the order their tracebacks
+// were written: when each began to end (Downs), else when it exited (Exits). A Down
+// before the first of the node's worker tracebacks tbs began is a thread of the
+// worker's work that ended, not its end.
+func (n *NodeReport) endTimes(tbs []Traceback) map[int]time.Time {
+	first := n.firstBegan(tbs)
+	out := make(map[int]time.Time, len(n.Exits))
+	for pid, t := range n.Exits {
+		out[pid] = t
+	}
+	for pid, t := range n.Downs {
+		exit, exited := out[pid]
+		if !first.IsZero() && !t.Before(first) && (!exited || t.Before(exit)) {
+			out[pid] = t
+		}
+	}
+	return out
+}
+
+// firstBegan is when the first of tbs began; zero when none did.
+func (n *NodeReport) firstBegan(tbs []Traceback) time.Time {
+	var first time.Time
+	for _, tb := range tbs {
+		if first.IsZero() || tb.Began.Before(first) {
+			first = tb.Began
+		}
+	}
+	return first
 }
 
 // groupRank is the node's group rank: as known, else read off its summary.

@@ -131,14 +131,24 @@ func frameOf(trim string) string {
 // Secondary reports whether the traceback is a worker failing because a peer did: a
 // collective whose connection was closed when the peer died.
 func (tb Traceback) Secondary() bool {
+	what := tb.Exception
 	if tb.Origin != "" {
-		return secondary(tb.Origin)
+		what = tb.Origin
 	}
-	return secondary(tb.Exception)
+	if _, _, timeout := collectiveTimeout(what, tb.Frame); timeout {
+		return false // gloo's own timeout: this rank waited, no peer went away
+	}
+	return secondary(what)
 }
 
-// secondary reports whether an exception's line is one of secondaryErrors.
+// secondary reports whether an exception's line is one of secondaryErrors, or
+// multiprocessing's bare "EOFError" (its connection's peer process is gone: the queue
+// of a DataLoader worker killed meanwhile; an EOFError with a message, pickle's "Ran
+// out of input", is a failure of its own).
 func secondary(exception string) bool {
+	if exception == "EOFError" {
+		return true
+	}
 	for _, s := range secondaryErrors {
 		if strings.Contains(exception, s) {
 			return true
@@ -156,6 +166,7 @@ var secondaryErrors = []string{
 	"gloo/transport/tcp",
 	"NCCL communicator was aborted",
 	"Socket Timeout",
+	"got end of file during message", // multiprocessing's connection, its peer gone
 }
 
 // Bounds on what a Failures keeps, whatever a node writes.
@@ -173,6 +184,20 @@ const (
 	rootCauseHead = "Root Cause (first observed failure):"
 )
 
+// What CPython writes when it cannot print an uncaught exception (a signal handler
+// raised while the traceback was written: torch's SIGCHLD handler, a DataLoader worker
+// killed meanwhile): pythonrun.c's _PyErr_Display dumps the exception with
+// _PyObject_Dump ("object address  : ...", "object refcount : ...", "object type     :
+// ...", then these two), straight to the C stderr, and says "lost sys.stderr". The
+// traceback, if begun, is cut where the printing failed, and the first line of the
+// dump may be glued to its last.
+const (
+	dumpAddress  = "object address  : "
+	dumpTypeName = "object type name: "
+	dumpRepr     = "object repr     : "
+	lostStderr   = "lost sys.stderr"
+)
+
 // Failures reads, from a node's lines fed in order, its workers' tracebacks, torchrun's
 // failure summary and the ports its store could not bind. The zero value is ready.
 // Lines may carry torchrun's "[local_rank]:" prefix.
@@ -184,6 +209,8 @@ type Failures struct {
 	Summary []Failure
 	// Unbound are the ports c10d's store server could not bind, as it said.
 	Unbound []int
+	// Timeouts are the collectives' timeouts written as log lines (NCCL's watchdog).
+	Timeouts []Timeout
 
 	n       int
 	streams map[int]*tbStream // local rank (-1: unprefixed) -> open tracebacks
@@ -197,6 +224,10 @@ type tbStream struct {
 	open    []*Traceback
 	last    *Traceback
 	chained bool
+	// dumpName and dumpRepr are CPython's dump of an exception it could not print,
+	// until its "lost sys.stderr"; dump are their lines.
+	dumpName, dumpRepr string
+	dump               []string
 }
 
 // Feed reads the next line of the node.
@@ -219,6 +250,7 @@ func (f *Failures) Feed(text string, t time.Time) {
 		}
 		f.readSummary(text)
 	}
+	f.readTimeout(local, text, t)
 	f.readTraceback(local, i, text, t)
 }
 
@@ -242,32 +274,19 @@ func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
 	if s == nil {
 		return
 	}
+	if k := strings.Index(text, dumpAddress); k > 0 {
+		text = text[:k] // the line the printing failed in, as far as it got
+	}
 	trim := strings.TrimSpace(text)
 	if k := strings.Index(text, tracebackHead); k >= 0 {
-		wrapped := s.last != nil && strings.TrimSpace(text[:k]) == wrapperOrigin && strings.Contains(s.last.Exception, "Caught ")
-		if s.chained && s.last != nil || wrapped {
-			// The next exception of a chain, or the original one a wrapper carries:
-			// the traceback goes on.
-			s.chained = false
-			f.drop(s.last)
-			s.open = append(s.open, s.last)
-			s.last.wrap = wrapped
-			s.last.Lines = appendLine(s.last.Lines, text)
-			s.last = nil
-			return
-		}
-		if len(s.open) >= maxOpen {
-			s.open = s.open[1:]
-		}
-		tb := &Traceback{Local: local, Start: i, Began: t, Lines: []string{text[k:]}, open: len(s.open) > 0}
-		for _, o := range s.open {
-			o.open = true
-		}
-		s.open = append(s.open, tb)
+		f.beginTraceback(s, local, i, text, k, t)
 		return
 	}
 	if trim == chainCause || trim == chainContext {
 		s.chained = s.last != nil
+		return
+	}
+	if f.readDump(s, local, i, text, trim, t) {
 		return
 	}
 	if len(s.open) == 0 {
@@ -279,31 +298,97 @@ func (f *Failures) readTraceback(local, i int, text string, t time.Time) {
 	if trim == "" || strings.HasPrefix(text, " ") || strings.HasPrefix(text, "\t") {
 		// A frame, its source line or its ^^^ marks: the oldest open traceback's, as
 		// far as one can tell.
-		tb := s.open[0]
-		tb.Lines = appendLine(tb.Lines, text)
-		if fr := frameOf(trim); fr != "" {
-			tb.frame = fr
-		}
-		if strings.HasPrefix(trim, "File ") && (strings.Contains(trim, `torchrun"`) || strings.Contains(trim, "torch/distributed/run.py")) {
-			tb.Agent = true
-		}
+		s.open[0].addFrameLine(text, trim)
 		return
 	}
 	if !exceptionLine(trim) {
 		return // a line of something else, written meanwhile
 	}
+	f.endTraceback(s, i, t, trim, text)
+}
+
+// beginTraceback reads a "Traceback (most recent call last):" at text[k:], line i: a
+// new traceback of s, or the next part of a chain or of a wrapper's exception.
+func (f *Failures) beginTraceback(s *tbStream, local, i int, text string, k int, t time.Time) {
+	wrapped := s.last != nil && strings.TrimSpace(text[:k]) == wrapperOrigin && strings.Contains(s.last.Exception, "Caught ")
+	if s.chained && s.last != nil || wrapped {
+		// The next exception of a chain, or the original one a wrapper carries:
+		// the traceback goes on.
+		s.chained = false
+		f.drop(s.last)
+		s.open = append(s.open, s.last)
+		s.last.wrap = wrapped
+		s.last.Lines = appendLine(s.last.Lines, text)
+		s.last = nil
+		return
+	}
+	if len(s.open) >= maxOpen {
+		s.open = s.open[1:]
+	}
+	tb := &Traceback{Local: local, Start: i, Began: t, Lines: []string{text[k:]}, open: len(s.open) > 0}
+	for _, o := range s.open {
+		o.open = true
+	}
+	s.open = append(s.open, tb)
+}
+
+// readDump reads CPython's dump of an exception it could not print (its type, its
+// repr, then "lost sys.stderr", which ends the traceback): whether text was one of
+// its lines.
+func (f *Failures) readDump(s *tbStream, local, i int, text, trim string, t time.Time) bool {
+	if name, ok := strings.CutPrefix(text, dumpTypeName); ok {
+		s.dumpName, s.dumpRepr, s.dump = name, "", []string{text}
+		return true
+	}
+	if repr, ok := strings.CutPrefix(text, dumpRepr); ok && s.dumpName != "" {
+		s.dumpRepr, s.dump = repr, append(s.dump, text)
+		return true
+	}
+	if trim != lostStderr || s.dumpName == "" || s.dumpRepr == "" {
+		return false
+	}
+	// The uncaught exception whose printing failed ends its traceback; it had none
+	// when the printing failed at its first line.
+	exc := dumpedException(s.dumpName, s.dumpRepr)
+	if len(s.open) == 0 {
+		s.chained = false
+		s.open = append(s.open, &Traceback{Local: local, Start: i, Began: t})
+	}
+	for _, l := range s.dump {
+		s.open[0].Lines = appendLine(s.open[0].Lines, l)
+	}
+	s.dumpName, s.dumpRepr, s.dump = "", "", nil
+	f.endTraceback(s, i, t, exc, text)
+	return true
+}
+
+// addFrameLine adds a frame's line (or its source line, its ^^^ marks) to tb: its
+// innermost frame so far, and whether it runs in torchrun's agent.
+func (tb *Traceback) addFrameLine(text, trim string) {
+	tb.Lines = appendLine(tb.Lines, text)
+	if fr := frameOf(trim); fr != "" {
+		tb.frame = fr
+	}
+	if strings.HasPrefix(trim, "File ") && (strings.Contains(trim, `torchrun"`) || strings.Contains(trim, "torch/distributed/run.py")) {
+		tb.Agent = true
+	}
+}
+
+// endTraceback ends the oldest open traceback of s with exception exc, read from line
+// i (text) written at t.
+func (f *Failures) endTraceback(s *tbStream, i int, t time.Time, exc, text string) {
 	tb := s.open[0]
 	s.open = s.open[1:]
-	tb.End, tb.Time, tb.Exception = i, t, trim
+	tb.End, tb.Time, tb.Exception = i, t, exc
 	// The original: the chain's first, unless that was a peer's consequence (a
 	// DataLoader whose killed worker's queue said "Connection reset by peer" before
 	// its "worker ... is killed by signal"); a wrapper's inner one.
-	if tb.Origin == "" || tb.wrap || secondary(tb.Origin) && !secondary(trim) {
-		tb.Origin, tb.Frame = trim, tb.frame
+	if tb.Origin == "" || tb.wrap || secondary(tb.Origin) && !secondary(exc) {
+		tb.Origin, tb.Frame = exc, tb.frame
 	}
 	tb.wrap = false
 	tb.Lines = appendLine(tb.Lines, text)
-	if strings.Contains(trim, "ChildFailedError") {
+	if strings.Contains(exc, "ChildFailedError") {
 		tb.Agent = true
 	}
 	if len(f.Tracebacks) >= maxTracebacks {
@@ -486,4 +571,104 @@ func (f *Failures) WorkerTracebacks() []Traceback {
 		}
 	}
 	return out
+}
+
+// osErrors are the builtin exceptions whose str of (errno, strerror) is "[Errno N]
+// strerror" (OSError and its subclasses, socket's gaierror and herror).
+var osErrors = map[string]bool{
+	"OSError": true, "IOError": true, "EnvironmentError": true, "BlockingIOError": true,
+	"ChildProcessError": true, "ConnectionError": true, "BrokenPipeError": true,
+	"ConnectionAbortedError": true, "ConnectionRefusedError": true, "ConnectionResetError": true,
+	"FileExistsError": true, "FileNotFoundError": true, "InterruptedError": true,
+	"IsADirectoryError": true, "NotADirectoryError": true, "PermissionError": true,
+	"ProcessLookupError": true, "TimeoutError": true, "gaierror": true, "herror": true,
+}
+
+// dumpedException is the exception line Python would have printed of the exception
+// CPython dumped, from its type's name and its repr: "ValueError('boom')" is
+// "ValueError: boom", "ConnectionResetError(104, 'Connection reset by peer')"
+// "ConnectionResetError: [Errno 104] Connection reset by peer", "KeyError('x')"
+// "KeyError: 'x'", "StopIteration()" "StopIteration"; a repr of another shape is
+// shown as it is, after the type's name.
+func dumpedException(typeName, repr string) string {
+	name := typeName[strings.LastIndexByte(typeName, '.')+1:]
+	inner, ok := strings.CutPrefix(repr, name+"(")
+	if !ok || !strings.HasSuffix(inner, ")") {
+		return typeName + ": " + repr
+	}
+	inner = inner[:len(inner)-1]
+	if inner == "" {
+		return typeName
+	}
+	if msg, rest, ok := pyString(inner); ok && rest == "" {
+		if name == "KeyError" {
+			return typeName + ": " + inner // its str is its key's repr
+		}
+		// Its first line, as a traceback's exception line is read.
+		msg, _, _ = strings.Cut(msg, "\n")
+		return typeName + ": " + msg
+	}
+	if errno, rest, ok := strings.Cut(inner, ", "); ok && osErrors[name] {
+		if _, err := strconv.Atoi(errno); err == nil {
+			if msg, tail, ok := pyString(rest); ok && tail == "" {
+				return typeName + ": [Errno " + errno + "] " + msg
+			}
+		}
+	}
+	return typeName + ": " + repr
+}
+
+// pyString reads the Python string literal (as repr writes one: quoted with ' or ",
+// escapes \\ \' \" \n \r \t \xNN \uNNNN \UNNNNNNNN) at the start of s and returns
+// its value and what follows it; ok is false when s does not start with one.
+func pyString(s string) (val, rest string, ok bool) {
+	if s == "" || s[0] != '\'' && s[0] != '"' {
+		return "", "", false
+	}
+	q := s[0]
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == q:
+			return b.String(), s[i+1:], true
+		case c != '\\':
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", "", false
+		}
+		i++
+		switch e := s[i]; e {
+		case '\\', '\'', '"':
+			b.WriteByte(e)
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'x', 'u', 'U':
+			n := 2
+			switch e {
+			case 'u':
+				n = 4
+			case 'U':
+				n = 8
+			}
+			if i+n >= len(s) {
+				return "", "", false
+			}
+			r, err := strconv.ParseUint(s[i+1:i+1+n], 16, 32)
+			if err != nil {
+				return "", "", false
+			}
+			b.WriteRune(rune(r))
+			i += n
+		default:
+			return "", "", false
+		}
+	}
+	return "", "", false
 }

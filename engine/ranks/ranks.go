@@ -302,3 +302,48 @@ func RunsTorchrun(argv []string) bool {
 	}
 	return false
 }
+
+// Glued returns where torchrun's tee glued other workers' lines to this line of the
+// node, split there: each part with its prefix, in order; nil when there is no glue.
+//
+// torchrun's tee (torch.distributed.elastic.multiprocessing.tail_log.tail_logfile)
+// copies each worker's output file a line at a time, from one thread per worker, and
+// copies a partial line as it finds it, prefixed; the rest of that line comes later,
+// prefixed again. Python's print writes its text and its newline in two writes, so a
+// worker caught between them (a loaded machine, all ranks printing at one barrier)
+// leaves its text without a newline, and the next worker's line is glued on:
+// "[0]:rank 2/4 ready[1]:rank 3/4 ready" then "[0]:". Read whole, rank 3's line would
+// be rank 2's. A glue is told by the prefix of another local rank of the node (below
+// nproc, the same role) in the line's text; the same worker's own prefix glued on is
+// its own line's rest (see Attribute). Without a known nproc nothing is split.
+func (n *Node) Glued(text string) []string {
+	local, rest, ok := Parse(text)
+	if !ok || n.nproc <= 0 || strings.IndexByte(rest, '[') < 0 {
+		return nil
+	}
+	role := prefixRole(text[:len(text)-len(rest)])
+	var parts []string
+	start := 0 // of the current part in text
+	for i := len(text) - len(rest); i < len(text); i++ {
+		if text[i] != '[' {
+			continue
+		}
+		l, r, ok := Parse(text[i:])
+		if !ok || l == local || l >= n.nproc || prefixRole(text[i:len(text)-len(r)]) != role {
+			continue
+		}
+		parts = append(parts, text[start:i])
+		start, local = i, l
+		i = len(text) - len(r) - 1
+	}
+	if parts == nil {
+		return nil
+	}
+	return append(parts, text[start:])
+}
+
+// prefixRole is the role of a tee prefix "[<role><local_rank>]:".
+func prefixRole(prefix string) string {
+	inner := prefix[1 : len(prefix)-2]
+	return strings.TrimRight(inner, "0123456789")
+}

@@ -187,3 +187,31 @@ func TestNodeRendezvousThatConfirms(t *testing.T) {
 		t.Error("a block confirming the group rank learned before reported a change")
 	}
 }
+
+// Glued splits a line of torchrun's tee where it glued another worker's line to a
+// partial one (see Node.Glued), and nothing else.
+func TestGlued(t *testing.T) {
+	n := NewNode(1, 2)
+	for text, want := range map[string][]string{
+		"[0]:rank 2/4 ready[1]:rank 3/4 ready": {"[0]:rank 2/4 ready", "[1]:rank 3/4 ready"},
+		"[1]:rank 3/4 ready[0]:rank 2/4 ready": {"[1]:rank 3/4 ready", "[0]:rank 2/4 ready"},
+		"[0]:a[1]:b[0]:c":                      {"[0]:a", "[1]:b", "[0]:c"},
+		"[0]:step 3 loss 0.5[1]:":              {"[0]:step 3 loss 0.5", "[1]:"},
+		"[0]:x[0]: 5":                          nil, // its own prefix: its own text
+		"[0]:x[2]: 5":                          nil, // no such local rank on the node
+		"[0]:x[a1]: 5":                         nil, // another role's
+		"[0]:no glue":                          nil,
+		"plain [1]:x":                          nil, // not a worker's line
+		"[0]:50%|█████     | 5/10 [00:01<00:01]": nil,
+	} {
+		if got := n.Glued(text); !slices.Equal(got, want) {
+			t.Errorf("Glued(%q) = %q, want %q", text, got, want)
+		}
+	}
+	if got := NewNode(1, 0).Glued("[0]:a[1]:b"); got != nil {
+		t.Errorf("split without a known nproc: %q", got)
+	}
+	if got := NewNode(0, 2).Glued("[trainer0]:a[trainer1]:b"); !slices.Equal(got, []string{"[trainer0]:a", "[trainer1]:b"}) {
+		t.Errorf("a role's prefixes: %q", got)
+	}
+}

@@ -167,3 +167,32 @@ func (t *Tracker) Observe(l sched.Line) bool {
 func (t *Tracker) Attribute(l *sched.Line) (global int, rest string, ok bool) {
 	return t.Node(l.Role, l.Replica).AttributeLine(l)
 }
+
+// Split returns the lines torchrun's tee glued into the committed line l (see
+// Node.Split) by l's node.
+func (t *Tracker) Split(l sched.Line) []sched.Line {
+	if l.Pending || l.Cut {
+		return nil
+	}
+	return t.Node(l.Role, l.Replica).Split(l)
+}
+
+// Split returns the lines torchrun's tee glued into the committed line l of the node
+// (see Glued), each with l's stream and time; nil when l is one line (pending and cut
+// lines are not split: they are not whole yet).
+func (n *Node) Split(l sched.Line) []sched.Line {
+	if l.Pending || l.Cut {
+		return nil
+	}
+	parts := n.Glued(l.Text)
+	if parts == nil {
+		return nil
+	}
+	out := make([]sched.Line, len(parts))
+	for i, p := range parts {
+		out[i] = l
+		out[i].Text = p
+		out[i].Partial = l.Partial && i == len(parts)-1
+	}
+	return out
+}

@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"github.com/wick-dev/wick/engine/docker"
+	"github.com/wick-dev/wick/engine/docker/front"
 	"github.com/wick-dev/wick/engine/kubernetes/remote"
 	"github.com/wick-dev/wick/engine/local"
 	"github.com/wick-dev/wick/engine/sched"
@@ -15,7 +15,7 @@ import (
 func Builtin() *sched.Registry {
 	r := &sched.Registry{}
 	local.Register(r)
-	docker.Register(r)
+	front.Register(r)
 	slurm.Register(r)
 	remote.Register(r)
 	return r

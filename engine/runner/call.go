@@ -31,18 +31,23 @@ func (r *Runner) callPath(h spec.Handle) (dir, name string, err error) {
 
 // recordCall writes the component call of the app just launched. A launch does not
 // fail because of it: without the record, relaunching with edits says it is unknown.
-func (r *Runner) recordCall(info *sched.DryRunInfo) {
-	if info.Call == nil || r.cfg.StateDir == "" {
+func (r *Runner) recordCall(info *sched.DryRunInfo) { r.recordCallAs(info.Handle(), info.Call) }
+
+// recordCallAs writes call as the component call of the app h.
+func (r *Runner) recordCallAs(h spec.Handle, call *sched.Call) {
+	if call == nil || r.cfg.StateDir == "" {
 		return
 	}
-	dir, name, err := r.callPath(info.Handle())
+	dir, name, err := r.callPath(h)
 	if err != nil {
 		return
 	}
-	data, err := json.Marshal(info.Call)
+	data, err := json.Marshal(call)
 	if err != nil || safefs.MkdirAll(dir) != nil {
 		return
 	}
+	// Durable (its directory synced too): written while the app launches, its
+	// fsyncs cost the launch no time.
 	_ = safefs.WriteFileAtomic(dir, name, data)
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/engine/sweep"
@@ -130,6 +131,9 @@ func (r *Runner) DryRun(ctx context.Context, app *spec.AppDef, schedName string,
 		return nil, err
 	}
 	resolved, err := s.RunOpts().Resolve(cfg)
+	if err == nil {
+		err = alerts.CheckCfg(resolved)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", schedName, err)
 	}
@@ -176,11 +180,47 @@ func (r *Runner) Schedule(ctx context.Context, info *sched.DryRunInfo, progress 
 	if err != nil {
 		return spec.Handle{}, err
 	}
-	if err := s.Schedule(ctx, info, progress); err != nil {
+	// The component call is recorded while the app is launched (its write and fsync
+	// were on every launch's path after the scheduler's), and taken back if the
+	// launch fails.
+	h, call := info.Handle(), info.Call
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		r.recordCallAs(h, call)
+	}()
+	err = s.Schedule(ctx, info, progress)
+	<-recorded
+	if err != nil {
+		r.forgetCall(h)
 		return spec.Handle{}, fmt.Errorf("%s: %w", info.Scheduler, err)
 	}
-	r.recordCall(info)
+	if info.Handle() != h {
+		// Named by the scheduler once submitted (Slurm's job id).
+		r.forgetCall(h)
+		r.recordCall(info)
+	}
+	r.startWatcher(s, info, progress)
 	return info.Handle(), nil
+}
+
+// startWatcher starts the alerts' watcher (engine/alerts) of an app just launched
+// that has an on_alarm, or an on_end its scheduler does not run itself. The app runs
+// whatever happens to its watcher: a watcher that cannot start is said through
+// progress (and r's Warn), not a failed launch.
+func (r *Runner) startWatcher(s sched.Scheduler, info *sched.DryRunInfo, progress sched.Progress) {
+	job, ok := alerts.JobOf(info, s)
+	if !ok || r.cfg.StateDir == "" {
+		return
+	}
+	if err := alerts.Start(r.cfg.Self, r.cfg.StateDir, os.Environ(), job); err != nil {
+		msg := fmt.Sprintf("%s: on_end/on_alarm will not run: %v", info.Handle(), err)
+		if r.cfg.Warn != nil {
+			r.cfg.Warn(msg)
+		} else if progress != nil {
+			progress(msg)
+		}
+	}
 }
 
 // Run plans and launches app: DryRun then Schedule.
@@ -254,7 +294,8 @@ func (r *Runner) describe(ctx context.Context, h spec.Handle, refs []sched.Repli
 // ErrNoUsage is wrapped when the app's scheduler cannot tell what its replicas use.
 var ErrNoUsage = errors.New("scheduler does not report resource usage")
 
-// Usage returns the CPU and memory of each running replica of the app. The scheduler
+// Usage returns the CPU and memory of each running replica of the app, and what it
+// does on GPUs where there are (attachGPU). The scheduler
 // keeps each process's previous sample, so a caller that refreshes gets the CPU over
 // the time since its previous call; the first call gives each process's average since
 // it started. It wraps ErrNoUsage for a scheduler that cannot tell (slurm).
@@ -271,6 +312,7 @@ func (r *Runner) Usage(ctx context.Context, h spec.Handle) (map[sched.ReplicaKey
 	if err != nil {
 		return nil, notFound(h, err)
 	}
+	r.attachGPU(ctx, s, h.AppID, m)
 	return m, nil
 }
 
@@ -405,6 +447,11 @@ func (r *Runner) Delete(ctx context.Context, h spec.Handle, force bool) error {
 		return notFound(h, err)
 	}
 	r.forgetCall(h)
+	if r.cfg.StateDir != "" {
+		// The alerts' watcher of the app, if it had one, has ended or ends on its
+		// next look (the app is gone); its directory goes with the app.
+		_ = os.RemoveAll(alerts.Dir(r.cfg.StateDir, h))
+	}
 	return nil
 }
 
@@ -593,6 +640,26 @@ func (r *Runner) Exec(ctx context.Context, h spec.Handle, role string, k int, re
 		return nil, fmt.Errorf("%s: %w", h, err) // no such role or replica: named
 	}
 	return c, nil
+}
+
+// RunSelf runs wick itself (args: one of its hidden verbs) in the place of replica k
+// of role, for a scheduler whose replicas run elsewhere (sched.SelfRunner), and
+// returns its stdout. It fails wrapping sched.ErrNoSelf where wick cannot run there.
+// The app is not described first: the caller has its status.
+func (r *Runner) RunSelf(ctx context.Context, h spec.Handle, role string, k int, args []string) ([]byte, error) {
+	s, err := r.schedulerOf(h)
+	if err != nil {
+		return nil, err
+	}
+	sr, ok := s.(sched.SelfRunner)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w (%s)", h, sched.ErrNoSelf, h.Scheduler)
+	}
+	out, err := sr.RunSelf(ctx, h.AppID, role, k, args)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s/%d: %w", h, role, k, err)
+	}
+	return out, nil
 }
 
 // HostPIDs returns the host pid of each running replica's first process, for a

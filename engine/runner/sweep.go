@@ -197,3 +197,36 @@ func (r *Runner) ResumeSweep(ctx context.Context, id string) (sw *sweep.Sweep, s
 func (r *Runner) starter() sweep.Starter {
 	return sweep.Starter{Self: r.cfg.Self, Home: r.cfg.StateDir, WorkDir: r.cfg.WorkDir}
 }
+
+// ErrNotInSweep is wrapped by MoveQueued's error when the app is no app of a sweep.
+var ErrNotInSweep = errors.New("not an app of a sweep")
+
+// MoveQueued puts the queued app h at place `to` (1: the next to start) of its
+// sweep's queue, as `wick sweep move` does, and returns its sweep and the place it
+// got: a place past the end is the last (last true).
+func (r *Runner) MoveQueued(h spec.Handle, to int) (sw *sweep.Sweep, place int, last bool, err error) {
+	if to < 1 {
+		return nil, 0, false, fmt.Errorf("place %d: want 1 or more", to)
+	}
+	found, ok := r.sweeps.Find(h.String())
+	if !ok {
+		return nil, 0, false, fmt.Errorf("%s: %w", h, ErrNotInSweep)
+	}
+	place = to
+	err = r.sweeps.Update(found.ID, func(s *sweep.Sweep) error {
+		n := 0
+		for i := range s.Entries {
+			if s.Entries[i].State == sweep.Queued {
+				n++
+			}
+		}
+		if to >= n {
+			place, last = n, true
+		}
+		return s.Move(h.String(), to)
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return found, place, last, nil
+}

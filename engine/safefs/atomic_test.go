@@ -99,7 +99,7 @@ func TestWriteFileAtomicOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &recorder{}
-	if err := writeFileAtomic(r, dir, "state.json", []byte("new")); err != nil {
+	if err := writeFileAtomic(r, dir, "state.json", []byte("new"), true); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"create", "write", "chmod", "fsync", "close", "rename", "syncdir"}
@@ -109,9 +109,17 @@ func TestWriteFileAtomicOrder(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "new" {
 		t.Errorf("file %q", b)
 	}
+	// ReplaceFile: the same order, the directory left unsynced.
+	r = &recorder{}
+	if err := writeFileAtomic(r, dir, "state.json", []byte("new"), false); err != nil {
+		t.Fatal(err)
+	}
+	if want := want[:len(want)-1]; !slices.Equal(r.calls, want) {
+		t.Errorf("ReplaceFile's calls %v, want %v", r.calls, want)
+	}
 	for _, step := range []string{"write", "chmod", "fsync", "rename"} {
 		r := &recorder{failAt: step}
-		if err := writeFileAtomic(r, dir, "state.json", []byte("newer")); !errors.Is(err, errInjected) {
+		if err := writeFileAtomic(r, dir, "state.json", []byte("newer"), true); !errors.Is(err, errInjected) {
 			t.Errorf("%s failing: %v", step, err)
 		}
 		if b, _ := os.ReadFile(path); string(b) != "new" {

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		pad := strings.Repeat("x", 64<<10) // a state of some size: several writes each
 		for n := 1; ; n++ {
 			b, _ := json.Marshal(map[string]any{"n": n, "pad": pad})
-			if err := writeFileAtomic(fsys, dir, "state.json", b); err != nil {
+			if err := writeFileAtomic(fsys, dir, "state.json", b, true); err != nil {
 				fmt.Println("error", err)
 				os.Exit(1)
 			}

@@ -87,7 +87,17 @@ func Tighten(path string) error {
 // first fsync a power loss could leave dir/name empty; without the second, the old
 // file.
 func WriteFileAtomic(dir, name string, data []byte) error {
-	return writeFileAtomic(osFS{}, dir, name, data)
+	return writeFileAtomic(osFS{}, dir, name, data, true)
+}
+
+// ReplaceFile is WriteFileAtomic without the fsync of dir: readers and a machine
+// that crashes find the old file or the new one, never a mix, but the crash may
+// take the rename back. It is for a file whose replacement a crash makes moot (a
+// running app's state: its supervisor dies with the machine), or one that another
+// write's fsync of dir makes durable before anyone is told (launch.json, then
+// state.json in the same directory).
+func ReplaceFile(dir, name string, data []byte) error {
+	return writeFileAtomic(osFS{}, dir, name, data, false)
 }
 
 // fileSys is what writeFileAtomic does to the file system: the real one (osFS), or a
@@ -108,10 +118,20 @@ type file interface {
 	Close() error
 }
 
-func writeFileAtomic(fsys fileSys, dir, name string, data []byte) error {
-	f, err := fsys.CreateTemp(dir, "."+name+".*")
+func writeFileAtomic(fsys fileSys, dir, name string, data []byte, syncDir bool) error {
+	tmp, err := prepare(fsys, dir, name, data)
 	if err != nil {
 		return err
+	}
+	return commit(fsys, tmp, dir, name, syncDir)
+}
+
+// prepare writes data into a new temporary file beside dir/name and fsyncs it; it
+// returns the file's path, or removes it and returns why it could not.
+func prepare(fsys fileSys, dir, name string, data []byte) (string, error) {
+	f, err := fsys.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return "", err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -123,15 +143,44 @@ func writeFileAtomic(fsys fileSys, dir, name string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = fsys.Rename(f.Name(), filepath.Join(dir, name))
-	}
 	if err != nil {
 		_ = fsys.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// commit renames the prepared file tmp over dir/name, then fsyncs dir if syncDir.
+func commit(fsys fileSys, tmp, dir, name string, syncDir bool) error {
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		_ = fsys.Remove(tmp)
 		return err
+	}
+	if !syncDir {
+		return nil
 	}
 	return fsys.SyncDir(dir)
 }
+
+// Prepared is WriteFileAtomic in two steps: the new file written and fsynced beside
+// its name (PrepareFile), then renamed over it and its directory fsynced (Commit), so
+// that the first step can run while what must be on disk before the new file (other
+// files' fsyncs) is still being written.
+type Prepared struct {
+	dir, name, tmp string
+}
+
+// PrepareFile writes data into a temporary file beside dir/name and fsyncs it.
+func PrepareFile(dir, name string, data []byte) (*Prepared, error) {
+	tmp, err := prepare(osFS{}, dir, name, data)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{dir: dir, name: name, tmp: tmp}, nil
+}
+
+// Commit renames the prepared file over its name and fsyncs its directory.
+func (p *Prepared) Commit() error { return commit(osFS{}, p.tmp, p.dir, p.name, true) }
 
 // osFS is the real file system.
 type osFS struct{}
@@ -282,6 +331,47 @@ func mkdirAt(dirfd int, name, path string) error {
 // OpenDir opens the directory at the absolute path without following symbolic links,
 // checking that every directory from "/" down is trusted.
 func OpenDir(path string) (*os.File, error) { return walk(path, false) }
+
+// OpenDirIn opens the directory at path, which lies below the open directory parent
+// (opened by OpenDir), as OpenDir would: the components of path past parent's name
+// are opened one at a time from parent, following no symbolic link, each checked.
+// Opening many directories below one parent (the replicas' log directories of a
+// role) walks the parent's own path once. A path not below parent is an error.
+func OpenDirIn(parent *os.File, path string) (*os.File, error) {
+	base := filepath.Clean(parent.Name())
+	path = filepath.Clean(path)
+	rel, ok := strings.CutPrefix(path, base)
+	if base == "/" {
+		rel, ok = strings.TrimSuffix(path, "/"), strings.HasPrefix(path, "/")
+	}
+	if !ok || (rel != "" && rel[0] != '/') {
+		return nil, fmt.Errorf("%s: not below %s", path, base)
+	}
+	fd, cur := int(parent.Fd()), base
+	for _, name := range strings.Split(rel, "/")[1:] {
+		if name == "." || name == ".." {
+			return nil, fmt.Errorf("%s: not below %s", path, base)
+		}
+		next := filepath.Join(cur, name)
+		nfd, err := openDirAt(fd, name, next)
+		if fd != int(parent.Fd()) {
+			unix.Close(fd)
+		}
+		if err != nil {
+			return nil, err
+		}
+		fd, cur = nfd, next
+	}
+	if fd == int(parent.Fd()) {
+		// path is parent itself: a descriptor of its own.
+		nfd, err := openDirAt(fd, ".", path)
+		if err != nil {
+			return nil, err
+		}
+		fd = nfd
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
 
 // MkdirAllDir is OpenDir creating what is missing (0700) on the way.
 func MkdirAllDir(path string) (*os.File, error) { return walk(path, true) }

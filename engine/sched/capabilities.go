@@ -36,4 +36,8 @@ package sched
 //     lines as they arrive. Every scheduler's iterators should have it: local (through
 //     engine/logs), local_docker and slurm do.
 //
+//   - SelfRunner (RunSelf): wick itself run in a replica's place on another machine
+//     (wick stack's reader on a Slurm node). Without it wick stack samples there with
+//     the place's own py-spy or gdb, through Execer. slurm.
+//
 // docs/architecture.md's "Adding a scheduler" walks through writing one.

@@ -136,3 +136,16 @@ func (c *processCommand) Run() error {
 type HostPIDer interface {
 	HostPIDs(ctx context.Context, appID string) (map[ReplicaKey]int, error)
 }
+
+// SelfRunner is implemented by schedulers whose replicas run on other machines
+// (slurm): it runs wick itself (args: one of its hidden verbs) in a replica's place,
+// wick's binary made available there as the scheduler can, and returns what it
+// printed on stdout. wick stack reads a replica's stacks so with wick's own reader.
+type SelfRunner interface {
+	RunSelf(ctx context.Context, appID, role string, replica int, args []string) ([]byte, error)
+}
+
+// ErrNoSelf is wrapped when wick cannot be run in a replica's place (the scheduler
+// cannot, or its node has no wick and it could not be copied there): the caller uses
+// the tools there instead.
+var ErrNoSelf = errors.New("wick cannot run where the replica runs")

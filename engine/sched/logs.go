@@ -56,6 +56,9 @@ type Line struct {
 	// an iterator holds of an unfinished line (see logs.MaxPending), or a committed
 	// line longer than an iterator yields whole (see logs.MaxLine).
 	Cut bool `json:"cut,omitempty"`
+	// Gap marks a line that stands in for lines the replica wrote and the log files
+	// could not keep (a full disk): Text says how many, of which stream.
+	Gap bool `json:"gap,omitempty"`
 	// Size is the full length in bytes of a cut committed line (0 otherwise).
 	Size int64 `json:"size,omitempty"`
 	// Full, when not nil, reads the whole of a cut committed line, byte for byte

@@ -90,6 +90,7 @@ func (s *Scheduler) Delete(ctx context.Context, appID string, force bool) error 
 		rm(r.ExitFile)
 		rm(errorFile(r.ExitFile))
 		rm(timesFile(r.ExitFile))
+		rm(workersFile(r.ExitFile))
 	}
 	rm(rec.BatchLog)
 	rm(s.recordPath(appID))

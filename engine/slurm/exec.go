@@ -32,20 +32,9 @@ while :; do
 done
 echo "no process of $r/$k on $(hostname) (looked for 10 s)" >&2; exit 1`
 
-// execShell opens the caller's shell ($0) where the node has it, else /bin/sh.
-const execShell = `if [ -x "$0" ]; then exec "$0"; fi; exec /bin/sh`
-
-// Exec runs req on the replica's node, within its job (srun --overlap into the
-// replica's het group), in the replica's working directory and environment, read from
-// its process by a first step. Slurm's own variables are the new step's.
-func (s *Scheduler) Exec(ctx context.Context, appID, role string, k int, req sched.ExecRequest) (sched.Command, error) {
-	d, err := s.Describe(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := sched.RunningReplica(d, role, k); err != nil {
-		return nil, err
-	}
+// stepArgs are srun's arguments for a step in replica k of role's place: within its
+// job (--overlap: beside its tasks), in its component of a heterogeneous job.
+func (s *Scheduler) stepArgs(appID, role string, k int) ([]string, error) {
 	rec, err := s.loadRecord(appID)
 	if err != nil {
 		return nil, err
@@ -65,6 +54,27 @@ func (s *Scheduler) Exec(ctx context.Context, appID, role string, k int, req sch
 	step := []string{"--overlap", "--jobid=" + appID, "--quiet"}
 	if len(groups) > 1 { // a heterogeneous job: the replica's component
 		step = append(step, "--het-group="+strconv.Itoa(group))
+	}
+	return step, nil
+}
+
+// execShell opens the caller's shell ($0) where the node has it, else /bin/sh.
+const execShell = `if [ -x "$0" ]; then exec "$0"; fi; exec /bin/sh`
+
+// Exec runs req on the replica's node, within its job (srun --overlap into the
+// replica's het group), in the replica's working directory and environment, read from
+// its process by a first step. Slurm's own variables are the new step's.
+func (s *Scheduler) Exec(ctx context.Context, appID, role string, k int, req sched.ExecRequest) (sched.Command, error) {
+	d, err := s.Describe(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sched.RunningReplica(d, role, k); err != nil {
+		return nil, err
+	}
+	step, err := s.stepArgs(appID, role, k)
+	if err != nil {
+		return nil, err
 	}
 	out, err := command(ctx, nil, "srun", append(step, "/bin/sh", "-c", findReplica, "wick-find", appID, role, strconv.Itoa(k))...)
 	if err != nil {

@@ -16,8 +16,10 @@ import (
 // from each node's stderr file, its workers' tracebacks and torchrun's failure
 // summary (ranks.RootCause). A worker that raised writes its traceback there with or
 // without @record (record re-raises). Slurm does not say in which order a node's
-// workers exited, so two failed workers of one node with unprefixed tracebacks read
-// "rank 2 or 3"; with one worker per node the rank is exact.
+// workers ended: the replica's wrapper watches them (.watch, see wrapper), and two
+// failed workers of one node with unprefixed tracebacks are told apart by when each
+// began to end, as on local; where the wrapper saw them at one sample they read "rank
+// 2 or 3".
 
 // causeTailLines bounds the stderr lines of a node read for its failure: its summary
 // and its workers' tracebacks are at the end.
@@ -43,7 +45,14 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 	}
 	ctx, cancel := context.WithTimeout(ctx, causeTimeout)
 	defer cancel()
-	recorded := s.errorFiles(appID)
+	rec, _ := s.loadRecord(appID)
+	recorded := errorFiles(rec)
+	exitFiles := map[replicaKey]string{}
+	if rec != nil {
+		for _, r := range rec.Replicas {
+			exitFiles[replicaKey{r.Role, r.Replica}] = r.ExitFile
+		}
+	}
 	var best *ranks.Cause
 	var bestRole string
 	for _, rs := range st.Roles {
@@ -54,6 +63,9 @@ func (s *Scheduler) torchrunCause(ctx context.Context, appID string, st *spec.Ap
 				n := ranks.NodeReport{Replica: r.ID, NProc: nproc, GroupRank: -1, Failures: s.nodeFailures(ctx, appID, rs.Role, r.ID)}
 				if r.GroupRank != nil {
 					n.GroupRank = *r.GroupRank
+				}
+				if exit := exitFiles[replicaKey{rs.Role, r.ID}]; exit != "" {
+					watchWorkers(&n, exit)
 				}
 				nodes = append(nodes, n)
 			}
@@ -96,12 +108,11 @@ type replicaKey struct {
 	id   int
 }
 
-// errorFiles says which replicas of the app left a torchelastic error file (an
-// @record or TORCHELASTIC_ERROR_FILE writer's): their status already holds its
-// message (applyExitFile), which is the error they name themselves.
-func (s *Scheduler) errorFiles(appID string) map[replicaKey]bool {
-	rec, err := s.loadRecord(appID)
-	if err != nil || rec == nil {
+// errorFiles says which replicas of the app (its record, rec) left a torchelastic
+// error file (an @record or TORCHELASTIC_ERROR_FILE writer's): their status already
+// holds its message (applyExitFile), which is the error they name themselves.
+func errorFiles(rec *record) map[replicaKey]bool {
+	if rec == nil {
 		return nil
 	}
 	out := map[replicaKey]bool{}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -120,6 +121,46 @@ func checkWord(key, v string) error {
 	return nil
 }
 
+// checkOpts rejects the run options that the job's sbatch command or script cannot
+// hold as they are: control characters, '%' or '\' in job_dir, words that would change
+// an #SBATCH line, a malformed time or an unknown mail event.
+func (s *Scheduler) checkOpts(cfg spec.Cfg) error {
+	// No option may hold a control character: a newline would end the script's line
+	// it is written on (a comment line, and a command after it), a tab or NUL would
+	// change how sbatch reads it.
+	for _, o := range s.RunOpts() {
+		if o.Type != spec.OptString || o.Name == alerts.OptOnEnd || o.Name == alerts.OptOnAlarm {
+			continue // the commands are run by the watcher, not written in the script
+		}
+		if v := cfg.String(o.Name); strings.IndexFunc(v, unicode.IsControl) >= 0 {
+			return fmt.Errorf("%w %s=%q: no control characters (newlines, tabs...)", spec.ErrInvalidRunOpt, o.Name, v)
+		}
+	}
+	// sbatch and srun expand %j, %N... in the file names made from job_dir, and '\'
+	// turns that expansion off: either would put the logs elsewhere than wick reads.
+	if d := cfg.String(OptJobDir); strings.ContainsAny(d, `%\`) {
+		return fmt.Errorf("%w %s=%q: no '%%' or '\\' (sbatch reads %%j, %%N... in the log file names made from it)", spec.ErrInvalidRunOpt, OptJobDir, d)
+	}
+	for _, k := range []string{OptPartition, OptConstraint, OptQOS, OptTime} {
+		if err := checkWord(k, cfg.String(k)); err != nil {
+			return err
+		}
+	}
+	if t := cfg.String(OptTime); t != "" && !timeRe().MatchString(t) && !strings.EqualFold(t, "UNLIMITED") && !strings.EqualFold(t, "INFINITE") {
+		return fmt.Errorf("%w %s=%q: want minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes or days-hours:minutes:seconds", spec.ErrInvalidRunOpt, OptTime, t)
+	}
+	if mt := cfg.String(OptMailType); mt != "" {
+		for _, t := range strings.Split(mt, ",") {
+			if !contains(mailTypes, strings.ToUpper(strings.TrimSpace(t))) {
+				return fmt.Errorf("%w %s: unknown event %q%s; known: %s", spec.ErrInvalidRunOpt, OptMailType, t, spec.DidYouMean(strings.ToUpper(t), mailTypes), strings.Join(mailTypes, ","))
+			}
+		}
+	}
+	return nil
+}
+
+// plan checks sub's run options and plans its job: the sbatch command, the batch
+// script and the replicas.
 func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 	if sub.App == nil {
 		return nil, fmt.Errorf("slurm: no app to plan")
@@ -129,36 +170,8 @@ func (s *Scheduler) plan(sub sched.Submission) (*Request, error) {
 	session := sub.Session // the Runner's (sched.Submission)
 	app := sub.App.Clone()
 	cfg := sub.Cfg
-	// No option may hold a control character: a newline would end the script's line
-	// it is written on (a comment line, and a command after it), a tab or NUL would
-	// change how sbatch reads it.
-	for _, o := range s.RunOpts() {
-		if o.Type != spec.OptString {
-			continue
-		}
-		if v := cfg.String(o.Name); strings.IndexFunc(v, unicode.IsControl) >= 0 {
-			return nil, fmt.Errorf("%w %s=%q: no control characters (newlines, tabs...)", spec.ErrInvalidRunOpt, o.Name, v)
-		}
-	}
-	// sbatch and srun expand %j, %N... in the file names made from job_dir, and '\'
-	// turns that expansion off: either would put the logs elsewhere than wick reads.
-	if d := cfg.String(OptJobDir); strings.ContainsAny(d, `%\`) {
-		return nil, fmt.Errorf("%w %s=%q: no '%%' or '\\' (sbatch reads %%j, %%N... in the log file names made from it)", spec.ErrInvalidRunOpt, OptJobDir, d)
-	}
-	for _, k := range []string{OptPartition, OptConstraint, OptQOS, OptTime} {
-		if err := checkWord(k, cfg.String(k)); err != nil {
-			return nil, err
-		}
-	}
-	if t := cfg.String(OptTime); t != "" && !timeRe().MatchString(t) && !strings.EqualFold(t, "UNLIMITED") && !strings.EqualFold(t, "INFINITE") {
-		return nil, fmt.Errorf("%w %s=%q: want minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes or days-hours:minutes:seconds", spec.ErrInvalidRunOpt, OptTime, t)
-	}
-	if mt := cfg.String(OptMailType); mt != "" {
-		for _, t := range strings.Split(mt, ",") {
-			if !contains(mailTypes, strings.ToUpper(strings.TrimSpace(t))) {
-				return nil, fmt.Errorf("%w %s: unknown event %q%s; known: %s", spec.ErrInvalidRunOpt, OptMailType, t, spec.DidYouMean(strings.ToUpper(t), mailTypes), strings.Join(mailTypes, ","))
-			}
-		}
+	if err := s.checkOpts(cfg); err != nil {
+		return nil, err
 	}
 	// job_dir, relative to the launching command's directory, or that directory.
 	wd, err := s.workDir()
@@ -306,14 +319,28 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 // torchrun gave the node's workers (GROUP_RANK in their environment: with c10d's
 // rendezvous, node k need not be group rank k, and torchrun says it only at
 // LOGLEVEL=INFO), looked for every 200 ms until found, then every 5 s (a restart of
-// the workers may change it). The sampler ends with the wrapper if the wrapper is
-// killed (a kill -9 skips its kill "$s"): with proctrack/linuxproc Slurm does not
-// find it once orphaned, and it would sample for ever.
-const wrapper = `w="${WICK_EXIT_FILE%.exit}"; p=; q=
-m() { n=$(stat -c %s "$w.out" "$w.err" 2>/dev/null); set -- $n; if [ $# = 2 ] && [ "$n" != "$p" ]; then echo "$(date +%s%3N) $1 $2" >>"$w.times"; p=$n; fi; }
-g() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do v=$({ tr '\0' '\n' <"/proc/$c/environ"; } 2>/dev/null | sed -n 's/^GROUP_RANK=\([0-9]*\)$/\1/p'); if [ -n "$v" ]; then [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
-case "$*" in *torchrun*|*torch.distributed.run*) t=1;; *) t=;; esac
-(i=0; while kill -0 $$ 2>/dev/null; do m; if [ -n "$t" ] && { [ -z "$q" ] || [ $((i % 25)) = 0 ]; }; then g $$; fi; i=$((i+1)); sleep 0.2; done) & s=$!
+// the workers may change it). It also watches the node's workers (the agent's children
+// with RANK in their environment, looked for with the group rank), sampling every
+// 100 ms, and records in .watch "UNIX_MS PID RANK THREADS" each time a worker's thread
+// count changes, 0 once it is gone: a Python worker that raised begins to end (its
+// threads go) before the peers that fail of it, and may exit after them; the root
+// cause reads which worker wrote which unprefixed traceback from that
+// (ranks.NodeReport.Workers). A sample looks at the workers first, then at the files'
+// sizes, and stamps all it saw changed with one time, later than the sample before:
+// what one sample saw has no order (a loaded machine's sampler wakes seldom, and two
+// workers may end between two of its samples), and a line written before a worker
+// began to end is never stamped after it.
+// The sampler ends with the wrapper if the wrapper is killed (a kill -9 skips its
+// kill "$s"): with proctrack/linuxproc Slurm does not find it once orphaned, and it
+// would sample for ever.
+const wrapper = `w="${WICK_EXIT_FILE%.exit}"; p=; q=; a=; ws=; l=0
+m() { h=; [ -z "$ws" ] || u; n=$(stat -c %s "$w.out" "$w.err" 2>/dev/null); set -- $n; { [ $# = 2 ] && [ "$n" != "$p" ]; } || set --; [ $# = 2 ] || [ -n "$h" ] || return 0; T=$(date +%s%3N); [ "$T" -gt "$l" ] || T=$((l+1)); l=$T; if [ $# = 2 ]; then echo "$T $1 $2" >>"$w.times"; p=$n; fi; [ -z "$h" ] || for x in $h; do y=${x#*:}; echo "$T ${x%%:*} ${y%%:*} ${y#*:}"; done >>"$w.watch"; }
+e() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=\([0-9]*\)$/\1/p"; }
+g() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do v=$(e "$c" GROUP_RANK); if [ -n "$v" ]; then a=$1; [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
+k() { for c in $(cat /proc/$a/task/*/children 2>/dev/null); do case " $ws " in *" $c:"*) continue;; esac; v=$(e "$c" RANK); [ -z "$v" ] || ws="$ws $c:$v:-1"; done; }
+u() { o=; for x in $ws; do y=${x#*:}; z=${y#*:}; y=${y%%:*}; x=${x%%:*}; set -- /proc/$x/task/*; j=$#; [ -e "$1" ] || j=0; [ "$j" = "$z" ] || h="$h $x:$y:$j"; [ "$j" = 0 ] || o="$o $x:$y:$j"; done; ws=$o; }
+case "$*" in *torchrun*|*torch.distributed.run*) t=1; d=0.1; r=50;; *) t=; d=0.2; r=25;; esac
+(i=0; while kill -0 $$ 2>/dev/null; do m; if [ -n "$t" ] && { [ -z "$q" ] || [ $((i % r)) = 0 ]; }; then g $$ && k; fi; i=$((i+1)); sleep $d; done) & s=$!
 "$@"; c=$?
 kill "$s" 2>/dev/null; m
 echo "$c" >"$WICK_EXIT_FILE"; exit "$c"`

@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/execx"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -95,6 +96,8 @@ type Scheduler struct {
 	// endMu and pingMu let one caller at a time ask Slurm whether a job ended, or
 	// ping it: the others wait for that answer rather than ask again.
 	endMu, pingMu sync.Mutex
+	// build is wick's own binary, for RunSelf.
+	build selfBuild
 }
 
 // New makes the slurm scheduler. It does not contact Slurm.
@@ -115,9 +118,10 @@ func New(cfg sched.Config) (sched.Scheduler, error) {
 // Name returns "slurm".
 func (s *Scheduler) Name() string { return Name }
 
-// RunOpts lists TorchX's slurm options.
+// RunOpts lists TorchX's slurm options and the commands of engine/alerts (on_end,
+// on_alarm).
 func (s *Scheduler) RunOpts() spec.RunOpts {
-	return spec.RunOpts{
+	return append(spec.RunOpts{
 		{Name: OptPartition, Type: spec.OptString, Help: "the partition to run the job in (default: the cluster's default partition)"},
 		{Name: OptTime, Type: spec.OptString, Help: `the job's time limit: "minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours", "days-hours:minutes" or "days-hours:minutes:seconds"`},
 		{Name: OptComment, Type: spec.OptString, Help: "comment to set on the job"},
@@ -127,7 +131,7 @@ func (s *Scheduler) RunOpts() spec.RunOpts {
 		{Name: OptJobDir, Type: spec.OptString, Help: "directory the job runs in and writes its logs to (created if missing; default: the current directory); it must be visible from the nodes"},
 		{Name: OptQOS, Type: spec.OptString, Help: "quality of service to assign to the job"},
 		{Name: OptAccount, Type: spec.OptString, Help: "account to charge the job to"},
-	}
+	}, alerts.RunOpts()...)
 }
 
 // Close does nothing: the scheduler holds no connection.
@@ -198,6 +202,9 @@ const (
 	// it (wick exec, wick stack): a step's launch and the look for the replica's
 	// process (findReplica waits up to 10 s for its tasks to start).
 	stepTimeout = 30 * time.Second
+	// bcastTimeout bounds sbcast, which copies wick's binary (tens of MB) to a job's
+	// nodes for wick stack (see RunSelf).
+	bcastTimeout = 60 * time.Second
 )
 
 // timeoutFor is the deadline of one command.
@@ -209,6 +216,8 @@ func timeoutFor(name string, args []string) time.Duration {
 		return submitTimeout
 	case name == "srun":
 		return stepTimeout
+	case name == "sbcast":
+		return bcastTimeout
 	}
 	return queryTimeout
 }
@@ -254,7 +263,13 @@ type running struct {
 // runs meanwhile, not after a goroutine has been scheduled. The command has its
 // deadline (timeoutFor) from here; wait must be called.
 func start(ctx context.Context, stdin io.Reader, name string, args ...string) *running {
-	r := &running{ctx: ctx, name: name, what: name, after: timeoutFor(name, args)}
+	return startWithin(ctx, timeoutFor(name, args), stdin, name, args...)
+}
+
+// startWithin is start with the deadline after, for a command whose own work on the
+// node takes longer than timeoutFor allows (wick stack's sampling there).
+func startWithin(ctx context.Context, after time.Duration, stdin io.Reader, name string, args ...string) *running {
+	r := &running{ctx: ctx, name: name, what: name, after: after}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		r.what = name + " " + args[0]
 	}

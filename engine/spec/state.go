@@ -177,6 +177,26 @@ type Usage struct {
 	RSS uint64 `json:"rss_bytes"`
 	// At is when the sample was taken.
 	At time.Time `json:"sampled_at"`
+	// GPU is what the replica does on its GPUs (nvidia-smi, package gpus); nil
+	// where there is no GPU or no nvidia-smi, or it has none.
+	GPU *GPUUse `json:"gpu,omitempty"`
+}
+
+// GPUUse is what one replica does on GPUs at a moment.
+type GPUUse struct {
+	// Devices are its GPUs, by nvidia-smi index: those its environment names
+	// (CUDA_VISIBLE_DEVICES, or NVIDIA_VISIBLE_DEVICES in a container) and those its
+	// processes hold memory on.
+	Devices []string `json:"devices"`
+	// Util is the mean utilization.gpu of its devices, in percent; -1 when none
+	// can tell.
+	Util int `json:"util_pct"`
+	// Used and Total are the memory used on its devices (by any process) and
+	// theirs in all, in bytes.
+	Used  uint64 `json:"mem_used_bytes"`
+	Total uint64 `json:"mem_total_bytes"`
+	// Own is the GPU memory the replica's own processes hold, in bytes.
+	Own uint64 `json:"own_bytes"`
 }
 
 // MaxAttempts bounds ReplicaStatus.Attempts: older attempts are dropped. A

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -14,7 +15,9 @@ import (
 // a line of its own before "Batch job submission failed: Job violates accounting/QOS
 // policy (job submit limit, user's size and/or time limits)" (ESLURM_ACCOUNTING_POLICY
 // in slurm_errno.c).
-var submitLimit = regexp.MustCompile(`\b(QOS|Assoc)(Max|Grp)Submit[A-Za-z]*`)
+var submitLimit = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(QOS|Assoc)(Max|Grp)Submit[A-Za-z]*`)
+})
 
 // LimitRefusal says whether a launch failed for a limit that will pass (a submit limit
 // of the site, a full disk), rather than for the app itself, and names it: such an app
@@ -30,7 +33,7 @@ func LimitRefusal(err error) (string, bool) {
 	case errors.Is(err, syscall.EDQUOT), strings.Contains(msg, "disk quota exceeded"):
 		return "disk quota exceeded", true
 	}
-	if m := submitLimit.FindString(msg); m != "" {
+	if m := submitLimit().FindString(msg); m != "" {
 		return "Slurm " + m, true
 	}
 	if strings.Contains(msg, "job submit limit") {

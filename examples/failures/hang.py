@@ -8,11 +8,16 @@ Nothing fails for gloo's 30 minute timeout. wick raises its hang alarm once no
 rank printed or stepped for the hang time (--hang-after), naming rank 1, which
 stopped at step 2 while the others logged step 3; wick stack HANDLE shows where
 each rank is: the sleeping rank in slow_io, the others in all_reduce.
+
+With --timeout S the collectives time out after S seconds instead of 30 minutes:
+the ranks waiting in all_reduce raise gloo's "Timed out waiting ...ms for recv
+operation to complete", which wick names as the app's cause.
 """
 
 import argparse
 import os
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -27,8 +32,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--stuck_rank", type=int, default=1)
     p.add_argument("--stuck_step", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=0, help="the collectives' timeout in seconds (0: torch's 30 minutes)")
     args = p.parse_args()
-    dist.init_process_group("gloo")
+    if args.timeout > 0:
+        dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
+    else:
+        dist.init_process_group("gloo")
     rank = dist.get_rank()
     for step in range(1000):
         if rank == args.stuck_rank and step == args.stuck_step:

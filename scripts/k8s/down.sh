@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stop the throwaway cluster started by scripts/k8s/up.sh, by pid: the kubelet, CoreDNS,
+# Stop the throwaway cluster started by scripts/k8s/up.sh, by pid: the JobSet controller
+# (scripts/k8s/jobset.sh), the kubelet, CoreDNS,
 # the control plane and etcd; the pods' containers through its own containerd (killed and
 # deleted), then that containerd and any shim of it left. Unmount what the kubelet
 # and containerd mounted under the cluster's directory, remove the bridge, its iptables rule and the kubelet's empty cgroups, then the
@@ -26,6 +27,7 @@ stop() { # stop NAME: SIGTERM, wait up to 10 s, then SIGKILL; remove its pid fil
 [ -d "$ROOT" ] || { echo "k8s-down: nothing to stop ($ROOT is absent)"; exit 0; }
 rm -f "$ROOT/up"
 
+stop jobset &
 stop kubelet &
 stop kube-scheduler &
 stop kube-controller-manager &

@@ -6,13 +6,15 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/wick-dev/wick/engine/hang"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/common"
 )
 
 // The list's alarm marks (⚠ before the name) come from the apps' logs, read by the
 // shared metrics.Book one app at a time, in a command of their own: the apps shown
-// first, running ones before finished ones. A finished app is read once (the Book
+// first, running ones before finished ones. A running app's hang alarm (engine/hang,
+// shown in the ERROR column) is checked in the same reading. A finished app is read once (the Book
 // remembers it in a file, so reopening the UI reads nothing); a running app's new
 // lines are read at most every alarmEvery.
 const (
@@ -32,7 +34,11 @@ type alarmsMsg struct {
 	common.ViewID
 	handle string
 	n      int
-	err    error
+	// hang is the app's hang alarm, nil when it has none (or has ended); hangErr why
+	// it could not be checked.
+	hang    *spec.Hang
+	hangErr error
+	err     error
 }
 
 // scanAlarms reads the alarms of the next app that needs it, unless a reading is under
@@ -59,8 +65,13 @@ func (m *Model) scanAlarms() tea.Cmd {
 		if err != nil {
 			return alarmsMsg{ViewID: id, handle: h.String(), err: err}
 		}
+		msg := alarmsMsg{ViewID: id, handle: h.String()}
+		if d.Status.State == spec.Running {
+			msg.hang, msg.hangErr = hang.Check(ctx, b, h, d, time.Now())
+		}
 		f, err := book.Scan(ctx, h, d)
-		return alarmsMsg{ViewID: id, handle: h.String(), n: f.N, err: err}
+		msg.n, msg.err = f.N, err
+		return msg
 	}
 }
 
@@ -98,10 +109,31 @@ func (m *Model) nextAlarmScan() (spec.Handle, bool) {
 // tookAlarms marks the app read and goes on to the next one.
 func (m *Model) tookAlarms(msg alarmsMsg) tea.Cmd {
 	m.alarm.loading = false
+	if msg.hangErr == nil {
+		m.setHang(msg.handle, msg.hang)
+	}
 	if msg.err == nil {
 		m.SetAlarms(msg.handle, msg.n)
 	}
 	return m.scanAlarms()
+}
+
+// setHang records app h's hang alarm (nil: none) and redraws the rows when it rose,
+// changed or went.
+func (m *Model) setHang(h string, hg *spec.Hang) {
+	old := m.hangs[h]
+	switch {
+	case hg == nil && old == nil:
+		return
+	case hg == nil:
+		delete(m.hangs, h)
+	default:
+		if m.hangs == nil {
+			m.hangs = map[string]*spec.Hang{}
+		}
+		m.hangs[h] = hg
+	}
+	m.rebuild(m.selectedHandle())
 }
 
 // alarmCount is the number of alarms of app a: as last read or set, else as the Book
@@ -125,16 +157,21 @@ func (m *Model) alarmCount(a *spec.AppStatus) int {
 	return f.N
 }
 
-// retainAlarms lets the Book drop the readings of running apps no longer listed.
+// retainAlarms lets the Book drop the readings of running apps no longer listed, and
+// forgets their hang alarms.
 func (m *Model) retainAlarms() {
-	if m.Ctx.Alarms == nil {
-		return
-	}
 	listed := make(map[string]bool, len(m.apps))
 	for i := range m.apps {
 		listed[m.apps[i].Handle] = true
 	}
-	m.Ctx.Alarms.Retain(listed)
+	for h := range m.hangs {
+		if !listed[h] {
+			delete(m.hangs, h)
+		}
+	}
+	if m.Ctx.Alarms != nil {
+		m.Ctx.Alarms.Retain(listed)
+	}
 }
 
 // Alarms is the number of metric alarms the list knows app h has raised (0 when none,

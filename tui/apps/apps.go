@@ -5,6 +5,7 @@ package apps
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 )
 
 // listTimeout bounds one listing, so that a hung scheduler (a Docker Engine that does
-// not answer) cannot stall the refreshes for long.
+// not answer) cannot stall the refreshes for long. Each scheduler is listed on its
+// own (see refresh): a slow one keeps its last rows and holds back no other's.
 const listTimeout = 10 * time.Second
 
 // Kind is the app list's kind of view.
@@ -47,6 +49,7 @@ func Actions() []common.Action {
 		common.NewAction(ActFold, "fold / unfold a sweep's apps under its row (enter too)", []string{"z"}, false, Kind),
 		common.NewAction(ActCompare, "compare the marked apps or a sweep's: values, last and best metrics", []string{"c"}, false, Kind),
 		common.NewAction(ActChart, "chart of the marked apps or of a sweep's, one curve each (t: table)", []string{"p"}, false, Kind),
+		common.NewAction(ActNext, "start a queued app of a sweep next (wick sweep move --to 1)", []string{"N"}, false, Kind),
 		common.NewAction(ActPrune, "delete all finished apps shown (asks)", []string{"P"}, false, Kind),
 		common.NewAction(ActFilter, "filter", []string{"/"}, true, Kind),
 		common.NewAction(ActScope, "show other homes' apps too / only this home's", []string{"A"}, false, Kind),
@@ -61,10 +64,14 @@ func Actions() []common.Action {
 type Model struct {
 	common.Base
 
-	apps    []spec.AppStatus
-	errs    []error
-	loaded  bool
-	loading bool
+	apps   []spec.AppStatus
+	errs   []error
+	loaded bool
+	// lists are the last listing of each scheduler, by name, in the order of names
+	// (the Backend's schedulers; "" alone, a listing of every scheduler at once, with
+	// no Backend to name them): apps and errs are theirs put together.
+	lists map[string]*schedListing
+	names []string
 
 	visible []int // indices into apps, filtered and sorted
 	// rows are the table's rows: an index into apps, or -g-1 for the row of sweep
@@ -86,6 +93,11 @@ type Model struct {
 	reverse   bool
 	// pending is a handle to select once it appears (after a launch).
 	pending string
+	// hangs are the hang alarms of running apps, by handle, as the alarm reading
+	// last found them (alarms.go); errCol is the ERROR column's index, -1 when it is
+	// not shown (errors.go).
+	hangs  map[string]*spec.Hang
+	errCol int
 	// alarms counts the metric alarms a log wall found, by handle (see SetAlarms).
 	alarms map[string]int
 	// all shows the apps other WICK_HOMEs launched (on a shared Docker Engine) too;
@@ -112,13 +124,26 @@ type Model struct {
 	// hold them, and must not bring their rows back.
 	seq  int
 	gone map[string]int
-	// applied is the seq of the listing shown: an older one that comes after it (a
-	// listing under way when a launch started another) is not shown.
+	// applied counts the listings shown (of any scheduler); a scheduler's listing
+	// older than its last one shown (one under way when a launch started another) is
+	// not shown (schedListing.applied).
 	applied int
 	// fresh holds the apps just launched from here, by the seq of the last listing
 	// started before their launch ended (such a listing may not hold them): their rows
 	// are shown from the launch's own answer until a later listing has them.
 	fresh map[string]freshApp
+}
+
+// schedListing is what the list knows of one scheduler's apps: its last listing shown
+// (applied is its seq) and the seq of the one under way (0: none).
+type schedListing struct {
+	apps     []spec.AppStatus
+	errs     []error
+	applied  int
+	inflight int
+	// began is when the listing shown began, and before when the one shown before it
+	// did (the same for the first): see NewSince.
+	began, before time.Time
 }
 
 // freshApp is an app just launched: its status as the launch read it.
@@ -129,17 +154,19 @@ type freshApp struct {
 
 type listedMsg struct {
 	common.ViewID
-	seq  int
-	apps []spec.AppStatus
-	errs []error
+	seq int
+	// sched is the scheduler listed ("": every scheduler); began is when.
+	sched string
+	began time.Time
+	apps  []spec.AppStatus
+	errs  []error
 }
 
 // New returns the app list.
 func New(ctx *common.Context) *Model {
-	m := &Model{Base: common.NewBase(ctx, Kind)}
-	// The wide layout gives NAME's width only, down to its first cells; when that is
-	// not enough, the narrow layout is drawn (see fit.go).
-	m.table.Steps = []widget.Step{{Col: render.AppColName, Min: 12}}
+	m := &Model{Base: common.NewBase(ctx, Kind), errCol: -1}
+	// The wide layout gives ERROR's width and NAME's only, down to their first cells;
+	// when that is not enough, the narrow layout is drawn (see fit.go, errors.go).
 	m.table.SpillGrow = true
 	m.filter = widget.NewInput("filter: ")
 	return m
@@ -153,6 +180,16 @@ func (m *Model) Init() tea.Cmd { return m.refresh() }
 
 // Activate refreshes the list when the view is on top again.
 func (m *Model) Activate() tea.Cmd { return m.refresh() }
+
+// Refresh begins a listing unless one is under way: the alerts' (tui), which take
+// every listing the list shows (Listing) rather than one of their own.
+func (m *Model) Refresh() tea.Cmd { return m.refresh() }
+
+// Listing is the last listing shown: the apps (with the rows of apps just launched
+// from here) and its number (it grows with each listing shown, of any scheduler).
+func (m *Model) Listing() (apps []spec.AppStatus, seq int) {
+	return m.apps, m.applied
+}
 
 // Typing reports whether the filter has focus.
 func (m *Model) Typing() bool { return m.filtering }
@@ -209,54 +246,138 @@ func (m *Model) Launched(st spec.AppStatus) tea.Cmd {
 		m.fresh = map[string]freshApp{}
 	}
 	m.fresh[st.Handle] = freshApp{st: st, seq: m.seq}
-	if !m.listed(st.Handle) {
-		m.apps = append(m.apps, st)
-	}
+	m.compose()
 	m.loaded = true
 	m.pending = st.Handle
 	m.rebuild(st.Handle)
-	m.loading = false
+	// A listing of its scheduler under way began before the launch: one more.
+	for _, name := range m.schedNames() {
+		if covers(name, st.Handle) {
+			m.listing(name).inflight = 0
+		}
+	}
 	return m.refresh()
 }
 
-// withFresh is a listing numbered seq, with the rows of the apps just launched that
-// it does not hold because it began before their launch ended.
-func (m *Model) withFresh(apps []spec.AppStatus, seq int) []spec.AppStatus {
-	for h, f := range m.fresh {
-		held := false
-		for i := range apps {
-			if apps[i].Handle == h {
-				held = true
-				break
+// covers says whether a listing of scheduler name ("": every one) holds the app
+// with handle h.
+func covers(name, h string) bool {
+	if name == "" {
+		return true
+	}
+	hd, err := spec.ParseHandle(h)
+	return err != nil || hd.Scheduler == name
+}
+
+// NewSince is a time before which an app with handle h that the last listing shows
+// and the one before did not was already there: when the listing of its scheduler
+// shown before the last one began (the last one's beginning for the first). An app
+// created after it is new since then; one created before it was left out (its
+// scheduler did not answer, or had not been listed yet).
+func (m *Model) NewSince(h string) time.Time {
+	for _, name := range m.schedNames() {
+		if covers(name, h) {
+			return m.listing(name).before
+		}
+	}
+	return time.Time{}
+}
+
+// schedNames are the schedulers listed one by one: the Backend's, or "" (every
+// scheduler in one listing) with none.
+func (m *Model) schedNames() []string {
+	if m.names == nil {
+		if m.Ctx.Backend != nil {
+			m.names = m.Ctx.Backend.SchedulerBackends()
+		}
+		if len(m.names) == 0 {
+			m.names = []string{""}
+		}
+	}
+	return m.names
+}
+
+// listing is what is known of scheduler name's apps.
+func (m *Model) listing(name string) *schedListing {
+	if m.lists == nil {
+		m.lists = map[string]*schedListing{}
+	}
+	l := m.lists[name]
+	if l == nil {
+		l = &schedListing{}
+		m.lists[name] = l
+	}
+	return l
+}
+
+// compose puts the schedulers' last listings together into apps and errs, less the
+// apps deleted from here since, with the apps just launched that their scheduler's
+// listing does not hold yet.
+func (m *Model) compose() {
+	var apps []spec.AppStatus
+	var errs []error
+	for _, name := range m.schedNames() {
+		l := m.listing(name)
+		for _, a := range l.apps {
+			if _, ok := m.gone[a.Handle]; !ok {
+				apps = append(apps, a)
 			}
 		}
-		switch {
-		case held || seq > f.seq:
-			delete(m.fresh, h) // listed, or gone since (deleted)
-		default:
+		errs = append(errs, l.errs...)
+	}
+	for h, f := range m.fresh {
+		if !slices.ContainsFunc(apps, func(a spec.AppStatus) bool { return a.Handle == h }) {
 			apps = append(apps, f.st)
 		}
 	}
-	return apps
+	m.apps, m.errs = apps, errs
 }
 
-func (m *Model) refresh() tea.Cmd {
-	if m.loading {
-		return nil
-	}
-	m.loading = true
-	m.seq++
-	id, b, parent, seq, all := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.seq, m.all
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(parent, listTimeout)
-		defer cancel()
-		list := b.List
-		if all {
-			list = b.ListAllHomes // other homes' apps are listed only when shown
+// took records listing seq of scheduler name, which holds apps: the apps just
+// launched or deleted that it can tell of are settled (a listing begun after their
+// launch or delete ended is the scheduler's word on them).
+func (m *Model) took(name string, seq int, apps []spec.AppStatus) {
+	for h, f := range m.fresh {
+		if !covers(name, h) {
+			continue
 		}
-		apps, errs := list(ctx, "")
-		return listedMsg{ViewID: id, seq: seq, apps: apps, errs: errs}
+		held := slices.ContainsFunc(apps, func(a spec.AppStatus) bool { return a.Handle == h })
+		if held || seq > f.seq {
+			delete(m.fresh, h) // listed, or gone since (deleted)
+		}
 	}
+	for h, s := range m.gone {
+		if covers(name, h) && seq > s {
+			delete(m.gone, h) // a listing begun after the delete: it does not hold it
+		}
+	}
+}
+
+// refresh begins a listing of each scheduler whose last one has come: each is shown
+// as it comes, so that a scheduler slow to answer (a Docker Engine that does not, an
+// squeue of a busy controller) holds back no other's rows: it keeps its last ones.
+func (m *Model) refresh() tea.Cmd {
+	var cmds []tea.Cmd
+	for _, name := range m.schedNames() {
+		l := m.listing(name)
+		if l.inflight != 0 {
+			continue
+		}
+		m.seq++
+		l.inflight = m.seq
+		id, b, parent, seq, all, began := m.ID(), m.Ctx.Backend, m.Ctx.Ctx, m.seq, m.all, time.Now()
+		cmds = append(cmds, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(parent, listTimeout)
+			defer cancel()
+			list := b.List
+			if all {
+				list = b.ListAllHomes // other homes' apps are listed only when shown
+			}
+			apps, errs := list(ctx, name)
+			return listedMsg{ViewID: id, seq: seq, sched: name, began: began, apps: apps, errs: errs}
+		})
+	}
+	return tea.Batch(cmds...)
 }
 
 // forget removes the rows of the apps just deleted at once, rather than at the next
@@ -267,45 +388,32 @@ func (m *Model) forget(handles ...string) {
 	}
 	for _, h := range handles {
 		m.gone[h] = m.seq
+		delete(m.fresh, h)
 	}
-	m.apps = m.withoutGone(m.apps, m.seq)
-}
-
-// withoutGone is apps less the deleted ones, for a listing numbered seq; the apps a
-// listing started after their delete does not hold are forgotten for good.
-func (m *Model) withoutGone(apps []spec.AppStatus, seq int) []spec.AppStatus {
-	if len(m.gone) == 0 {
-		return apps
-	}
-	kept := apps[:0:0]
-	for _, a := range apps {
-		if s, ok := m.gone[a.Handle]; ok && seq <= s {
-			continue
-		}
-		kept = append(kept, a)
-	}
-	for h, s := range m.gone {
-		if seq > s {
-			delete(m.gone, h)
-		}
-	}
-	return kept
+	m.compose()
 }
 
 // Update handles listings, action results, ticks, the mouse and filter typing.
 func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case listedMsg:
-		if msg.seq == m.seq {
-			m.loading = false
+		l := m.listing(msg.sched)
+		if msg.seq == l.inflight {
+			l.inflight = 0
 		}
-		if msg.seq < m.applied {
+		if msg.seq < l.applied {
 			return nil // older than the listing shown
 		}
-		m.applied = msg.seq
+		l.applied, l.apps, l.errs = msg.seq, msg.apps, msg.errs
+		l.before, l.began = l.began, msg.began
+		if l.before.IsZero() {
+			l.before = msg.began
+		}
+		m.applied++
 		sel := m.selectedHandle() // before the indices change meaning
 		m.loaded = true
-		m.apps, m.errs = m.withFresh(m.withoutGone(msg.apps, msg.seq), msg.seq), msg.errs
+		m.took(msg.sched, msg.seq, msg.apps)
+		m.compose()
 		m.dropGoneMarks()
 		m.rebuild(sel)
 		m.retainAlarms()
@@ -405,6 +513,9 @@ func (m *Model) rebuild(selected string) {
 		m.table.Headers[c] += " " + arrow
 	}
 	m.addUsageColumn(rows)
+	m.addErrorColumn(rows)
+	first, _ := m.errSteps()
+	m.table.Steps = append(first, widget.Step{Col: render.AppColName, Min: nameRoom})
 	m.table.SetRowsSpill(rows, render.AppColName, m.isGroup)
 	m.setNarrow(rows)
 	m.selectHandle(selected)
@@ -544,10 +655,16 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 	if g := m.rowGroup(m.cur.Index); g != nil {
 		return m.doGroup(g, action)
 	}
+	return m.doSelected(action)
+}
+
+// doSelected does action on the selected app, for the actions that work on one
+// app; with no app selected those say so.
+func (m *Model) doSelected(action common.ActionName) (tea.Cmd, bool) {
 	a := m.selected()
 	if a == nil {
 		switch action {
-		case ActDescribe, ActMark, ActChart, appops.ActLogs, appops.ActCancel, appops.ActDelete, appops.ActRelaunch, appops.ActEdit:
+		case ActDescribe, ActMark, ActChart, ActNext, appops.ActLogs, appops.ActCancel, appops.ActDelete, appops.ActRelaunch, appops.ActEdit:
 			return common.Notify("no app selected"), true
 		}
 		return nil, false
@@ -565,6 +682,8 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 		return nil, true
 	case ActFold, ActCompare, ActChart:
 		return m.doSweepOf(a, action), true
+	case ActNext:
+		return m.startNext(a, h), true // sweeps.go
 	}
 	if a.State == spec.Queued && action == appops.ActLogs {
 		return common.Notify(h.AppID + " is queued in its sweep: no logs until it starts"), true

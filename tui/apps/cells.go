@@ -111,10 +111,14 @@ func cells(a *spec.AppStatus, now time.Time) []string {
 	return render.AppRow(a, now, render.Plain{})
 }
 
-// styled returns the cells of a with the state in its color.
-func styled(row []string, a *spec.AppStatus, st render.Styler) []string {
+// styled returns the cells of a with the state in its color, and its ERROR cell
+// (column errCol, -1 for none) in the error's.
+func styled(row []string, a *spec.AppStatus, st render.Styler, errCol int) []string {
 	out := append([]string(nil), row...)
 	out[render.AppColState] = st.State(a.State, row[render.AppColState])
+	if errCol >= 0 && errCol < len(row) && row[errCol] != "" {
+		out[errCol] = st.Error(row[errCol])
+	}
 	// The mark starts the name, or, in the narrow layout, the app id.
 	for _, c := range []int{render.AppColName, render.AppColHandle} {
 		if strings.Contains(row[c], alarmMark) {

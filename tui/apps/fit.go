@@ -91,29 +91,56 @@ func (m *Model) setNarrow(rows [][]string) {
 	if !names {
 		m.narrow.Hide = []int{render.AppColName}
 	}
-	m.narrow.Steps = []widget.Step{
-		{Col: render.AppColName, Min: nameRoom},
-		{Col: len(render.AppHeaders), Drop: true}, // CPU/RSS, when shown
-		{Col: render.AppColName, Min: nameMin},
-		{Col: render.AppColDuration, Drop: true},
-		{Col: render.AppColHandle, Min: handleMin},
+	first, then := m.errSteps()
+	steps := append(first, widget.Step{Col: render.AppColName, Min: nameRoom})
+	if c := m.usageCol(); c >= 0 {
+		steps = append(steps, widget.Step{Col: c, Drop: true})
 	}
+	steps = append(steps, widget.Step{Col: render.AppColName, Min: nameMin})
+	steps = append(steps, then...)
+	m.narrow.Steps = append(steps,
+		widget.Step{Col: render.AppColDuration, Drop: true},
+		widget.Step{Col: render.AppColHandle, Min: handleMin})
 	m.narrow.CutMiddle = []int{render.AppColHandle}
 }
 
 // fit chooses the layout for width columns: the wide one when it fits with no more
-// than NAME shrunk, else the narrow one.
+// than NAME shrunk, and ERROR down to errRoom, else the narrow one.
 func (m *Model) fit(width int) (t *widget.Table, widths []int, narrow bool) {
 	w := m.table.Widths(width)
 	nat := m.table.Natural()
 	ok := true
 	for c := range w {
-		if c != render.AppColName && w[c] != nat[c] {
+		switch {
+		case c == render.AppColName:
+		case c == m.errCol && w[c] >= min(nat[c], errRoom):
+		case w[c] != nat[c]:
 			ok = false
 		}
 	}
 	if ok {
-		return &m.table, w, false
+		return &m.table, m.growError(w, nat, width), false
 	}
-	return &m.narrow, m.narrow.Widths(width), true
+	return &m.narrow, m.growError(m.narrow.Widths(width), m.narrow.Natural(), width), true
+}
+
+// growError gives the ERROR column the room that widths w leave in width, up to its
+// widest cell (nat): the columns that gave way for it (DURATION) do not come back.
+func (m *Model) growError(w, nat []int, width int) []int {
+	c := m.errCol
+	if c < 0 || c >= len(w) || w[c] == widget.Hidden {
+		return w
+	}
+	used, n := 0, 0
+	for _, x := range w {
+		if x != widget.Hidden {
+			used += x
+			n++
+		}
+	}
+	used += 2 * max(0, n-1)
+	if room := width - used; room > 0 {
+		w[c] += min(room, max(0, nat[c]-w[c]))
+	}
+	return w
 }

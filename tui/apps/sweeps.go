@@ -18,11 +18,14 @@ import (
 )
 
 // ActFold folds or unfolds the sweep of the selected row; ActCompare opens the
-// comparison of its apps, ActChart the chart of their curves (p, the wall's chart key).
+// comparison of its apps, ActChart the chart of their curves (p, the wall's chart key);
+// ActNext makes a queued app of a sweep the next its queue starts (wick sweep move
+// --to 1).
 const (
 	ActFold    = "fold"
 	ActCompare = "compare"
 	ActChart   = "sweep-chart"
+	ActNext    = "sweep-next"
 )
 
 // group is the row of a sweep: it stands for the sweep's apps the list shows, which
@@ -255,7 +258,7 @@ func (m *Model) styledRow(tbl *widget.Table, r int, st render.Styler) []string {
 		row[render.AppColState] = st.State(groupState(counts), row[render.AppColState])
 		return row
 	}
-	return styled(tbl.Row(r), &m.apps[m.rows[r]], st)
+	return styled(tbl.Row(r), &m.apps[m.rows[r]], st, m.errCol)
 }
 
 // doGroup runs an action on a sweep's row: enter and z fold or unfold it, x cancels
@@ -282,10 +285,23 @@ func (m *Model) doGroup(g *group, action common.ActionName) (tea.Cmd, bool) {
 		return cmd, true
 	case appops.ActRelaunch:
 		return m.resumeSweep(g.id), true // marked.go
-	case ActMark, appops.ActLogs, appops.ActEdit:
+	case ActMark, appops.ActLogs, appops.ActEdit, ActNext:
 		return common.Notify("a sweep's row: z unfolds its apps (r there resumes its queue)"), true
 	}
 	return nil, false
+}
+
+// startNext makes the queued app a of a sweep the next its queue starts, as `wick
+// sweep move HANDLE --to 1` does, and says where it went.
+func (m *Model) startNext(a *spec.AppStatus, h spec.Handle) tea.Cmd {
+	if a.Sweep == nil || a.State != spec.Queued {
+		return common.Notify("N starts a queued app of a sweep next (" + h.AppID + " is " + a.State.String() + ")")
+	}
+	sw, place, _, err := m.Ctx.Backend.MoveQueued(h, 1)
+	if err != nil {
+		return common.NotifyErr(err)
+	}
+	return tea.Batch(common.Notify(fmt.Sprintf("%s: place %d of the queue of sweep %s (next to start)", h.AppID, place, sw.ID)), m.refresh())
 }
 
 // compareSweep opens the comparison of the apps of sweep id the list holds, in

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -88,10 +89,12 @@ func (m *Model) refreshUsage() tea.Cmd {
 	}
 }
 
-// total sums the usage of an app's replicas; ok is false when none has any.
+// total sums the usage of an app's replicas; ok is false when none has any. Its GPU
+// use, where its replicas have one, is over their devices (gpuTotal).
 func total(st *spec.AppStatus) (spec.Usage, bool) {
 	var sum spec.Usage
 	ok := false
+	var uses []*spec.GPUUse
 	for _, r := range st.Roles {
 		for _, rep := range r.Replicas {
 			if u := rep.Usage; u != nil {
@@ -100,11 +103,51 @@ func total(st *spec.AppStatus) (spec.Usage, bool) {
 				if u.At.After(sum.At) {
 					sum.At = u.At
 				}
+				if u.GPU != nil {
+					uses = append(uses, u.GPU)
+				}
 				ok = true
 			}
 		}
 	}
+	sum.GPU = gpuTotal(uses)
 	return sum, ok
+}
+
+// gpuTotal is the GPU use of an app from its replicas': their devices (each once),
+// the mean utilization of the devices that tell it, the devices' memory, and the
+// memory the replicas' processes hold in all; nil without any.
+func gpuTotal(uses []*spec.GPUUse) *spec.GPUUse {
+	if len(uses) == 0 {
+		return nil
+	}
+	out := &spec.GPUUse{Util: -1}
+	seen := map[string]bool{}
+	utilSum, n := 0, 0
+	for _, g := range uses {
+		out.Own += g.Own
+		fresh := false
+		for _, d := range g.Devices {
+			if !seen[d] {
+				seen[d], fresh = true, true
+				out.Devices = append(out.Devices, d)
+			}
+		}
+		// A replica's memory and utilization are its devices'; devices shared with a
+		// replica counted before are not counted again (replicas own theirs, in wick).
+		if fresh {
+			out.Used += g.Used
+			out.Total += g.Total
+			if g.Util >= 0 {
+				utilSum += g.Util * len(g.Devices)
+				n += len(g.Devices)
+			}
+		}
+	}
+	if n > 0 {
+		out.Util = utilSum / n
+	}
+	return out
 }
 
 func (m *Model) tookUsage(msg usageMsg) {
@@ -142,8 +185,13 @@ func (m *Model) addUsageColumn(rows [][]string) {
 			continue
 		}
 		if u := m.usageOf(&m.apps[i]); u != nil {
+			// Right-aligned in fixed widths (99%, 74.2MiB): the figures line up
+			// down the column, and the column keeps its width as they change.
 			cpu, rss := render.UsageCells(u)
-			cell = cpu + " " + rss
+			cell = fmt.Sprintf("%3s %7s", cpu, rss)
+			if g := render.GPUBadge(u); g != "" {
+				cell += "  " + g // where there are GPUs (nvidia-smi)
+			}
 		}
 		rows[r] = append(rows[r], cell)
 	}

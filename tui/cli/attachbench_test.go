@@ -70,11 +70,21 @@ func timed(name, dir string, env []string, argv ...string) pairedRun {
 func BenchmarkAttachedEcho(b *testing.B) {
 	dir := b.TempDir()
 	env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
-	sum := paired(b,
+	runs := []pairedRun{
 		timed("sh", dir, env, "sh", "-c", "echo hi"),
 		timed("detached", dir, env, builtWick, "run", "--detach", "utils.echo", "--msg", "hi"),
 		timed("attached", dir, env, builtWick, "run", "utils.echo", "--msg", "hi"),
-	)
+	}
+	// WICK_BENCH_BASE names another wick (the one before a change): its attached run
+	// is interleaved with the others, and attached/base is the change's figure.
+	base := os.Getenv("WICK_BENCH_BASE")
+	if base != "" {
+		runs = append(runs, timed("base-attached", dir, env, base, "run", "utils.echo", "--msg", "hi"))
+	}
+	sum := paired(b, runs...)
 	b.ReportMetric(float64(sum[2])/float64(sum[1]), "attached/detached")
 	b.ReportMetric(float64(sum[2])/float64(sum[0]), "attached/sh")
+	if base != "" {
+		b.ReportMetric(float64(sum[2])/float64(sum[3]), "attached/base")
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -114,7 +115,7 @@ func (a *app) componentsOfFile(file string) []string {
 		return nil
 	}
 	var out []string
-	for _, m := range pyDef.FindAllStringSubmatch(string(src), -1) {
+	for _, m := range pyDef().FindAllStringSubmatch(string(src), -1) {
 		if !strings.HasPrefix(m[1], "_") {
 			out = append(out, m[1])
 		}
@@ -123,7 +124,9 @@ func (a *app) componentsOfFile(file string) []string {
 }
 
 // pyDef is a top-level function definition of a Python file.
-var pyDef = regexp.MustCompile(`(?m)^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+var pyDef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+})
 
 // pyParams names the parameters of function fn of a .py component file, read as
 // text (the signature up to its closing parenthesis; *args, **kwargs left out).

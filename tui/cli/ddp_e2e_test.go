@@ -180,7 +180,7 @@ func TestDDPFailingRankIsTheAppError(t *testing.T) {
 		l3 := h.exec("log", handle+"/train", "--rank", "3")
 		for _, s := range []string{"rank 3/4", "Traceback (most recent call last):", "raise InjectedFailure(", want[len("rank 3: "):]} {
 			if !strings.Contains(l3.stdout, s) {
-				t.Errorf("wick log --rank 3 lacks %q:\n%s", s, l3.stdout)
+				t.Errorf("wick log --rank 3 lacks %q:\n%s\nstderr: %s\nthe whole log:\n%s", s, l3.stdout, l3.stderr, h.exec("log", handle, "--timestamps").stdout)
 			}
 		}
 	})
@@ -271,5 +271,48 @@ func TestDDPTee3CrashIsNamed(t *testing.T) {
 	var js spec.AppStatus
 	if err := json.Unmarshal([]byte(h.exec("status", "--json", handleOf(t, r)).stdout), &js); err != nil || js.State != spec.Failed {
 		t.Errorf("status --json: %v %s", err, js.State)
+	}
+}
+
+// gluePy makes real torchrun's tee glue two workers' lines as a loaded machine does
+// now and then: local rank 0 is held between its text and its newline (print's two
+// writes), while local rank 1 prints a whole line.
+const gluePy = `import os, sys, time
+r = int(os.environ["LOCAL_RANK"])
+time.sleep(3)
+if r == 0:
+    sys.stdout.write("rank 0 text")
+    sys.stdout.flush()
+    time.sleep(1.0)
+    sys.stdout.write("\n")
+else:
+    time.sleep(0.4)
+    print("rank 1 whole line", flush=True)
+time.sleep(1)
+`
+
+// TestDDPGluedTeeLine: torch 1.13's tee (tail_logfile) copies a partial line, and the
+// other worker's line lands on it ("[0]:rank 0 text[1]:rank 1 whole line"): wick log
+// --rank gives each rank its part (TestDDPFailingRankIsTheAppError's flake under
+// load). The tee's timing is torch's: a run where it read the whole line (a deadline
+// on the machine, not a defect) is skipped.
+func TestDDPGluedTeeLine(t *testing.T) {
+	t.Parallel()
+	h := ddpHarness(t)
+	if err := os.WriteFile(filepath.Join(h.work, "glue.py"), []byte(gluePy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execLong(h, "run", "-s", "local_cwd", "dist.ddp", "-j", "1x2", "--tee", "1", "--env", "PET_REDIRECTS=1", "--script", "glue.py")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	handle := handleOf(t, r)
+	if all := h.exec("log", handle).stdout; !strings.Contains(all, "[0]:rank 0 text[1]:rank 1 whole line\n") {
+		t.Skipf("torchrun did not glue the lines this time:\n%s", all)
+	}
+	for rank, want := range []string{"glue/0 [0]:rank 0 text\nglue/0 [0]:\n", "glue/0 [1]:rank 1 whole line\n"} {
+		if l := h.exec("log", handle+"/glue", "--rank", strconv.Itoa(rank)); l.stdout != want {
+			t.Errorf("log --rank %d:\n%s%s\nwant\n%s", rank, l.stdout, l.stderr, want)
+		}
 	}
 }

@@ -150,6 +150,15 @@ func TestOnEndFromConfig(t *testing.T) {
 	if !strings.Contains(r.stdout, `"on_end": "true"`) {
 		t.Errorf("-cfg on_end=true did not win over config.toml:\n%s", r.stdout)
 	}
+	// A sweep's points take the same default: each one's end is told.
+	r = h.exec("run", "--sweep", "msg=a,b", "utils.echo")
+	if r.code != 0 {
+		t.Fatalf("run --sweep: %d %s", r.code, r.stderr)
+	}
+	testkit.Wait(t, 60*time.Second, "the on_end lines of the sweep's two apps", func() (bool, string) {
+		b, _ := os.ReadFile(out)
+		return strings.Count(string(b), " SUCCEEDED\n") == 2, string(b)
+	})
 }
 
 // TestCompleteComponentFiles: wick run ./comp<TAB> completed nothing (only builtins'

@@ -98,10 +98,10 @@ func appID(h string) string {
 	return h
 }
 
-// withOnEnd is cfg with config.toml's [alerts] on_end as the default of the
-// scheduler's on_end run option (local_cwd, local_dir). A config.toml that does not
-// load is the UI's to report: here it is a warning, and the run goes on.
-func (a *app) withOnEnd(r *runner.Runner, scheduler string, cfg spec.Cfg) spec.Cfg {
+// withAlerts is cfg with config.toml's [alerts] on_end and on_alarm as the defaults
+// of the scheduler's run options of those names. A config.toml that does not load is
+// the UI's to report: here it is a warning, and the run goes on.
+func (a *app) withAlerts(r *runner.Runner, scheduler string, cfg spec.Cfg) spec.Cfg {
 	s, err := r.Scheduler(scheduler)
 	if err != nil {
 		return cfg
@@ -111,5 +111,5 @@ func (a *app) withOnEnd(r *runner.Runner, scheduler string, cfg spec.Cfg) spec.C
 		a.warn(oneLine(err.Error()))
 		return cfg
 	}
-	return tui.WithOnEnd(cfg, s.RunOpts(), settings.Alerts.OnEnd)
+	return tui.WithAlerts(cfg, s.RunOpts(), settings.Alerts)
 }

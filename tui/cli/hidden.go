@@ -1,17 +1,22 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/components/demo"
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/local"
+	"github.com/wick-dev/wick/engine/pystack"
 	"github.com/wick-dev/wick/tui"
 	"github.com/wick-dev/wick/tui/common"
 )
@@ -27,6 +32,46 @@ func (a *app) superviseCmd() *cobra.Command {
 			return local.Supervise(a.ctx, argv[0])
 		},
 	}
+}
+
+// alertsCmd is the verb of an app's alerts watcher (engine/alerts), which the Runner
+// starts beside an app with an on_alarm, or an on_end its scheduler does not run: it
+// is not for users and not in the help. Its messages go to its watch.log.
+func (a *app) alertsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    alerts.Verb + " DIR",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			logf := func(format string, args ...any) {
+				fmt.Fprintf(a.env.Stderr, "%s %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, args...))
+			}
+			return alerts.Watch(a.ctx, a.runner(), argv[0], logf)
+		},
+	}
+}
+
+// stackNodeCmd is the verb wick stack runs on a Slurm replica's node, within its job
+// (pystack.NodeVerb): the stacks of the replica's Python processes there, read within
+// --timeout, on stdout for the caller. It is not for users and not in the help.
+func (a *app) stackNodeCmd() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:    pystack.NodeVerb + " APP_ID ROLE REPLICA",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			k, err := strconv.Atoi(argv[2])
+			if err != nil {
+				return usagef("replica %q is not a number", argv[2])
+			}
+			ctx, cancel := context.WithTimeout(a.ctx, timeout)
+			defer cancel()
+			return pystack.WriteNode(a.env.Stdout, pystack.DumpReplica(ctx, argv[0], argv[1], k))
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", stackTimeout, "how long the samplers may take")
+	return cmd
 }
 
 // demoCmd is the verb of the demo training program (demo.train), which wick runs

@@ -94,10 +94,10 @@ func leafName(path string) string {
 var dataMaps = map[string]bool{"values": true, "states": true, "metrics": true}
 
 // TestJSONDocMatchesOutput checks docs/json.md against what the verbs print: every
-// key of their --json outputs is documented, and every key of the Status and replica
-// tables is seen in the output of an app that has it (a running one, a failed one, an
-// app of a sweep), except those only other schedulers or runs give, each named with
-// why.
+// key of their --json outputs is documented, and every key the document names is seen
+// in the output of a run that has it (a running app, a failed one, a sweep and its
+// metrics, dry runs on each scheduler), except those only other schedulers or runs
+// give, each named with why.
 func TestJSONDocMatchesOutput(t *testing.T) {
 	doc := readJSONDoc(t)
 	h := newHarness(t)
@@ -117,6 +117,14 @@ func TestJSONDocMatchesOutput(t *testing.T) {
 			for i := range parts {
 				if dataMaps[strings.TrimSuffix(parts[i], "[]")] && i+1 < len(parts) {
 					p = strings.Join(parts[:i+1], ".") + ".*"
+					if i+2 < len(parts) {
+						// A key of what the map holds (metrics.loss.best): schema again.
+						n := leafName(strings.Join(parts[i+2:], "."))
+						seen[n] = true
+						if !doc.names[n] {
+							t.Errorf("%s prints %q (key %q), which docs/json.md does not document", what, strings.Join(parts, "."), n)
+						}
+					}
 					break
 				}
 			}
@@ -153,10 +161,30 @@ func TestJSONDocMatchesOutput(t *testing.T) {
 		t.Fatalf("run --json: %v\n%s", err, failed.stdout)
 	}
 	take("log", h.exec("log", "--json", fst.Handle))
+	take("dry run on slurm", h.exec("run", "--dryrun", "--json", "-s", "slurm", "utils.echo"))
+	take("dry run on local_docker", h.exec("run", "--dryrun", "--json", "-s", "local_docker", "utils.echo"))
+	take("dry run with mounts and metadata", h.exec("run", "--dryrun", "--json", "dist.ddp", "-j", "1:2x1",
+		"--metadata", "team=vision", "--mounts", "type=bind,src=/tmp,dst=/job,readonly", "--script", "train.py"))
+	take("sweep dry run", h.exec("run", "--dryrun", "--json", "--sweep", "v=1,2", "utils.sh", "--", "sh", "-c", "true"))
+	var swOut struct{ Sweep string }
+	if err := json.Unmarshal([]byte(sw.stdout), &swOut); err != nil || swOut.Sweep == "" {
+		t.Fatalf("run --sweep --detach --json: %v\n%s", err, sw.stdout)
+	}
+	testkit.Wait(t, time.Minute, "the sweep's metrics", func() (bool, string) {
+		r := h.exec("metrics", "--json", "--sweep", swOut.Sweep)
+		return strings.Count(r.stdout, `"best"`) == 2, r.stdout + r.stderr
+	})
+	take("metrics --sweep", h.exec("metrics", "--json", "--sweep", swOut.Sweep))
+	var swApps []struct{ Handle string }
+	if err := json.Unmarshal([]byte(h.exec("list", "--json", "--sweep", swOut.Sweep).stdout), &swApps); err != nil || len(swApps) == 0 {
+		t.Fatalf("list --sweep --json: %v", err)
+	}
+	take("metrics", h.exec("metrics", "--json", swApps[0].Handle))
 	take("runopts", h.exec("runopts", "--json"))
 	take("builtins", h.exec("builtins", "--json"))
 	take("version", h.exec("version", "--json"))
 	take("an error", h.exec("status", "--json", "nosuchapp-x"))
+	take("delete", h.exec("delete", "--json", fst.Handle))
 
 	// Keys of the status tables no scenario here gives, and why.
 	elsewhere := map[string]string{
@@ -180,6 +208,39 @@ func TestJSONDocMatchesOutput(t *testing.T) {
 	for n := range elsewhere {
 		if !slices.Contains(doc.status, n) {
 			t.Errorf("%q is listed as given elsewhere but is not in docs/json.md's status tables", n)
+		}
+	}
+
+	// Every other key the document names is seen too, but the words in it that are
+	// values (a scheduler's name, a state) and the keys only other runs give, each
+	// with why.
+	notKeys := map[string]bool{"inf": true, "wick": true, "localhost": true, "snake_case": true,
+		"describe": true, "local_cwd": true, "local_dir": true, "local_docker": true, "slurm": true}
+	others := map[string]string{
+		"kind": "a hang alarm (status's hang)", "since": "a hang alarm", "after_s": "a hang alarm",
+		"ranks": "a hang alarm", "others_step": "a hang alarm",
+		"attempt":        "a retried replica (attempts[])",
+		"required":       "a required run option (runopts of a scheduler that has one)",
+		"node":           "wick log --rank of a node whose group rank is not known",
+		"alarm":          "an app of a sweep that stands out (metrics --sweep)",
+		"capabilities.*": "a role that asks for capabilities", "devices.*": "a role that asks for devices",
+		"port_map.*": "a role that maps ports", "permissions": "a device mount",
+		"build": "local_docker with a workspace", "context": "a workspace build", "dockerfile": "a workspace build",
+		"base_image": "a workspace build", "tag": "a workspace build", "files": "a workspace build", "quiet": "a workspace build",
+		"gpus": "local_docker on a machine with GPUs", "gpu_devices": "local_docker on a machine with GPUs",
+		"devices": "local_docker with devices", "host": "a local_docker device", "container": "a local_docker device",
+		"ports": "local_docker with ports", "container_port": "a local_docker port", "host_port": "a local_docker port",
+		"privileged": "local_docker with privileged=True", "source": "a local_docker bind mount",
+	}
+	for n := range doc.names {
+		if seen[n] || notKeys[n] || elsewhere[n] != "" || others[n] != "" || slices.Contains(doc.status, n) {
+			continue
+		}
+		t.Errorf("docs/json.md documents %q, and no output here had it", n)
+	}
+	for n, why := range others {
+		if !doc.names[n] {
+			t.Errorf("%q (%s) is listed as given elsewhere but docs/json.md does not name it", n, why)
 		}
 	}
 }

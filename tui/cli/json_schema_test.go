@@ -87,7 +87,7 @@ func readKeys(t *testing.T, path string) []string {
 
 // freeForm are the keys whose values are maps of data (names the user or the
 // scheduler chose), not schema.
-var freeForm = map[string]bool{"env": true, "cfg": true, "run_options": true, "labels": true, "metadata": true, "options": true}
+var freeForm = map[string]bool{"env": true, "cfg": true, "run_options": true, "labels": true, "metadata": true, "options": true, "port_map": true}
 
 // keyPaths is the sorted set of key paths of a JSON document, or of every document
 // of a JSON-lines output.

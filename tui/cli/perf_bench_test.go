@@ -91,24 +91,36 @@ func BenchmarkLaunchReplicas(b *testing.B) {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			dir := b.TempDir()
 			env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
-			launch := pairedRun{"wick", func(b *testing.B) time.Duration {
-				cmd := exec.Command(builtWick, "run", "--detach", "utils.sh", "--num_replicas", strconv.Itoa(n), "--", "true")
-				cmd.Dir, cmd.Env = dir, env
-				start := time.Now()
-				out, err := cmd.Output()
-				took := time.Since(start)
-				if err != nil {
-					b.Fatalf("launch of %d: %v", n, err)
-				}
-				h := strings.TrimSpace(string(out))
-				wick(b, dir, env, "log", "-t", h)
-				b.Cleanup(func() { wick(b, dir, env, "delete", h) })
-				return took
-			}}
+			launchBy := func(name, bin string) pairedRun {
+				return pairedRun{name, func(b *testing.B) time.Duration {
+					cmd := exec.Command(bin, "run", "--detach", "utils.sh", "--num_replicas", strconv.Itoa(n), "--", "true")
+					cmd.Dir, cmd.Env = dir, env
+					start := time.Now()
+					out, err := cmd.Output()
+					took := time.Since(start)
+					if err != nil {
+						b.Fatalf("launch of %d: %v", n, err)
+					}
+					h := strings.TrimSpace(string(out))
+					wick(b, dir, env, "log", "-t", h)
+					b.Cleanup(func() { wick(b, dir, env, "delete", h) })
+					return took
+				}}
+			}
 			fork := timed("sh", dir, env, "sh", "-c", `i=0; while [ $i -lt `+strconv.Itoa(n)+` ]; do sh -c true & i=$((i+1)); done; wait`)
-			med := paired(b, launch, fork)
+			runs := []pairedRun{launchBy("wick", builtWick), fork}
+			// WICK_BENCH_BASE names another wick (the one before a change), as in
+			// BenchmarkAttachedEcho: wick/base is the change's figure.
+			base := os.Getenv("WICK_BENCH_BASE")
+			if base != "" {
+				runs = append(runs, launchBy("base", base))
+			}
+			med := paired(b, runs...)
 			b.ReportMetric(float64(med[0].Microseconds())/float64(n), "wick-us/replica")
 			b.ReportMetric(float64(med[0])/float64(med[1]), "wick/sh")
+			if base != "" {
+				b.ReportMetric(float64(med[0])/float64(med[2]), "wick/base")
+			}
 		})
 	}
 }

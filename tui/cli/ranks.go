@@ -127,8 +127,22 @@ func (f *rankFilter) line(l sched.Line) error {
 	return f.pass(l)
 }
 
-// pass emits l if it is one of the wanted ranks'.
+// pass emits l if it is one of the wanted ranks', or, where torchrun's tee glued
+// several workers' lines into l (ranks.Tracker.Split), those of them that are.
 func (f *rankFilter) pass(l sched.Line) error {
+	if parts := f.t.Split(l); parts != nil {
+		for _, p := range parts {
+			if err := f.passOne(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return f.passOne(l)
+}
+
+// passOne emits l if it is one of the wanted ranks'.
+func (f *rankFilter) passOne(l sched.Line) error {
 	g, _, ok := f.t.Attribute(&l)
 	f.seen = f.seen || ok
 	if ok && slices.Contains(f.want, g) {

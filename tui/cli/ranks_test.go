@@ -104,3 +104,75 @@ func TestRankFilterGroupRankFromStatus(t *testing.T) {
 		}
 	}
 }
+
+// fakeGluedTee prints what torchrun 1.13's tee prints when it copies a worker's line
+// between Python's two writes of a print (its text, then its newline) while the other
+// worker's line comes whole (tail_log.tail_logfile copies a partial line, prefixed, and
+// the rest later, prefixed again): the second worker's line glued to the first's.
+const fakeGluedTee = `#!/bin/sh
+case "$TORCHELASTIC_ERROR_FILE" in */0/error.json) g=1 ;; *) g=0 ;; esac
+printf 'INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:\n  restart_count=0\n  group_rank=%d\n  group_world_size=2\n  local_ranks=[0, 1]\n  global_ranks=[%d, %d]\n\n' $g $((2*g)) $((2*g+1)) >&2
+sleep 1
+printf '[0]:rank %d/4 ready[1]:rank %d/4 ready\n[0]:\n[1]:x[1]: 5\n' $((2*g)) $((2*g+1))
+`
+
+// TestLogRankGluedTee: wick log --rank gives each rank its own line where torchrun's
+// tee glued two workers' lines into one (the flake of TestDDPFailingRankIsTheAppError
+// under load: rank 3's "ready" line was rank 2's); a worker's own text that looks
+// like its prefix stays its own.
+func TestLogRankGluedTee(t *testing.T) {
+	h := newHarness(t)
+	if err := os.WriteFile(filepath.Join(h.work, "torchrun"), []byte(fakeGluedTee), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := h.exec("run", "-s", "local_cwd", "-cfg", "prepend_cwd=true", "dist.ddp", "-j", "2x2", "--script", "train.py")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(strings.SplitN(r.stdout, "\n", 2)[0])
+	for rank, want := range map[int]string{
+		0: "train/1 [0]:rank 0/4 ready\ntrain/1 [0]:\n",
+		1: "train/1 [1]:rank 1/4 ready\ntrain/1 [1]:x[1]: 5\n",
+		2: "train/0 [0]:rank 2/4 ready\ntrain/0 [0]:\n",
+		3: "train/0 [1]:rank 3/4 ready\ntrain/0 [1]:x[1]: 5\n",
+	} {
+		r = h.exec("log", handle+"/train", "--rank", strconv.Itoa(rank))
+		if r.code != 0 || r.stdout != want {
+			t.Errorf("log --rank %d: exit %d\n%s%s\nwant\n%s", rank, r.code, r.stdout, r.stderr, want)
+		}
+	}
+}
+
+// fakeGluedLosses is the one node of a 1x2 torchrun training whose tee glued rank 1's
+// loss line to rank 0's (torch 1.13's tail_log.tail_logfile copied rank 0's text before
+// its newline, prefixed "[0]:", and the newline later, "[0]:" alone): rank 1's only
+// loss, 0.6, is in the glued line.
+const fakeGluedLosses = `#!/bin/sh
+printf 'INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:\n  restart_count=0\n  group_rank=0\n  group_world_size=1\n  local_ranks=[0, 1]\n  global_ranks=[0, 1]\n\n' >&2
+printf '[0]:step 1 loss 0.5[1]:step 1 loss 0.6\n[0]:\n[0]:step 2 loss 0.25\n'
+`
+
+// TestMetricsGluedTee: wick metrics reads each part of a line where torchrun's tee glued
+// two workers' lines as its rank's: rank 1's loss is charted under rank 1, not rank 0.
+func TestMetricsGluedTee(t *testing.T) {
+	h := newHarness(t)
+	if err := os.WriteFile(filepath.Join(h.work, "torchrun"), []byte(fakeGluedLosses), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := h.exec("run", "-s", "local_cwd", "-cfg", "prepend_cwd=true", "dist.ddp", "-j", "1x2", "--script", "train.py")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	handle := strings.TrimSpace(strings.SplitN(r.stdout, "\n", 2)[0])
+	c := h.exec("metrics", "--csv", "-m", "loss", handle)
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(c.stdout), "\n")[1:] {
+		if rec := strings.Split(l, ","); len(rec) == 5 {
+			got = append(got, rec[0]+" step "+rec[1]+" "+rec[3]+" "+rec[4])
+		}
+	}
+	want := []string{"rank 0 step 1 loss 0.5", "rank 1 step 1 loss 0.6", "rank 0 step 2 loss 0.25"}
+	if c.code != 0 || !slices.Equal(got, want) {
+		t.Errorf("metrics --csv: exit %d\n%s%s\nread %q, want %q", c.code, c.stdout, c.stderr, got, want)
+	}
+}

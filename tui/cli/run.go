@@ -1,25 +1,19 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/wick-dev/wick/components"
 	"github.com/wick-dev/wick/engine/config"
-	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/runner"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
@@ -127,140 +121,6 @@ is not supported (give the component and its arguments on the command line).`,
 	return cmd
 }
 
-// unknownCompFlag finds the flag a component did not know in its parse error.
-var unknownCompFlag = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`unknown flag (--?)([^\s=]+)(?: in -([^\s=]+))? for (\S+)`)
-})
-
-// wickFlagAfterComponent adds to a component's "unknown flag" error, when the flag is
-// one of wick run's own (--json after the component), where wick's flags go.
-func wickFlagAfterComponent(fl *pflag.FlagSet, err error) error {
-	var compErr *runner.ComponentError
-	if err == nil || !errors.As(err, &compErr) {
-		return err
-	}
-	m := unknownCompFlag().FindStringSubmatch(err.Error())
-	if m == nil {
-		return err
-	}
-	dash, name, comp := m[1], m[2], m[4]
-	if m[3] != "" {
-		name = m[3] // -cfg: a group of letters pflag failed on at its first
-	}
-	var f *pflag.Flag
-	switch {
-	case dash == "--" || len(name) > 1:
-		// One dash before a long name (-cfg, TorchX's spelling) is wick's flag too;
-		// pflag's ShorthandLookup panics on a name of more than one letter.
-		f = fl.Lookup(name)
-	default:
-		f = fl.ShorthandLookup(name)
-	}
-	if f == nil || f.Hidden {
-		return err
-	}
-	typed, use := dash+name, dash+name
-	if m[3] != "" {
-		// The component's own hint (one of its flags a few letters away) is beside
-		// the point: the flag is wick's.
-		err = fmt.Errorf("%s: unknown flag %s for %s", comp, typed, comp)
-		if name != "cfg" { // -cfg is read by wick (TorchXRunArgs); -json is not
-			use = "--" + name
-		}
-	}
-	return usagef("%v: %s is wick's own flag; wick's flags go before the component (wick run %s %s ...)", err, typed, use, comp)
-}
-
-// onceFlags are the spellings of the run flags TorchX takes at most once each
-// (torchx/cli/cmd_run.py: the torchxconfig_run and ArgOnceAction actions, which
-// remember the option string given): the same spelling twice is an error there.
-var onceFlags = map[string]bool{"-s": true, "--scheduler": true, "-cfg": true, "--scheduler_args": true,
-	"--workspace": true, "--parent_run_id": true}
-
-// TorchXRunArgs rewrites wick run's own arguments (those before the component) so
-// that pflag reads them as TorchX's argparse does: TorchX's single-dash -cfg (which
-// pflag cannot read) becomes --cfg; an unambiguous prefix of a long flag (--dry,
-// --parent) becomes the flag, as argparse's allow_abbrev reads it; and a flag TorchX
-// takes once (onceFlags) given twice in the same spelling is an error, as in TorchX.
-// fl is wick run's flag set: it says which flags take a value. Every scheduler named
-// (-s X --scheduler Y names two) is checked by checkScheduler, as argparse's choices=
-// checks each.
-func TorchXRunArgs(args []string, fl *pflag.FlagSet, checkScheduler func(string) error) ([]string, error) {
-	out := append([]string(nil), args...)
-	seen := map[string]bool{}
-	for i := 0; i < len(out); i++ {
-		s := out[i]
-		if s == "--" || s == "-" || !strings.HasPrefix(s, "-") {
-			return out, nil
-		}
-		var f *pflag.Flag
-		spelling, inline := s, false
-		switch {
-		case s == "-cfg" || strings.HasPrefix(s, "-cfg="):
-			spelling, inline = "-cfg", s != "-cfg"
-			out[i] = "-" + s
-			f = fl.Lookup("cfg")
-		case strings.HasPrefix(s, "--"):
-			name, _, eq := strings.Cut(s[2:], "=")
-			inline = eq
-			if f = fl.Lookup(name); f == nil {
-				if f = flagByPrefix(fl, name); f != nil {
-					out[i] = "--" + f.Name + s[2+len(name):]
-				}
-			}
-			if f != nil {
-				spelling = "--" + f.Name
-			}
-		default:
-			spelling, inline = s[:2], len(s) > 2
-			f = fl.ShorthandLookup(s[1:2])
-		}
-		if onceFlags[spelling] {
-			if seen[spelling] {
-				return nil, fmt.Errorf("%s is given more than once (as in TorchX, give it once)", spelling)
-			}
-			seen[spelling] = true
-		}
-		value := ""
-		switch {
-		case f == nil || f.NoOptDefVal != "":
-			continue
-		case !inline && i+1 < len(out):
-			i++ // its value
-			value = out[i]
-		case !inline:
-			continue // no value: pflag says so
-		case strings.HasPrefix(out[i], "--"):
-			_, value, _ = strings.Cut(out[i], "=")
-		default:
-			value = strings.TrimPrefix(out[i][2:], "=")
-		}
-		if f.Name == "scheduler" {
-			if err := checkScheduler(value); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// flagByPrefix is the one long flag of fl whose name starts with prefix, or nil
-// when none or several do.
-func flagByPrefix(fl *pflag.FlagSet, prefix string) *pflag.Flag {
-	var found *pflag.Flag
-	n := 0
-	fl.VisitAll(func(f *pflag.Flag) {
-		if prefix != "" && strings.HasPrefix(f.Name, prefix) {
-			found = f
-			n++
-		}
-	})
-	if n != 1 {
-		return nil
-	}
-	return found
-}
-
 func (a *app) runRun(f runFlags, argv []string) error {
 	if err := f.checkTorchXFlags(); err != nil {
 		return err
@@ -286,7 +146,7 @@ func (a *app) runRun(f runFlags, argv []string) error {
 	if err != nil {
 		return err
 	}
-	cfg = a.withOnEnd(r, f.scheduler, cfg)
+	cfg = a.withAlerts(r, f.scheduler, cfg)
 
 	info, err := r.DryRunComponent(a.ctx, name, argv, f.scheduler, cfg, f.workspace, components.Lookup{
 		Find:     a.findOptions(),
@@ -454,17 +314,6 @@ func (a *app) warnComponentSections(conf *config.Config) {
 	}
 }
 
-// checkTorchXFlags refuses what TorchX's run flags cannot mean for wick.
-func (f runFlags) checkTorchXFlags() error {
-	switch {
-	case f.stdin:
-		return usagef("--stdin (TorchX's JSON arguments on stdin) is not supported: give the component and its arguments on the command line, or their defaults in .torchxconfig ([cli:run] component, [component:NAME])")
-	case f.detach && (f.wait || f.log):
-		return usagef("--detach returns at once: it cannot be given with --wait or --log (wick run waits and streams the logs by default)")
-	}
-	return nil
-}
-
 // runCfg returns the run options of the named scheduler: those of -cfg (cfgFlag)
 // over those of .torchxconfig.
 func runCfg(r *runner.Runner, conf *config.Config, scheduler, cfgFlag string, warn func(string)) (spec.Cfg, error) {
@@ -514,47 +363,6 @@ func (a *app) printHandle(h spec.Handle, asJSON bool) error {
 	return err
 }
 
-// interruptedLaunch reports a launch stopped by sig: rolled back by the scheduler
-// (err), or ended by it with the app kept, or, when the launch completed all the same,
-// the app cancelled. wick then ends by sig, as an interrupted command does, except when
-// the rollback left something behind (exit 1: there is something to clean up).
-func (a *app) interruptedLaunch(sig os.Signal, h spec.Handle, err error) error {
-	var left *sched.LeftBehindError
-	switch {
-	case errors.As(err, &left):
-		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped, but its rollback left some of it: %s\n", sig, render.Escape(oneLine(left.Left.Error())))
-		return exitError{code: ExitFailure}
-	case err != nil:
-		// A local scheduler keeps the app it had begun, CANCELLED, so that its logs
-		// can be read: say so, not that nothing is left.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, serr := a.runner().Status(ctx, h); serr == nil {
-			st, werr := a.runner().Wait(ctx, h, 10*time.Millisecond)
-			if werr != nil {
-				fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped; %s is being cancelled (wick status %[2]s)\n", sig, h)
-				return interruptedBy(sig)
-			}
-			fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped: %s %s (wick delete removes it)\n", sig, h, a.errs().State(st.State, st.State.String()))
-			return interruptedBy(sig)
-		}
-		fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: the launch was stopped and rolled back (%s)\n", sig, render.Escape(oneLine(err.Error())))
-		return interruptedBy(sig)
-	}
-	fmt.Fprintf(a.env.Stderr, "wick: %s during the launch: cancelling %s\n", sig, h)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := a.runner().Cancel(ctx, h); err != nil {
-		return fmt.Errorf("cancel %s: %w", h, err)
-	}
-	st, err := a.runner().Wait(ctx, h, 10*time.Millisecond)
-	if err != nil {
-		return fmt.Errorf("cancel %s: %w (wick status %s)", h, err, h)
-	}
-	fmt.Fprintf(a.env.Stderr, "wick: %s %s\n", h, a.errs().State(st.State, st.State.String()))
-	return interruptedBy(sig)
-}
-
 // isBadInput says whether a dry-run error is the user's input (exit 2) rather than a
 // failure of the machine (exit 1).
 func isBadInput(err error) bool {
@@ -564,172 +372,4 @@ func isBadInput(err error) bool {
 		}
 	}
 	return false
-}
-
-// quietStart is how long a launch may take before a log (not a terminal) hears of its
-// steps: a local start is over long before, and scripts need no chatter.
-const quietStart = 500 * time.Millisecond
-
-// progress reports long work on stderr: on a terminal one line rewritten in place (done
-// clears it); elsewhere a line per step once the work has taken longer than quietStart.
-func (a *app) progress() (p sched.Progress, done func()) {
-	if !a.env.StderrTTY {
-		start := time.Now()
-		return func(step string) {
-			if time.Since(start) >= quietStart {
-				fmt.Fprintf(a.env.Stderr, "wick: %s\n", step)
-			}
-		}, func() {}
-	}
-	shown := false
-	return func(step string) {
-			shown = true
-			fmt.Fprintf(a.env.Stderr, "\r\x1b[2K%s", a.errs().Dim(step))
-		}, func() {
-			if shown {
-				fmt.Fprint(a.env.Stderr, "\r\x1b[2K")
-			}
-		}
-}
-
-// attach streams the app's logs to stderr until it ends and returns its result as the
-// exit code. The first SIGINT or SIGTERM cancels the app and keeps streaming until it
-// has stopped; a second one detaches at once.
-// sigs delivers SIGINT, SIGTERM and SIGHUP; SIGHUP ends wick at once and leaves the
-// app running.
-func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-chan os.Signal) error {
-	ctx, stop := context.WithCancel(a.ctx)
-	defer stop()
-	// got is the first signal, once its work (the cancel) is done: wick then ends by
-	// it (130 for Ctrl-C), not by the app's result.
-	var got atomic.Value
-	cancelled := make(chan struct{}) // closed once the first signal's cancel returned
-	var once sync.Once
-	cancelDone := func() { once.Do(func() { close(cancelled) }) }
-	go func() {
-		defer cancelDone()
-		select {
-		case sig := <-sigs:
-			got.Store(sig)
-			if sig == syscall.SIGHUP {
-				// As under nohup... but without a terminal to write to: the app
-				// keeps running, and wick ends.
-				stop()
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-		// On a terminal a progress bar may be drawn on the last row: clear it first.
-		clear := ""
-		if a.env.StderrTTY {
-			clear = eraseLine
-		}
-		fmt.Fprintf(a.env.Stderr, "%swick: cancelling %s (again to detach)\n", clear, h)
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := a.runner().Cancel(cctx, h); err != nil {
-			fmt.Fprintf(a.env.Stderr, "wick: cancel: %s\n", render.Escape(oneLine(err.Error())))
-		}
-		cancel()
-		cancelDone()
-		select {
-		case sig := <-sigs:
-			if sig != syscall.SIGHUP {
-				fmt.Fprintf(a.env.Stderr, "wick: detached; the app is stopping: wick status %s\n", h)
-			}
-			stop()
-		case <-ctx.Done():
-		}
-	}()
-
-	var refs []replicaRef
-	for _, role := range appDef.Roles {
-		for k := range role.NumReplicas {
-			refs = append(refs, replicaRef{role.Name, k})
-		}
-	}
-	w := bufio.NewWriterSize(a.env.Stderr, 32<<10)
-	p := linePrinter{w: w, st: a.errs(), prefix: true, index: prefixIndex(refs)}
-	opts := sched.LogOptions{Follow: true}
-	emit, idle, finish := p.print, w.Flush, w.Flush
-	var lp *livePrinter
-	if a.env.StderrTTY {
-		// Progress bars live on a terminal; a pipe gets committed lines only.
-		lp = newLivePrinter(&p, w, a.env.Stderr)
-		opts.Pending = true
-		emit, idle, finish = lp.emit, lp.idle, lp.finish
-	}
-	emit, idle, finish, say := withNotices(emit, idle, finish, w, lp)
-	stopHang := a.watchHang(ctx, h, say) // the hang alarm, as a line among the logs
-	err := a.streamLogs(ctx, h, refs, opts, emit, idle)
-	stopHang()
-	finish()
-	// A signal came: its cancel finishes before wick ends, whatever the output
-	// became meanwhile (a closed pipe), and wick ends by the signal.
-	bySignal := func() error {
-		sig, ok := got.Load().(os.Signal)
-		if !ok {
-			return nil
-		}
-		<-cancelled
-		return interruptedBy(sig)
-	}
-	if ctx.Err() != nil {
-		if e := bySignal(); e != nil {
-			return e
-		}
-		return exitError{code: ExitFailure}
-	}
-	if err != nil {
-		if e := bySignal(); e != nil {
-			return e
-		}
-		return err
-	}
-	st, err := a.runner().Wait(ctx, h, 10*time.Millisecond)
-	if err != nil {
-		if e := bySignal(); e != nil {
-			return e
-		}
-		if ctx.Err() != nil {
-			return exitError{code: ExitFailure}
-		}
-		return err
-	}
-	if asJSON {
-		if err := writeJSON(a.env.Stdout, st); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(a.env.Stderr, "wick: %s %s\n", h, a.errs().State(st.State, st.State.String()))
-		if st.State == spec.Failed && st.StructuredError != "" {
-			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(render.FirstLine(spec.ErrorMessage(st.StructuredError))))
-		}
-		if st.State == spec.UnknownState && st.Msg != "" {
-			// The scheduler lost the app (Slurm purged a job it kept no account of): say why.
-			fmt.Fprintf(a.env.Stderr, "wick: %s\n", render.Escape(render.FirstLine(st.Msg)))
-		}
-		a.hint(st)
-		for _, w := range st.Warnings {
-			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(w))
-		}
-	}
-	if e := bySignal(); e != nil {
-		return e
-	}
-	if code := exitCodeOfState(st.State); code != ExitOK {
-		return exitError{code: code}
-	}
-	return nil
-}
-
-// hint prints, on stderr, the workaround for a failure wick recognizes (torchrun
-// crashing on --tee 3), after the app's error.
-func (a *app) hint(st *spec.AppStatus) {
-	if st == nil || st.State != spec.Failed {
-		return
-	}
-	if h := ranks.Hint(st.StructuredError); h != "" {
-		fmt.Fprintf(a.env.Stderr, "wick: hint: %s\n", h)
-	}
 }

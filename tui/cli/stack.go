@@ -43,7 +43,9 @@ where it is installed, else gdb with CPython's gdb extension (Debian: apt-get in
 gdb python3-dbg); a missing one is named in one line. Local apps are sampled from this
 machine; local_docker ones too (their containers' processes, by their host pids: the
 Engine must be this machine's); Slurm ones on their nodes, within their jobs (srun
---overlap, as wick exec), with the node's sampler.
+--overlap, as wick exec), by wick itself there: its binary at the same path where the
+node has it, else copied to the node's /tmp with sbcast; failing both, the node's
+sampler, with a warning saying why.
 
 ` + handleHelp,
 		Args: args(cobra.ExactArgs(1)),
@@ -123,9 +125,9 @@ func (a *app) printStacks(dumps []pystack.Dump, full, asJSON bool) error {
 // maxNodeStack bounds what is read of the sampling of one Slurm replica's processes.
 const maxNodeStack = 4 << 20
 
-// runSlurmStack samples the Python processes of a Slurm app's running replicas on
-// their nodes: pystack.NodeScript run in each replica's place (wick exec's srun
-// --overlap), all replicas at once.
+// runSlurmStack reads the stacks of the Python processes of a Slurm app's running
+// replicas on their nodes, all replicas at once: wick's own reader there
+// (slurmNodeStacks).
 func (a *app) runSlurmStack(id spec.LogID, full, asJSON bool) error {
 	st, err := a.runner().Status(a.ctx, id.Handle)
 	if err != nil {
@@ -147,6 +149,7 @@ func (a *app) runSlurmStack(id spec.LogID, full, asJSON bool) error {
 		ref   replicaRef
 		dumps []pystack.NodeDump
 		err   error
+		warn  string
 	}
 	results := make([]result, 0, len(refs))
 	var mu sync.Mutex
@@ -156,19 +159,9 @@ func (a *app) runSlurmStack(id spec.LogID, full, asJSON bool) error {
 			continue
 		}
 		wg.Go(func() {
-			c, err := a.runner().Exec(ctx, id.Handle, ref.role, ref.k, sched.ExecRequest{Argv: []string{"/bin/sh", "-c", pystack.NodeScript}})
-			var out, errb bytes.Buffer
-			if err == nil {
-				c.SetStdout(&limitedBuffer{&out, maxNodeStack})
-				c.SetStderr(&limitedBuffer{&errb, 64 << 10})
-				if err = c.Run(); err != nil {
-					if msg := strings.TrimSpace(errb.String()); msg != "" {
-						err = errors.New(render.FirstLine(msg))
-					}
-				}
-			}
+			dumps, warn, err := a.slurmNodeStacks(ctx, id.Handle, ref)
 			mu.Lock()
-			results = append(results, result{ref, pystack.ParseNode(out.Bytes()), err})
+			results = append(results, result{ref, dumps, err, warn})
 			mu.Unlock()
 		})
 	}
@@ -181,6 +174,9 @@ func (a *app) runSlurmStack(id spec.LogID, full, asJSON bool) error {
 	})
 	var dumps []pystack.Dump
 	for _, r := range results {
+		if r.warn != "" {
+			fmt.Fprintf(a.env.Stderr, "wick: warning: %s\n", render.Escape(r.warn))
+		}
 		name := r.ref.role + "/" + strconv.Itoa(r.ref.k)
 		if r.err != nil && len(r.dumps) == 0 {
 			dumps = append(dumps, pystack.Dump{Target: pystack.Target{Label: name}, Err: r.err})
@@ -192,6 +188,42 @@ func (a *app) runSlurmStack(id spec.LogID, full, asJSON bool) error {
 		return errors.New(id.Handle.String() + " has no running Python process to dump")
 	}
 	return a.printStacks(dumps, full, asJSON)
+}
+
+// nodeVerbTimeout is how long wick's reader on a node may take (pystack.NodeVerb's
+// --timeout): within stackTimeout, less the step's launch. It reads CPython 3.11 in
+// milliseconds; the rest is for the node's gdb or py-spy, for another Python.
+const nodeVerbTimeout = stackTimeout * 2 / 3
+
+// slurmNodeStacks reads the stacks of replica ref's Python processes on its node with
+// wick's own reader there (pystack.NodeVerb, through Runner.RunSelf: srun --overlap in
+// the replica's job, wick's binary at its path there or sbcast to the node). Where wick
+// cannot run there, the node's py-spy or gdb sample them (pystack.NodeScript, through
+// wick exec's step), and warn says why.
+func (a *app) slurmNodeStacks(ctx context.Context, h spec.Handle, ref replicaRef) (dumps []pystack.NodeDump, warn string, err error) {
+	args := []string{pystack.NodeVerb, "--timeout", nodeVerbTimeout.String(), h.AppID, ref.role, strconv.Itoa(ref.k)}
+	out, err := a.runner().RunSelf(ctx, h, ref.role, ref.k, args)
+	if err == nil {
+		dumps, err = pystack.ReadNode(out)
+		return dumps, "", err
+	}
+	if !errors.Is(err, sched.ErrNoSelf) {
+		return nil, "", err
+	}
+	warn = err.Error() + ": sampled with the node's py-spy or gdb instead (slower)"
+	c, err := a.runner().Exec(ctx, h, ref.role, ref.k, sched.ExecRequest{Argv: []string{"/bin/sh", "-c", pystack.NodeScript}})
+	if err != nil {
+		return nil, warn, err
+	}
+	var o, errb bytes.Buffer
+	c.SetStdout(&limitedBuffer{&o, maxNodeStack})
+	c.SetStderr(&limitedBuffer{&errb, 64 << 10})
+	if err = c.Run(); err != nil {
+		if msg := strings.TrimSpace(errb.String()); msg != "" {
+			err = errors.New(render.FirstLine(msg))
+		}
+	}
+	return pystack.ParseNode(o.Bytes()), warn, err
 }
 
 // nodeDumps labels the processes of one replica sampled on its node as stackTargets
@@ -215,7 +247,7 @@ func nodeDumps(name string, nds []pystack.NodeDump) []pystack.Dump {
 		} else {
 			seen[label] = true
 		}
-		out = append(out, pystack.Dump{Target: pystack.Target{PID: d.PID, Label: label}, Frames: d.Frames, Err: d.Err})
+		out = append(out, pystack.Dump{Target: pystack.Target{PID: d.PID, Label: label}, Frames: d.Frames, Err: d.Err, Tool: d.Tool})
 	}
 	return out
 }

@@ -50,6 +50,9 @@ type Backend interface {
 	// ResumeSweep starts the queue of sweep id again (its process was killed), unless
 	// it runs or has nothing left to do (started false).
 	ResumeSweep(ctx context.Context, id string) (sw *sweep.Sweep, started bool, err error)
+	// MoveQueued puts a queued app of a sweep at place `to` of its queue (1: the
+	// next to start), as `wick sweep move` does.
+	MoveQueued(h spec.Handle, to int) (sw *sweep.Sweep, place int, last bool, err error)
 	Delete(ctx context.Context, h spec.Handle, force bool) error
 	LogLines(ctx context.Context, h spec.Handle, role string, k int, opts sched.LogOptions) (sched.LogIterator, error)
 }

@@ -125,15 +125,9 @@ func (m *Model) Close() {
 
 // pages renders the dry run masked and revealed.
 func pages(info *sched.DryRunInfo, t *themes.Theme) map[bool][]string {
-	out := map[bool][]string{}
-	for _, reveal := range []bool{false, true} {
-		var b strings.Builder
-		if err := render.DryRun(&b, info, t, render.TreeOptions{MaskSecrets: !reveal}); err != nil {
-			b.WriteString("\n" + t.Error(err.Error()))
-		}
-		out[reveal] = strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	}
-	return out
+	return render.Pages(t, func(b *strings.Builder, opts render.TreeOptions) error {
+		return render.DryRun(b, info, t, opts)
+	})
 }
 
 // Info is the planned dry run, once ready.

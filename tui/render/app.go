@@ -231,11 +231,13 @@ func status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler, width int)
 		kv("logs", st.Value(Escape(a.UIURL)))
 	}
 	var rows [][]string
-	usage := false
+	usage, gpu := false, false
 	for _, role := range a.Roles {
 		for i := range role.Replicas {
 			rows = append(rows, ReplicaRow(&role.Replicas[i], now, st))
-			usage = usage || role.Replicas[i].Usage != nil
+			u := role.Replicas[i].Usage
+			usage = usage || u != nil
+			gpu = gpu || u != nil && u.GPU != nil
 		}
 	}
 	if len(rows) == 0 {
@@ -246,11 +248,19 @@ func status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler, width int)
 		// CPU and RSS go before ERROR, the widest column; they are shown only when a
 		// replica has usage (a running app, read by a scheduler that can tell).
 		headers = withUsage(headers, "CPU", "RSS")
+		if gpu {
+			// What each replica does on its GPUs, where there are (nvidia-smi): its
+			// devices, their utilization and memory, and its own processes' memory.
+			headers = withUsage(headers, "GPU", "GPU%", "GPU MEM", "OWN")
+		}
 		k := 0
 		for _, role := range a.Roles {
 			for i := range role.Replicas {
 				cpu, rss := UsageCells(role.Replicas[i].Usage)
 				rows[k] = withUsage(rows[k], cpu, rss)
+				if gpu {
+					rows[k] = withUsage(rows[k], GPUCells(role.Replicas[i].Usage)...)
+				}
 				k++
 			}
 		}
@@ -266,7 +276,8 @@ func status(w io.Writer, a *spec.AppStatus, now time.Time, st Styler, width int)
 // fitReplicas leaves out of the replica table, when it is wider than width (describe
 // at 80 columns cut RSS to "12.…"), what is said elsewhere or says nothing, in order:
 // ERROR (each replica's error is under its name below the table), RESTARTS when no
-// replica restarted, then STARTED (DURATION stays).
+// replica restarted, then STARTED (DURATION stays); then GPU MEM, and EXIT while no
+// replica has exited.
 func fitReplicas(headers []string, rows [][]string, width int) ([]string, [][]string) {
 	wide := func() bool {
 		n := 2 * (len(headers) - 1)
@@ -297,16 +308,91 @@ func fitReplicas(headers []string, rows [][]string, width int) ([]string, [][]st
 	drop("ERROR", nil)
 	drop("RESTARTS", func(cell string) bool { return cell == "0" })
 	drop("STARTED", nil)
+	// With GPU columns: the devices' memory (the wall's titles show it), then EXIT
+	// while no replica has exited.
+	drop("GPU MEM", nil)
+	drop("EXIT", func(cell string) bool { return cell == "-" })
 	return headers, rows
 }
 
-// withUsage inserts the CPU and RSS cells before the last (ERROR) cell of a replica row.
-func withUsage(row []string, cpu, rss string) []string {
+// withUsage inserts usage cells (CPU and RSS, the GPU ones) before the last (ERROR)
+// cell of a replica row.
+func withUsage(row []string, cells ...string) []string {
 	n := len(row)
-	out := make([]string, 0, n+2)
+	out := make([]string, 0, n+len(cells))
 	out = append(out, row[:n-1]...)
-	out = append(out, cpu, rss)
+	out = append(out, cells...)
 	return append(out, row[n-1])
+}
+
+// GPUCells formats a replica's GPU use for a table: its devices ("0,1"), their mean
+// utilization ("87%"), their memory used of their total ("29.8/80.0GiB"), and the
+// memory its own processes hold; "-" each without one.
+func GPUCells(u *spec.Usage) []string {
+	if u == nil || u.GPU == nil {
+		return []string{"-", "-", "-", "-"}
+	}
+	g := u.GPU
+	util := "-"
+	if g.Util >= 0 {
+		util = fmt.Sprintf("%d%%", g.Util)
+	}
+	mem := "-"
+	if g.Total > 0 {
+		mem = BytesOf(g.Used, g.Total)
+	}
+	return []string{Devices(g.Devices), util, mem, Bytes(g.Own)}
+}
+
+// Devices lists GPU indexes with runs of three or more as ranges: "0-7", "0,1",
+// "0-3,6".
+func Devices(devs []string) string {
+	var parts []string
+	for i := 0; i < len(devs); {
+		j := i
+		for j+1 < len(devs) && next(devs[j], devs[j+1]) {
+			j++
+		}
+		switch {
+		case j-i >= 2:
+			parts = append(parts, devs[i]+"-"+devs[j])
+		default:
+			parts = append(parts, devs[i:j+1]...)
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// next says whether index b follows index a.
+func next(a, b string) bool {
+	x, err1 := strconv.Atoi(a)
+	y, err2 := strconv.Atoi(b)
+	return err1 == nil && err2 == nil && y == x+1
+}
+
+// GPUBadge is a replica's GPU use in a line ("GPU 0,1 87% 29.8/80.0GiB own
+// 1.00GiB"), "" without one.
+func GPUBadge(u *spec.Usage) string {
+	if u == nil || u.GPU == nil {
+		return ""
+	}
+	c := GPUCells(u)
+	return "GPU " + c[0] + " " + c[1] + " " + c[2] + " own " + c[3]
+}
+
+// BytesOf formats used of total in total's unit: "29.8/80.0GiB".
+func BytesOf(used, total uint64) string {
+	t := Bytes(total)
+	unit := strings.TrimLeft(t, "0123456789.")
+	div := uint64(1)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"} {
+		div *= 1024
+		if u == unit {
+			return fmt.Sprintf("%.1f/%s", float64(used)/float64(div), t)
+		}
+	}
+	return fmt.Sprintf("%d/%s", used, t)
 }
 
 // UsageCells formats a replica's (or an app's) usage for a table: CPU as a percentage

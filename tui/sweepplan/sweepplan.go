@@ -65,6 +65,7 @@ type Model struct {
 	launching bool
 	pager     widget.Pager
 	pages     map[bool][]string
+	theme     *themes.Theme // the theme pages were rendered in
 	cancel    context.CancelFunc
 }
 
@@ -73,6 +74,7 @@ type plannedMsg struct {
 	planned  *sweep.Planned
 	warnings []string
 	pages    map[bool][]string
+	theme    *themes.Theme
 	err      error
 }
 
@@ -109,7 +111,7 @@ func (m *Model) Init() tea.Cmd {
 		if err != nil {
 			return plannedMsg{ViewID: id, err: err}
 		}
-		return plannedMsg{ViewID: id, planned: planned, warnings: warnings, pages: pages(planned, t)}
+		return plannedMsg{ViewID: id, planned: planned, warnings: warnings, pages: pages(planned, t), theme: t}
 	}
 }
 
@@ -122,25 +124,29 @@ func (m *Model) Close() {
 
 // pages renders the plan masked and revealed.
 func pages(p *sweep.Planned, t *themes.Theme) map[bool][]string {
-	out := map[bool][]string{}
-	for _, reveal := range []bool{false, true} {
-		var b strings.Builder
-		if err := render.SweepPlan(&b, p.Sweep, p.DryRuns[0], t, render.TreeOptions{MaskSecrets: !reveal}); err != nil {
-			b.WriteString("\n" + t.Error(err.Error()))
-		}
-		out[reveal] = strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	}
-	return out
+	return render.Pages(t, func(b *strings.Builder, opts render.TreeOptions) error {
+		return render.SweepPlan(b, p.Sweep, p.DryRuns[0], t, opts)
+	})
 }
 
 // Update takes the plan, the launch's result and the mouse wheel.
 func (m *Model) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case plannedMsg:
-		m.planned, m.err, m.pages = msg.planned, msg.err, msg.pages
+		m.planned, m.err, m.pages, m.theme = msg.planned, msg.err, msg.pages, msg.theme
 		m.pager.SetLines(m.pages[m.reveal])
 		if len(msg.warnings) > 0 {
 			return common.Notify("warning: " + strings.Join(msg.warnings, "; "))
+		}
+	case common.TickMsg:
+		if m.planned != nil && m.theme != m.Ctx.Theme {
+			// The theme changed (it follows the terminal): render again, as the dry
+			// run's preview does.
+			id, planned, t := m.ID(), m.planned, m.Ctx.Theme
+			m.theme = t
+			return func() tea.Msg {
+				return plannedMsg{ViewID: id, planned: planned, pages: pages(planned, t), theme: t}
+			}
 		}
 	case launchedMsg:
 		m.launching = false

@@ -214,9 +214,9 @@ func TestWallOverDocker(t *testing.T) {
 	t.Run("a progress bar is live from the Engine", func(t *testing.T) {
 		e, cfg := newDockerEnv(t)
 		// 20000 bytes of \r redraws, then the line ends with "done" once /go exists
-		// in the container. The Engine stores a line without a newline in pieces of
-		// 16 KiB: the first ends with "\rste" (16384 bytes of 12-byte redraws), which is
-		// the bar as it shows.
+		// in the container (the test copies it in). The Engine stores a line without a
+		// newline in pieces of 16 KiB: the first ends with "\rste" (16384 bytes of
+		// 12-byte redraws), which is the bar as it shows.
 		h := e.runDocker(helperApp("dbar", img, 1, "bar", "20000", "/go"), cfg)
 		d := e.open(h, 120, 30, nil)
 		d.waitFor("⋯ste", "RUNNING")
@@ -225,8 +225,16 @@ func TestWallOverDocker(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := desc.Status.Roles[0].Replicas[0].ContainerID
-		if out, err := exec.Command("docker", "exec", id, "/helper", "write", "/go", "x").CombinedOutput(); err != nil {
-			t.Fatalf("docker exec: %v\n%s", err, out)
+		// The file goes in by `docker cp`, which runs nothing in the container: a
+		// `docker exec ... write /go` races the bar, which ends the container once it
+		// sees /go, and the Engine kills what still runs in it (the exec's process,
+		// between its write and its exit: exit status 137 at load 25, 1 in 30 here).
+		goFile := filepath.Join(t.TempDir(), "go")
+		if err := os.WriteFile(goFile, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("docker", "cp", goFile, id+":/go").CombinedOutput(); err != nil {
+			t.Fatalf("docker cp: %v\n%s", err, out)
 		}
 		d.waitFor("end of logs", " done")
 		d.lacks("⋯")

@@ -175,9 +175,9 @@ func (m *Model) header() string {
 	rest := m.headerRest()
 	sep := t.Muted.Render(" · ")
 	if why != "" {
-		fixed := ansi.StringWidth(strings.Join(append(parts, rest...), " · ")) + len(" · ")
+		fixed := widget.Width(strings.Join(append(parts, rest...), " · ")) + len(" · ")
 		if room := m.Ctx.Width - fixed; room >= minWhy {
-			parts = append(parts, whyStyle(ansi.Truncate(why, room, "…")))
+			parts = append(parts, whyStyle(widget.Truncate(why, room, "…")))
 		}
 	}
 	return strings.Join(append(parts, rest...), sep)
@@ -346,9 +346,12 @@ func (m *Model) title(i int, w int) string {
 			parts = append(parts, fmt.Sprintf("↻%d", p.st.Restarts))
 		}
 	}
-	// The rate and the usage give way, whole, to what follows them (paused, matches,
-	// an error) when the pane is narrow (two panes at 80 columns): usage cut to
-	// "RSS 12.0…" said nothing true.
+	if m.stoppedFirst(p) {
+		parts = append(parts, t.Fail.Render("stopped first"))
+	}
+	// The rate and the usage (the GPU use first) give way, whole, to what follows
+	// them (paused, matches, an error) when the pane is narrow (two panes at 80
+	// columns): usage cut to "RSS 12.0…" said nothing true.
 	rate, use := -1, -1
 	if p.rate > 0 && !p.ended {
 		rate = len(parts)
@@ -357,6 +360,11 @@ func (m *Model) title(i int, w int) string {
 	if u := m.usageBadge(p); u != "" {
 		use = len(parts)
 		parts = append(parts, t.Muted.Render(u))
+	}
+	gpu := -1
+	if g := m.gpuBadge(p); g != "" {
+		gpu = len(parts)
+		parts = append(parts, t.Muted.Render(g))
 	}
 	if !p.view.follow {
 		if b := behind(t, m.walker(p.view, []int{i}).count(), p.ended); b != "" {
@@ -375,13 +383,13 @@ func (m *Model) title(i int, w int) string {
 	if p.err != nil {
 		parts = append(parts, t.Fail.Render(p.err.Error()))
 	}
-	for _, k := range []int{use, rate} {
-		if k >= 0 && ansi.StringWidth(strings.Join(parts, " ")) > w {
+	for _, k := range []int{gpu, use, rate} {
+		if k >= 0 && widget.Width(strings.Join(parts, " ")) > w {
 			parts[k] = ""
 		}
 	}
 	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
-	if b := m.metricBadge(i, w-ansi.StringWidth(strings.Join(parts, " "))-1); b != "" {
+	if b := m.metricBadge(i, w-widget.Width(strings.Join(parts, " "))-1); b != "" {
 		parts = append(parts, b)
 	}
 	return widget.PadRight(strings.Join(parts, " "), w)
@@ -479,7 +487,7 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 		for pi, part := range parts {
 			l := lead
 			if pi > 0 {
-				l = strings.Repeat(" ", ansi.StringWidth(lead))
+				l = strings.Repeat(" ", widget.Width(lead))
 			}
 			rows = append(rows, widget.PadRight(l+part+"\x1b[0m", w))
 		}
@@ -569,9 +577,9 @@ func (m *Model) lineRows(s *scroller, text string, e *entry, tw int) []string {
 	case e.long():
 		// One row: the start of the line, and how long it is.
 		note := m.Ctx.Theme.Muted.Render(longNote(e))
-		return []string{ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note}
+		return []string{widget.Truncate(text, max(1, tw-widget.Width(note)), "…") + note}
 	}
-	return []string{ansi.Truncate(text, tw, "…")}
+	return []string{widget.Truncate(text, tw, "…")}
 }
 
 // noLines says why a view shows no line.
@@ -643,9 +651,9 @@ func (m *Model) pendingRow(k *walker, r pendingLine, w, tw int, merged bool) str
 	}
 	if r.e.long() {
 		note := t.Muted.Render(longNote(r.e))
-		text = ansi.Truncate(text, max(1, tw-ansi.StringWidth(note)), "…") + note
+		text = widget.Truncate(text, max(1, tw-widget.Width(note)), "…") + note
 	}
-	return widget.PadRight(lead+ansi.Truncate(text, tw, "…")+"\x1b[0m", w)
+	return widget.PadRight(lead+widget.Truncate(text, tw, "…")+"\x1b[0m", w)
 }
 
 // dividerText is what a retry divider says: the attempt it starts and how the one
@@ -702,11 +710,11 @@ func (m *Model) drawSummary(h int) []string {
 		}
 		r := row{i: i, st: st, state: st.String(), exit: exit, dur: dur,
 			restarts: fmt.Sprintf("restarts %d", p.st.Restarts), metric: m.metricSummary(i), last: last}
-		wState, wExit, wDur = max(wState, ansi.StringWidth(r.state)), max(wExit, ansi.StringWidth(r.exit)), max(wDur, ansi.StringWidth(r.dur))
-		wRestarts, wMetric = max(wRestarts, ansi.StringWidth(r.restarts)), max(wMetric, ansi.StringWidth(r.metric))
+		wState, wExit, wDur = max(wState, widget.Width(r.state)), max(wExit, widget.Width(r.exit)), max(wDur, widget.Width(r.dur))
+		wRestarts, wMetric = max(wRestarts, widget.Width(r.restarts)), max(wMetric, widget.Width(r.metric))
 		rows = append(rows, r)
 	}
-	pad := func(s string, w int) string { return s + strings.Repeat(" ", max(0, w-ansi.StringWidth(s))) }
+	pad := func(s string, w int) string { return s + strings.Repeat(" ", max(0, w-widget.Width(s))) }
 	for _, r := range rows {
 		line := "  " + t.Prefix(r.i, pad(m.panes[r.i].name(), m.prefixWidth())) + "  " + t.State(r.st, pad(r.state, wState)) +
 			"  " + pad(r.exit, wExit) + "  " + pad(r.dur, wDur) + "  " + pad(r.restarts, wRestarts) + "  "

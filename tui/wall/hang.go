@@ -2,6 +2,7 @@ package wall
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/wick-dev/wick/engine/hang"
@@ -40,4 +41,15 @@ func (m *Model) hangError() string {
 		return ""
 	}
 	return render.Escape(m.status.Hang.Message(time.Now()))
+}
+
+// stoppedFirst reports whether the running app's hang alarm names pane p's rank (or
+// replica) as one that stopped first: its title says so ("stopped first", beside the
+// header's alarm).
+func (m *Model) stoppedFirst(p *pane) bool {
+	hg := m.status.Hang
+	if hg == nil || m.status.State != spec.Running || p.node {
+		return false
+	}
+	return slices.Contains(hg.Ranks, p.name())
 }

@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wick-dev/wick/engine/metrics"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 	"github.com/wick-dev/wick/tui/chart"
@@ -99,8 +100,10 @@ func (s *metricState) reset() {
 // observer returns what a reader calls with each chunk of its lines, or nil when
 // metrics are off. Each reader has its own: it extracts the values outside the lock
 // and adds them under it, to the store of the time it was made (a reset store takes no
-// late chunk of the readers it replaced).
-func (s *metricState) observer() func([]sched.Line) {
+// late chunk of the readers it replaced). node, when set, is the reader's own tracker
+// of its torchrun node: a line where torchrun's tee glued several workers' lines is
+// read as each of them, each its rank's (ranks.Node.Split).
+func (s *metricState) observer(node *ranks.Node) func([]sched.Line) {
 	s.mu.Lock()
 	st := s.store
 	s.mu.Unlock()
@@ -132,21 +135,17 @@ func (s *metricState) observer() func([]sched.Line) {
 			if l.Pending {
 				continue
 			}
-			ext.Extract(l.Text, &p)
-			if !p.Telling() {
-				continue
+			var parts []sched.Line
+			if node != nil {
+				parts = node.Split(*l)
 			}
-			rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
-			// Each drawing of a bar with values is a point, as Store.Add reads it.
-			p.Drawings(func(info metrics.LineInfo, samples []metrics.Sample) {
-				lo := len(b.flat)
-				b.flat = append(b.flat, samples...)
-				b.items = append(b.items, observedLine{rank, l.Time, info, lo, len(b.flat)})
-			})
-			lo := len(b.flat)
-			b.flat = append(b.flat, p.Samples...)
-			b.items = append(b.items, observedLine{rank, l.Time, p.LineInfo, lo, len(b.flat)})
-			if len(b.items) == observeLines {
+			if parts == nil {
+				b.extract(ext, &p, l)
+			}
+			for j := range parts {
+				b.extract(ext, &p, &parts[j])
+			}
+			if len(b.items) >= observeLines {
 				if !add(b) {
 					return
 				}
@@ -157,6 +156,24 @@ func (s *metricState) observer() func([]sched.Line) {
 			add(b)
 		}
 	}
+}
+
+// extract reads the values of the committed line l with p into b.
+func (b *observed) extract(ext *metrics.Extractor, p *metrics.Parsed, l *sched.Line) {
+	ext.Extract(l.Text, p)
+	if !p.Telling() {
+		return
+	}
+	rank := metrics.Rank{Role: l.Role, Replica: l.Replica, Local: p.Local}
+	// Each drawing of a bar with values is a point, as Store.Add reads it.
+	p.Drawings(func(info metrics.LineInfo, samples []metrics.Sample) {
+		lo := len(b.flat)
+		b.flat = append(b.flat, samples...)
+		b.items = append(b.items, observedLine{rank, l.Time, info, lo, len(b.flat)})
+	})
+	lo := len(b.flat)
+	b.flat = append(b.flat, p.Samples...)
+	b.items = append(b.items, observedLine{rank, l.Time, p.LineInfo, lo, len(b.flat)})
 }
 
 // MetricAlarms returns the app's handle and the number of metric alarms (NaN, Inf, a

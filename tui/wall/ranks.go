@@ -60,6 +60,15 @@ func (r *replica) route(l *sched.Line) int {
 	return r.pane
 }
 
+// split returns the lines torchrun's tee glued into line l of a torchrun node, each
+// part a line of its own (see ranks.Node.Glued); nil when l is one line.
+func (r *replica) split(l sched.Line) []sched.Line {
+	if r.node == nil {
+		return nil
+	}
+	return r.node.Split(l)
+}
+
 // place moves the panes of the global ranks the node's rendezvous gave it onto the
 // node, with its status. With c10d's rendezvous a node's group rank is the order in
 // which it joined, not its replica index; a rank that writes no line would otherwise
@@ -140,24 +149,37 @@ const maxRankPanes = 256
 // filter returns what selects the lines of pane p among its replica's, for reading
 // them back from the logs: a fresh node tracker (told the node's status) fed every
 // line in order, as route does; nil when the pane has all the replica's lines.
-func (p *pane) filter() func(l *sched.Line) bool {
+func (p *pane) filter() *lineFilter {
 	if p.nproc <= 0 || p.ranks == nil {
 		return nil
 	}
-	node := p.ranks.Fresh(p.role, p.k)
-	rank, world := p.rank, p.world
-	return func(l *sched.Line) bool {
-		node.Observe(l.Text)
-		g, rest, ok := node.AttributeLine(l)
-		if ok && g >= 0 && g < world {
-			if g == rank {
-				l.Text = rest
-				return true
-			}
-			return false
+	return &lineFilter{node: p.ranks.Fresh(p.role, p.k), rank: p.rank, world: p.world}
+}
+
+// lineFilter selects the lines of a pane among its replica's (see pane.filter).
+type lineFilter struct {
+	node        *ranks.Node
+	rank, world int
+}
+
+// split returns the lines torchrun's tee glued into l, each to be selected on its own
+// as ingest routes them (replica.split); nil when l is one line.
+func (f *lineFilter) split(l sched.Line) []sched.Line {
+	return f.node.Split(l)
+}
+
+// keep reports whether l is the pane's, and takes torchrun's prefix off a rank's line.
+func (f *lineFilter) keep(l *sched.Line) bool {
+	f.node.Observe(l.Text)
+	g, rest, ok := f.node.AttributeLine(l)
+	if ok && g >= 0 && g < f.world {
+		if g == f.rank {
+			l.Text = rest
+			return true
 		}
-		return rank < 0
+		return false
 	}
+	return f.rank < 0
 }
 
 // rootCauseLines bounds how far back from a node's last line its failure summary is

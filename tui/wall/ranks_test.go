@@ -129,16 +129,11 @@ func TestWallFocusesTheRaisingRank(t *testing.T) {
 	t.Log(scr)
 }
 
-// TestWallNoRecordFailure: rank 2 of a 2x2 job raises in a script without @record
+// TestWallNoRecordFailure: rank 3 of a 2x2 job raises in a script without @record
 // (examples/ddp/multinode.py), run without LOGLEVEL=INFO on the default port. The
-// header counts nodes and ranks and names rank 2's exception; the wall focuses rank
-// 2's pane, which holds rank 2's lines (only its: under c10d node k need not be group
+// header counts nodes and ranks and names rank 3's exception; the wall focuses rank
+// 3's pane, which holds rank 3's lines (only its: under c10d node k need not be group
 // rank k) and its traceback, which torchrun wrote unprefixed to the node's stderr.
-// Rank 2 is its node's local rank 0: without error files, torchrun's summary names the
-// lowest local rank when two workers of a node fail within the same second (its
-// failure timestamps are whole seconds), and the raising rank's node peer dies of the
-// broken collective within milliseconds. A raising local rank 1 is then reported as
-// local rank 0, and wick, which follows the summary, with it (a known limit).
 // Opened after the app ended, or watching it fail: the traceback that reached the
 // node's pane moves to the rank's once the root cause names the rank.
 func TestWallNoRecordFailure(t *testing.T) {
@@ -160,7 +155,7 @@ func TestWallNoRecordFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(wickBin, "run", "--detach", "-s", "local_cwd", "dist.ddp", "-j", "2x2", "--tee", "1",
-				"--env", "PET_REDIRECTS=1", "--script", "multinode.py", "--", "3", "--fail_rank", "2", "--fail_step", "3",
+				"--env", "PET_REDIRECTS=1", "--script", "multinode.py", "--", "3", "--fail_rank", "3", "--fail_step", "3",
 				"--step_delay", c.delay)
 			cmd.Dir = e.home
 			cmd.Env = append(os.Environ(), "WICK_HOME="+e.home, "HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(e.home, "config"))
@@ -174,7 +169,7 @@ func TestWallNoRecordFailure(t *testing.T) {
 			}
 			var d *driver
 			if c.live {
-				// The wall follows the app from its start: rank 2's traceback reaches
+				// The wall follows the app from its start: rank 3's traceback reaches
 				// the node's pane before anything says whose it is.
 				d = e.open(h, 200, 60, nil)
 			}
@@ -201,17 +196,17 @@ func TestWallNoRecordFailure(t *testing.T) {
 					}
 				}
 			}()
-			scr := d.waitFor("FAILED", "end of logs", "▸ rank 2 ")
+			scr := d.waitFor("FAILED", "end of logs", "▸ rank 3 ")
 			head := strings.SplitN(scr, "\n", 3)[1]
-			for _, want := range []string{"rank 2: RuntimeError: loss diverged on rank 2 at step 3", "2 nodes · 4 ranks"} {
+			for _, want := range []string{"rank 3: RuntimeError: loss diverged on rank 3 at step 3", "2 nodes · 4 ranks"} {
 				if !strings.Contains(head, want) {
 					t.Errorf("the header lacks %q:\n%s", want, scr)
 				}
 			}
 			d.keys("z")
-			d.waitFor("zoomed on rank 2")
-			d.contains("[RANK2] Epoch 0", "Traceback (most recent call last):", "RuntimeError: loss diverged on rank 2 at step 3")
-			d.lacks("[RANK3]", "[RANK1]", "[RANK0]")
+			d.waitFor("zoomed on rank 3")
+			d.contains("[RANK3] Epoch 0", "Traceback (most recent call last):", "RuntimeError: loss diverged on rank 3 at step 3")
+			d.lacks("[RANK2]", "[RANK1]", "[RANK0]")
 		})
 	}
 }

@@ -75,12 +75,13 @@ type loadedMsg struct {
 }
 
 // scanLogs reads the logs of one replica from the first line, keeps those filter
-// selects (nil keeps all), numbers them as the wall's ring does (a divider before the
-// first line of each later attempt takes a seq of its own), and calls fn with each
-// line (div: the divider before it) until fn returns false. The entry is fn's to
-// make (scanned), for the lines it keeps only: most of a scan is lines skipped on the
-// way to a window far down.
-func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string, k int, filter func(*sched.Line) bool, fn func(seq int64, l *sched.Line, div bool) bool) error {
+// selects (nil keeps all; a line where torchrun's tee glued several workers' lines is
+// each of them, as ingest takes it), numbers them as the wall's ring does (a divider
+// before the first line of each later attempt takes a seq of its own), and calls fn
+// with each line (div: the divider before it) until fn returns false. The entry is
+// fn's to make (scanned), for the lines it keeps only: most of a scan is lines skipped
+// on the way to a window far down.
+func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string, k int, filter *lineFilter, fn func(seq int64, l *sched.Line, div bool) bool) error {
 	it, err := b.LogLines(ctx, h, role, k, sched.LogOptions{})
 	if err != nil {
 		return err
@@ -88,6 +89,24 @@ func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string,
 	defer it.Close()
 	var seq int64
 	attempt := 0
+	// one numbers line l and hands it to fn, if filter keeps it; false: fn is done.
+	one := func(l *sched.Line) bool {
+		if filter != nil && !filter.keep(l) {
+			return true
+		}
+		if l.Attempt > attempt {
+			if !fn(seq, l, true) {
+				return false
+			}
+			seq++
+		}
+		attempt = l.Attempt
+		if !fn(seq, l, false) {
+			return false
+		}
+		seq++
+		return true
+	}
 	var l sched.Line // one for the scan: fn and filter take its address
 	for {
 		if l, err = it.Next(ctx); errors.Is(err, io.EOF) {
@@ -96,20 +115,21 @@ func scanLogs(ctx context.Context, b common.Backend, h spec.Handle, role string,
 		if err != nil {
 			return err
 		}
-		if filter != nil && !filter(&l) {
-			continue
+		var parts []sched.Line
+		if filter != nil {
+			parts = filter.split(l)
 		}
-		if l.Attempt > attempt {
-			if !fn(seq, &l, true) {
+		if parts == nil {
+			if !one(&l) {
 				return nil
 			}
-			seq++
+			continue
 		}
-		attempt = l.Attempt
-		if !fn(seq, &l, false) {
-			return nil
+		for i := range parts {
+			if !one(&parts[i]) {
+				return nil
+			}
 		}
-		seq++
 	}
 }
 

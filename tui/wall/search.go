@@ -283,7 +283,7 @@ type searchJob struct {
 type searchPane struct {
 	role   string
 	k      int
-	filter func(*sched.Line) bool // which of the replica's lines are the pane's
+	filter *lineFilter // which of the replica's lines are the pane's
 	snap   snapshot
 	// long are the seqs of the long lines of the snapshot, searched in the logs.
 	long []int64

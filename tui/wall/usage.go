@@ -77,3 +77,17 @@ func (m *Model) usageBadge(p *pane) string {
 	cpu, rss := render.UsageCells(&u)
 	return "CPU " + cpu + " RSS " + rss
 }
+
+// gpuBadge is what pane p's replica does on its GPUs while it runs (render.GPUBadge:
+// its devices, their utilization and memory, its own processes' memory), else "":
+// where there is no GPU or no nvidia-smi there is none.
+func (m *Model) gpuBadge(p *pane) string {
+	if p.rank >= 0 || p.ended {
+		return ""
+	}
+	u, ok := m.use.by[sched.ReplicaKey{Role: p.role, Replica: p.k}]
+	if !ok {
+		return ""
+	}
+	return render.GPUBadge(&u)
+}

@@ -4,10 +4,10 @@ import (
 	"slices"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/tui/common"
+	"github.com/wick-dev/wick/tui/widget"
 )
 
 // scroller is one scrollable sequence of lines over one or more panes: a pane's own,
@@ -343,7 +343,7 @@ func (k *walker) rows(r ref, tw int) int {
 	if e.divider() {
 		return 1
 	}
-	w := ansi.StringWidth(e.text)
+	w := widget.Width(e.text)
 	return max(1, (w+tw-1)/tw)
 }
 

@@ -274,7 +274,12 @@ func (m *Model) open() tea.Cmd {
 		m.onScreen = make([]atomic.Bool, len(m.srcs))
 	}
 	for i, r := range m.srcs {
-		srcs[i] = source{role: r.role, k: r.k, observe: m.mx.observer()}
+		// The reader's own node tracker, to split the lines torchrun's tee glued.
+		var node *ranks.Node
+		if m.ranks != nil && m.ranks.NProc(r.role) > 0 {
+			node = m.ranks.Fresh(r.role, r.k)
+		}
+		srcs[i] = source{role: r.role, k: r.k, observe: m.mx.observer(node)}
 		if m.onScreen != nil {
 			srcs[i].onScreen = &m.onScreen[i]
 		}
@@ -412,15 +417,15 @@ func (m *Model) ingest(b batchMsg) {
 		}
 		r := &m.srcs[si]
 		for j := range lines {
-			l := &lines[j]
-			pi := r.route(l)
-			if p := m.panes[pi]; p.rank >= 0 && p.k != r.k {
-				// The rendezvous put this rank on another node than assumed: it
-				// takes that node's status.
-				np := m.panes[r.pane]
-				p.k, p.src, p.st, p.known = r.k, si, np.st, np.known
+			if parts := r.split(lines[j]); parts != nil {
+				// torchrun's tee glued several workers' lines into this one: each
+				// part goes to its rank's pane.
+				for i := range parts {
+					m.ingestLine(si, r, &parts[i])
+				}
+				continue
 			}
-			m.push(pi, l)
+			m.ingestLine(si, r, &lines[j])
 		}
 		if r.misrouted {
 			r.misrouted, m.misrouted = false, true
@@ -449,6 +454,18 @@ func (m *Model) ingest(b batchMsg) {
 	if len(b.ended) > 0 {
 		m.focusFailure()
 	}
+}
+
+// ingestLine puts line l of source si (replica r) in the pane it goes to.
+func (m *Model) ingestLine(si int, r *replica, l *sched.Line) {
+	pi := r.route(l)
+	if p := m.panes[pi]; p.rank >= 0 && p.k != r.k {
+		// The rendezvous put this rank on another node than assumed: it takes that
+		// node's status.
+		np := m.panes[r.pane]
+		p.k, p.src, p.st, p.known = r.k, si, np.st, np.known
+	}
+	m.push(pi, l)
 }
 
 // push puts line l in pane pi: a pending line stands aside until its stream's next

@@ -16,8 +16,11 @@ import (
 )
 
 // fourWorkers is a finished app of 4 replicas, 30 stdout lines and one stderr line
-// each.
-const fourWorkers = `i=1; while [ $i -le 30 ]; do echo "w$K line $i"; i=$((i+1)); done; sleep 0.1; echo "w$K warning: low disk" >&2; sleep 0.1; echo "w$K done"`
+// each. Its lines on stdout and stderr are in time order as the supervisor reads
+// them, each pipe apart: the sleeps between the streams leave it the time to read one
+// before the other is written, on a machine busy with other tests too (CI: a 0.1 s
+// sleep once put w2's warning before its lines 11-30).
+const fourWorkers = `i=1; while [ $i -le 30 ]; do echo "w$K line $i"; i=$((i+1)); done; sleep 1; echo "w$K warning: low disk" >&2; sleep 1; echo "w$K done"`
 
 func TestWallTilesFocusZoomHideMerge(t *testing.T) {
 	e := newEnv(t)

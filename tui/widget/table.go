@@ -241,6 +241,66 @@ func (t *Table) Spill(cells []string, widths []int, width int) string {
 // without the grapheme segmentation ansi.StringWidth does, which was a quarter of the
 // wall's CPU at 16 replicas; anything else (UTF-8, other controls) goes to it.
 func Width(s string) int {
+	if n, ok := simpleWidth(s); ok {
+		return n
+	}
+	return ansi.StringWidth(s)
+}
+
+// Truncate is ansi.Truncate(s, w, tail), byte for byte: s cut to w columns, tail
+// included, its escape sequences all kept. The strings Width measures without
+// grapheme segmentation (ASCII, CSI sequences, the wall's one-column glyphs) are cut
+// without it too, as each of the wall's rows is; anything else goes to
+// ansi.Truncate.
+func Truncate(s string, w int, tail string) string {
+	n, ok := simpleWidth(s)
+	tw, tok := simpleWidth(tail)
+	if !ok || !tok {
+		return ansi.Truncate(s, w, tail)
+	}
+	if n <= w {
+		return s
+	}
+	w -= tw
+	if w < 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(tail))
+	col, cut := 0, false
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == 0x1b:
+			// A whole CSI sequence (simple checked it), kept past the cut too.
+			j := i + 2
+			for s[j] < 0x40 {
+				j++
+			}
+			b.WriteString(s[i : j+1])
+			i = j + 1
+			continue
+		case !cut && col >= w:
+			cut = true
+			b.WriteString(tail)
+		}
+		size := 1
+		if c >= 0x80 {
+			_, size = utf8.DecodeRuneInString(s[i:])
+		}
+		if !cut {
+			b.WriteString(s[i : i+size])
+			col++
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// simpleWidth is Width of s when Width measures it without ansi.StringWidth
+// (printable ASCII, CSI sequences and the wall's one-column glyphs only), and false
+// otherwise.
+func simpleWidth(s string) (int, bool) {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -255,7 +315,7 @@ func Width(s string) int {
 				j++
 			}
 			if j >= len(s) || s[j] < 0x40 || s[j] > 0x7e {
-				return ansi.StringWidth(s)
+				return 0, false
 			}
 			i = j
 		case c >= 0x80:
@@ -264,15 +324,15 @@ func Width(s string) int {
 			// rune a mark or a variation selector could follow is not among them.
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if !(r >= 0x2500 && r <= 0x25ff || r == 0x2026 || r == 0x00b7) || oneOfSelectors(s[i+size:]) {
-				return ansi.StringWidth(s)
+				return 0, false
 			}
 			n++
 			i += size - 1
 		default:
-			return ansi.StringWidth(s)
+			return 0, false
 		}
 	}
-	return n
+	return n, true
 }
 
 // oneOfSelectors reports whether s starts with a variation selector or a combining

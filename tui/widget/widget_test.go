@@ -1,6 +1,7 @@
 package widget
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -251,6 +252,50 @@ func BenchmarkWidthStyled(b *testing.B) {
 	b.Run("ansi.StringWidth", func(b *testing.B) {
 		for b.Loop() {
 			_ = ansi.StringWidth(s)
+		}
+	})
+}
+
+// TestTruncateIsAnsiTruncate: Truncate cuts as ansi.Truncate does, byte for byte, on
+// random strings of what the fast path takes (ASCII, SGR, the wall's glyphs) and of
+// what it leaves to ansi.Truncate (wide runes, marks, controls), at every width.
+func TestTruncateIsAnsiTruncate(t *testing.T) {
+	parts := []string{"a", "b", " ", "~", "\x1b[1;31m", "\x1b[0m", "\x1b[m", "\x1b[38:2::1:2:3m", "█", "▸", "│", "…", "·",
+		"字", "é", "\u0301", "\ufe0f", "\t", "\x1b]8;;x\x07", "👍🏽", "\x1b["}
+	rng := rand.New(rand.NewPCG(37, 1))
+	for range 3000 {
+		var b strings.Builder
+		simpleOnly := rng.IntN(2) == 0
+		for range rng.IntN(30) {
+			k := rng.IntN(len(parts))
+			if simpleOnly {
+				k = rng.IntN(13)
+			}
+			b.WriteString(parts[k])
+		}
+		s := b.String()
+		for w := 0; w <= 32; w++ {
+			for _, tail := range []string{"…", "", "..."} {
+				if got, want := Truncate(s, w, tail), ansi.Truncate(s, w, tail); got != want {
+					t.Fatalf("Truncate(%q, %d, %q) = %q, ansi.Truncate = %q", s, w, tail, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTruncateStyled is Truncate of a styled log line to a pane's width beside
+// ansi.Truncate of it (what the wall's rows called).
+func BenchmarkTruncateStyled(b *testing.B) {
+	s := "\x1b[38;5;110m[rank 3]\x1b[0m epoch 1 step 268 loss 2.0426 lr 2.2e-04 \x1b[2mthroughput 1234.5 samples/s\x1b[0m"
+	b.Run("Truncate", func(b *testing.B) {
+		for b.Loop() {
+			_ = Truncate(s, 47, "…")
+		}
+	})
+	b.Run("ansi.Truncate", func(b *testing.B) {
+		for b.Loop() {
+			_ = ansi.Truncate(s, 47, "…")
 		}
 	})
 }

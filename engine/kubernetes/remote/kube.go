@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -28,11 +29,17 @@ const (
 	OptSchedulerName   = "scheduler_name"
 	OptQueue           = "queue"
 	OptContext         = "context"
+	OptClusterDomain   = "cluster_domain"
 )
 
-// RunOpts lists the kubernetes run options.
+// DefaultClusterDomain is the cluster DNS domain of nearly every cluster (the
+// kubelet's clusterDomain, kubeadm's default).
+const DefaultClusterDomain = "cluster.local"
+
+// RunOpts lists the kubernetes run options, and the commands of engine/alerts
+// (on_end, on_alarm), which the alerts' watcher runs on the launching machine.
 func RunOpts() spec.RunOpts {
-	return spec.RunOpts{
+	return append(spec.RunOpts{
 		{Name: OptNamespace, Type: spec.OptString, Help: "namespace to run the app in (default: the current context's, as kubectl takes it)"},
 		{Name: OptServiceAccount, Type: spec.OptString, Help: "service account the pods run as (default: the namespace's default)"},
 		{Name: OptPriorityClass, Type: spec.OptString, Help: "priority class name of the pods"},
@@ -40,7 +47,8 @@ func RunOpts() spec.RunOpts {
 		{Name: OptSchedulerName, Type: spec.OptString, Help: "pod scheduler to use (e.g. volcano); default: the cluster's"},
 		{Name: OptQueue, Type: spec.OptString, Help: "Kueue local queue to submit the Jobs to (label kueue.x-k8s.io/queue-name)"},
 		{Name: OptContext, Type: spec.OptString, Help: "kubeconfig context to use (default: the current context)"},
-	}
+		{Name: OptClusterDomain, Type: spec.OptString, Default: DefaultClusterDomain, Help: "the cluster's DNS domain (the kubelets' clusterDomain): rank 0's address is its pod's fully qualified name in it, which torchrun on that pod knows as its own"},
+	}, alerts.RunOpts()...)
 }
 
 // RecordDir is where the kubernetes scheduler keeps a record of each app launched
@@ -100,7 +108,7 @@ func findHelper(self []string) (string, error) {
 	if beside != "" {
 		where = "at " + beside + " nor on PATH"
 	}
-	return "", errors.New("kubernetes: wick runs its Kubernetes client in the helper " + Helper + ", which is not " + where + ": `make build` builds it beside wick (go install github.com/wick-dev/wick/cmd/" + Helper + " installs it on its own)")
+	return "", errors.New("wick runs its Kubernetes client in the helper " + Helper + ", which is not " + where + ": `make build` builds it beside wick (go install github.com/wick-dev/wick/cmd/" + Helper + " installs it on its own)")
 }
 
 // hasRecords says whether stateDir records a kubernetes app.

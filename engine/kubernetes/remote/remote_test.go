@@ -39,6 +39,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == serveVerb {
 		os.Exit(serveLocal(os.Args[2]))
 	}
+	if len(os.Args) > 2 && os.Args[1] == "serve" { // remote.HelperArgs (caps_test.go)
+		os.Exit(serveArgs(os.Args[2:]))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "exec" { // remote.Exec's command (caps_test.go)
+		os.Exit(remote.ServeExec(context.Background(), local.NewCwd, os.Args[2:], os.Stderr))
+	}
 	os.Exit(m.Run())
 }
 

@@ -150,6 +150,8 @@ func (s *Server) call(ctx context.Context, sc sched.Scheduler, req request) (any
 		return s.nextBatch(ctx, req)
 	case mCloseIter:
 		return nil, s.closeIter(req)
+	case mKill, mUsage, mHostPIDs, mExecCheck:
+		return s.capability(ctx, sc, req)
 	}
 	return nil, fmt.Errorf("remote: unknown method %q", req.Method)
 }
@@ -293,4 +295,56 @@ func (s *Server) closeIter(req request) error {
 	delete(s.iters, p.Iter)
 	s.itMu.Unlock()
 	return it.it.Close()
+}
+
+// capability runs one of the optional capabilities, which sc may lack.
+func (s *Server) capability(ctx context.Context, sc sched.Scheduler, req request) (any, error) {
+	var p execParams
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, badParams(req, err)
+	}
+	lacks := fmt.Errorf("remote: %s has no %s", sc.Name(), req.Method)
+	switch req.Method {
+	case mKill:
+		k, ok := sc.(sched.Killer)
+		if !ok {
+			return nil, lacks
+		}
+		return nil, k.Kill(ctx, p.AppID)
+	case mUsage:
+		u, ok := sc.(sched.UsageReader)
+		if !ok {
+			return nil, lacks
+		}
+		m, err := u.Usage(ctx, p.AppID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]keyedUsage, 0, len(m))
+		for k, v := range m {
+			out = append(out, keyedUsage{Role: k.Role, Replica: k.Replica, Usage: v})
+		}
+		return out, nil
+	case mHostPIDs:
+		h, ok := sc.(sched.HostPIDer)
+		if !ok {
+			return nil, lacks
+		}
+		m, err := h.HostPIDs(ctx, p.AppID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]keyedPID, 0, len(m))
+		for k, v := range m {
+			out = append(out, keyedPID{Role: k.Role, Replica: k.Replica, PID: v})
+		}
+		return out, nil
+	default: // mExecCheck: prepare the command (what Exec checks), not run it
+		e, ok := sc.(sched.Execer)
+		if !ok {
+			return nil, lacks
+		}
+		_, err := e.Exec(ctx, p.AppID, p.Role, p.Replica, p.Req)
+		return nil, err
+	}
 }

@@ -41,6 +41,12 @@ const (
 	mLogs      = "logs"
 	mNext      = "next"
 	mCloseIter = "close_iter"
+	// The optional capabilities (Caps): asked of the helper's scheduler by type
+	// assertion; one it lacks answers with an error.
+	mKill      = "kill"
+	mUsage     = "usage"
+	mHostPIDs  = "host_pids"
+	mExecCheck = "exec_check"
 )
 
 // request is a message to the helper: a call, or the cancel of call ID.
@@ -79,6 +85,9 @@ var sentinels = []struct {
 	{"running", sched.ErrRunning},
 	{"unreachable", sched.ErrUnreachable},
 	{"no_raw_log", sched.ErrNoRawLog},
+	{"no_replica", sched.ErrNoReplica},
+	{"no_role", sched.ErrNoRole},
+	{"no_exec", sched.ErrNoExec},
 	{"canceled", context.Canceled},
 	{"deadline", context.DeadlineExceeded},
 	{"eof", io.EOF},
@@ -224,4 +233,26 @@ type iterParams struct {
 // batch is a next's answer: the lines that were ready, at least one, or the end.
 type batch struct {
 	Lines []sched.Line `json:"lines"`
+}
+
+// keyedUsage is one replica's usage on the wire (a map keyed by a struct is no JSON).
+type keyedUsage struct {
+	Role    string      `json:"role"`
+	Replica int         `json:"replica"`
+	Usage   sched.Usage `json:"usage"`
+}
+
+// keyedPID is one replica's host PID on the wire.
+type keyedPID struct {
+	Role    string `json:"role"`
+	Replica int    `json:"replica"`
+	PID     int    `json:"pid"`
+}
+
+// execParams names a replica and what to run in its place.
+type execParams struct {
+	AppID   string            `json:"app_id"`
+	Role    string            `json:"role"`
+	Replica int               `json:"replica"`
+	Req     sched.ExecRequest `json:"req"`
 }

@@ -86,6 +86,8 @@ func basics(cmd string, args []string) (int, bool) {
 		return serve(arg(args, 0), atoi(arg(args, 1))), true
 	case "dial":
 		return dial(arg(args, 0)), true
+	case "ishost":
+		return isHost(arg(args, 0)), true
 	case "cat":
 		b, err := os.ReadFile(arg(args, 0))
 		if err != nil {
@@ -186,10 +188,12 @@ func outputs(cmd string, args []string) (int, bool) {
 }
 
 // bar draws a progress bar: total bytes of \r redraws with no newline, then, once
-// file exists (the test makes it), the line ends. The bound is generous: on a loaded
-// machine the test may take minutes to see the bar and make the file, and a container
-// that ended by then makes the test's `docker exec` fail (137); the test cancels the
-// app when it ends, so the bound only stops an orphan.
+// file exists (the test copies it in), the line ends and the program exits, which ends
+// the container and kills whatever else runs in it: so the file is best made by
+// something that runs no process in the container (`docker cp`, CopyToContainer). The
+// bound is generous: on a loaded machine the test may take minutes to see the bar and
+// make the file; the test cancels the app when it ends, so the bound only stops an
+// orphan.
 func bar(total int, file string) {
 	var b strings.Builder
 	for i := 0; b.Len() < total; i++ {
@@ -227,6 +231,15 @@ func failures(cmd string, args []string) (int, bool) {
 		}
 	case "raise":
 		return raise(arg(args, 0), arg(args, 1)), true
+	case "steps": // steps D V...: "step i loss V" for each V, then quiet for D (a hang)
+		d, err := time.ParseDuration(arg(args, 0))
+		if err != nil {
+			fail(2, "%v", err)
+		}
+		for i, v := range args[1:] {
+			fmt.Printf("step %d loss %s\n", i+1, v)
+		}
+		time.Sleep(d)
 	default:
 		return 0, false
 	}
@@ -307,4 +320,36 @@ func dial(addr string) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// isHost says, as torchrun's c10d rendezvous decides whether this host keeps its store
+// (torch 1.13, torch/distributed/elastic/rendezvous/utils.py _matches_machine_hostname),
+// whether host ($VARIABLES expanded) names this machine: "localhost", its host name, or
+// its canonical name, which getaddrinfo(AI_CANONNAME) takes from /etc/hosts (the
+// first name of the line that holds the host name; glibc's files backend first, as
+// nsswitch has it). It prints "is_host=true host=... canonical=...".
+func isHost(host string) int {
+	host = os.ExpandEnv(host)
+	name, err := os.Hostname()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	canonical := ""
+	if b, err := os.ReadFile("/etc/hosts"); err == nil {
+	lines:
+		for _, line := range strings.Split(string(b), "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			f := strings.Fields(line)
+			for _, n := range f[min(1, len(f)):] {
+				if n == name {
+					canonical = f[1]
+					break lines
+				}
+			}
+		}
+	}
+	ok := host == "localhost" || host == name || (canonical != "" && host == canonical)
+	fmt.Printf("is_host=%t host=%s canonical=%s\n", ok, name, canonical)
+	return 0
 }
