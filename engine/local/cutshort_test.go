@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,9 @@ func TestSupervisorComingIsNotDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hold.Close(); sup.Process.Kill(); sup.Wait() })
+	// Start returns once the exec has begun, a moment before the kernel has set the
+	// new command line: wait for it to read as the supervisor's.
+	waitCmdline(t, sup.Process.Pid, dir)
 	if st := reconcile(dir, pending()); st.State != spec.Pending {
 		t.Errorf("with its supervisor coming: %s %s", st.State, st.Msg)
 	}
@@ -227,5 +231,19 @@ func TestDeadLaunchEndsOnce(t *testing.T) {
 	}
 	if saved, err := readState(req.StateDir); err != nil || saved.State.Terminal() {
 		t.Errorf("a launch dead a moment ago was saved ended: %+v %v", saved, err)
+	}
+}
+
+// waitCmdline waits until the command line of process pid ends with dir.
+func waitCmdline(t *testing.T, pid int, dir string) {
+	t.Helper()
+	path := "/proc/" + strconv.Itoa(pid) + "/cmdline"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(path); strings.HasSuffix(string(b), dir+"\x00") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d's command line never read as a supervisor's of %s", pid, dir)
+		}
 	}
 }
