@@ -57,15 +57,21 @@ func Self() (Proc, error) { return ProcOf(os.Getpid()) }
 // still there and running, and `wick sweep resume` right after the kill of a queue
 // took it for a live one).
 func (p Proc) Alive() bool {
+	ok, _ := p.alive()
+	return ok
+}
+
+// alive is Alive, with the error that kept it from looking where there was one.
+func (p Proc) alive() (bool, error) {
 	if p.IsZero() || p.Boot != "" && p.Boot != BootID() {
-		return false
+		return false, nil
 	}
 	start, state, flags, err := procStat(p.PID)
 	if err != nil || start != p.Start || state == 'Z' || state == 'X' || flags&pfExiting != 0 {
-		return false
+		return false, err
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/status")
-	return err == nil && !killPending(b)
+	return err == nil && !killPending(b), err
 }
 
 // pfExiting is the kernel's PF_EXITING flag (include/linux/sched.h), set in field 9

@@ -59,6 +59,11 @@ type Watch struct {
 	c      chan struct{}
 	events atomic.Uint32
 	closed bool // guarded by w.mu
+
+	// stop, instead of w, inst and wd: a watch that looks (see pollAdd), ended
+	// once by stopOnce.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // C returns the channel that receives a value after each batch of events.
@@ -75,8 +80,19 @@ func (w *Watch) notify(bits uint32) {
 	}
 }
 
-// Add watches path, a file or a directory.
+// Add watches path, a file or a directory. Where the kernel refuses inotify (its
+// per-user limits), the watch looks at path every so often instead (see pollAdd).
 func (w *Watcher) Add(path string) (*Watch, error) {
+	wt, err := w.add(path)
+	if err != nil && refused(err) {
+		if wt, perr := pollAdd(path); perr == nil {
+			return wt, nil
+		}
+	}
+	return wt, err
+}
+
+func (w *Watcher) add(path string) (*Watch, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.inst == nil {
@@ -110,6 +126,10 @@ func (w *Watcher) Add(path string) (*Watch, error) {
 func (w *Watch) Close() error {
 	if w.chime != nil {
 		w.chime.unsubscribe(w)
+		return nil
+	}
+	if w.stop != nil {
+		w.stopOnce.Do(func() { close(w.stop) })
 		return nil
 	}
 	w.w.mu.Lock()
@@ -186,10 +206,12 @@ func (w *Watcher) loop(inst *inotify) {
 	}
 }
 
-// procWatch is a pidfd shared by every watcher of one process.
+// procWatch is a pidfd shared by every watcher of one process, or, where the kernel
+// gives none, a goroutine that looks (pollProc) until stop is closed.
 type procWatch struct {
 	refs int
 	f    *os.File
+	stop chan struct{}
 	done chan struct{}
 }
 
@@ -205,8 +227,16 @@ func (w *Watcher) WatchProc(p Proc) (<-chan struct{}, func()) {
 	done := make(chan struct{})
 	fd, err := unix.PidfdOpen(p.PID, unix.PIDFD_NONBLOCK)
 	if err != nil {
-		close(done)
-		return done, func() {}
+		if exited(p) {
+			close(done)
+			return done, func() {}
+		}
+		// No pidfd for a live process (ENOSYS before Linux 5.3, EMFILE): it was
+		// taken for exited; look at it instead.
+		pw := &procWatch{refs: 1, stop: make(chan struct{}), done: done}
+		w.procs[p] = pw
+		go pollProc(p, pw)
+		return done, w.releaseProc(p, pw)
 	}
 	// Check the start time only now that the pidfd pins the process: a pid reused
 	// between reading the state and opening the pidfd is caught here.
@@ -232,7 +262,11 @@ func (w *Watcher) releaseProc(p Proc, pw *procWatch) func() {
 				if w.procs[p] == pw {
 					delete(w.procs, p)
 				}
-				pw.f.Close()
+				if pw.f != nil {
+					pw.f.Close()
+				} else {
+					close(pw.stop)
+				}
 			}
 		})
 	}
