@@ -470,7 +470,7 @@ func (p *Parsed) Drawings(fn func(info LineInfo, samples []Sample)) {
 
 // extractDrawing reads the values of one drawing of a line into p (reset but for Local).
 func (e *Extractor) extractDrawing(text string, p *Parsed) {
-	text = p.cleanLine(text)
+	text = levelPrefixCut(p.cleanLine(text))
 	p.markShape(text)
 	if len(text) > 0 && (text[0] == '|' || text[0] == '-') && p.tableGroup(text) {
 		p.Indented, p.tableHead = true, true
@@ -479,12 +479,49 @@ func (e *Extractor) extractDrawing(text string, p *Parsed) {
 	if p.group != "" && strings.HasPrefix(text, "|   ") {
 		p.Indented = true // a row of the table: a record whose step one of its rows names
 	}
-	if mayHoldNumber(text) {
-		e.scan(text, p)
+	if mayHoldNumber(text) || endsWithColon(text) {
+		e.scan(text, p) // a head without numbers names its context (`valid result:`)
 	}
 	e.table(text, p)
 	p.stepFromBar(text)
 	e.runPatterns(text, p)
+}
+
+// endsWithColon reports whether s ends with a colon, spaces after it aside.
+func endsWithColon(s string) bool {
+	i := len(s) - 1
+	for i >= 0 && s[i] == ' ' {
+		i--
+	}
+	return i >= 0 && s[i] == ':'
+}
+
+// levelPrefixCut returns the message of a line a logger wrote after a prefix that
+// ends with its INFO level (Swin's `[2026-12-06 10:00:05 swin_t](main.py 98): INFO `,
+// maskrcnn-benchmark's `2026-12-06 10:00:12,118 maskrcnn_benchmark.trainer INFO: `,
+// mmengine's `11/20 10:00:10 - mmengine - INFO - `): the time, the logger's name and the
+// source's file and line are no values. A prefix holds a digit (a time, a line number).
+func levelPrefixCut(s string) string {
+	k := strings.Index(s[:min(len(s), maxPrefixLen)], "INFO")
+	if k < 2 || k+5 >= len(s) {
+		return s
+	}
+	switch s[k-1] {
+	case ' ', ')', ']':
+	default:
+		return s
+	}
+	j := k + 4
+	if s[j] == ':' {
+		j++
+	}
+	if j+2 < len(s) && s[j] == ' ' && (s[j+1] == '-' || s[j+1] == '|') && s[j+2] == ' ' {
+		j += 2
+	}
+	if j >= len(s) || s[j] != ' ' || !strings.ContainsAny(s[:k], "0123456789") || strings.ContainsAny(s[:k], "=\"") {
+		return s
+	}
+	return strings.TrimLeft(s[j:], " ")
 }
 
 // markShape marks in p what the shape of a clean line says: indented (or under a glog

@@ -90,6 +90,9 @@ type value struct {
 	numpy bool
 	// tuple is whether the value is a Python tuple's one element (`(1e-04,)`).
 	tuple bool
+	// torch is whether the value is written as a torch tensor's repr (`tensor(5.98,
+	// device='cuda:0', grad_fn=<NllLossBackward0>)`, an f-string of a 0-dim tensor).
+	torch bool
 	// alt is the value of a second name written in parentheses after the first
 	// (`time (data): 0.191 (0.002)`), s[altStart:altEnd]; altEnd is 0 when none.
 	alt              float64
@@ -471,6 +474,10 @@ func (v *value) opening(s string, i int) (int, bool) {
 		}
 		return i, true
 	}
+	if i+8 < len(s) && s[i] == 't' && strings.HasPrefix(s[i:], "tensor(") && (startsNumber(s, i+7) || s[i+7] == '-') {
+		v.torch = true // SimCLR's `Loss: tensor(5.9812, device='cuda:0', grad_fn=...)`
+		return i + 7, true
+	}
 	if i+1 < len(s) && s[i] == '(' && v.sep != ' ' && startsNumber(s, i+1) {
 		v.tuple = true // BasicSR's `lr:(1.000e-04,)`: a tuple of one value
 		return i + 1, true
@@ -648,6 +655,20 @@ func pastRemark(s string, end int) (int, bool) {
 // closeList returns where the list a value opened ends after its number and suffix
 // at end: `,)` for a tuple, `]` for a list; false when it does not close there.
 func (v *value) closeList(s string, end int) (int, bool) {
+	if v.torch {
+		// `)`, or the tensor's keywords then `)`: `, device='cuda:0', grad_fn=<...>)`
+		if end < len(s) && s[end] == ',' {
+			k := strings.IndexByte(s[end:min(len(s), end+maxTensorTail)], ')')
+			if k < 0 {
+				return end, false
+			}
+			end += k
+		}
+		if end >= len(s) || s[end] != ')' {
+			return end, false
+		}
+		return end + 1, true
+	}
 	if v.tuple {
 		if end+1 >= len(s) || s[end] != ',' || s[end+1] != ')' {
 			return end, false
@@ -659,6 +680,9 @@ func (v *value) closeList(s string, end int) (int, bool) {
 	}
 	return end + 1, true
 }
+
+// maxTensorTail bounds a tensor repr's keywords after its number.
+const maxTensorTail = 96
 
 // readTotal reads the total after a count's slash at end: `step 20/1000`, `iteration
 // 10/  100000`, `9800/10000`. When the count is an integer and the total a positive
