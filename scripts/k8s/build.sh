@@ -13,12 +13,12 @@ export PATH="/usr/local/go/bin:$PATH"
 what="${1:-k8s}"
 pkg=.
 case "$what" in
-  k8s) module="$here/tools" pin=k8s.io/kubernetes prefix= ;;
+  k8s) module="$here/tools" pin=k8s.io/kubernetes prefix= cold="~830 CPU-s" ;;
   # kubectl on its own, as users have it (the one in the k8s binary starts slower: it
   # links the control plane too): the baseline of the kubernetes benchmarks.
-  kubectl) module="$here/tools" pin=k8s.io/kubernetes prefix=kubectl- pkg=k8s.io/kubernetes/cmd/kubectl ;;
-  coredns) module="$here/coredns" pin=github.com/coredns/coredns prefix=coredns- ;;
-  jobset) module="$here/jobset" pin=sigs.k8s.io/jobset prefix=jobset- pkg=sigs.k8s.io/jobset ;;
+  kubectl) module="$here/tools" pin=k8s.io/kubernetes prefix=kubectl- pkg=k8s.io/kubernetes/cmd/kubectl cold="a link once k8s is built" ;;
+  coredns) module="$here/coredns" pin=github.com/coredns/coredns prefix=coredns- cold="~40 CPU-s" ;;
+  jobset) module="$here/jobset" pin=sigs.k8s.io/jobset prefix=jobset- pkg=sigs.k8s.io/jobset cold="~370 CPU-s" ;;
   *) echo "k8s build: unknown component $what (want k8s, kubectl, coredns or jobset)" >&2; exit 2 ;;
 esac
 version="$(awk -v m="$pin" '$1 == "require" {$1 = ""; $0 = $0} $1 == m && $2 ~ /^v[0-9]/ {print $2; exit}' "$module/go.mod")"
@@ -33,7 +33,7 @@ if [ -x "$bin" ]; then
   exit 0
 fi
 mkdir -p "$dir"
-echo "k8s build: building $pin $version into $bin (cold: Kubernetes ~830 CPU-s, CoreDNS ~40 CPU-s and JobSet ~JOBSET CPU-s past it; warm: a link)" >&2
+echo "k8s build: building $pin $version into $bin (cold: $cold; warm: a link)" >&2
 start=$(date +%s)
 # -trimpath and no DWARF keep the binary small; CGO off as upstream builds its release.
 ( cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin.tmp" "$pkg" )
