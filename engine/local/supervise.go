@@ -257,6 +257,7 @@ type supervisor struct {
 	roles   []*roleRun
 	all     []*replica
 	kids    *children
+	spawner *spawner // forks the replicas; nil: each from a thread of its own
 	rec     *logs.Recorder
 	bell    *logs.Bell    // the launcher's, once the start is reported; nil before
 	rang    chan struct{} // closed once ringLauncher's report is written; nil if none is pending
@@ -409,6 +410,10 @@ func (sv *supervisor) setup() error {
 	} else {
 		sv.st.Cgroup = sv.cg.dir
 		sv.kids.cgroup = filepath.Base(sv.cg.dir)
+	}
+	// Before the log files: the spawner's thread copies a table that holds few.
+	if sv.spawner, err = newSpawner(sv.kids); err != nil {
+		sv.logf("replicas forked each from a thread of its own (%v)", err)
 	}
 	for _, r := range sv.all {
 		// The launcher made the directory; the writer opens it and its files
@@ -626,32 +631,51 @@ func (sv *supervisor) start(r *replica) {
 		// before it is in.
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, sv.cg.fd
 	}
+	reported := func(pid int, exited <-chan unix.WaitStatus, err error) {
+		sv.events <- event{kind: evStarted, r: r, attempt: a, pid: pid, err: err}
+		if err == nil {
+			sv.events <- event{kind: evExited, r: r, attempt: a, ws: <-exited}
+		}
+	}
+	if sv.spawner != nil && lookErr == nil {
+		done := sv.spawner.start(argv0, r.req.Argv, attr)
+		// The spawner has its copies; ours must go so that the pipes end with it.
+		outW.Close()
+		errW.Close()
+		go func() {
+			res := <-done
+			reported(res.pid, res.exited, res.err)
+		}()
+		return
+	}
 	startThread(func() {
 		pid, exited, err := 0, (<-chan unix.WaitStatus)(nil), lookErr
 		if err == nil {
-			pid, exited, err = sv.kids.fork(argv0, r.req.Argv, attr)
-			if err != nil && attr.Sys.UseCgroupFD {
-				// clone3 into a cgroup refused (an old kernel, a cgroup that turned
-				// unusable): the replica still runs, in the supervisor's cgroup.
-				noCg := *attr.Sys
-				noCg.UseCgroupFD = false
-				a := *attr
-				a.Sys = &noCg
-				pid, exited, err = sv.kids.fork(argv0, r.req.Argv, &a)
-			}
-			if err != nil {
-				err = &execError{file: argv0, err: err}
-			}
+			pid, exited, err = forkReplica(sv.kids, argv0, r.req.Argv, attr)
 		}
 		// The child has its copies; ours must go so that the pipes end with it.
 		outW.Close()
 		errW.Close()
-		sv.events <- event{kind: evStarted, r: r, attempt: a, pid: pid, err: err}
-		if err != nil {
-			return
-		}
-		sv.events <- event{kind: evExited, r: r, attempt: a, ws: <-exited}
+		reported(pid, exited, err)
 	})
+}
+
+// forkReplica forks a replica, again outside the app's cgroup where clone3 into it is
+// refused (an old kernel, a cgroup that turned unusable): the replica still runs, in
+// the supervisor's cgroup. A failure is the replica's execError.
+func forkReplica(kids *children, argv0 string, argv []string, attr *syscall.ProcAttr) (int, <-chan unix.WaitStatus, error) {
+	pid, exited, err := kids.fork(argv0, argv, attr)
+	if err != nil && attr.Sys != nil && attr.Sys.UseCgroupFD {
+		noCg := *attr.Sys
+		noCg.UseCgroupFD = false
+		a := *attr
+		a.Sys = &noCg
+		pid, exited, err = kids.fork(argv0, argv, &a)
+	}
+	if err != nil {
+		return 0, nil, &execError{file: argv0, err: err}
+	}
+	return pid, exited, nil
 }
 
 // pump copies one output stream of an attempt into the replica's logs.
