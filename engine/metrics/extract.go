@@ -340,9 +340,10 @@ func keep(name string, only, ignore map[string]bool) bool {
 // Config returns the extractor's configuration.
 func (e *Extractor) Config() Config { return e.cfg }
 
-// DefaultStepKeys are the names that give a line's step. `steps` is not one: `Steps:
-// 32` is a count of steps (per epoch, to run), not the step a line is at.
-var DefaultStepKeys = []string{"step", "global_step", "iter", "it", "iteration", "num_updates", "total_timesteps"}
+// DefaultStepKeys are the names that give a line's step (iters: CycleGAN's `(epoch: 1,
+// iters: 100, ...)`). `steps` is not one: `Steps: 32` is a count of steps (per epoch, to
+// run), not the step a line is at, unless it begins a line of values (leadSteps).
+var DefaultStepKeys = []string{"step", "global_step", "iter", "it", "iteration", "iters", "num_updates", "total_timesteps"}
 
 // Extract reads the values of one line into p (which it resets first).
 func (e *Extractor) Extract(text string, p *Parsed) {
@@ -693,6 +694,9 @@ type lineState struct {
 	from int
 	// tag is the word in brackets before the line's counter in brackets (bracketTag).
 	tag string
+	// countStep is the count between a name and its value (counterThenValue), -1 none:
+	// the line's step when it names none.
+	countStep int64
 }
 
 // bracketTag reads a lowercase word in brackets at s[i] right before a counter in
@@ -757,7 +761,7 @@ func (e *Extractor) leadGroup(s string, p *Parsed) (string, int) {
 
 // scan reads the pairs of s into p.
 func (e *Extractor) scan(s string, p *Parsed) {
-	st := lineState{spacedOnly: true, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1, epochEnd: -1}
+	st := lineState{spacedOnly: true, countStep: -1, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1, epochEnd: -1}
 	if n, ok := torchtuneStep(s); ok {
 		p.Step, p.HasStep = n, true
 	}
@@ -822,6 +826,8 @@ func (st *lineState) step(s string, p *Parsed) {
 	}
 	if !p.HasStep {
 		switch {
+		case st.countStep >= 0 && len(p.Samples) > 0:
+			p.Step, p.HasStep = st.countStep, true
 		case st.bracketStep >= 0 && (!st.leadCount || len(p.Samples) > 0):
 			// A count that begins the line is the step of the values after it (an
 			// evaluation's `1/12...` alone is a counter of its own).
@@ -1425,7 +1431,7 @@ func missingAfter(s string, i int) bool {
 // pair takes the value v of the name word w, with the words of its field before it,
 // and returns where the scan goes on.
 func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) int {
-	first := st.nameWords(s, v)
+	first := st.nameWords(s, w, v)
 	own := first < st.nwords // words of the field before the name's last
 	start := w.start
 	if own {
@@ -1445,13 +1451,25 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	if !r.ok || v.spelled(s) {
 		return v.end
 	}
+	if v.sep == ' ' && v.integer && v.unit == "" && !v.ratio && r.info.kind != kindStep && !r.epoch && st.countStep < 0 {
+		// Tacotron 2's `Train loss 1000 0.612004`, `Validation loss 1000:  0.598114`: a
+		// count between the name and its value is the step the value is at, unless the
+		// line names one.
+		if n, ok := counterThenValue(s, v); ok {
+			st.countStep = n
+		}
+	}
 	st.pairs++
 	if v.sep != ' ' {
 		st.spacedOnly = false
 	}
 	hadStep := p.HasStep
+	if !hadStep && leadSteps(s, start, r, v) {
+		p.Step, p.HasStep = int64(v.v), true
+		return v.end
+	}
 	if e.notMetric(p, st, r, own, v) {
-		if !hadStep && p.HasStep && countThenStop(s, v) {
+		if !hadStep && p.HasStep && (countThenStop(s, v) || atStep(s, start)) {
 			st.spacedStep = true // `Iteration 500, Testing net (#0)`, `Iter 100: Saved ...`
 		}
 		return v.end
@@ -1466,6 +1484,22 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		e.altMetric(s, p, st, v)
 	}
 	return v.end
+}
+
+// leadSteps reports whether the value v of the name r that begins the line at start is
+// the line's step: `steps` written first, with a colon or =, before other values
+// (HiFi-GAN's `Steps : 5, Gen Loss Total : 88.530, ...`), where elsewhere it counts
+// steps (`Total optimization steps = 375`, `600 steps to run`).
+func leadSteps(s string, start int, r *pairInfo, v *value) bool {
+	if v.sep == ' ' || !v.integer || v.v < 0 || v.v >= 1<<53 || string(r.rest) != "steps" || r.q != "" {
+		return false
+	}
+	for i := 0; i < start; i++ {
+		if s[i] != ' ' {
+			return false
+		}
+	}
+	return v.end < len(s) && s[v.end] == ',' && strings.IndexByte(s[v.end:], ':') > 0
 }
 
 // stopped handles a stop word r, the name a space separates from its value v: alone
@@ -1487,6 +1521,12 @@ func (st *lineState) stopped(s string, w span, v *value, r *pairInfo, first int)
 
 // countThenStop reports whether v, after a space, is a whole number that a comma or a
 // colon ends: a count that names the line's step (Caffe's `Iteration 500, Testing net`).
+// atStep reports whether the name at s[start] follows the word at: a sentence that says
+// when (Tacotron 2's `Saving model and optimizer state at iteration 1000 to ...`).
+func atStep(s string, start int) bool {
+	return start >= 3 && s[start-1] == ' ' && s[start-3] == 'a' && s[start-2] == 't' && (start == 3 || s[start-4] == ' ')
+}
+
 func countThenStop(s string, v *value) bool {
 	return v.sep == ' ' && v.integer && v.end < len(s) && (s[v.end] == ',' || s[v.end] == ':')
 }
@@ -1504,15 +1544,59 @@ func (e *Extractor) altMetric(s string, p *Parsed, st *lineState, v *value) {
 // value v: after a separator (`lm loss: 1.06`) every word of the field; after a space
 // only the last one, and only a qualifier (`val loss 2.0`, but `final loss 0.7` is the
 // loss).
-func (st *lineState) nameWords(s string, v *value) int {
+func (st *lineState) nameWords(s string, w span, v *value) int {
 	if v.sep != ' ' {
 		return 0
 	}
 	first := st.nwords
+	if first > 0 && spacedPair(s, st.words[first-1], w) {
+		first-- // `Grad Norm 12.345678`: one name of two words
+	}
 	if first > 0 && isQualifier(s, st.words[first-1]) {
 		first--
 	}
 	return first
+}
+
+// spacedPairs are the names of two words read whole after a space too (`Grad Norm
+// 0.52`), where a space before a value otherwise leaves only the last word (prose).
+var spacedPairs = [...][2]string{{"grad", "norm"}, {"learning", "rate"}, {"weight", "decay"}}
+
+// spacedPair reports whether the words a and b are one of spacedPairs.
+func spacedPair(s string, a, b span) bool {
+	for _, sp := range spacedPairs {
+		if foldEqual(s[a.start:a.end], sp[0]) && foldEqual(s[b.start:b.end], sp[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// counterThenValue reads the value after a count v that a name's space separates
+// from it, when one follows, a colon and spaces or a space before it, into v: it
+// returns the count.
+func counterThenValue(s string, v *value) (int64, bool) {
+	j := v.end
+	if j < len(s) && s[j] == ':' {
+		j++
+	}
+	if j+1 >= len(s) || s[j] != ' ' {
+		return 0, false
+	}
+	for j < len(s) && s[j] == ' ' {
+		j++
+	}
+	if j >= len(s) || !startsNumber(s, j) && !(s[j] == '-' && startsNumber(s, j+1)) {
+		return 0, false
+	}
+	var w value
+	w.sep = ' '
+	if !readValue(s, j, &w, false) || w.integer || v.v >= 1<<53 {
+		return 0, false
+	}
+	n := int64(v.v)
+	*v = w
+	return n, true
 }
 
 // perCounted reports whether a name is a time per something training counts

@@ -294,8 +294,9 @@ func statistic(name []byte) bool {
 	return false
 }
 
-// trimModifiers drops modifiers before a name (`average_loss` is the loss) and
-// Megatron's `value` after it (`lm loss value`).
+// trimModifiers drops modifiers before a name (`average_loss` is the loss),
+// Megatron's `value` after it (`lm loss value`) and `taken` after a time (CycleGAN's
+// `Time Taken: 412 sec` is the time).
 func trimModifiers(name []byte) []byte {
 	for {
 		k := 0
@@ -310,6 +311,9 @@ func trimModifiers(name []byte) []byte {
 	}
 	if n := len(name) - len("_value"); n > 0 && string(name[n:]) == "_value" {
 		name = name[:n]
+	}
+	if string(name) == "time_taken" {
+		name = name[:len("time")]
 	}
 	return name
 }

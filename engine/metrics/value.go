@@ -452,8 +452,8 @@ func (v *value) unitAfterSpace(s string, end int, list bool) int {
 	}
 	if u, e := spacedUnit(s, end+1); u != "" {
 		v.unit, end = u, e
-		if u == "seconds" {
-			v.unit = "s" // Darknet's `Loaded: 0.000046 seconds`
+		if u == "seconds" || u == "sec" {
+			v.unit = "s" // Darknet's `Loaded: 0.000046 seconds`, CycleGAN's `412 sec`
 		}
 	}
 	return end
