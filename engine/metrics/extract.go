@@ -1302,7 +1302,7 @@ func (e *Extractor) rateValue(p *Parsed, st *lineState, v float64, rate string) 
 		st.unctx[st.nunctx] = uint8(before) // a rate takes the line's context
 		st.nunctx++
 	}
-	e.add(p, rateNames[rate], v, "")
+	e.add(p, rateTabs().names[rate], v, "")
 }
 
 // bracket reads the bracket at s[i] before any value of the line: a counter

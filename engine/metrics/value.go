@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // rateAfter reads a rate unit right after a number or after one space: it/s, s/it,
@@ -20,7 +21,7 @@ func rateAfter(s string, j int) (string, int) {
 	if strings.IndexByte(s[k:min(len(s), k+maxRateLen)], '/') < 0 {
 		return "", j // every rate has a slash: most words after a number are none
 	}
-	for _, r := range ratesBy[s[k]|0x20] {
+	for _, r := range rateTabs().by[s[k]|0x20] {
 		if strings.HasPrefix(s[k:], r) && boundary(s, k+len(r)) {
 			if k > j && (r == "it/s" || r == "s/it") {
 				continue // tqdm writes these against the number
@@ -36,7 +37,7 @@ func rateAfter(s string, j int) (string, int) {
 
 // rates are the units of rates: a count of what training goes through a second
 // (`tok/s`, `samples/sec`) or a time per one of them (`s/it`, `ms/it`), longest first.
-var rates = func() []string {
+func rates() []string {
 	counted := []string{"it", "iter", "iters", "step", "steps", "batch", "batches", "sample", "samples",
 		"img", "imgs", "images", "tok", "tokens", "words", "examples", "seq", "seqs"}
 	var r []string
@@ -45,7 +46,7 @@ var rates = func() []string {
 	}
 	slices.SortStableFunc(r, func(a, b string) int { return len(b) - len(a) })
 	return r
-}()
+}
 
 // tightRates are the rates read against their number too (tqdm's `20.00it/s`).
 var tightRates = map[string]bool{"it/s": true, "s/it": true, "iter/s": true, "tok/s": true, "tokens/s": true, "samples/s": true, "img/s": true, "words/s": true}
@@ -53,22 +54,25 @@ var tightRates = map[string]bool{"it/s": true, "s/it": true, "iter/s": true, "to
 // maxRateLen is the length of the longest rate.
 const maxRateLen = len("examples/sec")
 
-// ratesBy are the rates by their first letter, longest first.
-var ratesBy = func() (m [256][]string) {
-	for _, r := range rates {
-		m[r[0]] = append(m[r[0]], r)
-	}
-	return m
-}()
+// rateTables are the rates as the scan looks them up.
+type rateTables struct {
+	// by are the rates by their first letter, longest first.
+	by [256][]string
+	// names are the rates as the names add looks up.
+	names map[string][]byte
+}
 
-// rateNames are the rates as the names add looks up.
-var rateNames = func() map[string][]byte {
-	m := map[string][]byte{}
-	for _, r := range rates {
-		m[r] = []byte(r)
+// rateTabs are built at first use, not at every wick's start: 90 rates, each made
+// of two strings, were most of this package's initialisation (240 allocations), which
+// every verb and supervisor paid, extracting metrics or not.
+var rateTabs = sync.OnceValue(func() *rateTables {
+	t := &rateTables{names: map[string][]byte{}}
+	for _, r := range rates() {
+		t.by[r[0]] = append(t.by[r[0]], r)
+		t.names[r] = []byte(r)
 	}
-	return m
-}()
+	return t
+})
 
 // value is a number read after a name.
 type value struct {

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Resource is what one replica needs. A negative value means "does not matter".
@@ -39,29 +40,32 @@ func (r Resource) Clone() Resource {
 
 const gib = 1024
 
-// namedResources are TorchX's generic named resources (GiB = 1024 MB).
-var namedResources = map[string]Resource{
-	"gpu.small":  {CPU: 8, GPU: 1, MemMB: 32 * gib},
-	"gpu.medium": {CPU: 16, GPU: 2, MemMB: 64 * gib},
-	"gpu.large":  {CPU: 32, GPU: 4, MemMB: 128 * gib},
-	"gpu.xlarge": {CPU: 64, GPU: 8, MemMB: 256 * gib},
-	"cpu.nano":   {CPU: 1, GPU: 0, MemMB: 512},
-	"cpu.micro":  {CPU: 1, GPU: 0, MemMB: 1 * gib},
-	"cpu.small":  {CPU: 1, GPU: 0, MemMB: 2 * gib},
-	"cpu.medium": {CPU: 2, GPU: 0, MemMB: 4 * gib},
-	"cpu.large":  {CPU: 2, GPU: 0, MemMB: 8 * gib},
-	"cpu.xlarge": {CPU: 8, GPU: 0, MemMB: 32 * gib},
-	"NULL":       NullResource,
-	"MISSING":    NullResource,
-}
+// namedResources are TorchX's generic named resources (GiB = 1024 MB), built at first
+// use (see awsNamedResources).
+var namedResources = sync.OnceValue(func() map[string]Resource {
+	return map[string]Resource{
+		"gpu.small":  {CPU: 8, GPU: 1, MemMB: 32 * gib},
+		"gpu.medium": {CPU: 16, GPU: 2, MemMB: 64 * gib},
+		"gpu.large":  {CPU: 32, GPU: 4, MemMB: 128 * gib},
+		"gpu.xlarge": {CPU: 64, GPU: 8, MemMB: 256 * gib},
+		"cpu.nano":   {CPU: 1, GPU: 0, MemMB: 512},
+		"cpu.micro":  {CPU: 1, GPU: 0, MemMB: 1 * gib},
+		"cpu.small":  {CPU: 1, GPU: 0, MemMB: 2 * gib},
+		"cpu.medium": {CPU: 2, GPU: 0, MemMB: 4 * gib},
+		"cpu.large":  {CPU: 2, GPU: 0, MemMB: 8 * gib},
+		"cpu.xlarge": {CPU: 8, GPU: 0, MemMB: 32 * gib},
+		"NULL":       NullResource,
+		"MISSING":    NullResource,
+	}
+})
 
 // NamedResource looks up a named resource such as "gpu.small". An unknown name is an
 // error that suggests the closest known one.
 func NamedResource(name string) (Resource, error) {
-	if r, ok := namedResources[name]; ok {
+	if r, ok := namedResources()[name]; ok {
 		return r.Clone(), nil
 	}
-	if r, ok := awsNamedResources[name]; ok {
+	if r, ok := awsNamedResources()[name]; ok {
 		return r.Clone(), nil
 	}
 	return Resource{}, fmt.Errorf("unknown named resource %q%s", name, DidYouMean(name, NamedResources()))
@@ -70,8 +74,8 @@ func NamedResource(name string) (Resource, error) {
 // NamedResources lists the known named resources: the generic ones, then the aws_*
 // ones, each sorted.
 func NamedResources() []string {
-	names := SortedKeys(namedResources)
-	return append(names, SortedKeys(awsNamedResources)...)
+	names := SortedKeys(namedResources())
+	return append(names, SortedKeys(awsNamedResources())...)
 }
 
 // ResourceOf builds a resource the way TorchX's specs.resource does: a named resource h

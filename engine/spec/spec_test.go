@@ -375,7 +375,7 @@ func TestResources(t *testing.T) {
 	if r, err := NamedResource("aws_p4d.24xlarge"); err != nil || r.CPU != 96 || r.GPU != 8 || r.MemMB != 1152*983 || r.Devices["vpc.amazonaws.com/efa"] != 4 {
 		t.Errorf("aws_p4d.24xlarge = %+v, %v", r, err)
 	}
-	if len(NamedResources()) != 12+len(awsNamedResources) {
+	if len(NamedResources()) != 12+len(awsNamedResources()) {
 		t.Errorf("NamedResources = %v", NamedResources())
 	}
 	for s, want := range map[string]string{
