@@ -39,7 +39,7 @@ func (s *Scheduler) Describe(ctx context.Context, appID string) (*sched.Descript
 	if keyed {
 		s.logCache.put(dir, key, logStateOf(st))
 	}
-	l, err := s.logCache.launch(dir)
+	l, err := s.logCache.head(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read app %s: %w", appID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/wick-dev/wick/engine/safefs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -265,11 +266,25 @@ func readLaunchHead(appDir string, st *state, refs []sched.ReplicaRef) (*launch,
 		head = append(append(head, ':'), seen[k]...)
 	}
 	head = append(head, '}')
-	var l launch
-	if err := json.Unmarshal(head, &l); err != nil || l.App == nil {
+	// Decoded as a launch without its Request field: encoding/json builds the
+	// encoders of every field's type at a type's first decode, and the request's
+	// types are the most of launch.json's (a cost a new process such as `wick
+	// status` pays once, in full).
+	var h struct {
+		Version   int               `json:"version"`
+		Scheduler string            `json:"scheduler"`
+		Session   string            `json:"session"`
+		AppID     string            `json:"app_id"`
+		Created   time.Time         `json:"created"`
+		Self      []string          `json:"self"`
+		App       *spec.AppDef      `json:"app"`
+		Cfg       map[string]string `json:"cfg"`
+	}
+	if err := json.Unmarshal(head, &h); err != nil || h.App == nil {
 		return nil, nil, errSkim
 	}
-	return &l, dirs, nil
+	return &launch{Version: h.Version, Scheduler: h.Scheduler, Session: h.Session, AppID: h.AppID,
+		Created: h.Created, Self: h.Self, App: h.App, Cfg: h.Cfg}, dirs, nil
 }
 
 // stateNames reports whether st gives ref's replica the log directory dir.

@@ -147,6 +147,7 @@ func readLaunch(appDir string) (*launch, error) {
 type logCache struct {
 	mu       sync.Mutex
 	launches map[string]cachedLaunch
+	heads    map[string]cachedLaunch // launches without their request (Describe)
 	states   map[string]cachedState
 	dirs     map[string]cachedDirs // log directories of some replicas (DescribeReplicas)
 }
@@ -225,6 +226,40 @@ func (c *logCache) launch(appDir string) (*launch, error) {
 		c.launches = map[string]cachedLaunch{}
 	}
 	c.launches[appDir] = cachedLaunch{key, l}
+	return l, nil
+}
+
+// head returns the launch of appDir as Describe needs it, its AppDef and run options:
+// the whole launch when it is cached, or else the members before its request only
+// (readLaunchHead), read again only when the file changed. Its request, the biggest
+// part and the one with the most types to decode, is what only the log readers need
+// (launch): `wick status`, a process of its own, decoded it whole and never used
+// it. The launch returned is shared and may have no Request: callers must not modify
+// it.
+func (c *logCache) head(appDir string) (*launch, error) {
+	key, ok := statKey(filepath.Join(appDir, launchFile))
+	if c == nil || !ok {
+		return readLaunch(appDir) // its error says what is wrong
+	}
+	c.mu.Lock()
+	e, hit := c.launches[appDir]
+	if !hit || e.key != key {
+		e, hit = c.heads[appDir]
+	}
+	c.mu.Unlock()
+	if hit && e.key == key {
+		return e.l, nil
+	}
+	l, _, err := readLaunchHead(appDir, nil, nil)
+	if err != nil {
+		return c.launch(appDir) // another make of the file, or what is wrong with it
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.heads == nil || len(c.heads) >= maxCached {
+		c.heads = map[string]cachedLaunch{}
+	}
+	c.heads[appDir] = cachedLaunch{key, l}
 	return l, nil
 }
 
