@@ -137,3 +137,82 @@ func dump(evs []*straceEvent) string {
 	}
 	return b.String()
 }
+
+// envLaunchHome makes TestLaunchFilesDurable's traced child launch an app under it.
+const envLaunchHome = "WICK_TEST_LAUNCH_HOME"
+
+// TestLaunchFilesDurable: the launcher's first files are on disk in the order of two
+// atomic saves, launch.json's then state.json's, in one journal commit less: both
+// files are written and fsynced before either is renamed into place (their fsyncs at
+// once), launch.json is renamed before state.json, and the app's directory is fsynced
+// after both renames and before the supervisor is told to go. The launch runs in a
+// child test process under strace (real system calls).
+func TestLaunchFilesDurable(t *testing.T) {
+	if home := os.Getenv(envLaunchHome); home != "" {
+		s := testScheduler(t, false)
+		s.cfg.StateDir = home
+		s2, err := newScheduler(NameCwd, false, s.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, s2, appOf("durable", role("a", "sh", "-c", "true")), nil)
+		return
+	}
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("no strace")
+	}
+	home, trace := t.TempDir(), filepath.Join(t.TempDir(), "trace")
+	cmd := exec.Command(st, "-f", "-y", "-q", "-o", trace, "-e", "trace=fsync,rename,renameat,renameat2,write",
+		os.Args[0], "-test.run", "^TestLaunchFilesDurable$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envLaunchHome+"="+home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the traced launch: %v\n%s", err, out)
+	}
+	evs := readStrace(t, trace)
+	first := func(what string, ok func(*straceEvent) bool) *straceEvent {
+		t.Helper()
+		for _, ev := range evs {
+			if ok(ev) {
+				return ev
+			}
+		}
+		t.Fatalf("no %s in the trace:\n%s", what, dump(evs))
+		return nil
+	}
+	syncOf := func(part string) func(*straceEvent) bool {
+		return func(ev *straceEvent) bool { return ev.call == "fsync" && strings.Contains(ev.args, part) }
+	}
+	renameTo := func(name string) func(*straceEvent) bool {
+		return func(ev *straceEvent) bool {
+			return strings.HasPrefix(ev.call, "rename") && strings.Contains(ev.args, "/"+name+`"`)
+		}
+	}
+	fl := first("fsync of launch.json's new file", syncOf("/."+launchFile+"."))
+	fs := first("fsync of state.json's new file", syncOf("/."+stateFile+"."))
+	rl := first("rename of launch.json", renameTo(launchFile))
+	rs := first("rename of state.json", renameTo(stateFile))
+	goByte := first("the supervisor's go", func(ev *straceEvent) bool {
+		return ev.call == "write" && strings.Contains(ev.args, `pipe:[`) && strings.Contains(ev.args, `"\1", 1)`)
+	})
+	var apps string
+	for _, ev := range evs {
+		if i := strings.Index(ev.args, "/local/apps/"); i >= 0 && ev.call == "fsync" && strings.Contains(ev.args, "."+stateFile+".") {
+			dir := ev.args[strings.Index(ev.args, "<")+1 : strings.LastIndex(ev.args, "/")]
+			apps = dir
+			break
+		}
+	}
+	synced := first("fsync of the app's directory", func(ev *straceEvent) bool {
+		return ev.call == "fsync" && strings.Contains(ev.args, "<"+apps+">") && ev.begin > rs.end
+	})
+	if fl.end > rl.begin || fs.end > rl.begin {
+		t.Errorf("a file renamed before both were on disk: fsyncs end at lines %d and %d, launch.json renamed at %d:\n%s", fl.end, fs.end, rl.begin, dump(evs))
+	}
+	if rl.end > rs.begin {
+		t.Errorf("state.json renamed (line %d) before launch.json (line %d)", rs.begin, rl.begin)
+	}
+	if synced.end > goByte.begin {
+		t.Errorf("the supervisor told to go (line %d) before the directory's fsync returned (line %d)", goByte.begin, synced.end)
+	}
+}

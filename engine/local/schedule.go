@@ -102,14 +102,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		return err
 	}
 	st := newState(s.name, l, owner)
-	// launch.json's rename is made durable by state.json's save, which syncs the
-	// same directory.
-	if data, err := json.MarshalIndent(l, "", "  "); err != nil {
-		return fmt.Errorf("write app state: %w", err)
-	} else if err := safefs.ReplaceFile(appDir, launchFile, append(data, '\n')); err != nil {
-		return fmt.Errorf("write app state: %w", err)
-	}
-	if err := st.save(appDir); err != nil {
+	if err := saveLaunch(appDir, l, st); err != nil {
 		return err
 	}
 	// Once the app exists (portHolder reads its state), before anything binds.
@@ -124,6 +117,52 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	progress.Report("starting %s", spec.Count(req.replicas(), "replica"))
 	started = true
 	return s.startSupervisor(ctx, appDir, sup, spawnErr, st)
+}
+
+// saveLaunch writes the app's first files, launch.json and state.json, as two atomic
+// saves would, one after the other, but in one journal commit less: both are written
+// and fsynced at once (concurrent fsyncs share the file system's commits), then
+// launch.json is renamed into place, then state.json, and the directory is fsynced
+// once. On disk the order is the one of two saves (launch.json's rename before
+// state.json's, both files' data before either name), and both are durable before
+// the supervisor is told to go.
+func saveLaunch(appDir string, l *launch, st *state) error {
+	ldata, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write app state: %w", err)
+	}
+	sdata, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save app state: %w", err)
+	}
+	var lp *safefs.Prepared
+	var lerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lp, lerr = safefs.PrepareFile(appDir, launchFile, append(ldata, '\n'))
+	}()
+	sp, serr := safefs.PrepareFile(appDir, stateFile, append(sdata, '\n'))
+	<-done
+	if lerr != nil || serr != nil {
+		for _, p := range []*safefs.Prepared{lp, sp} {
+			if p != nil {
+				p.Discard()
+			}
+		}
+		if lerr != nil {
+			return fmt.Errorf("write app state: %w", lerr)
+		}
+		return fmt.Errorf("save app state: %w", serr)
+	}
+	if err := lp.Replace(); err != nil {
+		sp.Discard()
+		return fmt.Errorf("write app state: %w", err)
+	}
+	if err := sp.Commit(); err != nil {
+		return fmt.Errorf("save app state: %w", err)
+	}
+	return nil
 }
 
 // requestOf accepts the request DryRun made, or its JSON form (a dry run read back).

@@ -182,6 +182,13 @@ func PrepareFile(dir, name string, data []byte) (*Prepared, error) {
 // Commit renames the prepared file over its name and fsyncs its directory.
 func (p *Prepared) Commit() error { return commit(osFS{}, p.tmp, p.dir, p.name, true) }
 
+// Replace renames the prepared file over its name without the fsync of its directory,
+// as ReplaceFile: for a file that a later Commit in the same directory makes durable.
+func (p *Prepared) Replace() error { return commit(osFS{}, p.tmp, p.dir, p.name, false) }
+
+// Discard removes the prepared file, where it is not to be put in place.
+func (p *Prepared) Discard() { _ = os.Remove(p.tmp) }
+
 // osFS is the real file system.
 type osFS struct{}
 
