@@ -27,6 +27,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/wick-dev/wick/engine/docker/front"
+	"github.com/wick-dev/wick/engine/ranks"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -91,9 +92,13 @@ type Scheduler struct {
 	// home's (true): what a listing shows while the Engine does not answer.
 	lastList map[bool][]spec.AppStatus
 
-	errs errorCache
+	// errs remembers the error files of stopped containers.
+	errs stoppedCache[errorInfo]
 	// failures remembers what stopped torchrun nodes wrote of their failure.
-	failures failuresCache
+	failures stoppedCache[*ranks.Failures]
+	// workers remembers what the samplers of stopped torchrun nodes saw of their
+	// workers (see startWatch).
+	workers stoppedCache[map[int]ranks.Watched]
 	// stats keeps containers' previous CPU samples (see Usage).
 	stats statsCache
 	// cleanupTimeout replaces the package's when set (tests of a rollback that

@@ -7,7 +7,6 @@ import (
 	"io"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -48,29 +47,6 @@ type errorInfo struct {
 	// the replica's own file, which torchrun fills with its "Root Cause" (the lowest
 	// local rank that failed in one poll, not always the rank that raised).
 	first, path string
-}
-
-// errorCache remembers the error files of stopped containers: a stopped container's
-// file does not change until it runs again, which changes its FinishedAt.
-type errorCache struct {
-	mu sync.Mutex
-	m  map[string]errorInfo // container id + FinishedAt -> file
-}
-
-func (c *errorCache) get(key string) (errorInfo, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	return e, ok
-}
-
-func (c *errorCache) put(key string, e errorInfo) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxErrorCache {
-		c.m = map[string]errorInfo{}
-	}
-	c.m[key] = e
 }
 
 // errorFileOf returns the path of a container's error file, from its environment.
@@ -132,7 +108,7 @@ func (s *Scheduler) readErrorFile(ctx context.Context, cli *client.Client, r *re
 		e.text = own.text
 	}
 	if ctx.Err() == nil {
-		s.errs.put(key, e)
+		s.errs.put(key, e, maxErrorCache)
 	}
 	return e
 }
@@ -159,27 +135,13 @@ func findErrorFiles(ctx context.Context, cli *client.Client, id string) []string
 	return out
 }
 
-// fetchErrorFile copies one file out of a container, at most maxErrorFile bytes, with
-// its modification time (the Engine's stat has nanoseconds; its tar, seconds).
+// fetchErrorFile copies one error file out of a container, at most maxErrorFile
+// bytes, with its modification time.
 func fetchErrorFile(ctx context.Context, cli *client.Client, id, file string) errorInfo {
-	res, err := cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: file})
-	if err != nil {
-		return errorInfo{}
-	}
-	defer res.Content.Close()
-	tr := tar.NewReader(res.Content)
-	h, err := tr.Next()
-	if err != nil || h.Typeflag != tar.TypeReg {
-		return errorInfo{}
-	}
-	b, _ := io.ReadAll(io.LimitReader(tr, maxErrorFile))
+	b, at, err := copyOut(ctx, cli, id, file, maxErrorFile)
 	text := strings.TrimSpace(string(b))
-	if text == "" {
+	if err != nil || text == "" {
 		return errorInfo{}
-	}
-	at := res.Stat.Mtime
-	if at.IsZero() {
-		at = h.ModTime
 	}
 	return errorInfo{text: text, at: at}
 }

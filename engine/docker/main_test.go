@@ -141,7 +141,12 @@ func buildHelperImage(ctx context.Context, cli *client.Client, dir, ref string) 
 	if err := tw.Close(); err != nil {
 		return "", err
 	}
-	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: &buf, SourceName: "-"}, ref,
+	return importImage(ctx, cli, &buf, ref)
+}
+
+// importImage imports a tarball as the image ref (WORKDIR /app, PATH=/bin).
+func importImage(ctx context.Context, cli *client.Client, tarball io.Reader, ref string) (string, error) {
+	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: tarball, SourceName: "-"}, ref,
 		client.ImageImportOptions{Changes: []string{"WORKDIR /app", "ENV PATH=/bin"}})
 	if err != nil {
 		return "", err
@@ -190,7 +195,9 @@ func cleanupEngine(cli *client.Client) {
 			_, _ = cli.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 		}
 	}
-	_, _ = cli.ImageRemove(ctx, env.image, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	for _, ref := range []string{env.image + "-sh", env.image} { // -sh: see shellImage
+		_, _ = cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	}
 }
 
 // newScheduler makes a scheduler in the tests' session and state directory.

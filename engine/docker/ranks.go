@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wick-dev/wick/engine/ranks"
@@ -28,37 +27,16 @@ import (
 //     named with its global rank from its node's torchrun summary; without one, the
 //     workers' tracebacks and torchrun's summaries on the nodes' stderr, read through
 //     the Engine (ranks.RootCause). Docker stamps each line when it reads it; the
-//     order of the nodes' exits is not known, so two failed workers of one node with
-//     unprefixed tracebacks read "rank 2 or 3".
+//     order of the nodes' exits is not known, but a sampler in each container
+//     watched its workers (see watch.go), so two failed workers of one node with
+//     unprefixed tracebacks are told apart by when each began to end, or read "rank
+//     2 or 3" where its samples did not order them.
 
 // causeTailLines bounds the stderr lines of a node read for its failure.
 const causeTailLines = 4000
 
 // maxFailuresCache bounds the nodes' failures remembered across Describe calls.
 const maxFailuresCache = 1024
-
-// failuresCache remembers what the stderr of a stopped container said, by container
-// id and FinishedAt (its log does not change until it runs again).
-type failuresCache struct {
-	mu sync.Mutex
-	m  map[string]*ranks.Failures
-}
-
-func (c *failuresCache) get(key string) (*ranks.Failures, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f, ok := c.m[key]
-	return f, ok
-}
-
-func (c *failuresCache) put(key string, f *ranks.Failures) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxFailuresCache {
-		c.m = map[string]*ranks.Failures{}
-	}
-	c.m[key] = f
-}
 
 // roleArgv is a role's command: entrypoint and arguments.
 func roleArgv(r spec.Role) []string { return append([]string{r.Entrypoint}, r.Args...) }
@@ -178,6 +156,9 @@ func (s *Scheduler) roleCause(ctx context.Context, role spec.Role, rs spec.RoleS
 		if rst.GroupRank != nil {
 			n.GroupRank = *rst.GroupRank
 		}
+		if watches(roleArgv(role), errorFileOf(r.info)) && unprefixed(n.Failures) {
+			n.Workers = s.nodeWorkers(ctx, r)
+		}
 		nodes = append(nodes, n)
 		if r.err.first != "" && (oldest == nil || r.err.at.Before(oldest.err.at)) {
 			oldest = r
@@ -247,7 +228,7 @@ func (s *Scheduler) nodeFailures(ctx context.Context, r *replica) *ranks.Failure
 		f.Feed(l.Text, l.Time)
 	}
 	if ctx.Err() == nil {
-		s.failures.put(key, f)
+		s.failures.put(key, f, maxFailuresCache)
 	}
 	return f
 }

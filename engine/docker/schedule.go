@@ -193,6 +193,9 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request
 		if _, err := cli.ContainerStart(calls, res.ID, client.ContainerStartOptions{}); err != nil {
 			return fmt.Errorf("starting container %s: %s", c.Name, engineMessage(s.engineErr(err)))
 		}
+		if watches(c.Command, c.Env[envErrorFile]) {
+			startWatch(calls, cli, res.ID)
+		}
 		mu.Lock()
 		started++
 		n := started

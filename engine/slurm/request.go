@@ -12,6 +12,7 @@ import (
 
 	"github.com/wick-dev/wick/engine/alerts"
 	"github.com/wick-dev/wick/engine/ranks"
+	"github.com/wick-dev/wick/engine/ranks/watch"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -319,7 +320,8 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 // torchrun gave the node's workers (GROUP_RANK in their environment: with c10d's
 // rendezvous, node k need not be group rank k, and torchrun says it only at
 // LOGLEVEL=INFO), looked for every 200 ms until found, then every 5 s (a restart of
-// the workers may change it). It also watches the node's workers (the agent's children
+// the workers may change it). It also watches the node's workers with the sampler's
+// functions that local_docker runs too (engine/ranks/watch: the agent's children
 // with RANK in their environment, looked for with the group rank), sampling every
 // 100 ms, and records in .watch "UNIX_MS PID RANK THREADS" each time a worker's thread
 // count changes, 0 once it is gone: a Python worker that raised begins to end (its
@@ -334,12 +336,8 @@ func planReplica(req *Request, role spec.Role, k, group int) (Replica, []string)
 // kill "$s"): with proctrack/linuxproc Slurm does not find it once orphaned, and it
 // would sample for ever.
 const wrapper = `w="${WICK_EXIT_FILE%.exit}"; p=; q=; a=; ws=; l=0
-m() { h=; [ -z "$ws" ] || u; n=$(stat -c %s "$w.out" "$w.err" 2>/dev/null); set -- $n; { [ $# = 2 ] && [ "$n" != "$p" ]; } || set --; [ $# = 2 ] || [ -n "$h" ] || return 0; T=$(date +%s%3N); [ "$T" -gt "$l" ] || T=$((l+1)); l=$T; if [ $# = 2 ]; then echo "$T $1 $2" >>"$w.times"; p=$n; fi; [ -z "$h" ] || for x in $h; do y=${x#*:}; echo "$T ${x%%:*} ${y%%:*} ${y#*:}"; done >>"$w.watch"; }
-e() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=\([0-9]*\)$/\1/p"; }
-g() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do v=$(e "$c" GROUP_RANK); if [ -n "$v" ]; then a=$1; [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
-k() { for c in $(cat /proc/$a/task/*/children 2>/dev/null); do case " $ws " in *" $c:"*) continue;; esac; v=$(e "$c" RANK); [ -z "$v" ] || ws="$ws $c:$v:-1"; done; }
-u() { o=; for x in $ws; do y=${x#*:}; z=${y#*:}; y=${y%%:*}; x=${x%%:*}; set -- /proc/$x/task/*; j=$#; [ -e "$1" ] || j=0; [ "$j" = "$z" ] || h="$h $x:$y:$j"; [ "$j" = 0 ] || o="$o $x:$y:$j"; done; ws=$o; }
-case "$*" in *torchrun*|*torch.distributed.run*) t=1; d=0.1; r=50;; *) t=; d=0.2; r=25;; esac
+m() { h=; [ -z "$ws" ] || u; n=$(stat -c %s "$w.out" "$w.err" 2>/dev/null); set -- $n; { [ $# = 2 ] && [ "$n" != "$p" ]; } || set --; [ $# = 2 ] || [ -n "$h" ] || return 0; z; if [ $# = 2 ]; then echo "$T $1 $2" >>"$w.times"; p=$n; fi; [ -z "$h" ] || o; }
+` + watch.Funcs + `case "$*" in *torchrun*|*torch.distributed.run*) t=1; d=0.1; r=50;; *) t=; d=0.2; r=25;; esac
 (i=0; while kill -0 $$ 2>/dev/null; do m; if [ -n "$t" ] && { [ -z "$q" ] || [ $((i % r)) = 0 ]; }; then g $$ && k; fi; i=$((i+1)); sleep $d; done) & s=$!
 "$@"; c=$?
 kill "$s" 2>/dev/null; m

@@ -55,7 +55,7 @@ func arg(args []string, i int) string {
 // run plays command cmd; the commands are in groups, each of which says whether cmd
 // is one of its own.
 func run(cmd string, args []string) int {
-	for _, group := range []func(string, []string) (int, bool){basics, processes, outputs, failures} {
+	for _, group := range []func(string, []string) (int, bool){basics, processes, outputs, failures, ddp} {
 		if code, ok := group(cmd, args); ok {
 			return code
 		}

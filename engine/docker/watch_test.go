@@ -1,0 +1,236 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/wick-dev/wick/engine/sched"
+	"github.com/wick-dev/wick/engine/spec"
+	"github.com/wick-dev/wick/internal/testkit"
+)
+
+// watchRuns repeats TestDockerTwoWorkersRootCause's runs, for the figure of how often
+// the raising rank is named:
+//
+//	go test ./engine/docker -run TestDockerTwoWorkersRootCause -v -args -watch.runs=30
+var watchRuns = flag.Int("watch.runs", 3, "runs of TestDockerTwoWorkersRootCause")
+
+// TestDockerTwoWorkersRootCause: two workers of one torchrun node (one container) fail
+// within the same second, without torch: the helper image's fake torchrun (see
+// testdata/docker/helper/torchrun.go) with the sampler's tools (a shell, cat, tr, sed,
+// date, sleep, mv: this machine's, with their libraries). Worker FAIL_RANK raises and
+// finalizes for seconds, its peer fails in gloo after it and exits first, and the
+// agent's summary lists the peer alone: the summary names the peer, and the log's
+// unprefixed tracebacks say no rank. The sampler in the container saw the raising
+// worker begin to end first: the cause is its rank. A run whose samples did not tell
+// the two apart (a loaded machine's sampler may see both at one sample, or the
+// Engine stamp a traceback late) says the tie, "rank 0 or 1: ..."; the peer's rank is
+// never said. Here the raising worker's threads go 0.8 s before the peer's, and the
+// sampler looks every 0.1 s: most runs name the rank; one of three must. Was "rank
+// P: RuntimeError: loss diverged on rank R" (the peer's rank, as the summary has it).
+func TestDockerTwoWorkersRootCause(t *testing.T) {
+	needEngine(t)
+	image := shellImage(t)
+	s := newScheduler(t)
+	named, ties := 0, 0
+	for run := range *watchRuns {
+		rank := []int{1, 0}[run%2]
+		want := fmt.Sprintf("rank %d: RuntimeError: loss diverged on rank %d at step 3", rank, rank)
+		tie := fmt.Sprintf("rank 0 or 1: RuntimeError: loss diverged on rank %d at step 3", rank)
+		r := spec.NewRole("ddp", image, "/bin/torchrun", "--nproc_per_node", "2", "--fail_rank", strconv.Itoa(rank))
+		id := launch(t, s, &spec.AppDef{Name: "twoworkers", Roles: []spec.Role{r}}, nil)
+		d := waitTerminal(t, s, id)
+		st := d.Status
+		got := st.Msg
+		switch {
+		case st.State != spec.Failed:
+			t.Errorf("run %d: app %s %q, want FAILED", run, st.State, got)
+		case got == want:
+			named++
+		case got == tie:
+			ties++
+			t.Logf("run %d: rank %d raised: the samples did not tell the workers apart: %q", run, rank, got)
+		default:
+			t.Errorf("run %d: the app's error is %q, want %q (or the tie)", run, got, want)
+			logWatch(t, s, d)
+		}
+		if e := spec.ErrorMessage(st.StructuredError); e != got {
+			t.Errorf("run %d: structured error %q, message %q", run, e, got)
+		}
+	}
+	t.Logf("figure: the raising rank named in %d of %d runs, %d ties (load %.1f)", named, *watchRuns, ties, testkit.Load())
+	if named == 0 {
+		t.Error("no run named the raising rank")
+	}
+}
+
+// logWatch logs what the node's sampler wrote and its stderr, with times.
+func logWatch(t *testing.T, s *Scheduler, d *sched.Description) {
+	t.Helper()
+	c := d.Status.Roles[0].Replicas[0].ContainerID
+	b, _, err := copyOut(context.Background(), engineOf(t, s), c, watchFile+".watch", 1<<20)
+	t.Logf("watch file (%v):\n%s", err, b)
+	for _, l := range readLogs(t, s, d.Status.AppID, d.Status.Roles[0].Role, 0, sched.LogOptions{}) {
+		t.Logf("%d %s %s", l.Time.UnixMilli(), l.Stream, l.Text)
+	}
+}
+
+// A healthy node's watch is a line per worker and its end, in the container's error
+// volume, and the sampler ends with the container: its process is one of the
+// container's.
+func TestDockerWatchEndsWithContainer(t *testing.T) {
+	needEngine(t)
+	image := shellImage(t)
+	s := newScheduler(t)
+	// Workers that run two seconds and succeed, under an agent that is a shell (the
+	// sampler finds any process whose children have GROUP_RANK), which outlives them
+	// by a second.
+	r := spec.NewRole("ddp", image, "/bin/sh", "-c",
+		`: torchrun; export GROUP_RANK=0; for i in 0 1; do RANK=$i sleep 2 & done; wait; sleep 1`)
+	id := launch(t, s, &spec.AppDef{Name: "healthy", Roles: []spec.Role{r}}, nil)
+	d := waitTerminal(t, s, id)
+	if d.Status.State != spec.Succeeded {
+		t.Fatalf("app %s %q, want SUCCEEDED", d.Status.State, d.Status.Msg)
+	}
+	cli := engineOf(t, s)
+	c := d.Status.Roles[0].Replicas[0].ContainerID
+	b, _, err := copyOut(context.Background(), cli, c, watchFile+".watch", 1<<20)
+	if err != nil {
+		t.Fatalf("no watch file: %v", err)
+	}
+	// Each worker: its thread count (1), then, unless the container ended first, gone.
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	started := regexp.MustCompile(`^\d{13} \d+ [01] 1$`)
+	n := 0
+	for _, l := range lines {
+		if started.MatchString(l) {
+			n++
+		}
+	}
+	if n != 2 || len(lines) > 4 {
+		t.Errorf("watch file, want a line per worker and its end:\n%s", b)
+	}
+	res, err := cli.ContainerInspect(context.Background(), c, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range res.Container.ExecIDs {
+		in, err := cli.ExecInspect(context.Background(), ex, client.ExecInspectOptions{})
+		if err == nil && in.Running {
+			t.Errorf("exec %s still runs after the container stopped", ex)
+		}
+	}
+}
+
+var shellImageOnce struct {
+	sync.Once
+	ref string
+	err error
+}
+
+// shellImage is the helper image with this machine's shell and the tools the sampler
+// runs (and their libraries), and /bin/torchrun, the helper's fake torchrun.
+func shellImage(t *testing.T) string {
+	t.Helper()
+	tools := []string{"sh", "cat", "tr", "sed", "date", "sleep", "mv"}
+	for _, tool := range append(tools, "ldd") {
+		if _, err := exec.LookPath(tool); err != nil {
+			testkit.Missing(t, tool+" is not installed: the watch test puts this machine's in its image")
+		}
+	}
+	shellImageOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+		defer cancel()
+		shellImageOnce.ref, shellImageOnce.err = buildShellImage(ctx, env.cli, tools, env.image+"-sh")
+	})
+	if shellImageOnce.err != nil {
+		t.Fatalf("building the shell image: %v", shellImageOnce.err)
+	}
+	return shellImageOnce.ref
+}
+
+// libraryPath matches the libraries of ldd's output: "libc.so.6 => /lib/.../libc.so.6
+// (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+var libraryPath = regexp.MustCompile(`(?m)(?:=> |^\s+)(/\S+) \(0x`)
+
+// buildShellImage imports an image of the helper (TestMain built it in the state
+// directory), linked as /bin/torchrun, and of this machine's tools with their
+// libraries, each at its own path.
+func buildShellImage(ctx context.Context, cli *client.Client, tools []string, ref string) (string, error) {
+	files := map[string]string{"bin/helper": filepath.Join(env.stateDir, "helper")}
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			return "", err
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "", err
+		}
+		files["bin/"+tool] = real
+		out, err := exec.CommandContext(ctx, "ldd", real).Output()
+		if err != nil {
+			return "", fmt.Errorf("ldd %s: %v", real, err)
+		}
+		for _, m := range libraryPath.FindAllSubmatch(out, -1) {
+			lib := string(m[1])
+			files[strings.TrimPrefix(lib, "/")] = lib
+		}
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	dirs := map[string]bool{}
+	for _, d := range []string{"tmp", "app", "etc", "dev", "proc", "sys", "run"} {
+		dirs[d] = true
+	}
+	for name := range files {
+		for d := filepath.Dir(name); d != "."; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		mode := int64(0o755)
+		if d == "tmp" {
+			mode = 0o1777
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: mode, Typeflag: tar.TypeDir, ModTime: now}); err != nil {
+			return "", err
+		}
+	}
+	for name, src := range files {
+		body, err := os.ReadFile(src)
+		if err != nil {
+			return "", err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg, ModTime: now}); err != nil {
+			return "", err
+		}
+		if _, err := tw.Write(body); err != nil {
+			return "", err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: "bin/torchrun", Linkname: "helper", Typeflag: tar.TypeSymlink, Mode: 0o777, ModTime: now}); err != nil {
+		return "", err
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	return importImage(ctx, cli, &buf, ref)
+}

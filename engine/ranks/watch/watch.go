@@ -1,0 +1,144 @@
+// Package watch watches the workers of a torchrun node from where the node runs (a
+// Slurm step, a Docker container), so that the root cause can tell which worker wrote
+// which unprefixed traceback (ranks.NodeReport.Workers): a Python worker that raised
+// begins to end (its threads go) before the peers that fail of it, and may exit after
+// them.
+//
+// The sampler is POSIX shell (Funcs), run by Slurm's replica wrapper and, on
+// local_docker, by an exec in the container (Sampler): it finds the node's agent (the
+// process whose children have GROUP_RANK in their environment) and its workers (the
+// agent's children with RANK), samples their thread counts, and appends to a file a
+// line "UNIX_MS PID RANK THREADS" for each worker whose count changed, 0 once it is
+// gone. One sample's changes share one stamp, later than the sample before: what one
+// sample saw has no order. Parse reads the file back.
+package watch
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wick-dev/wick/engine/ranks"
+)
+
+// MaxFile bounds what is read of a watch file: a line per change of a worker's thread
+// count, a few KB for a run.
+const MaxFile = 4 << 20
+
+// Funcs are the sampler's shell functions. They use the variables w (the files' path
+// without their suffix: "$w.watch", "$w.rank"), q (the group rank last recorded), a
+// (the agent's pid), ws (the workers watched, "PID:RANK:THREADS" words), h (the
+// changes of the last sample, the same words) and l (the last stamp):
+//
+//   - e PID NAME prints the number NAME is set to in PID's environment.
+//   - g PID finds the agent among PID's descendants, sets a, and records the workers'
+//     group rank in "$w.rank" when it changed; false when none was found.
+//   - k adds the agent's children with RANK in their environment to ws.
+//   - u samples ws: the workers whose thread count changed go to h, those gone leave
+//     ws.
+//   - z sets T to a new stamp, in ms, later than the last one.
+//   - o appends h's changes to "$w.watch", stamped T.
+//
+// They need cat, tr, sed and a date that prints %3N.
+const Funcs = `e() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=\([0-9]*\)$/\1/p"; }
+g() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do v=$(e "$c" GROUP_RANK); if [ -n "$v" ]; then a=$1; [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
+k() { for c in $(cat /proc/$a/task/*/children 2>/dev/null); do case " $ws " in *" $c:"*) continue;; esac; v=$(e "$c" RANK); [ -z "$v" ] || ws="$ws $c:$v:-1"; done; }
+u() { o=; for x in $ws; do y=${x#*:}; z=${y#*:}; y=${y%%:*}; x=${x%%:*}; set -- /proc/$x/task/*; j=$#; [ -e "$1" ] || j=0; [ "$j" = "$z" ] || h="$h $x:$y:$j"; [ "$j" = 0 ] || o="$o $x:$y:$j"; done; ws=$o; }
+z() { T=$(date +%s%3N); [ "$T" -gt "$l" ] || T=$((l+1)); l=$T; }
+o() { for x in $h; do y=${x#*:}; echo "$T ${x%%:*} ${y%%:*} ${y#*:}"; done >>"$w.watch"; }
+`
+
+// Rotate is how many lines the Docker sampler writes to "$w.watch" before it moves
+// the file to "$w.watch.1" (replacing the one before) and starts a new one: a node
+// whose workers start and end threads all along (a thread pool that churns) writes a
+// line per sample, and the files stay under 2*Rotate lines (about 2 MB) for as long as
+// it runs. Parse reads the moved file, then the current one.
+const Rotate = 30000
+
+// Sampler is the script of the sampler that an exec runs in a Docker container whose
+// command is a torchrun node: it writes "DIR/workers.watch" (and .rank), sampling
+// the workers every 100 ms, the agent looked for from the container's first process
+// down every 0.5 s until found, then every 5 s (a restart of the workers changes
+// them), and new workers every 0.5 s. It runs until the container's processes end
+// (the kernel ends them with its first process). It exits at once where date cannot
+// print milliseconds (a stamp that is not one would order nothing).
+func Sampler(dir string) string {
+	return `w=` + shellQuote(dir+"/workers") + `; q=; a=; ws=; l=0; i=0; n=0
+case $(date +%s%3N) in *[!0-9]*|'') exit 0;; esac
+` + Funcs + `while :; do h=; [ -z "$ws" ] || u
+if [ -n "$h" ]; then z; o; set -- $h; n=$((n+$#)); if [ "$n" -ge ` + strconv.Itoa(Rotate) + ` ]; then mv -f "$w.watch" "$w.watch.1"; n=0; fi; fi
+if [ $((i % 5)) = 0 ]; then if [ -z "$q" ] || [ $((i % 50)) = 0 ]; then g 1 && k; else k; fi; fi
+i=$((i+1)); sleep 0.1; done`
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Parse reads what a sampler wrote (the lines of its watch files, oldest first) into
+// the node's workers by pid: each worker's global rank, when its thread count began
+// to fall for good while it ran and when it last fell, and when it was gone, each with
+// the sample before it. samples are the stamps of other samples of the same sampler
+// (Slurm's wrapper stamps the log files' sizes with the same times), which make the
+// sample before a change known closer; nil when there are none. Nil when the file
+// says nothing.
+func Parse(b []byte, samples []time.Time) map[int]ranks.Watched {
+	type change struct {
+		t             time.Time
+		pid, rank, th int
+	}
+	var changes []change
+	stamps := slices.Clone(samples)
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		f := strings.Fields(string(line))
+		if len(f) != 4 {
+			continue
+		}
+		ms, err1 := strconv.ParseInt(f[0], 10, 64)
+		pid, err2 := strconv.Atoi(f[1])
+		rank, err3 := strconv.Atoi(f[2])
+		th, err4 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || pid <= 0 || rank < 0 || th < 0 {
+			continue
+		}
+		t := time.UnixMilli(ms)
+		changes = append(changes, change{t, pid, rank, th})
+		stamps = append(stamps, t)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	slices.SortFunc(stamps, func(a, b time.Time) int { return a.Compare(b) })
+	stamps = slices.CompactFunc(stamps, func(a, b time.Time) bool { return a.Equal(b) })
+	// prev is the sample before the one at t (zero when none is known).
+	prev := func(t time.Time) time.Time {
+		i, _ := slices.BinarySearchFunc(stamps, t, func(a, b time.Time) int { return a.Compare(b) })
+		if i == 0 {
+			return time.Time{}
+		}
+		return stamps[i-1]
+	}
+	workers := map[int]ranks.Watched{}
+	last := map[int]int{}
+	for _, c := range changes {
+		w := workers[c.pid]
+		w.Rank = c.rank
+		before, seen := last[c.pid]
+		last[c.pid] = c.th
+		switch {
+		case c.th == 0:
+			w.GonePrev, w.Gone = prev(c.t), c.t
+		case !seen:
+		case c.th > before:
+			w.DownPrev, w.Down, w.Settled = time.Time{}, time.Time{}, time.Time{}
+		case c.th < before:
+			if w.Down.IsZero() {
+				w.DownPrev, w.Down = prev(c.t), c.t
+			}
+			w.Settled = c.t
+		}
+		workers[c.pid] = w
+	}
+	return workers
+}
