@@ -824,10 +824,11 @@ func (st *lineState) step(s string, p *Parsed) {
 	if p.HasStep && st.stepTotal > 0 && st.epoch >= 0 && p.EpochSteps == 0 {
 		p.Epoch, p.EpochSteps = st.epoch, st.stepTotal
 	}
+	if !p.HasStep && st.countStep >= 0 && len(p.Samples) > 0 {
+		p.Step, p.HasStep = st.countStep, true
+	}
 	if !p.HasStep {
 		switch {
-		case st.countStep >= 0 && len(p.Samples) > 0:
-			p.Step, p.HasStep = st.countStep, true
 		case st.bracketStep >= 0 && (!st.leadCount || len(p.Samples) > 0):
 			// A count that begins the line is the step of the values after it (an
 			// evaluation's `1/12...` alone is a counter of its own).
@@ -850,7 +851,13 @@ func (st *lineState) step(s string, p *Parsed) {
 			p.Epoch, p.EpochOnly = st.epoch, true
 		}
 	}
-	colon := len(p.Samples) == 0 && strings.HasSuffix(strings.TrimRight(s, " "), ":")
+	p.markHead(s)
+}
+
+// markHead marks a line with no value as the head of the lines under it: of a record
+// at its step (Header), or of a context (CtxHead).
+func (p *Parsed) markHead(s string) {
+	colon := len(p.Samples) == 0 && endsWithColon(s)
 	p.Header = p.HasStep && p.Step >= 0 && len(p.Samples) == 0 && (colon || p.group != "")
 	p.CtxHead = (colon || !p.Indented && len(p.Samples) == 0) && !p.HasStep && p.ctx != ""
 	p.CtxOfIndented = p.CtxHead && !colon
@@ -1451,14 +1458,7 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 	if !r.ok || v.spelled(s) {
 		return v.end
 	}
-	if v.sep == ' ' && v.integer && v.unit == "" && !v.ratio && r.info.kind != kindStep && !r.epoch && st.countStep < 0 {
-		// Tacotron 2's `Train loss 1000 0.612004`, `Validation loss 1000:  0.598114`: a
-		// count between the name and its value is the step the value is at, unless the
-		// line names one.
-		if n, ok := counterThenValue(s, v); ok {
-			st.countStep = n
-		}
-	}
+	st.countBefore(s, r, v)
 	st.pairs++
 	if v.sep != ' ' {
 		st.spacedOnly = false
@@ -1484,6 +1484,18 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		e.altMetric(s, p, st, v)
 	}
 	return v.end
+}
+
+// countBefore reads a count between the name r and its value v (counterThenValue):
+// Tacotron 2's `Train loss 1000 0.612004`, `Validation loss 1000:  0.598114`: the step
+// the value is at, unless the line names one.
+func (st *lineState) countBefore(s string, r *pairInfo, v *value) {
+	if v.sep != ' ' || !v.integer || v.unit != "" || v.ratio || r.info.kind == kindStep || r.epoch || st.countStep >= 0 {
+		return
+	}
+	if n, ok := counterThenValue(s, v); ok {
+		st.countStep = n
+	}
 }
 
 // leadSteps reports whether the value v of the name r that begins the line at start is
