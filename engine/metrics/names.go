@@ -17,6 +17,8 @@ var defaultIgnore = []string{
 	// Counters of frameworks: DeepSpeed's skipped steps and micro steps, fairseq's
 	// batch size, Lightning's version and dataloader index, HF's fractional epoch.
 	"skipped", "micro_step", "bsz", "v_num", "dataloader", "update", "eta", "best_epoch",
+	// An estimate of the time left, as eta (InsightFace's `Required: 38 hours`).
+	"required", "remaining", "time_left", "time_remaining",
 	// A time of day (StyleGAN's metric lines' Unix time).
 	"timestamp",
 	// The share of the run done (fastText's `Progress: 45.2%`): the bar's position.
@@ -40,6 +42,8 @@ var settingWords = map[string]bool{
 	"edges": true, "feats": true, "features": true, "shape": true,
 	// A best value so far is a record of an earlier one (Marian's `last best: 181.03`).
 	"best": true,
+	// A count of a tensor's channels (GAN tutorials' channels=1).
+	"channels": true,
 }
 
 // countedWords are the last words of a name that counts what training went through
@@ -107,10 +111,27 @@ func settingByWords(name []byte) bool {
 		}
 		// The first word of a namespace's name is first too (Baselines' misc/nupdates).
 		first := start == 0 || name[start-1] == '/'
-		setting = setting || settingWords[w] || i == len(name) && w == "epoch" || countWords(w, first, i == len(name))
+		setting = setting || settingWords[w] || i == len(name) && w == "epoch" || countWords(w, first, i == len(name)) ||
+			sizeWord(w) || first && i < len(name) && w == "max" && recordOf(name[i+1:])
 		start = i + 1
 	}
 	return setting
+}
+
+// sizeWord reports whether a word names a size (a camel-case name lowercased whole:
+// batchSize is batchsize, imgSize imgsize).
+func sizeWord(w string) bool {
+	return len(w) > len("size") && strings.HasSuffix(w, "size")
+}
+
+// recordOf reports whether the words after max make a best so far of a measure that
+// grows (Swin's `Max accuracy: 81.17%`), not a peak of memory (max_mem).
+func recordOf(rest []byte) bool {
+	switch string(rest) {
+	case "accuracy", "acc", "acc1", "acc@1", "auc", "f1", "map", "bleu", "psnr", "ssim", "score", "dice", "iou":
+		return true
+	}
+	return false
 }
 
 // countWords reports whether a word of a name makes it a count of what training went
@@ -121,8 +142,8 @@ func countWords(w string, first, last bool) bool {
 	switch {
 	case first && !last && (w == "n" || w == "num"):
 		return true
-	case first && len(w) > 1 && w[0] == 'n' && settingWords[w[1:]]:
-		return true // nupdates, nsteps, nsamples
+	case first && len(w) > 1 && w[0] == 'n' && (settingWords[w[1:]] || w[1:] == "epoch" || w[1:] == "iter"):
+		return true // nupdates, nsteps, nsamples, nepoch
 	case first && len(w) > 3 && strings.HasPrefix(w, "num") && settingWords[w[3:]]:
 		return true
 	case last && !first && (w == "episode" || w == "episodes" || w == "weights"):
