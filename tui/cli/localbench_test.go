@@ -41,15 +41,26 @@ func BenchmarkLocalStatusAndList(b *testing.B) {
 	}
 	app := handles[0][strings.LastIndex(handles[0], "/")+1:]
 	floor := buildExecCopy(b)
-	sum := paired(b,
+	runs := []pairedRun{
 		timed("hello", dir, env, buildTestdata(b, "hello")),
 		timed("floor-status", dir, env, floor, "cat", filepath.Join(dir, "state", "local", "apps", app, "state.json")),
 		timed("status", dir, env, builtWick, "status", handles[0]),
 		timed("floor-list", dir, env, append([]string{floor, "cat"}, states...)...),
 		timed("list", dir, env, builtWick, "list", "-s", "local_cwd"),
-	)
+	}
+	// WICK_BENCH_BASE names another wick (the one before a change): its status is
+	// interleaved with the others, and status/base is the change's figure.
+	base := os.Getenv("WICK_BENCH_BASE")
+	if base != "" {
+		runs = append(runs, timed("base-status", dir, env, base, "status", handles[0]))
+	}
+	sum := paired(b, runs...)
 	b.ReportMetric(float64(sum[2])/float64(sum[1]), "status/floor")
 	b.ReportMetric(float64(sum[4])/float64(sum[3]), "list/floor")
 	b.ReportMetric(float64(sum[2])/float64(sum[0]), "status/hello")
 	b.ReportMetric(float64(sum[4])/float64(sum[0]), "list/hello")
+	if base != "" {
+		b.ReportMetric(float64(sum[2])/float64(sum[5]), "status/base")
+		b.ReportMetric(float64(sum[5])/float64(sum[1]), "base-status/floor")
+	}
 }
