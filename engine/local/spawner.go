@@ -29,9 +29,12 @@ import (
 type spawner struct {
 	kids *children
 	// mu keeps the order of the requests on the socket and on jobs the same.
-	mu   sync.Mutex
-	sock int // the supervisor's end of the socket
-	jobs chan *spawnJob
+	mu     sync.Mutex
+	sock   int // the supervisor's end of the socket
+	theirs int // the thread's end, in the supervisor's table until the thread has its own
+	jobs   chan *spawnJob
+	ready  chan error // the thread's start; nil once taken (usable)
+	err    error      // why the thread could not start
 }
 
 // spawnJob is one fork: the descriptors in attr.Files (and attr.Sys.CgroupFD) are
@@ -56,8 +59,8 @@ type spawnResult struct {
 // flight on the socket).
 const spawnQueue = 16
 
-// newSpawner starts the spawner's thread. An error means the replicas are forked
-// as before, each from a thread of its own (startThread).
+// newSpawner starts the spawner's thread, without waiting for it: the first fork
+// does (usable).
 func newSpawner(kids *children) (*spawner, error) {
 	// The runtime's poller (its epoll and eventfd descriptors) is made before the
 	// thread's table is copied: the thread may run the poller (a GC it starts), and
@@ -70,16 +73,24 @@ func newSpawner(kids *children) (*spawner, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &spawner{kids: kids, sock: fds[0], jobs: make(chan *spawnJob, spawnQueue)}
-	ready := make(chan error, 1)
-	go sp.loop(fds[1], ready)
-	if err := <-ready; err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, err
-	}
-	unix.Close(fds[1]) // the thread's end, in this table: the thread has its own copy
+	sp := &spawner{kids: kids, sock: fds[0], theirs: fds[1], jobs: make(chan *spawnJob, spawnQueue), ready: make(chan error, 1)}
+	go sp.loop(fds[1], sp.ready)
 	return sp, nil
+}
+
+// usable waits for the thread's start (once) and reports whether it forks; if not,
+// err says why, and the replicas are forked as before, each from a thread of its
+// own (startThread). Not safe for concurrent use.
+func (sp *spawner) usable() bool {
+	if sp.ready != nil {
+		sp.err = <-sp.ready
+		sp.ready = nil
+		unix.Close(sp.theirs) // the thread has its own copy, or none is needed
+		if sp.err != nil {
+			unix.Close(sp.sock)
+		}
+	}
+	return sp.err == nil
 }
 
 // loop is the spawner's thread: it takes a table of its own, keeps of it only what

@@ -369,6 +369,12 @@ func (sv *supervisor) setup() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		sv.logf("cannot become a child subreaper: %v", err)
 	}
+	// Its thread starts beside the takeover's save, and copies the supervisor's file
+	// table before the log files are made.
+	var err error
+	if sv.spawner, err = newSpawner(sv.kids); err != nil {
+		sv.logf("replicas forked each from a thread of its own (%v)", err)
+	}
 	if testTakeoverDelay > 0 {
 		time.Sleep(testTakeoverDelay)
 	}
@@ -410,10 +416,6 @@ func (sv *supervisor) setup() error {
 	} else {
 		sv.st.Cgroup = sv.cg.dir
 		sv.kids.cgroup = filepath.Base(sv.cg.dir)
-	}
-	// Before the log files: the spawner's thread copies a table that holds few.
-	if sv.spawner, err = newSpawner(sv.kids); err != nil {
-		sv.logf("replicas forked each from a thread of its own (%v)", err)
 	}
 	for _, r := range sv.all {
 		// The launcher made the directory; the writer opens it and its files
@@ -636,6 +638,10 @@ func (sv *supervisor) start(r *replica) {
 		if err == nil {
 			sv.events <- event{kind: evExited, r: r, attempt: a, ws: <-exited}
 		}
+	}
+	if sv.spawner != nil && !sv.spawner.usable() {
+		sv.logf("replicas forked each from a thread of its own (%v)", sv.spawner.err)
+		sv.spawner = nil
 	}
 	if sv.spawner != nil && lookErr == nil {
 		done := sv.spawner.start(argv0, r.req.Argv, attr)
