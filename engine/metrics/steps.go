@@ -37,19 +37,27 @@ type bracket struct {
 	step   int64 // -1 when none
 	total  int64
 	single int64 // -1 when none
+	epoch  int64 // the epoch the counter names before a colon (`[0: 10/379]`), -1 when none
 }
 
 // bracketCounter reads a counter in brackets at s[i] == '[': `[ 50/1251]`, `[  50/1251 (
 // 4%)]` (step 50 of 1251), `[ 1,  2000]` or `[1]` (a counter, no step). end is i when
 // there is none.
 func bracketCounter(s string, i int) bracket {
-	none := bracket{end: i, step: -1, single: -1}
+	none := bracket{end: i, step: -1, single: -1, epoch: -1}
 	a, j, ok := bracketNum(s, i+1)
 	if !ok {
 		return none
 	}
 	j = spacesEnd(s, j)
-	b := bracket{step: -1, single: a}
+	b := bracket{step: -1, single: a, epoch: -1}
+	if j+2 < len(s) && s[j] == ':' && s[j+1] == ' ' {
+		// PointNet's `[0: 10/379]`: the epoch, then the step within it of its total.
+		k := spacesEnd(s, j+1)
+		if n, e, ok := bracketNum(s, k); ok && e < len(s) && s[e] == '/' {
+			b.epoch, a, j = a, n, e
+		}
+	}
 	switch {
 	case j < len(s) && s[j] == '/':
 		b.step, b.single = a, -1
