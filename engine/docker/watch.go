@@ -25,13 +25,15 @@ import (
 // puts each unprefixed traceback on the worker seen to begin to end in its order, or
 // says the tie ("rank 2 or 3") where the samples do not order them.
 //
-// Bounds: the sampler costs a shell that wakes every 100 ms and forks a sleep, and a
-// few small processes every 0.5 s; the file stays under 2*watch.Rotate lines; the
-// exec's process ends with the container's (its pid namespace's first process). A
-// node without /bin/sh, or whose date cannot print milliseconds, is not watched, and
-// its tie stands. A container the Engine restarted (max_retries) runs no new sampler:
-// the workers of the run before ended before the new run's tracebacks began, and do
-// not count (ranks.NodeReport.rankByWorkers).
+// Bounds: the sampler is a shell that wakes every 100 ms; where the image has bash
+// it starts no process then (see watch.Command), else a sleep each time, and it
+// starts three small ones per process on the way to the agent until it is found, and
+// per new child of the agent. The file stays under 2*watch.Rotate lines. The exec's
+// process ends with the container's (its pid namespace's first process). A node
+// without /bin/sh, or whose date cannot print milliseconds, is not watched, and its
+// tie stands. A container the Engine restarted (max_retries) runs no new sampler: the
+// workers of the run before ended before the new run's tracebacks began, and do not
+// count (ranks.NodeReport.rankByWorkers).
 
 // watchFile is where a container's sampler writes (watch.Sampler), without its suffix.
 const watchFile = errorDir + "/workers"
@@ -49,7 +51,7 @@ func watches(argv []string, errFile string) bool {
 // startWatch starts the sampler in the container id, as the image's user, detached.
 // An image without /bin/sh fails the exec, and nothing is watched: no error.
 func startWatch(ctx context.Context, cli *client.Client, id string) {
-	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: []string{"/bin/sh", "-c", watch.Sampler(errorDir)}})
+	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: watch.Command(errorDir)})
 	if err != nil {
 		return
 	}

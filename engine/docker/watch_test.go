@@ -33,8 +33,8 @@ var watchRuns = flag.Int("watch.runs", 3, "runs of TestDockerTwoWorkersRootCause
 
 // TestDockerTwoWorkersRootCause: two workers of one torchrun node (one container) fail
 // within the same second, without torch: the helper image's fake torchrun (see
-// testdata/docker/helper/torchrun.go) with the sampler's tools (a shell, cat, tr, sed,
-// date, sleep, mv: this machine's, with their libraries). Worker FAIL_RANK raises and
+// testdata/docker/helper/torchrun.go) with the sampler's tools (sh, bash, cat, tr,
+// sed, date, sleep, mv: this machine's, with their libraries). Worker FAIL_RANK raises and
 // finalizes for seconds, its peer fails in gloo after it and exits first, and the
 // agent's summary lists the peer alone: the summary names the peer, and the log's
 // unprefixed tracebacks say no rank. The sampler in the container saw the raising
@@ -148,7 +148,7 @@ var shellImageOnce struct {
 // runs (and their libraries), and /bin/torchrun, the helper's fake torchrun.
 func shellImage(t *testing.T) string {
 	t.Helper()
-	tools := []string{"sh", "cat", "tr", "sed", "date", "sleep", "mv"}
+	tools := []string{"sh", "bash", "cat", "tr", "sed", "date", "sleep", "mv"}
 	for _, tool := range append(tools, "ldd") {
 		if _, err := exec.LookPath(tool); err != nil {
 			testkit.Missing(t, tool+" is not installed: the watch test puts this machine's in its image")

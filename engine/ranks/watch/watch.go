@@ -32,6 +32,7 @@ const MaxFile = 4 << 20
 // (the agent's pid), ws (the workers watched, "PID:RANK:THREADS" words), h (the
 // changes of the last sample, the same words) and l (the last stamp):
 //
+//   - C PID sets cs to PID's children (read by the shell: no process is started).
 //   - e PID NAME prints the number NAME is set to in PID's environment.
 //   - g PID finds the agent among PID's descendants, sets a, and records the workers'
 //     group rank in "$w.rank" when it changed; false when none was found.
@@ -41,10 +42,11 @@ const MaxFile = 4 << 20
 //   - z sets T to a new stamp, in ms, later than the last one.
 //   - o appends h's changes to "$w.watch", stamped T.
 //
-// They need cat, tr, sed and a date that prints %3N.
-const Funcs = `e() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=\([0-9]*\)$/\1/p"; }
-g() { for c in $(cat /proc/$1/task/*/children 2>/dev/null); do v=$(e "$c" GROUP_RANK); if [ -n "$v" ]; then a=$1; [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
-k() { for c in $(cat /proc/$a/task/*/children 2>/dev/null); do case " $ws " in *" $c:"*) continue;; esac; v=$(e "$c" RANK); [ -z "$v" ] || ws="$ws $c:$v:-1"; done; }
+// They need tr, sed and a date that prints %3N.
+const Funcs = `C() { cs=; for f in /proc/$1/task/*/children; do x=; [ -r "$f" ] && read -r x 2>/dev/null <"$f"; cs="$cs $x"; done; }
+e() { { tr '\0' '\n' <"/proc/$1/environ"; } 2>/dev/null | sed -n "s/^$2=\([0-9]*\)$/\1/p"; }
+g() { C "$1"; for c in $cs; do v=$(e "$c" GROUP_RANK); if [ -n "$v" ]; then a=$1; [ "$v" = "$q" ] || { echo "$v" >"$w.rank"; q=$v; }; return 0; fi; g "$c" && return 0; done; return 1; }
+k() { C "$a"; for c in $cs; do case " $ws " in *" $c:"*) continue;; esac; v=$(e "$c" RANK); [ -z "$v" ] || ws="$ws $c:$v:-1"; done; }
 u() { o=; for x in $ws; do y=${x#*:}; z=${y#*:}; y=${y%%:*}; x=${x%%:*}; set -- /proc/$x/task/*; j=$#; [ -e "$1" ] || j=0; [ "$j" = "$z" ] || h="$h $x:$y:$j"; [ "$j" = 0 ] || o="$o $x:$y:$j"; done; ws=$o; }
 z() { T=$(date +%s%3N); [ "$T" -gt "$l" ] || T=$((l+1)); l=$T; }
 o() { for x in $h; do y=${x#*:}; echo "$T ${x%%:*} ${y%%:*} ${y#*:}"; done >>"$w.watch"; }
@@ -60,18 +62,31 @@ const Rotate = 30000
 // Sampler is the script of the sampler that an exec runs in a Docker container whose
 // command is a torchrun node: it writes "DIR/workers.watch" (and .rank), sampling
 // the workers every 100 ms, the agent looked for from the container's first process
-// down every 0.5 s until found, then every 5 s (a restart of the workers changes
-// them), and new workers every 0.5 s. It runs until the container's processes end
-// (the kernel ends them with its first process). It exits at once where date cannot
+// down every 0.5 s until found (a container's agent is its command's torchrun, for
+// as long as it runs), and the agent's new workers every 0.5 s (torchrun restarts
+// them in place). It runs until the container's processes end (the kernel ends them
+// with its first process). It exits at once where date cannot
 // print milliseconds (a stamp that is not one would order nothing).
 func Sampler(dir string) string {
 	return `w=` + shellQuote(dir+"/workers") + `; q=; a=; ws=; l=0; i=0; n=0
 case $(date +%s%3N) in *[!0-9]*|'') exit 0;; esac
-` + Funcs + `while :; do h=; [ -z "$ws" ] || u
+` + Funcs + pause + `while :; do h=; [ -z "$ws" ] || u
 if [ -n "$h" ]; then z; o; set -- $h; n=$((n+$#)); if [ "$n" -ge ` + strconv.Itoa(Rotate) + ` ]; then mv -f "$w.watch" "$w.watch.1"; n=0; fi; fi
-if [ $((i % 5)) = 0 ]; then if [ -z "$q" ] || [ $((i % 50)) = 0 ]; then g 1 && k; else k; fi; fi
-i=$((i+1)); sleep 0.1; done`
+if [ $((i % 5)) = 0 ]; then if [ -z "$q" ]; then g 1 && k; else k; fi; fi
+i=$((i+1)); P; done`
 }
+
+// Command is the argv that runs Sampler(dir) in bash where there is one (see pause),
+// else in sh.
+func Command(dir string) []string {
+	return []string{"/bin/sh", "-c", `[ -x /bin/bash ] && exec /bin/bash -c "$1"; exec /bin/sh -c "$1"`, "wick-watch", Sampler(dir)}
+}
+
+// pause is the sampler's wait between samples, P: where bash runs it, a read that
+// times out on a pipe that never has data (no process started, where a sleep is one
+// every sample), else sleep.
+const pause = `if [ -n "$BASH_VERSION" ] && eval 'exec 9<> <(:)' 2>/dev/null; then P() { read -r -t 0.1 -u 9; }; else P() { sleep 0.1; }; fi
+`
 
 // shellQuote quotes s for sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

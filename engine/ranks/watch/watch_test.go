@@ -1,7 +1,12 @@
 package watch
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,13 +52,47 @@ garbage line
 	}
 }
 
-// The Docker sampler is a script sh reads.
-func TestSamplerIsShell(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
-	if out, err := exec.Command(sh, "-n", "-c", Sampler("/run/it's")).CombinedOutput(); err != nil {
-		t.Fatalf("sh -n: %v\n%s", err, out)
+// The Docker sampler is a script sh and bash read, and its functions find the agent
+// (the process whose children have GROUP_RANK) below a process and record its
+// workers: one line each, then a line each once gone, with the time the shell paused
+// for between samples.
+func TestSampler(t *testing.T) {
+	for _, sh := range []string{"sh", "bash"} {
+		t.Run(sh, func(t *testing.T) {
+			if _, err := exec.LookPath(sh); err != nil {
+				t.Skip("no " + sh)
+			}
+			if out, err := exec.Command(sh, "-n", "-c", Sampler("/run/it's")).CombinedOutput(); err != nil {
+				t.Fatalf("sh -n: %v\n%s", err, out)
+			}
+			dir := t.TempDir()
+			// The agent, below a shell: two workers that run 3 s.
+			root := exec.Command("sh", "-c", `sh -c 'export GROUP_RANK=3; RANK=6 sleep 3 & RANK=7 sleep 3 & wait'; sleep 0.5`)
+			if err := root.Start(); err != nil {
+				t.Fatal(err)
+			}
+			script := strings.Replace(Sampler(dir), "g 1 && k", "g "+strconv.Itoa(root.Process.Pid)+" && k", 1)
+			sampler := exec.Command(sh, "-c", script)
+			var stderr bytes.Buffer
+			sampler.Stderr = &stderr
+			if err := sampler.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_ = root.Wait()
+			time.Sleep(300 * time.Millisecond)
+			_ = sampler.Process.Kill()
+			_ = sampler.Wait()
+			b, _ := os.ReadFile(filepath.Join(dir, "workers.watch"))
+			rank, _ := os.ReadFile(filepath.Join(dir, "workers.rank"))
+			w := Parse(b, nil)
+			if string(rank) != "3\n" || len(w) != 2 || stderr.Len() > 0 {
+				t.Fatalf("rank file %q, watch:\n%s\nstderr: %s", rank, b, stderr.Bytes())
+			}
+			for _, x := range w {
+				if x.Rank != 6 && x.Rank != 7 || x.Gone.IsZero() || x.GonePrev.IsZero() {
+					t.Errorf("%+v; watch:\n%s", x, b)
+				}
+			}
+		})
 	}
 }
