@@ -353,6 +353,14 @@ func (e *Extractor) Extract(text string, p *Parsed) {
 		return
 	}
 	p.frames, p.frameSamples = p.frames[:0], p.frameSamples[:0]
+	e.readDrawing(text, p)
+}
+
+// readDrawing reads a line, or one drawing of a line redrawn with \r, into p: by the
+// plan of its shape when one is known and trusted, else in full (and learns a plan).
+// A bar's drawings are most of the reading's time when read in full: they differ in
+// their numbers only.
+func (e *Extractor) readDrawing(text string, p *Parsed) {
 	if !e.usePlans(p) {
 		e.extractDrawing(text, p)
 		return
@@ -402,7 +410,7 @@ func (e *Extractor) drawings(text string, p *Parsed) bool {
 		}
 		p.Samples = p.Samples[:0]
 		p.LineInfo = LineInfo{Local: local, Epoch: -1, Bar: -1, barEpoch: -1, notTrain: p.notTrain}
-		e.extractDrawing(seg, p)
+		e.readDrawing(seg, p)
 		if len(p.Samples) == 0 {
 			continue
 		}
