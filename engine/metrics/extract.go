@@ -1158,6 +1158,17 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 			st.fieldWord(s, span{i, wend}, j)
 			i = j
 		case cl&cDigit != 0 || c == '.' && i+1 < len(s) && isDigit(s[i+1]):
+			if k := digitName(s, i); k > i {
+				// Darknet's `.5R: 0.090909`, `.75R: 0.0`: a name that begins with its number.
+				var v value
+				if valueAfter(s, k, &v) {
+					i = e.pair(s, p, st, span{i, k}, &v)
+					if len(p.Samples) >= MaxValuesPerLine {
+						return
+					}
+					continue
+				}
+			}
 			var full bool
 			if i, full = e.number(s, p, st, i); full {
 				return
@@ -1173,6 +1184,26 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		}
 	}
 	st.endField(s)
+}
+
+// digitName returns where a name that begins with a number at s[i] ends (`.5R:`, a
+// point's digits then letters, written at a field's start before a colon), or i.
+func digitName(s string, i int) int {
+	if s[i] != '.' || !fieldStart(s, i) && (i < 2 || s[i-1] != ' ' || s[i-2] != ',') {
+		return i
+	}
+	j := i + 1
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	k := j
+	for k < len(s) && isLetter(s[k]) {
+		k++
+	}
+	if k == j || k+1 >= len(s) || s[k] != ':' || s[k+1] != ' ' {
+		return i
+	}
+	return k
 }
 
 // fieldWord takes a word of the field, w, whose bytes end at j (w.end < j: a name's
