@@ -705,6 +705,8 @@ type lineState struct {
 	// countStep is the count between a name and its value (counterThenValue), -1 none:
 	// the line's step when it names none.
 	countStep int64
+	// lead1 is the count a line of spaced pairs begins with (leadCounter), -1 none.
+	lead1 int64
 }
 
 // bracketTag reads a lowercase word in brackets at s[i] right before a counter in
@@ -769,7 +771,7 @@ func (e *Extractor) leadGroup(s string, p *Parsed) (string, int) {
 
 // scan reads the pairs of s into p.
 func (e *Extractor) scan(s string, p *Parsed) {
-	st := lineState{spacedOnly: true, countStep: -1, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1, epochEnd: -1}
+	st := lineState{spacedOnly: true, countStep: -1, lead1: -1, bracketStep: -1, epoch: -1, single: -1, singleEnd: -1, epochEnd: -1}
 	if n, ok := torchtuneStep(s); ok {
 		p.Step, p.HasStep = n, true
 	}
@@ -832,9 +834,7 @@ func (st *lineState) step(s string, p *Parsed) {
 	if p.HasStep && st.stepTotal > 0 && st.epoch >= 0 && p.EpochSteps == 0 {
 		p.Epoch, p.EpochSteps = st.epoch, st.stepTotal
 	}
-	if !p.HasStep && st.countStep >= 0 && len(p.Samples) > 0 {
-		p.Step, p.HasStep = st.countStep, true
-	}
+	st.countedStep(p)
 	if !p.HasStep {
 		switch {
 		case st.bracketStep >= 0 && (!st.leadCount || len(p.Samples) > 0):
@@ -860,6 +860,19 @@ func (st *lineState) step(s string, p *Parsed) {
 		}
 	}
 	p.markHead(s)
+}
+
+// countedStep gives p the step of a count before a value (countBefore), or the
+// counter a line of spaced pairs begins with (leadCounter), when it names no step.
+func (st *lineState) countedStep(p *Parsed) {
+	switch {
+	case p.HasStep || len(p.Samples) == 0:
+	case st.countStep >= 0:
+		p.Step, p.HasStep = st.countStep, true
+	case st.lead1 >= 0:
+		p.Step, p.HasStep = NoStep, true
+		p.Counter, p.HasCounter = st.lead1, true
+	}
 }
 
 // markHead marks a line with no value as the head of the lines under it: of a record
@@ -1520,6 +1533,9 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		return v.end
 	}
 	st.countBefore(s, r, v)
+	if st.leadCounter(s, start, r, own, v) {
+		return v.end
+	}
 	st.pairs++
 	if v.sep != ' ' {
 		st.spacedOnly = false
@@ -1546,6 +1562,42 @@ func (e *Extractor) pair(s string, p *Parsed, st *lineState, w span, v *value) i
 		e.altMetric(s, p, st, v)
 	}
 	return v.end
+}
+
+// leadCounter takes the count a line of spaced name-value pairs begins with, under a
+// name no metric, step or setting has (StyleGAN's `tick 1     kimg 4.1      time 13m
+// 40s ...`): a counter of the line's records, the step while it rises line after line
+// (Parsed.Counter). It reports whether v is one.
+func (st *lineState) leadCounter(s string, start int, r *pairInfo, own bool, v *value) bool {
+	if st.pairs > 0 || own || v.sep != ' ' || !v.integer || v.unit != "" || v.v < 0 || v.v >= 1<<53 || r.known || r.q != "" ||
+		r.info.kind == kindStep || r.epoch || r.counter || st.countStep >= 0 || st.bracketStep >= 0 {
+		return false
+	}
+	if strings.TrimLeft(s[:start], " ") != "" || v.end+2 >= len(s) || s[v.end] != ' ' || !plainWord(r.rest) || isSetting(r.rest) {
+		return false
+	}
+	// Another name and value follow, a space apart.
+	k := spacesEnd(s, v.end)
+	j := nameEnd(s, k)
+	if j == k || j+1 >= len(s) || s[j] != ' ' || !startsNumber(s, spacesEnd(s, j)) {
+		return false
+	}
+	st.lead1 = int64(v.v)
+	return true
+}
+
+// plainWord reports whether a name is one lowercase word of three letters or more, no
+// loss and no rate's.
+func plainWord(w []byte) bool {
+	if len(w) < 3 || bytes.Contains(w, []byte("loss")) {
+		return false
+	}
+	for _, c := range w {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // countBefore reads a count between the name r and its value v (counterThenValue):

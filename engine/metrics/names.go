@@ -42,8 +42,9 @@ var settingWords = map[string]bool{
 	"edges": true, "feats": true, "features": true, "shape": true,
 	// A best value so far is a record of an earlier one (Marian's `last best: 181.03`).
 	"best": true,
-	// A count of a tensor's channels (GAN tutorials' channels=1).
-	"channels": true,
+	// A count of a tensor's channels (GAN tutorials' channels=1), of the thousands of
+	// images shown (NVlabs' StyleGAN and EDM trainers' kimg).
+	"channels": true, "kimg": true,
 }
 
 // countedWords are the last words of a name that counts what training went through
@@ -65,12 +66,14 @@ func isSetting(name []byte) bool {
 	if perSecond(name) {
 		return false // tok/s, samples/sec
 	}
-	if k := bytes.LastIndexByte(name, '/'); k > 0 && countedWords[string(name[k+1:])] {
+	if k := bytes.LastIndexByte(name, '/'); k > 0 {
 		switch string(name[:k]) {
 		case "ms", "s", "sec", "us":
-			return false // ms/batch: a time per batch
+			return false // ms/batch, sec/kimg: a time per batch, per thousand images
 		}
-		return true
+		if countedWords[string(name[k+1:])] {
+			return true
+		}
 	}
 	if bytes.Contains(name, []byte("per_sec")) || bytes.Contains(name, []byte("persec")) {
 		return false

@@ -999,8 +999,8 @@ func IsSystem(name string) bool {
 	case "data", "dur", "eta", "time", "fps", "mfu", "throughput", "elapsed", "tps", "wps", "ups", "wall", "sps", "seconds", "secs", "speed", "took":
 		return true
 	}
-	if strings.HasSuffix(name, "/s") || strings.Contains(name, "/s_") || strings.Contains(name, "/s/") || strings.HasPrefix(name, "s/") {
-		return true // tok/s, samples/s_per_gpu, tflop/s/device, HiFi-GAN's s/b (a time per batch)
+	if strings.HasSuffix(name, "/s") || strings.Contains(name, "/s_") || strings.Contains(name, "/s/") || strings.HasPrefix(name, "s/") || strings.HasPrefix(name, "sec/") {
+		return true // tok/s, samples/s_per_gpu, tflop/s/device, HiFi-GAN's s/b, StyleGAN's sec/tick (a time per batch, per tick)
 	}
 	for _, w := range [...]string{"mem", "cache", "alloc", "reserved", "/sec", "per_sec", "persec",
 		"per_second", "s/it", "fps", "flops", "throughput", "ms/", "_dt", "latency", "runtime", "elapsed"} {
