@@ -471,6 +471,9 @@ func (v *value) opening(s string, i int) (int, bool) {
 		i++
 	}
 	if i < len(s) && s[i] == '[' && (v.sep != ' ' || numpyScalar(s, i+1) > 0) {
+		if b := bracketCounter(s, i); b.end > i && b.step >= 0 {
+			return i, false // Swin's `Test: [0/49]`: a counter of a total, no list's value
+		}
 		i++
 		if k := numpyScalar(s, i); k > 0 {
 			v.numpy = true
