@@ -19,11 +19,14 @@ import (
 // frame, so that 8 replicas at 10k lines/s cost 60 Updates a second, not 80,000.
 const (
 	// flushInterval is how long the pump gathers lines after the first of a batch:
-	// two frames at 60 fps, so the wall redraws at most 30 times a second while lines
-	// come. At 60 (16 ms) the wall at 16 replicas of demo.train took 3.18 CPU-s where
-	// lnav took 1.17 (2.7x); at 30, 2.23-2.60 (2.1x), paired at load 3-5
-	// (BenchmarkSoakBesideLnav): most of a frame is the renderer's diff of the screen.
-	flushInterval = 33 * time.Millisecond
+	// three frames at 60 fps, so the wall redraws at most 20 times a second while
+	// lines come (keys still redraw at once). At 60 (16 ms) the wall at 16 replicas of
+	// demo.train took 3.18 CPU-s where lnav took 1.17 (2.7x); at 30 (33 ms), 2.23-2.60
+	// (2.1x), paired at load 3-5 (BenchmarkSoakBesideLnav). Most of a frame is the
+	// renderer's, and it is the same whatever changed: Bubble Tea redraws the whole
+	// frame into its buffer and Ultraviolet's diff measures the width of every cell of
+	// every line, old and new (lineHasDrift), 2.3 ms a frame of 200x60 at load 11.
+	flushInterval = 50 * time.Millisecond
 	// readChunk is how many lines a reader hands to the pump at once, as long as its
 	// iterator has more ready: one channel send per chunk, not per line.
 	readChunk = 512

@@ -27,7 +27,9 @@ const (
 // `lnav` of the replicas' combined.log files (what the wall shows) and by `tail -F` of
 // them, each in its own tmux of the same size (200x60), at once: the same load weighs
 // on the three. Reported: each one's CPU seconds and peak RSS (VmHWM), and the
-// ratios. Skipped when lnav is not installed (apt-get install lnav); it runs when
+// ratios. WICK_BENCH_BASE names another wick (the one before a change): it watches
+// the same app in a fourth tmux at once, and wick/base is reported (the load weighs on
+// both alike). Skipped when lnav is not installed (apt-get install lnav); it runs when
 // -bench names it (make bench's Soak line: -bench Soak -benchtime 1x ./tui/wall).
 func BenchmarkSoakBesideLnav(b *testing.B) {
 	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), "Soak") {
@@ -42,9 +44,10 @@ func BenchmarkSoakBesideLnav(b *testing.B) {
 	}
 	for _, n := range []int{16, 256} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			var wick, lnav, tail procUse
+			base := os.Getenv("WICK_BENCH_BASE")
+			var wick, lnav, tail, old procUse
 			for b.Loop() {
-				wick, lnav, tail = besideLnav(b, n)
+				wick, lnav, tail, old = besideLnav(b, n, base)
 			}
 			b.ReportMetric(wick.cpu.Seconds(), "wick-cpu-s")
 			b.ReportMetric(lnav.cpu.Seconds(), "lnav-cpu-s")
@@ -53,14 +56,20 @@ func BenchmarkSoakBesideLnav(b *testing.B) {
 			b.ReportMetric(wick.cpu.Seconds()/max(tail.cpu.Seconds(), 0.01), "wick/tail-cpu")
 			b.ReportMetric(float64(wick.rss)/(1<<20), "wick-peak-RSS-MB")
 			b.ReportMetric(float64(lnav.rss)/(1<<20), "lnav-peak-RSS-MB")
+			if base != "" {
+				b.ReportMetric(old.cpu.Seconds(), "base-cpu-s")
+				b.ReportMetric(wick.cpu.Seconds()/max(old.cpu.Seconds(), 0.01), "wick/base-cpu")
+				b.ReportMetric(float64(old.rss)/(1<<20), "base-peak-RSS-MB")
+			}
 			b.ReportMetric(testkit.Load(), "load")
 		})
 	}
 }
 
 // besideLnav launches demo.train of n replicas and watches it with the wall, lnav and
-// tail -F at once until lnavAfter past its end; it returns what each used.
-func besideLnav(b *testing.B, n int) (wick, lnav, tail procUse) {
+// tail -F at once (and with the wick base, when not empty) until lnavAfter past its
+// end; it returns what each used.
+func besideLnav(b *testing.B, n int, base string) (wick, lnav, tail, old procUse) {
 	b.Helper()
 	dir := b.TempDir()
 	home := filepath.Join(dir, "state")
@@ -90,9 +99,13 @@ func besideLnav(b *testing.B, n int) (wick, lnav, tail procUse) {
 	l := testkit.StartTmux(b, 200, 60, env+"lnav "+glob)
 	t := testkit.StartTmux(b, 200, 60, env+"tail -F "+glob)
 	pids := []string{w.PID(), l.PID(), t.PID()}
+	if base != "" {
+		o := testkit.StartTmux(b, 200, 60, env+base+" ui --logs "+handle)
+		pids = append(pids, o.PID())
+	}
 	var ended time.Time
 	deadline := time.Now().Add(testkit.Scale(lnavRun + 5*time.Minute))
-	hwm := make([]int64, 3)
+	hwm := make([]int64, len(pids))
 	for ended.IsZero() || time.Since(ended) < lnavAfter {
 		for i, p := range pids {
 			hwm[i] = max(hwm[i], procKB(p, "VmHWM"))
@@ -105,9 +118,9 @@ func besideLnav(b *testing.B, n int) (wick, lnav, tail procUse) {
 		}
 		time.Sleep(time.Second)
 	}
-	use := make([]procUse, 3)
+	use := make([]procUse, 4)
 	for i, p := range pids {
 		use[i] = procUse{cpu: procCPU(p), rss: hwm[i] << 10}
 	}
-	return use[0], use[1], use[2]
+	return use[0], use[1], use[2], use[3]
 }
