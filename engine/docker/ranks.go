@@ -157,7 +157,7 @@ func (s *Scheduler) roleCause(ctx context.Context, role spec.Role, rs spec.RoleS
 			n.GroupRank = *rst.GroupRank
 		}
 		if watches(roleArgv(role), errorFileOf(r.info)) && unprefixed(n.Failures) {
-			n.Workers = s.nodeWorkers(ctx, r)
+			n.Workers = s.nodeWorkers(ctx, r, n.Failures.FirstBegan())
 		}
 		nodes = append(nodes, n)
 		if r.err.first != "" && (oldest == nil || r.err.at.Before(oldest.err.at)) {

@@ -59,9 +59,10 @@ func startWatch(ctx context.Context, cli *client.Client, id string) {
 }
 
 // nodeWorkers is what the sampler of a stopped torchrun node's container saw of its
-// workers (see watch.Parse), nil when nothing.
-func (s *Scheduler) nodeWorkers(ctx context.Context, r *replica) map[int]ranks.Watched {
-	key := r.sum.ID + "@" + r.info.State.FinishedAt
+// workers (see watch.Parse), read knowing when the node's first worker traceback
+// began (first), nil when nothing.
+func (s *Scheduler) nodeWorkers(ctx context.Context, r *replica, first time.Time) map[int]ranks.Watched {
+	key := r.sum.ID + "@" + r.info.State.FinishedAt + "@" + first.Format(time.RFC3339Nano)
 	if w, ok := s.workers.get(key); ok {
 		return w
 	}
@@ -77,7 +78,7 @@ func (s *Scheduler) nodeWorkers(ctx context.Context, r *replica) map[int]ranks.W
 		b = append(b, part...)
 		b = append(b, '\n')
 	}
-	w := watch.Parse(b, nil)
+	w := watch.Parse(b, nil, first)
 	if ctx.Err() == nil {
 		s.workers.put(key, w, maxWorkersCache)
 	}

@@ -61,6 +61,15 @@ type Watched struct {
 	// before it, and Settled the sample that saw its last fall; zero when its count
 	// did not fall before it went (it went at once, or between two samples).
 	DownPrev, Down, Settled time.Time
+	// Fell is the sample that saw its count fall first from when the node's first
+	// traceback began on (the first argument of watch.Parse), even a fall that a
+	// later rise undid, or, where its count had been falling since before then with
+	// no rise between, the first fall of that run; FellPrev the sample before it;
+	// zero when its count did not fall from then on. A worker that raised may start
+	// a thread while it finalizes (Go's runtime does; a Python atexit may), so its
+	// fall is not forgotten: where a rise undid it, Down is later or zero, and Fell
+	// is where its end may have begun.
+	FellPrev, Fell time.Time
 	// Gone is the sample that saw it gone, GonePrev the one before; zero when not
 	// seen gone.
 	GonePrev, Gone time.Time
@@ -510,7 +519,7 @@ func (n *NodeReport) rankByWorkers(tb Traceback) (rank int, maybe []int, ok bool
 			killed[s.PID] = true
 		}
 	}
-	first := n.firstBegan(tbs)
+	first := firstBegan(tbs)
 	var ws []ended
 	for pid, w := range n.Workers {
 		// (A worker that ended before the tracebacks began is an earlier attempt's.)
@@ -572,8 +581,20 @@ type ended struct {
 // that saw its last fall; a fall seen before the first traceback began may be a
 // thread of its work that ended (or its stderr reached the file late), so then by
 // when it was gone. A worker whose count did not fall began to end between the
-// samples around its going. seen is false when neither was seen.
+// samples around its going. Where its count fell from the first traceback on and
+// then rose (Fell before Down, or Down zero), it may have begun to end at that fall:
+// the interval starts at the sample before it, so a worker whose rise would have put
+// it after its peer ties with it instead. seen is false when neither was seen.
 func (w Watched) ended(first time.Time) (e ended, seen bool) {
+	e, seen = w.fromDown(first)
+	if seen && !w.Fell.IsZero() && w.FellPrev.Before(e.after) {
+		e.after = w.FellPrev
+	}
+	return e, seen
+}
+
+// fromDown is ended as its falls since its last rise (Down) and its going say.
+func (w Watched) fromDown(first time.Time) (e ended, seen bool) {
 	e.rank = w.Rank
 	switch {
 	case !w.Down.IsZero() && !w.Down.Before(first):
@@ -595,7 +616,7 @@ func (w Watched) ended(first time.Time) (e ended, seen bool) {
 // before the first of the node's worker tracebacks tbs began is a thread of the
 // worker's work that ended, not its end.
 func (n *NodeReport) endTimes(tbs []Traceback) map[int]time.Time {
-	first := n.firstBegan(tbs)
+	first := firstBegan(tbs)
 	out := make(map[int]time.Time, len(n.Exits))
 	for pid, t := range n.Exits {
 		out[pid] = t
@@ -609,8 +630,19 @@ func (n *NodeReport) endTimes(tbs []Traceback) map[int]time.Time {
 	return out
 }
 
+// FirstBegan is when the first of the node's worker tracebacks began (f's lines'
+// times); zero when none did, or their times are not known. A sampler's file is read
+// (watch.Parse) knowing it: a worker's thread count that falls from then on is a
+// worker that may have begun to end.
+func (f *Failures) FirstBegan() time.Time {
+	if f == nil {
+		return time.Time{}
+	}
+	return firstBegan(f.WorkerTracebacks())
+}
+
 // firstBegan is when the first of tbs began; zero when none did.
-func (n *NodeReport) firstBegan(tbs []Traceback) time.Time {
+func firstBegan(tbs []Traceback) time.Time {
 	var first time.Time
 	for _, tb := range tbs {
 		if first.IsZero() || tb.Began.Before(first) {

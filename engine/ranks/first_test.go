@@ -301,6 +301,33 @@ func TestWatchedWorkersNameTheRaisingRank(t *testing.T) {
 			want: tie,
 		},
 		{
+			// Rank 3's threads fell at 2 and a thread started after (Down forgotten);
+			// it was gone last. Ordered by its going, rank 2 would be named.
+			name: "rank 3's fall undone by a rise",
+			r3:   Watched{Rank: 3, FellPrev: s(1), Fell: s(2), GonePrev: s(6), Gone: s(7)},
+			r2:   Watched{Rank: 2, DownPrev: s(3), Down: s(4), Settled: s(4), FellPrev: s(3), Fell: s(4), GonePrev: s(4), Gone: s(5)},
+			want: tie,
+		},
+		{
+			name: "rank 3 fell, rose, and fell again after rank 2 began to end",
+			r3:   Watched{Rank: 3, DownPrev: s(4), Down: s(5), Settled: s(5), FellPrev: s(1), Fell: s(2), GonePrev: s(6), Gone: s(7)},
+			r2:   Watched{Rank: 2, DownPrev: s(3), Down: s(4), Settled: s(4), FellPrev: s(3), Fell: s(4), GonePrev: s(4), Gone: s(5)},
+			want: tie,
+		},
+		{
+			name: "both fell and rose",
+			r3:   Watched{Rank: 3, FellPrev: s(1), Fell: s(2), GonePrev: s(7), Gone: s(8)},
+			r2:   Watched{Rank: 2, FellPrev: s(3), Fell: s(4), GonePrev: s(5), Gone: s(6)},
+			want: tie,
+		},
+		{
+			// Rank 2's fall at 4 and rise after: still after rank 3's end.
+			name: "rank 2's fall undone by a rise, after rank 3's end",
+			r3:   Watched{Rank: 3, DownPrev: s(1), Down: s(2), Settled: s(2), FellPrev: s(1), Fell: s(2), GonePrev: s(8), Gone: s(9)},
+			r2:   Watched{Rank: 2, FellPrev: s(3), Fell: s(4), GonePrev: s(5), Gone: s(6)},
+			want: want,
+		},
+		{
 			// Rank 3's count did not fall (it went between two samples); it went
 			// before rank 2 began to fall.
 			name: "gone at once, before the other fell",

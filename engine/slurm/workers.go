@@ -16,7 +16,8 @@ func workersFile(exit string) string { return strings.TrimSuffix(exit, ".exit") 
 // watchWorkers tells node n what the wrapper of the replica whose exit file is exit
 // saw of its workers (its .watch file, see watch.Parse). The wrapper stamps a sample's
 // changes to the workers and to the log files' sizes (.times) with one time, so the
-// samples are the stamps of both files.
+// samples are the stamps of both files. n's Failures are read first: the file is read
+// knowing when the node's first traceback began.
 func watchWorkers(n *ranks.NodeReport, exit string) {
 	b, err := readBounded(workersFile(exit), watch.MaxFile)
 	if err != nil || len(b) == 0 {
@@ -28,7 +29,7 @@ func watchWorkers(n *ranks.NodeReport, exit string) {
 			samples = append(samples, s.Time)
 		}
 	}
-	if w := watch.Parse(b, samples); w != nil {
+	if w := watch.Parse(b, samples, n.Failures.FirstBegan()); w != nil {
 		n.Workers = w
 	}
 }

@@ -93,33 +93,22 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // Parse reads what a sampler wrote (the lines of its watch files, oldest first) into
 // the node's workers by pid: each worker's global rank, when its thread count began
-// to fall for good while it ran and when it last fell, and when it was gone, each with
-// the sample before it. samples are the stamps of other samples of the same sampler
-// (Slurm's wrapper stamps the log files' sizes with the same times), which make the
-// sample before a change known closer; nil when there are none. Nil when the file
-// says nothing.
-func Parse(b []byte, samples []time.Time) map[int]ranks.Watched {
-	type change struct {
-		t             time.Time
-		pid, rank, th int
-	}
+// to fall for good while it ran and when it last fell, when it first fell from first
+// on (a fall a later rise undid included; see ranks.Watched.Fell), and when it was
+// gone, each with the sample before it. first is when the node's first worker
+// traceback began (ranks.Failures.FirstBegan); zero when not known, and then every
+// fall counts. samples are the stamps of other samples of the same sampler (Slurm's
+// wrapper stamps the log files' sizes with the same times), which make the sample
+// before a change known closer; nil when there are none. Nil when the file says
+// nothing.
+func Parse(b []byte, samples []time.Time, first time.Time) map[int]ranks.Watched {
 	var changes []change
 	stamps := slices.Clone(samples)
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		f := strings.Fields(string(line))
-		if len(f) != 4 {
-			continue
+		if c, ok := parseLine(line); ok {
+			changes = append(changes, c)
+			stamps = append(stamps, c.t)
 		}
-		ms, err1 := strconv.ParseInt(f[0], 10, 64)
-		pid, err2 := strconv.Atoi(f[1])
-		rank, err3 := strconv.Atoi(f[2])
-		th, err4 := strconv.Atoi(f[3])
-		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || pid <= 0 || rank < 0 || th < 0 {
-			continue
-		}
-		t := time.UnixMilli(ms)
-		changes = append(changes, change{t, pid, rank, th})
-		stamps = append(stamps, t)
 	}
 	if len(changes) == 0 {
 		return nil
@@ -141,19 +130,59 @@ func Parse(b []byte, samples []time.Time) map[int]ranks.Watched {
 		w.Rank = c.rank
 		before, seen := last[c.pid]
 		last[c.pid] = c.th
-		switch {
-		case c.th == 0:
+		if seen {
+			apply(&w, c, before, first, prev)
+		} else if c.th == 0 {
 			w.GonePrev, w.Gone = prev(c.t), c.t
-		case !seen:
-		case c.th > before:
-			w.DownPrev, w.Down, w.Settled = time.Time{}, time.Time{}, time.Time{}
-		case c.th < before:
-			if w.Down.IsZero() {
-				w.DownPrev, w.Down = prev(c.t), c.t
-			}
-			w.Settled = c.t
 		}
 		workers[c.pid] = w
 	}
 	return workers
+}
+
+// change is one line of a sampler's file: a worker's thread count at a sample, 0 once
+// it is gone.
+type change struct {
+	t             time.Time
+	pid, rank, th int
+}
+
+// parseLine reads one line "UNIX_MS PID RANK THREADS"; false when it is not one.
+func parseLine(line []byte) (change, bool) {
+	f := strings.Fields(string(line))
+	if len(f) != 4 {
+		return change{}, false
+	}
+	ms, err1 := strconv.ParseInt(f[0], 10, 64)
+	pid, err2 := strconv.Atoi(f[1])
+	rank, err3 := strconv.Atoi(f[2])
+	th, err4 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || pid <= 0 || rank < 0 || th < 0 {
+		return change{}, false
+	}
+	return change{time.UnixMilli(ms), pid, rank, th}, true
+}
+
+// apply tells w of c, a change of its thread count from before. A change seen from
+// first on finds the fall in progress then (Down, no rise since), if any, as Fell;
+// else Fell is the first fall from then on. A rise forgets the fall in progress
+// (Down), not Fell.
+func apply(w *ranks.Watched, c change, before int, first time.Time, prev func(time.Time) time.Time) {
+	if w.Fell.IsZero() && !c.t.Before(first) && !w.Down.IsZero() {
+		w.FellPrev, w.Fell = w.DownPrev, w.Down
+	}
+	switch {
+	case c.th == 0:
+		w.GonePrev, w.Gone = prev(c.t), c.t
+	case c.th > before:
+		w.DownPrev, w.Down, w.Settled = time.Time{}, time.Time{}, time.Time{}
+	case c.th < before:
+		if w.Down.IsZero() {
+			w.DownPrev, w.Down = prev(c.t), c.t
+		}
+		if w.Fell.IsZero() && !c.t.Before(first) {
+			w.FellPrev, w.Fell = w.DownPrev, w.Down
+		}
+		w.Settled = c.t
+	}
 }

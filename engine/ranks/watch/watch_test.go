@@ -27,12 +27,12 @@ garbage line
 1700000000800 41 2 0
 1700000001000 42 3 0
 `)
-	got := Parse(b, []time.Time{ms(2), ms(6)})
+	got := Parse(b, []time.Time{ms(2), ms(6)}, ms(1))
 	want := map[int]ranks.Watched{
 		// Rank 3's count fell at sample 3 (the one before: 2, a log sample) and last
 		// at 4; it went at 10.
-		42: {Rank: 3, DownPrev: ms(2), Down: ms(3), Settled: ms(4), GonePrev: ms(8), Gone: ms(10)},
-		41: {Rank: 2, DownPrev: ms(6), Down: ms(7), Settled: ms(7), GonePrev: ms(7), Gone: ms(8)},
+		42: {Rank: 3, DownPrev: ms(2), Down: ms(3), Settled: ms(4), FellPrev: ms(2), Fell: ms(3), GonePrev: ms(8), Gone: ms(10)},
+		41: {Rank: 2, DownPrev: ms(6), Down: ms(7), Settled: ms(7), FellPrev: ms(6), Fell: ms(7), GonePrev: ms(7), Gone: ms(8)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v", got)
@@ -42,13 +42,108 @@ garbage line
 			t.Errorf("pid %d: %+v, want %+v", pid, got[pid], w)
 		}
 	}
-	// A count that rose again was not a worker ending: its fall is forgotten.
-	rose := Parse([]byte("1700000000000 7 0 5\n1700000000100 7 0 4\n1700000000200 7 0 5\n"), nil)
-	if w := rose[7]; !w.Down.IsZero() || !w.Settled.IsZero() {
-		t.Errorf("a fall then a rise: %+v", w)
-	}
-	if Parse([]byte("nothing\n"), nil) != nil {
+	if Parse([]byte("nothing\n"), nil, time.Time{}) != nil {
 		t.Error("a file of no lines says something")
+	}
+}
+
+// A worker's count that fell and rose again: the fall in progress (Down, Settled) is
+// forgotten, as a worker that did not begin to end then, but its first fall from the
+// first traceback on (Fell) is kept, a rise after it or not; falls and rises before
+// the first traceback began are its work's. first is sample 10; samples are 100 ms
+// apart, each one in the file (a line of another worker, pid 9, at every sample).
+func TestParseFallsAndRises(t *testing.T) {
+	ms := func(i int) time.Time { return time.UnixMilli(1_700_000_000_000 + int64(i)*100) }
+	first := ms(10)
+	for _, tc := range []struct {
+		name  string
+		lines string // "SAMPLE THREADS, ..."
+		want  ranks.Watched
+	}{
+		{
+			name:  "fell after the first traceback, went",
+			lines: "0 10, 12 8, 13 7, 15 0",
+			want:  ranks.Watched{DownPrev: ms(11), Down: ms(12), Settled: ms(13), FellPrev: ms(11), Fell: ms(12), GonePrev: ms(14), Gone: ms(15)},
+		},
+		{
+			name:  "fell, rose, went",
+			lines: "0 10, 12 8, 13 9, 15 0",
+			want:  ranks.Watched{FellPrev: ms(11), Fell: ms(12), GonePrev: ms(14), Gone: ms(15)},
+		},
+		{
+			name:  "fell, rose, fell, went",
+			lines: "0 10, 12 8, 13 9, 14 7, 16 0",
+			want:  ranks.Watched{DownPrev: ms(13), Down: ms(14), Settled: ms(14), FellPrev: ms(11), Fell: ms(12), GonePrev: ms(15), Gone: ms(16)},
+		},
+		{
+			name:  "fell, rose, fell, rose, went",
+			lines: "0 10, 12 8, 13 9, 14 7, 15 8, 17 0",
+			want:  ranks.Watched{FellPrev: ms(11), Fell: ms(12), GonePrev: ms(16), Gone: ms(17)},
+		},
+		{
+			name:  "rose first, then fell",
+			lines: "0 10, 11 12, 13 11, 14 0",
+			want:  ranks.Watched{DownPrev: ms(12), Down: ms(13), Settled: ms(13), FellPrev: ms(12), Fell: ms(13), GonePrev: ms(13), Gone: ms(14)},
+		},
+		{
+			name:  "churned before the first traceback, fell after",
+			lines: "0 10, 3 9, 4 10, 6 9, 7 10, 12 8, 14 0",
+			want:  ranks.Watched{DownPrev: ms(11), Down: ms(12), Settled: ms(12), FellPrev: ms(11), Fell: ms(12), GonePrev: ms(13), Gone: ms(14)},
+		},
+		{
+			// Falling since before the first traceback (its stderr late to the file),
+			// no rise between: that run is its fall.
+			name:  "fell before the first traceback, rose after",
+			lines: "0 10, 5 8, 12 9, 14 0",
+			want:  ranks.Watched{FellPrev: ms(4), Fell: ms(5), GonePrev: ms(13), Gone: ms(14)},
+		},
+		{
+			name:  "fell before the first traceback and after, no rise",
+			lines: "0 10, 5 8, 12 7, 14 0",
+			want:  ranks.Watched{DownPrev: ms(4), Down: ms(5), Settled: ms(12), FellPrev: ms(4), Fell: ms(5), GonePrev: ms(13), Gone: ms(14)},
+		},
+		{
+			name:  "fell and rose before the first traceback, went at once",
+			lines: "0 10, 5 8, 6 10, 14 0",
+			want:  ranks.Watched{GonePrev: ms(13), Gone: ms(14)},
+		},
+		{
+			name:  "fell at the first traceback's sample",
+			lines: "0 10, 10 8, 11 9, 14 0",
+			want:  ranks.Watched{FellPrev: ms(9), Fell: ms(10), GonePrev: ms(13), Gone: ms(14)},
+		},
+		{
+			name:  "never seen gone",
+			lines: "0 10, 12 8, 13 9",
+			want:  ranks.Watched{FellPrev: ms(11), Fell: ms(12)},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b []byte
+			at := map[int]int{}
+			for _, x := range strings.Split(tc.lines, ", ") {
+				f := strings.Fields(x)
+				i, _ := strconv.Atoi(f[0])
+				th, _ := strconv.Atoi(f[1])
+				at[i] = th
+			}
+			for i := 0; i <= 20; i++ {
+				b = append(b, strconv.FormatInt(ms(i).UnixMilli(), 10)+" 9 0 "+strconv.Itoa(100+i%2)+"\n"...)
+				if th, ok := at[i]; ok {
+					b = append(b, strconv.FormatInt(ms(i).UnixMilli(), 10)+" 7 1 "+strconv.Itoa(th)+"\n"...)
+				}
+			}
+			want := tc.want
+			want.Rank = 1
+			if got := Parse(b, nil, first)[7]; got != want {
+				t.Errorf("got  %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	// Not knowing when the first traceback began, every fall counts.
+	b := []byte("1700000000000 7 1 5\n1700000000100 7 1 4\n1700000000200 7 1 5\n")
+	if w := Parse(b, nil, time.Time{})[7]; !w.Down.IsZero() || w.Fell != ms(1) || w.FellPrev != ms(0) {
+		t.Errorf("a fall then a rise, no first traceback: %+v", w)
 	}
 }
 
@@ -84,7 +179,7 @@ func TestSampler(t *testing.T) {
 			_ = sampler.Wait()
 			b, _ := os.ReadFile(filepath.Join(dir, "workers.watch"))
 			rank, _ := os.ReadFile(filepath.Join(dir, "workers.rank"))
-			w := Parse(b, nil)
+			w := Parse(b, nil, time.Time{})
 			if string(rank) != "3\n" || len(w) != 2 || stderr.Len() > 0 {
 				t.Fatalf("rank file %q, watch:\n%s\nstderr: %s", rank, b, stderr.Bytes())
 			}
