@@ -109,13 +109,14 @@ func TestWriteFileAtomicOrder(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "new" {
 		t.Errorf("file %q", b)
 	}
-	// ReplaceFile: the same order, the directory left unsynced.
+	// Without the directory's fsync (Prepared.Replace): the same order, the
+	// directory left unsynced.
 	r = &recorder{}
 	if err := writeFileAtomic(r, dir, "state.json", []byte("new"), false); err != nil {
 		t.Fatal(err)
 	}
 	if want := want[:len(want)-1]; !slices.Equal(r.calls, want) {
-		t.Errorf("ReplaceFile's calls %v, want %v", r.calls, want)
+		t.Errorf("calls without the directory's fsync %v, want %v", r.calls, want)
 	}
 	for _, step := range []string{"write", "chmod", "fsync", "rename"} {
 		r := &recorder{failAt: step}

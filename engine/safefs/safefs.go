@@ -90,16 +90,6 @@ func WriteFileAtomic(dir, name string, data []byte) error {
 	return writeFileAtomic(osFS{}, dir, name, data, true)
 }
 
-// ReplaceFile is WriteFileAtomic without the fsync of dir: readers and a machine
-// that crashes find the old file or the new one, never a mix, but the crash may
-// take the rename back. It is for a file whose replacement a crash makes moot (a
-// running app's state: its supervisor dies with the machine), or one that another
-// write's fsync of dir makes durable before anyone is told (launch.json, then
-// state.json in the same directory).
-func ReplaceFile(dir, name string, data []byte) error {
-	return writeFileAtomic(osFS{}, dir, name, data, false)
-}
-
 // fileSys is what writeFileAtomic does to the file system: the real one (osFS), or a
 // test's recorder of the order of the calls.
 type fileSys interface {
@@ -182,8 +172,10 @@ func PrepareFile(dir, name string, data []byte) (*Prepared, error) {
 // Commit renames the prepared file over its name and fsyncs its directory.
 func (p *Prepared) Commit() error { return commit(osFS{}, p.tmp, p.dir, p.name, true) }
 
-// Replace renames the prepared file over its name without the fsync of its directory,
-// as ReplaceFile: for a file that a later Commit in the same directory makes durable.
+// Replace renames the prepared file over its name without the fsync of its directory:
+// readers and a machine that crashes find the old file or the new one, never a mix,
+// but the crash may take the rename back. It is for a file that a later Commit in the
+// same directory makes durable before anyone is told (launch.json, then state.json).
 func (p *Prepared) Replace() error { return commit(osFS{}, p.tmp, p.dir, p.name, false) }
 
 // Discard removes the prepared file, where it is not to be put in place.
