@@ -153,6 +153,9 @@ func (c *planCache) tokenize(s string) (uint64, bool) {
 	for i := 0; i < len(s); {
 		if s[i]-'0' > 9 {
 			i++
+			for i+8 <= len(s) && !hasDigit(load64(s, i)) {
+				i += 8 // eight bytes at a time over the text between numbers
+			}
 			continue
 		}
 		if i > 0 && glue[s[i-1]] {
@@ -177,6 +180,15 @@ func (c *planCache) tokenize(s string) (uint64, bool) {
 	h = (h ^ uint64(len(s)-last)<<32 ^ gapHead(s, last, len(s)) ^ gapHead(s, 0, min(len(s), 8))<<1) * 0x9e3779b97f4a7c15
 	c.n = n
 	return h ^ uint64(n), true
+}
+
+// hasDigit reports whether one of the eight bytes of x is an ASCII digit: for each byte
+// b below 128, 0xB9-b has its top bit set when b <= '9' and b+0x50 when b >= '0', with no
+// borrow or carry between bytes; a byte from 128 up is none (~x clears its top bit).
+func hasDigit(x uint64) bool {
+	const lo, hi, low7 = 0x0101010101010101, 0x8080808080808080, 0x7f7f7f7f7f7f7f7f
+	y := x & low7
+	return (lo*0xB9-y)&^x&(y+lo*0x50)&hi != 0
 }
 
 // numberEnd returns where the number token at i ends, as readNumber ends it: digits

@@ -140,3 +140,25 @@ func TestPlanTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestHasDigit checks the eight-byte digit test tokenize skips text with: every byte
+// value at every position, among letters, spaces, punctuation and UTF-8's high bytes.
+func TestHasDigit(t *testing.T) {
+	for b := 0; b < 256; b++ {
+		for pos := 0; pos < 8; pos++ {
+			for _, fill := range []byte{'a', 0xff, ' ', 0x80, '/', ':', 0xb9} {
+				var x uint64
+				for k := 0; k < 8; k++ {
+					c := uint64(fill)
+					if k == pos {
+						c = uint64(b)
+					}
+					x |= c << (8 * k)
+				}
+				if want := b >= '0' && b <= '9'; hasDigit(x) != want {
+					t.Fatalf("byte %#x at %d among %#x: hasDigit %v", b, pos, fill, !want)
+				}
+			}
+		}
+	}
+}
