@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -100,6 +101,53 @@ func TestUsageOfUnknownApp(t *testing.T) {
 	s := testScheduler(t, false)
 	if _, err := s.Usage(context.Background(), "nope-123"); err == nil {
 		t.Fatal("no error for an unknown app")
+	}
+}
+
+// TestUsageOfJustStartedProcess samples processes from the moment they start, as a
+// user's first look at a new app does, and checks that a process found is never shown
+// with no memory: /proc/PID/stat's resident field lags the kernel's per-CPU counts and
+// read 0 in about 2% of such reads.
+func TestUsageOfJustStartedProcess(t *testing.T) {
+	var u usageSampler
+	key := sched.ReplicaKey{Role: "r"}
+	found := 0
+	for i := 0; i < 40; i++ {
+		c := exec.Command("/bin/sh", "-c", "exec sleep 60")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		groups := map[int]sched.ReplicaKey{c.Process.Pid: key}
+		for end := time.Now().Add(10 * time.Millisecond); time.Now().Before(end); {
+			out := map[sched.ReplicaKey]sched.Usage{}
+			if err := u.sample(context.Background(), groups, out); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := out[key]; ok {
+				found++
+				if v.RSS == 0 {
+					t.Errorf("start %d: a live process shown with no memory: %+v", i, v)
+				}
+			}
+		}
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	if found == 0 {
+		t.Fatal("no sample found the started processes")
+	}
+	t.Logf("%d samples found a process", found)
+}
+
+func TestParseStatm(t *testing.T) {
+	if n, ok := parseStatm([]byte("730 445 418 5 0 89 0\n")); !ok || n != 445 {
+		t.Errorf("parseStatm = %d, %v; want 445", n, ok)
+	}
+	for _, bad := range []string{"", "730", "730 x 1"} {
+		if _, ok := parseStatm([]byte(bad)); ok {
+			t.Errorf("parseStatm(%q) accepted", bad)
+		}
 	}
 }
 
