@@ -148,6 +148,10 @@ type LineInfo struct {
 	// `[epoch=1][batch=10/100]:` then one metric a line); Indented whether the line
 	// starts with a space or a tab.
 	Header, Indented bool
+	// Indent is how deep the line is indented (spaces and tabs, after a glog prefix): a
+	// record's lines are indented deeper than its head, which may itself be indented
+	// (Coqui's `   --> TIME: ... -- GLOBAL_STEP: 25` over `     | > loss: 3.78`).
+	Indent int
 	// CtxHead is whether the line names a context and no value and ends with a colon:
 	// the head of the values on the line under it, which are in that context (RecBole's
 	// `valid result:` then `recall@10 : 0.0798    mrr@10 : 0.0412`).
@@ -536,9 +540,11 @@ func levelPrefixCut(s string) string {
 // markShape marks in p what the shape of a clean line says: indented (or under a glog
 // prefix), a rule of dashes, a row of a two-column key-value table.
 func (p *Parsed) markShape(text string) {
-	p.Indented = len(text) > 0 && (text[0] == ' ' || text[0] == '\t')
+	p.Indent = indentOf(text, 0)
+	p.Indented = p.Indent > 0
 	if k := glogPrefixEnd(text); k > 0 && k < len(text) && text[k] == ' ' {
 		p.Indented = true // Caffe's `I1206 10:00:01.5 4211 solver.cpp:258]     Train net output #0: ...`
+		p.Indent = indentOf(text, k)
 	}
 	if len(text) >= 8 && text[0] == '-' && strings.Trim(text, "- ") == "" {
 		p.Rule = true
@@ -546,6 +552,15 @@ func (p *Parsed) markShape(text string) {
 	if len(text) > 4 && text[0] == '|' && strings.HasSuffix(strings.TrimRight(text, " "), "|") && strings.Count(text, "|") == 3 {
 		p.KVRow = true
 	}
+}
+
+// indentOf returns how many spaces and tabs begin s[i:] (at most 64).
+func indentOf(s string, i int) int {
+	n := 0
+	for i+n < len(s) && (s[i+n] == ' ' || s[i+n] == '\t') && n < 64 {
+		n++
+	}
+	return n
 }
 
 // stepFromBar makes a training bar's position the step of the line's values when the
@@ -880,7 +895,7 @@ func (st *lineState) countedStep(p *Parsed) {
 func (p *Parsed) markHead(s string) {
 	colon := len(p.Samples) == 0 && endsWithColon(s)
 	p.Header = p.HasStep && p.Step >= 0 && len(p.Samples) == 0 && (colon || p.group != "")
-	p.CtxHead = (colon || !p.Indented && len(p.Samples) == 0) && !p.HasStep && p.ctx != ""
+	p.CtxHead = (colon || len(p.Samples) == 0) && !p.HasStep && p.ctx != ""
 	p.CtxOfIndented = p.CtxHead && !colon
 }
 
@@ -1869,6 +1884,11 @@ func (e *Extractor) notMetric(p *Parsed, st *lineState, r *pairInfo, own bool, v
 	case r.counter && v.integer && !v.ratio && st.epoch >= 0 && st.bracketStep < 0 && string(r.rest) == "batch" && v.v >= 0:
 		// icefall's `Epoch 1, batch 50,`: the step within the epoch the line names.
 		st.bracketStep = int64(v.v)
+	case r.epoch && v.ratio && !v.quotedName:
+		// Coqui's `> EPOCH: 0/1000`: the epoch, of the epochs to run; no step.
+		if st.epoch < 0 && v.num >= 0 && v.num < maxEpochCount && v.num == math.Trunc(v.num) {
+			st.epoch, st.epochValEnd = int64(v.num), v.end
+		}
 	case r.counter && v.ratio:
 		// `[batch=10/100]`: a count of a total is a counter, not a value; the step within
 		// the epoch when it is training's (an eval counter never is the step).
@@ -1961,11 +1981,20 @@ func (st *lineState) configured(p *Parsed, r *pairInfo, own bool, v *value) {
 	if own && r.q != "" && r.q != "train" && st.ctx == "" {
 		st.ctx = r.q // `validate step: 10` names the line
 	}
-	if r.info.kind == kindStep && !p.HasStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v) {
+	count := r.info.kind == kindStep && v.v >= 0 && v.v < 1<<53 && v.v == math.Trunc(v.v)
+	switch {
+	case count && v.ratio && r.q != "" && r.q != "train":
+		// OLMo's `[eval_step=10/10]`: an evaluation's count of its own batches, never the
+		// training step (`Validation Step 200` names the training step it is at).
+	case count && !p.HasStep:
 		p.Step, p.HasStep = int64(v.v), true
 		if v.ratio && v.den < maxEpochCount {
 			st.stepTotal = int64(v.den) // YOLOX's `iter: 10/1833`: within the epoch when one is named
 		}
+	case count && !v.ratio && st.stepTotal > 0 && int64(v.v) >= p.Step:
+		// Coqui's `STEP: 19/406 -- GLOBAL_STEP: 425`: the run's count beside the epoch's is
+		// the more specific training counter.
+		p.Step, st.stepTotal = int64(v.v), 0
 	}
 	if r.epoch && !v.quotedName {
 		st.takeEpoch(v) // `Epoch: [0][ 1/5005]`, `Train Epoch: 1 [640/60000]`

@@ -413,7 +413,7 @@ func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
 	if p.Rule {
 		s.tableRule(r)
 	}
-	if len(p.Samples) == 0 && !p.HasStep && !p.Indented {
+	if len(p.Samples) == 0 && !p.HasStep && (!p.Indented || p.EpochOnly) {
 		st := s.stream(r)
 		st.record = false // a line out of the record ends it
 		st.headCtx = ""
@@ -462,17 +462,27 @@ func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 // and then gives p that step; otherwise it notes whether p heads a record.
 func (st *stream) recordStep(p *Parsed) bool {
 	switch {
-	case p.Indented && st.record && st.stepped && !p.HasStep && !p.tableHead:
+	case p.Indented && st.record && st.deeper(p) && st.stepped && !p.HasStep && !p.tableHead:
 		p.Step, p.HasStep = st.step, true
 		return true
-	case p.Indented && st.record:
+	case p.Indented && st.record && st.deeper(p):
 	default:
 		// A header names the step of the record under it; so does a line that names
 		// its training step, for the indented lines right under it (Caffe's `Iteration 100 (...),
-		// loss = 0.21` then `    Train net output #0: loss = 0.21`).
-		st.record = p.Header || p.HasStep && p.Step >= 0 && !p.Indented && (p.ctx == "" || p.CtxHead && len(p.Samples) == 0)
+		// loss = 0.21` then `    Train net output #0: loss = 0.21`). A head may be
+		// indented itself, when it names a step and no value: its lines are deeper
+		// (Coqui's `   --> TIME: ... -- GLOBAL_STEP: 25` over `     | > loss: 3.78`).
+		st.record = p.Header || p.HasStep && p.Step >= 0 && (!p.Indented || len(p.Samples) == 0) && (p.ctx == "" || p.CtxHead && len(p.Samples) == 0)
+		st.recordIndent = p.Indent
 	}
 	return false
+}
+
+// deeper reports whether an indented line is under the record's head: any, under a
+// head that is not indented (a table's rows are indented by their shape, not their
+// spaces); deeper than the head, under one that is.
+func (st *stream) deeper(p *Parsed) bool {
+	return st.recordIndent == 0 || p.Indent > st.recordIndent
 }
 
 // headBarStep gives a bar under a line that named only an epoch (Keras' `Epoch 1/2`)
@@ -612,6 +622,8 @@ type stream struct {
 	// only an epoch then sums it up. record is whether the last line was a record's
 	// head (Parsed.Header): the indented lines under it are at its step.
 	finer, record bool
+	// recordIndent is the indentation of the record's head: its lines are deeper.
+	recordIndent int
 	// training is whether a line named a step or a loss: what came before is the
 	// preamble of the run (Series.preamble).
 	training bool
