@@ -83,8 +83,8 @@ func (sv *supervisor) openReaper() {
 	sv.reaper, sv.reaperR = os.NewFile(uintptr(fds[0]), "reaper"), os.NewFile(uintptr(fds[1]), "reaper")
 }
 
-// startReaper starts the reaper, `wick __supervise DIR` with envReaper set, on the
-// pipe's read end.
+// startReaper starts the reaper, `wick-supervisor __supervise DIR` (or `wick
+// __supervise DIR`: supervisorCommand) with envReaper set, on the pipe's read end.
 func (sv *supervisor) startReaper() {
 	pr := sv.reaperR
 	if pr == nil || sv.reaper == nil {
@@ -103,7 +103,7 @@ func (sv *supervisor) startReaper() {
 		defer logf.Close()
 	}
 	env := append(mergeEnv(sv.env, nil), envReaper+"=1")
-	argv := append(append([]string{}, sv.l.Self...), SuperviseVerb, sv.dir)
+	argv := append(append([]string{}, supervisorCommand(sv.l.Self)...), SuperviseVerb, sv.dir)
 	attr := &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   env,

@@ -82,7 +82,7 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	// saves (their fsyncs), and waits for go before it reads them. One that could not
 	// start fails the launch where it was started before: after the app is recorded,
 	// so that the failure is the app's, FAILED with why (a broken wick binary).
-	sup, spawnErr := spawnSupervisor(appDir, self)
+	sup, spawnErr := spawnSupervisor(appDir, supervisorCommand(self))
 	if spawnErr == nil {
 		defer sup.abandon()
 	}
@@ -205,6 +205,29 @@ func (s *Scheduler) selfCommand() ([]string, error) {
 	return self, nil
 }
 
+// SupervisorHelper is the program, beside wick's own binary, that runs the
+// supervisor and the reaper (cmd/wick-supervisor): wick without the verbs, the UI and
+// their libraries, whose package initialisers every app's supervisor paid at its
+// start in wick's binary (`make build` builds both).
+const SupervisorHelper = "wick-supervisor"
+
+// supervisorCommand returns the command that runs the supervisor (and the reaper),
+// without its verb: the helper beside self's binary when self is a binary alone (a
+// wick, as users run it) and the helper is there, else self (`wick __supervise`, as
+// before the helper; a wick installed alone, or a test binary standing in for wick).
+// Only beside: a helper found elsewhere (on PATH) could be another wick's, and read
+// another wick's files.
+func supervisorCommand(self []string) []string {
+	if len(self) != 1 || !filepath.IsAbs(self[0]) {
+		return self
+	}
+	p := filepath.Join(filepath.Dir(self[0]), SupervisorHelper)
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return self
+	}
+	return []string{p}
+}
+
 // makeLogDirs creates the app's log directory (which must not exist) and one per
 // replica, 0700, without following symbolic links: every directory from "/" down to
 // the session's must be trusted (see package safefs), and the app's is new, so that
@@ -280,7 +303,7 @@ type spawned struct {
 	keep bool     // pr is the app's chime: not closed by abandon
 }
 
-// spawnSupervisor runs `SELF __supervise APP_DIR` in a new session, with its output
+// spawnSupervisor runs `SELF __supervise APP_DIR` (SELF: supervisorCommand) in a new session, with its output
 // in supervisor.log, a pipe on which it reports the start, and one on which it waits
 // for go.
 func spawnSupervisor(appDir string, self []string) (*spawned, error) {

@@ -117,10 +117,11 @@ func Load() float64 {
 // BuildWick builds the wick main package in dir (the module root) into out as
 // `make build` does: static (CGO_ENABLED=0) and -trimpath, so that the tests run the
 // binary users run, without the dynamic loader's cost at each of the many starts a
-// test makes; and beside it, as `make build` does, wick-docker, the helper in which
-// wick runs local_docker. The error holds go build's output.
+// test makes; and beside it, as `make build` does, wick-supervisor, the program that
+// runs local apps' supervisors, and wick-docker, the helper in which wick runs
+// local_docker. The error holds go build's output.
 func BuildWick(out, dir string) error {
-	for _, b := range [][2]string{{out, "."}, {filepath.Join(filepath.Dir(out), "wick-docker"), "./cmd/wick-docker"}} {
+	for _, b := range [][2]string{{out, "."}, {filepath.Join(filepath.Dir(out), "wick-supervisor"), "./cmd/wick-supervisor"}, {filepath.Join(filepath.Dir(out), "wick-docker"), "./cmd/wick-docker"}} {
 		cmd := exec.Command("go", "build", "-trimpath", "-o", b[0], b[1])
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -64,9 +64,10 @@ func timed(name, dir string, env []string, argv ...string) pairedRun {
 
 // BenchmarkAttachedEcho times `wick run utils.echo` attached (launch, follow the
 // replica's logs to their end, print the final state) beside `wick run --detach` of the
-// same component (the launch alone) and `sh -c 'echo hi'` (what the machine can do),
-// interleaved: attached/detached and attached/sh are the figures (#37's bounds: at most
-// 1.2 and 15).
+// same component (the launch alone), `sh -c 'echo hi'` (what the machine can do) and a
+// Go program that prints a line (testdata/hello: one Go start, of which an attached run
+// makes two, wick and its supervisor, and three with the reaper), interleaved:
+// attached/detached and attached/sh are the figures (#37's bounds: at most 1.2 and 15).
 func BenchmarkAttachedEcho(b *testing.B) {
 	dir := b.TempDir()
 	env := append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1")
@@ -74,6 +75,7 @@ func BenchmarkAttachedEcho(b *testing.B) {
 		timed("sh", dir, env, "sh", "-c", "echo hi"),
 		timed("detached", dir, env, builtWick, "run", "--detach", "utils.echo", "--msg", "hi"),
 		timed("attached", dir, env, builtWick, "run", "utils.echo", "--msg", "hi"),
+		timed("hello", dir, env, buildTestdata(b, "hello")),
 	}
 	// WICK_BENCH_BASE names another wick (the one before a change): its attached run
 	// is interleaved with the others, and attached/base is the change's figure.
@@ -84,7 +86,8 @@ func BenchmarkAttachedEcho(b *testing.B) {
 	sum := paired(b, runs...)
 	b.ReportMetric(float64(sum[2])/float64(sum[1]), "attached/detached")
 	b.ReportMetric(float64(sum[2])/float64(sum[0]), "attached/sh")
+	b.ReportMetric(float64(sum[2])/float64(sum[3]), "attached/hello")
 	if base != "" {
-		b.ReportMetric(float64(sum[2])/float64(sum[3]), "attached/base")
+		b.ReportMetric(float64(sum[2])/float64(sum[4]), "attached/base")
 	}
 }
