@@ -1155,6 +1155,16 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		switch cl := class[c]; {
 		case cl&cNameStart != 0:
 			j := wordEnd(s, i+1)
+			if len(p.Samples) > 0 && j < len(s) && s[j] == '(' {
+				if k := callReprEnd(s, j); k > j {
+					// d2l's `1811.2 examples/sec on [device(type='cuda', index=0), ...]`:
+					// the arguments of an object's repr after the line's values are no
+					// values of it.
+					st.endField(s)
+					i = k
+					continue
+				}
+			}
 			wend := j
 			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
 				wend--
@@ -1212,6 +1222,22 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		}
 	}
 	st.endField(s)
+}
+
+// callReprEnd returns where the repr of a call whose arguments are named (`device(type=
+// 'cuda', index=0)`) that opens at s[j] ends, or j.
+func callReprEnd(s string, j int) int {
+	k := j + 1
+	for k < len(s) && isNameChar(s[k]) && k-j < 32 {
+		k++
+	}
+	if k == j+1 || k >= len(s) || s[k] != '=' {
+		return j
+	}
+	if c := strings.IndexByte(s[k:min(len(s), k+256)], ')'); c > 0 {
+		return k + c + 1
+	}
+	return j
 }
 
 // digitName returns where a name that begins with a number at s[i] ends (`.5R:`, a
@@ -1283,6 +1309,14 @@ func (e *Extractor) number(s string, p *Parsed, st *lineState, i int) (int, bool
 		// avg, ...`): the step of its values.
 		if n, err := strconv.ParseInt(s[i:j], 10, 64); err == nil {
 			st.bracketStep, st.leadCount = n, true
+		}
+	} else if st.pairs == 0 && len(p.Samples) == 0 && st.lead1 < 0 && i >= 3 && s[i-1] == ' ' && s[i-2] == '-' && s[i-3] == ' ' &&
+		j+1 < len(s) && s[j] == ' ' && isLetter(s[j+1]) && strings.IndexByte(s[j:], ':') > 0 {
+		// DLLogger's `DLL 2026-12-06 10:12:01.123456 - 5 Dice : 61.52  Val Loss : 0.48`: a
+		// count after the logging prefix's dash, before the record's values, counts the
+		// records: the step while it rises line after line (Parsed.Counter).
+		if n, err := strconv.ParseInt(s[i:j], 10, 64); err == nil && j-i <= 12 {
+			st.lead1 = n
 		}
 	}
 	return nameEnd(s, j), false
@@ -1391,6 +1425,13 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 		return end
 	}
 	if len(p.Samples) > 0 {
+		// PyTorch's quickstart `loss: 2.303494  [   64/60000]`: a count of a total in
+		// brackets that ends the line is the step of its values.
+		if b := bracketCounter(s, i); b.end > i && b.step >= 0 && b.total > 0 && st.bracketStep < 0 && !p.HasStep &&
+			strings.TrimRight(s[b.end:], " ") == "" {
+			st.bracketStep, st.bracketTotal = b.step, b.total
+			return b.end
+		}
 		return i + 1
 	}
 	if end := logPrefixEnd(s, i); end > i {

@@ -447,6 +447,7 @@ func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 	st.barStep(p)
 	st.counterStep(p)
 	st.epochStep(p)
+	st.headEpochOf(p)
 	st.evalStep(p)
 	if p.HasStep {
 		return st.namedStep(p)
@@ -534,6 +535,15 @@ func (st *stream) epochStep(p *Parsed) {
 		// ... and the lines under a line that names only the epoch are that epoch's
 		// (nnU-Net's `Epoch 3`, then `train_loss -0.51`, `val_loss -0.58`).
 		p.Step, p.HasStep, p.Epoch, p.EpochOnly = st.headEpoch, true, st.headEpoch, true
+	}
+}
+
+// headEpochOf gives a step counted within an epoch that the line does not name the
+// epoch of the line above that named only it (the quickstart's `Epoch 2` over `loss:
+// 2.16  [   64/60000]`): the step is counted over the epochs.
+func (st *stream) headEpochOf(p *Parsed) {
+	if p.HasStep && p.Epoch < 0 && p.EpochSteps > 0 && st.headEpoch >= 0 && p.ctx == "" {
+		p.Epoch = st.headEpoch
 	}
 }
 

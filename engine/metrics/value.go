@@ -39,7 +39,7 @@ func rateAfter(s string, j int) (string, int) {
 // (`tok/s`, `samples/sec`) or a time per one of them (`s/it`, `ms/it`), longest first.
 func rates() []string {
 	counted := []string{"it", "iter", "iters", "step", "steps", "batch", "batches", "sample", "samples",
-		"img", "imgs", "images", "tok", "tokens", "words", "examples", "seq", "seqs"}
+		"img", "imgs", "images", "tok", "tokens", "words", "examples", "seq", "seqs", "epoch"}
 	var r []string
 	for _, c := range counted {
 		r = append(r, c+"/s", c+"/sec", "s/"+c, "ms/"+c, "sec/"+c)
@@ -103,8 +103,9 @@ type value struct {
 	altStart, altEnd int
 }
 
-// units are the units kept with a value, longest first.
-var units = []string{"GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "Gb", "Mb", "Kb", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "K", "k", "B", "T", "%"}
+// units are the units kept with a value, longest first of each letter (GPT-NeoX's
+// `112.3TFLOPS` is a throughput in TFLOPS, not 112.3 T).
+var units = []string{"EFLOPS", "PFLOPS", "TFLOPS", "GFLOPS", "MFLOPS", "KFLOPS", "FLOPS", "GiB", "MiB", "KiB", "TiB", "GB", "MB", "KB", "TB", "Gb", "Mb", "Kb", "ms", "us", "µs", "ns", "min", "s", "h", "G", "M", "K", "k", "B", "T", "%"}
 
 // scaled reads a human-format suffix (nanotron's `524K`, `1.05M`, `3.4B`): K, M, B (G)
 // and T multiply the value, for a metric that is not a memory's (Detectron2's
