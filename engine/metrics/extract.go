@@ -1477,10 +1477,10 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 }
 
 // recordContext makes the qualifier of a record's first name, written as a word of its
-// own after the record's counter, the line's context (PointNet's `[0: 10/379] test
-// loss: 1.70 accuracy: 0.53`).
+// own, the line's context (PointNet's `[0: 10/379] test loss: 1.70 accuracy: 0.53`, the
+// transfer learning tutorial's `val Loss: 0.2418 Acc: 0.9085`).
 func (st *lineState) recordContext(p *Parsed, r *pairInfo, own bool) {
-	if own && len(p.Samples) == 0 && st.bracketStep >= 0 && st.ctx == "" && st.section == "" && r.q != "" && r.q != "train" {
+	if own && len(p.Samples) == 0 && st.ctx == "" && st.section == "" && r.q != "" && r.q != "train" {
 		st.ctx = r.q
 	}
 }
@@ -2048,7 +2048,7 @@ const maxEpochCount = 1 << 31
 
 // takeEpoch takes the value v as the line's epoch, when it is a count.
 func (st *lineState) takeEpoch(v *value) {
-	if st.epoch < 0 && v.integer && v.v >= 0 && v.v < maxEpochCount && v.v == math.Trunc(v.v) {
+	if st.epoch < 0 && v.integer && v.unit == "" && v.v >= 0 && v.v < maxEpochCount && v.v == math.Trunc(v.v) {
 		st.epoch, st.epochValEnd = int64(v.v), v.end
 	}
 }

@@ -764,6 +764,9 @@ func (s *Store) AddParsed(r Rank, t time.Time, p *Parsed) {
 	}
 	if len(p.frames) > 0 {
 		p.Drawings(func(info LineInfo, samples []Sample) {
+			if info.ctx != "" && !info.HasStep && !p.HasStep {
+				return // an evaluation's bar counts its own batches: its last drawing is its point
+			}
 			s.frame.Samples = append(s.frame.Samples[:0], samples...)
 			s.frame.LineInfo = info
 			s.addParsed(r, t, &s.frame)

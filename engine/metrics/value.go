@@ -164,6 +164,12 @@ func valueAfter(s string, i int, v *value) bool {
 			i++
 		}
 	}
+	if v.sep == ' ' && i == sp+1 && dashPair(s, i) {
+		// segmentation_models.pytorch's bar postfix `dice_loss - 0.4361, iou_score - 0.4527]`:
+		// a name, a dash between spaces, a number that ends its field.
+		v.sep = ':'
+		i += 2
+	}
 	if v.sep == ' ' && i == sp {
 		return false // `loss2` is a name, not loss=2
 	}
@@ -171,6 +177,19 @@ func valueAfter(s string, i int, v *value) bool {
 		return false
 	}
 	return readValue(s, i, v, tight)
+}
+
+// dashPair reports whether s[i:] is `- N` with N a number that ends a field: a comma,
+// a closing bracket or the end of the line after it.
+func dashPair(s string, i int) bool {
+	if i+2 >= len(s) || s[i] != '-' || s[i+1] != ' ' || !isDigit(s[i+2]) {
+		return false
+	}
+	k := i + 2
+	for k < len(s) && (isDigit(s[k]) || s[k] == '.' || s[k] == 'e' || s[k] == '-' || s[k] == '+') && k-i < 32 {
+		k++
+	}
+	return k == len(s) || s[k] == ',' || s[k] == ']'
 }
 
 // parenName returns where a name's part in parentheses written against it ends (GAN
