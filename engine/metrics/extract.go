@@ -167,6 +167,9 @@ type LineInfo struct {
 	Rule, KVRow bool
 	// ctx is the context the line names for all its values ("" for none or train).
 	ctx string
+	// averaged is whether a summary says it averages what came before (`Averaged stats:`):
+	// after training's lines, the epoch's summary (epoch/NAME).
+	averaged bool
 }
 
 // Parsed is what one line says: its values, the step it names, and torchrun's local
@@ -829,7 +832,8 @@ func (e *Extractor) scan(s string, p *Parsed) {
 		return
 	}
 	p.ctx = st.ctx
-	p.Summary = st.ctx == "" && st.nunctx == len(p.Samples) && len(p.Samples) > 0 && isSummary(s)
+	p.Summary = st.ctx == "" && len(p.Samples) > 0 && isSummary(s)
+	p.averaged = p.Summary && strings.HasPrefix(strings.TrimLeft(s, " "), "Averaged ")
 	if st.ctx != "" {
 		// A context named after values (`loss 2.1 (valid)`) still names them.
 		for _, k := range st.unctx[:st.nunctx] {
@@ -1111,10 +1115,11 @@ func (p *Parsed) tableGroup(s string) bool {
 }
 
 // isSummary reports whether a line is marked as a summary: ` * ` before its values, as
-// pytorch/examples' ProgressMeter.display_summary prints them.
+// pytorch/examples' ProgressMeter.display_summary prints them, or `Averaged` (DETR's,
+// DINO's and MAE's `Averaged stats:` after an epoch's lines and an evaluation's).
 func isSummary(s string) bool {
 	s = strings.TrimLeft(s, " ")
-	return len(s) >= 2 && s[0] == '*' && s[1] == ' '
+	return len(s) >= 2 && s[0] == '*' && s[1] == ' ' || strings.HasPrefix(s, "Averaged ")
 }
 
 // inContext names the values of p (which named no context) as the line would if it

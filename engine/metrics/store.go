@@ -842,6 +842,14 @@ func (s *Store) placeInContext(r Rank, p *Parsed) {
 		// what the stream printed last, in its context.
 		if st.ctx != "" {
 			s.ext.inContext(p, st.ctx)
+		} else if st.finer && p.averaged {
+			// DETR's `Averaged stats: lr: 0.000100  loss: 2.0120 (2.4413) ...` after an
+			// epoch's training lines: the epoch's summary, no point of the per-step series.
+			for i := range p.Samples {
+				if n := p.Samples[i].Name; !strings.Contains(n, "/") {
+					p.Samples[i].Name = p.prefixed("epoch", n)
+				}
+			}
 		}
 	} else if len(p.Samples) > 0 {
 		st.ctx = p.ctx
