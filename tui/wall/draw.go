@@ -450,11 +450,19 @@ func (m *Model) drawMerged(W, H int) []string {
 
 // prefixWidth is the width of the role/k prefixes of the merged view.
 func (m *Model) prefixWidth() int {
-	w := 0
-	for _, p := range m.panes {
-		w = max(w, len(p.name()))
+	// Measured once for a set of panes: it is asked for in every row of the merged
+	// view, and a wall has up to thousands of panes.
+	if len(m.panes) == 0 {
+		return 1
 	}
-	return w + 1
+	if m.prefix.n != len(m.panes) || m.prefix.first != m.panes[0] {
+		w := 0
+		for _, p := range m.panes {
+			w = max(w, len(p.name()))
+		}
+		m.prefix.n, m.prefix.first, m.prefix.w = len(m.panes), m.panes[0], w+1
+	}
+	return m.prefix.w
 }
 
 // textWidth is the width left for text in a pane w wide.
@@ -476,22 +484,35 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 	lines, skip, _ := k.window(h-len(pend), tw)
 	rows := make([]string, 0, h+8)
 	sel := selectionOf(k)
+	rc := &k.s.rows
+	key := rowKey{w: w, tw: tw, stamps: k.s.stamps, wrap: k.s.wrap, merged: merged, theme: m.Ctx.Theme}
+	if merged {
+		key.prefix = m.prefixWidth()
+	}
+	rc.begin(key)
+	// A line's rows depend on its entry and the key alone, unless it is selected, a
+	// divider (its attempt's end) or the search marks matches.
+	plain := m.find.match == nil
 	for li, r := range lines {
 		e := k.ring(r.p).at(r.seq)
 		selected := sel.has(k.keyOf(r.p, r.seq))
-		lead := m.lineLead(k, r, e, selected, merged)
-		parts := m.lineRows(k.s, m.styledText(r, e, selected), e, tw)
-		if li == 0 && skip > 0 && skip < len(parts) {
-			parts = parts[skip:]
+		cache := plain && !selected && !e.divider()
+		drawn, ok := []string(nil), false
+		if cache {
+			drawn, ok = rc.get(r, e)
 		}
-		for pi, part := range parts {
-			l := lead
-			if pi > 0 {
-				l = strings.Repeat(" ", widget.Width(lead))
+		if !ok {
+			drawn = m.lineRowsDrawn(k, r, e, selected, merged, w, tw)
+			if cache {
+				rc.put(r, e, drawn)
 			}
-			rows = append(rows, widget.PadRight(l+part+"\x1b[0m", w))
 		}
+		if li == 0 && skip > 0 && skip < len(drawn) {
+			drawn = drawn[skip:]
+		}
+		rows = append(rows, drawn...)
 	}
+	rc.end()
 	if len(rows) > h-len(pend) {
 		rows = rows[len(rows)-(h-len(pend)):]
 	}
@@ -506,6 +527,79 @@ func (m *Model) drawLines(k *walker, w, h int, merged bool) []string {
 		rows = append(rows, blank)
 	}
 	return rows
+}
+
+// lineRowsDrawn is line r's rows as drawn in a view w wide (tw for the text): its
+// lead, its text cut or wrapped, each row reset and padded to w.
+func (m *Model) lineRowsDrawn(k *walker, r ref, e *entry, selected, merged bool, w, tw int) []string {
+	lead := m.lineLead(k, r, e, selected, merged)
+	parts := m.lineRows(k.s, m.styledText(r, e, selected), e, tw)
+	for pi, part := range parts {
+		l := lead
+		if pi > 0 {
+			l = strings.Repeat(" ", widget.Width(lead))
+		}
+		parts[pi] = widget.PadRight(l+part+"\x1b[0m", w)
+	}
+	return parts
+}
+
+// rowCache keeps the rows a view drew of its lines in its last frame, so that the
+// next frame draws them again without measuring, cutting and padding them: following
+// a replica at 20 lines/s, a pane has a new line or two a frame and the rest only move
+// up. It holds the rows of one frame (those of the frame before are dropped as the
+// next ends), and a line's rows are taken again only while the line's entry (its
+// text, time and flags) and how the view draws (rowKey) are the same.
+type rowCache struct {
+	key       rowKey
+	prev, cur map[ref]cachedRows
+}
+
+// rowKey is what a line's rows depend on besides its entry.
+type rowKey struct {
+	w, tw, prefix        int
+	stamps, wrap, merged bool
+	theme                *themes.Theme
+}
+
+// cachedRows are a line's rows, with the entry they were drawn from.
+type cachedRows struct {
+	text  string
+	time  int64
+	flags uint32
+	rows  []string
+}
+
+// begin starts a frame drawn the way key says; rows of another key are dropped.
+func (c *rowCache) begin(key rowKey) {
+	if c.cur == nil {
+		c.prev, c.cur = map[ref]cachedRows{}, map[ref]cachedRows{}
+	}
+	if key != c.key {
+		clear(c.prev)
+		c.key = key
+	}
+}
+
+// get returns the rows line r was drawn as in the last frame, if its entry is e's.
+func (c *rowCache) get(r ref, e *entry) ([]string, bool) {
+	cr, ok := c.prev[r]
+	if !ok || cr.time != e.time || cr.flags != e.flags || cr.text != e.text {
+		return nil, false
+	}
+	c.cur[r] = cr
+	return cr.rows, true
+}
+
+// put keeps the rows line r (entry e) was drawn as in this frame.
+func (c *rowCache) put(r ref, e *entry, rows []string) {
+	c.cur[r] = cachedRows{text: e.text, time: e.time, flags: e.flags, rows: rows}
+}
+
+// end ends the frame: its rows are the ones the next frame may take.
+func (c *rowCache) end() {
+	c.prev, c.cur = c.cur, c.prev
+	clear(c.cur)
 }
 
 // span is the selection of a scroller, from its first line to its last; on is false

@@ -15,6 +15,11 @@ import (
 
 // lnavRun is how long demo.train runs in BenchmarkSoakBesideLnav, and lnavAfter how
 // long both viewers are watched after it ends.
+// lnavProfile, when set, is where the wall under BenchmarkSoakBesideLnav writes a CPU
+// profile of its session (WICK_CPUPROFILE), one file per replica count
+// (FILE.16, FILE.256): where its time goes, from the same run as its figures.
+var lnavProfile = flag.String("lnav.cpuprofile", "", "BenchmarkSoakBesideLnav: the wall's CPU profile, FILE.N for N replicas")
+
 const (
 	lnavRun   = 30 * time.Second
 	lnavAfter = 10 * time.Second
@@ -92,7 +97,11 @@ func besideLnav(b *testing.B, n int, base string) (wick, lnav, tail, old procUse
 	if err != nil || len(files) != n {
 		b.Fatalf("%d of %d combined.log files (%v)", len(files), n, err)
 	}
-	w := testkit.StartTmux(b, 200, 60, env+wickBin+" ui --logs "+handle)
+	prof := ""
+	if *lnavProfile != "" {
+		prof = "WICK_CPUPROFILE=" + *lnavProfile + "." + strconv.Itoa(n) + " "
+	}
+	w := testkit.StartTmux(b, 200, 60, env+prof+wickBin+" ui --logs "+handle)
 	// The files by a glob the pane's shell expands: 256 paths are over tmux's
 	// longest command.
 	glob := filepath.Join(home, "logs", "*", "*", "trainer", "*", "combined.log")
@@ -121,6 +130,11 @@ func besideLnav(b *testing.B, n int, base string) (wick, lnav, tail, old procUse
 	use := make([]procUse, 4)
 	for i, p := range pids {
 		use[i] = procUse{cpu: procCPU(p), rss: hwm[i] << 10}
+	}
+	if prof != "" {
+		// The profile is written when the wall quits, not when tmux is killed.
+		w.Keys("q")
+		w.WaitExit(time.Minute)
 	}
 	return use[0], use[1], use[2], use[3]
 }

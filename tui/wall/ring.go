@@ -6,26 +6,52 @@ import (
 	"github.com/wick-dev/wick/engine/sched"
 )
 
-// DefaultRingLines is how many lines each replica's pane keeps in memory unless the
-// user sets another size: 100k lines of ~100 bytes is ~13 MB a replica, so 8 replicas
-// stay well under 200 MB; older lines are read back from the logs on demand.
+// DefaultRingLines is how many lines each replica's pane keeps in memory at most unless
+// the user sets another size; older lines are read back from the logs on demand.
 const DefaultRingLines = 100_000
 
-// chunkLines is the ring's unit of allocation and eviction. Chunks are never written
-// below their fill mark once written, so a search running off the UI loop can read a
-// snapshot of them while the loop appends; dropping a whole chunk at a time keeps
-// eviction O(1). 4096 entries are 128 KB.
+// DefaultHeldLines is how many lines the wall's panes keep in memory in all unless the
+// wall is told another budget (Options.HeldLines): each of n panes keeps
+// min(RingLines, HeldLines/n) lines, and at least minRingLines. At ~100-150 bytes a
+// line (its entry, its text and the read buffers it shares) that is 25-40 MB however
+// many replicas there are and however long the app runs: a pane of a replica at 20
+// lines/s reaches its share within a minute at 1,024 replicas, where with 100k lines
+// a pane the wall of 1,024 replicas grew by ~60 MB a minute for over an hour.
+const DefaultHeldLines = 256 << 10
+
+// chunkLines is the most a ring's unit of allocation and eviction holds (a ring of
+// fewer lines has smaller chunks: ringChunk). Chunks are never written below their
+// fill mark once written, so a search running off the UI loop can read a snapshot of
+// them while the loop appends; dropping a whole chunk at a time keeps eviction O(1).
+// 4096 entries are 128 KB.
 const chunkLines = 4096
 
 // firstChunkLines is the size a ring's first chunk starts at; it grows by half as
-// lines come, up to chunkLines (a grown chunk is a copy: a snapshot keeps the one it
-// took). A wall of 1,024 replicas that logged 600 lines each holds 23 MB of chunks,
-// not 128 MB of mostly empty ones for the garbage collector to scan (nor 32 MB, when
-// they doubled).
+// lines come, up to the ring's chunk size (a grown chunk is a copy: a snapshot keeps
+// the one it took). A wall of 1,024 replicas that logged 600 lines each holds 23 MB of
+// chunks, not 128 MB of mostly empty ones for the garbage collector to scan (nor 32
+// MB, when they doubled).
 const firstChunkLines = 64
 
-// grownChunk is the size a ring's first chunk of n entries grows to.
-func grownChunk(n int) int { return min(n+n/2, chunkLines) }
+// grownChunk is the size a ring's first chunk of n entries grows to, in a ring of
+// chunks of cl entries.
+func grownChunk(n int, cl int64) int { return int(min(int64(n+n/2), cl)) }
+
+// ringChunk is the chunk size of a ring that keeps limit lines: chunkLines for a ring
+// of at least as many, else a power of two about a quarter of them, at least
+// firstChunkLines. A ring holds up to a chunk more than its limit (eviction drops a
+// whole chunk), so a ring of 256 lines, a pane's share of the wall's budget at 1,024
+// replicas, holds at most 320 rather than 4,352 (4.5 million lines over 1,024 panes).
+func ringChunk(limit int) int64 {
+	if limit >= chunkLines {
+		return chunkLines
+	}
+	cl := int64(firstChunkLines)
+	for cl < int64(limit)/4 {
+		cl *= 2
+	}
+	return cl
+}
 
 // Entry flags.
 const (
@@ -99,7 +125,7 @@ func cook(e entry) entry {
 	return e
 }
 
-// chunk is chunkLines entries, or fewer in a ring's first chunk while it grows.
+// chunk is a ring's chunk size of entries, or fewer in its first chunk while it grows.
 type chunk []entry
 
 // ring holds the last lines of one replica, addressed by sequence number: the n-th
@@ -111,14 +137,27 @@ type ring struct {
 	first  int64 // seq of the oldest held entry
 	n      int64 // seq of the next entry appended
 	limit  int   // entries to keep (at least)
+	// cl is the entries of a chunk (ringChunk: a power of two), shift its log2.
+	cl    int64
+	shift uint
 	// back is how many entries before the live window were read back; eviction
 	// leaves them alone until the pane follows again.
 	back int64
 }
 
+// newRing returns a ring that keeps at least limit lines (at least minRingLines).
 func newRing(limit int) *ring {
-	return &ring{limit: max(limit, chunkLines)}
+	limit = max(limit, minRingLines)
+	cl := ringChunk(limit)
+	shift := uint(0)
+	for int64(1)<<shift < cl {
+		shift++
+	}
+	return &ring{limit: limit, cl: cl, shift: shift}
 }
+
+// minRingLines is the least a ring keeps: a few screens of a zoomed pane.
+const minRingLines = 256
 
 // len is the number of entries held.
 func (r *ring) len() int64 { return r.n - r.first }
@@ -126,31 +165,31 @@ func (r *ring) len() int64 { return r.n - r.first }
 // at returns the entry seq, which must be held.
 func (r *ring) at(seq int64) *entry {
 	i := seq - r.base
-	return &r.chunks[i/chunkLines][i%chunkLines]
+	return &r.chunks[i>>r.shift][i&(r.cl-1)]
 }
 
 // push appends e and evicts the oldest chunk when the ring is over its limit.
 func (r *ring) push(e entry) {
 	i := r.n - r.base
-	ci, off := int(i/chunkLines), int(i%chunkLines)
+	ci, off := int(i>>r.shift), int(i&(r.cl-1))
 	if ci == len(r.chunks) {
-		size := chunkLines
+		size := int(r.cl)
 		if ci == 0 {
-			size = firstChunkLines
+			size = int(min(firstChunkLines, r.cl))
 		}
 		r.chunks = append(r.chunks, make(chunk, size))
 	}
 	if c := r.chunks[ci]; off == len(c) {
-		grown := make(chunk, grownChunk(len(c)))
+		grown := make(chunk, grownChunk(len(c), r.cl))
 		copy(grown, c)
 		r.chunks[ci] = grown
 	}
 	r.chunks[ci][off] = e
 	r.n++
-	if r.n-r.base-r.back > int64(r.limit)+chunkLines {
+	if r.n-r.base-r.back > int64(r.limit)+r.cl {
 		r.chunks[0] = nil
 		r.chunks = r.chunks[1:]
-		r.base += chunkLines
+		r.base += r.cl
 		r.first = max(r.first, r.base)
 	}
 }
@@ -160,8 +199,8 @@ func (r *ring) push(e entry) {
 func (r *ring) prepend(es []entry) {
 	for i := len(es) - 1; i >= 0; i-- {
 		if r.first == r.base {
-			r.chunks = append([]chunk{make(chunk, chunkLines)}, r.chunks...)
-			r.base -= chunkLines
+			r.chunks = append([]chunk{make(chunk, r.cl)}, r.chunks...)
+			r.base -= r.cl
 		}
 		r.first--
 		*r.at(r.first) = es[i]
@@ -201,10 +240,10 @@ func (r *ring) forget() {
 		return
 	}
 	r.back = 0
-	for len(r.chunks) > 1 && r.n-r.base-chunkLines >= int64(r.limit) {
+	for len(r.chunks) > 1 && r.n-r.base-r.cl >= int64(r.limit) {
 		r.chunks[0] = nil
 		r.chunks = r.chunks[1:]
-		r.base += chunkLines
+		r.base += r.cl
 	}
 	r.first = max(r.first, r.base)
 }
@@ -229,13 +268,15 @@ type snapshot struct {
 	chunks      []chunk
 	base        int64
 	first, last int64
+	cl          int64 // the ring's chunk size
+	shift       uint
 }
 
 func (r *ring) snapshot(from int64) snapshot {
-	return snapshot{chunks: append([]chunk(nil), r.chunks...), base: r.base, first: max(from, r.first), last: r.n}
+	return snapshot{chunks: append([]chunk(nil), r.chunks...), base: r.base, first: max(from, r.first), last: r.n, cl: r.cl, shift: r.shift}
 }
 
 func (s *snapshot) at(seq int64) *entry {
 	i := seq - s.base
-	return &s.chunks[i/chunkLines][i%chunkLines]
+	return &s.chunks[i>>s.shift][i&(s.cl-1)]
 }

@@ -153,14 +153,15 @@ func runSoak(b *testing.B) *soakResult {
 		_ = r.Cancel(context.Background(), h)
 	}()
 
-	// The wall, in a Bubble Tea program as `wick ui --logs HANDLE --ring 125000` runs it.
+	// The wall, in a Bubble Tea program as `wick ui --logs HANDLE --ring 125000` runs it,
+	// with its budget of lines held raised to all of theirs (1M lines by default).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cctx := &common.Context{
 		Ctx: ctx, Backend: r, Config: common.NoConfig{}, Theme: themes.ForBackground(true),
 		Actions: common.NewRegistry(wall.Actions()), Width: soakWidth, Height: soakHeight - 3, Now: time.Now,
 	}
-	hst := &host{w: wall.New(cctx, h, wall.Options{RingLines: *soakRing, NoMetrics: !*soakMetrics}), ctx: cctx, keyEvery: soakKeyEvery}
+	hst := &host{w: wall.New(cctx, h, wall.Options{RingLines: *soakRing, HeldLines: *soakRing * *soakReplicas, NoMetrics: !*soakMetrics}), ctx: cctx, keyEvery: soakKeyEvery}
 	hst.title = widget.PadRight(cctx.Theme.Title.Render("wick")+cctx.Theme.Crumb.Render(" › ")+"logs "+h.AppID, soakWidth)
 	hst.help = widget.PadRight(cctx.Theme.HelpDesc.Render("f follow/pause • tab/→ next pane • z zoom pane • m merged view • / search • esc back • ?/f1 help • q/ctrl+c quit"), soakWidth)
 	prog := tea.NewProgram(hst,

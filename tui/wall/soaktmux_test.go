@@ -22,6 +22,7 @@ import (
 var (
 	tmuxReplicas = flag.Int("soaktmux.replicas", 1024, "BenchmarkSoakTmux1024: replicas of demo.train")
 	tmuxDuration = flag.Duration("soaktmux.duration", 30*time.Second, "BenchmarkSoakTmux1024: how long demo.train runs")
+	tmuxCat      = flag.Bool("soaktmux.cat", true, "BenchmarkSoakTmux1024: measure cat of the same files into the pane too (false: the wall alone, for a long run whose files take minutes to cat)")
 	tmuxHeap     = flag.String("soaktmux.heap", "", "BenchmarkSoakTmux1024: where to keep the wall's heap profile at its peak live heap (WICK_MEMPROFILE)")
 )
 
@@ -68,6 +69,10 @@ func BenchmarkSoakTmux1024(b *testing.B) {
 	b.ReportMetric(res.catCPU.Seconds(), "cat-cpu-s")
 	b.ReportMetric(res.catTmuxCPU.Seconds(), "cat-tmux-cpu-s")
 	b.ReportMetric(res.load, "load")
+	if len(res.rss) > 0 {
+		b.ReportMetric(float64(res.rss[len(res.rss)-1].kb)/1024, "wall-end-RSS-MB")
+	}
+	b.Logf("the wall's RSS over the run (each minute from its start, then at the end): %s", rssCurve(res.rss))
 	b.Logf("%d replicas x %d lines/s x %s: %d lines; the wall took %.2f s of CPU over %.1f s (busiest second %.2f cores, peak RSS %.0f MB, peak live heap %.0f MB, GC %.0f%% of its CPU), tmux %.2f s; cat of the same files into the pane: %.2f s of CPU, tmux %.2f s; load %.1f-%.1f",
 		*tmuxReplicas, tmuxRate, *tmuxDuration, res.lines, res.wall.cpu.Seconds(), res.elapsed.Seconds(), res.wall.peak,
 		float64(res.wall.rss)/(1<<20), float64(res.heap.live)/(1<<20), 100*res.heap.gcShare, res.tmuxCPU.Seconds(), res.catCPU.Seconds(), res.catTmuxCPU.Seconds(), res.load0, res.load)
@@ -83,6 +88,29 @@ type tmuxSoak struct {
 	catTmuxCPU   time.Duration
 	load0, load  float64 // the load when it began, and the highest seen
 	heap         heapUse
+	// rss is the wall's resident size, sampled each second (VmRSS).
+	rss []rssAt
+}
+
+// rssAt is a process's resident size at a moment.
+type rssAt struct {
+	at time.Duration // since the wall's start
+	kb int64
+}
+
+// rssCurve is the wall's resident size at its first sample, at each whole minute
+// after its start and at its last sample, in MB: what "flat over a 10-minute run"
+// is judged by.
+func rssCurve(samples []rssAt) string {
+	var parts []string
+	next := time.Duration(0)
+	for i, s := range samples {
+		if i == 0 || s.at >= next || i == len(samples)-1 {
+			parts = append(parts, fmt.Sprintf("%s %.0f MB", s.at.Truncate(time.Second), float64(s.kb)/1024))
+			next = (s.at/time.Minute + 1) * time.Minute
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // heapUse is what the wall's WICK_MEMPROFILE summary says.
@@ -137,6 +165,7 @@ func runTmuxSoak(b *testing.B) tmuxSoak {
 	var ended time.Time
 	for ended.IsZero() || time.Since(ended) < tmuxAfter {
 		samples = append(samples, cpuAt{at: time.Now(), cpu: procCPU(pid)})
+		res.rss = append(res.rss, rssAt{at: time.Since(start), kb: procKB(pid, "VmRSS")})
 		res.load = max(res.load, testkit.Load())
 		if ended.IsZero() && strings.Contains(tm.Screen(), "end of logs") {
 			ended = time.Now()
@@ -157,7 +186,7 @@ func runTmuxSoak(b *testing.B) tmuxSoak {
 	tm.Text("[rank ")
 	tm.Keys("Enter")
 	counted := regexp.MustCompile(`/\[rank\s+(\d+) matches`)
-	scr := tm.WaitScreen(2*time.Minute, "the count of matches", func(s string) bool {
+	scr := tm.WaitScreen(2*time.Minute+*tmuxDuration/2, "the count of matches", func(s string) bool {
 		return counted.MatchString(s) && !strings.Contains(s, "searching")
 	})
 	res.found, _ = strconv.ParseInt(counted.FindStringSubmatch(scr)[1], 10, 64)
@@ -168,6 +197,9 @@ func runTmuxSoak(b *testing.B) tmuxSoak {
 	tm.WaitExit(time.Minute)
 	res.heap = readHeapUse(b, heapProf+".txt")
 
+	if !*tmuxCat {
+		return res
+	}
 	// The baseline: cat of the same files into the same pane, timed by the shell.
 	script, times := filepath.Join(dir, "cat.sh"), filepath.Join(dir, "times")
 	if err := os.WriteFile(script, []byte("cat "+strings.Join(files, " ")+"\ntimes > "+times+"\n"), 0o600); err != nil {

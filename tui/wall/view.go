@@ -23,6 +23,8 @@ type scroller struct {
 	// Line-wise selection: mark and cursor, both lines of this scroller.
 	selecting    bool
 	mark, cursor ref
+	// rows are the rows this view drew of its lines in its last frame.
+	rows rowCache
 }
 
 // showAction answers the actions on how lines are shown: wrapping, timestamps (every

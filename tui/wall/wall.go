@@ -32,8 +32,12 @@ import (
 
 // Options tune the wall.
 type Options struct {
-	// RingLines is how many lines each pane keeps in memory; 0 means DefaultRingLines.
+	// RingLines is how many lines each pane keeps in memory at most; 0 means
+	// DefaultRingLines.
 	RingLines int
+	// HeldLines is how many lines the panes keep in memory in all (each an equal
+	// share, at most RingLines); 0 means DefaultHeldLines.
+	HeldLines int
 	// StateDir is where the wall keeps its small per-app state (layout, focus, search,
 	// follow) for the next time it opens on the app; "" keeps none.
 	StateDir string
@@ -57,6 +61,7 @@ type pane struct {
 	ranks *ranks.Tracker
 	src   int // the feed source (m.srcs) the pane's lines come from
 	ring  *ring
+	label string // name's, once made
 	// far, when set, is a window of older lines read back from the logs that the
 	// pane shows instead of its ring: lines too far back to fit in front of it.
 	far  *ring
@@ -94,10 +99,16 @@ func (p *pane) shown() *ring {
 }
 
 func (p *pane) name() string {
-	if p.rank >= 0 {
-		return fmt.Sprintf("rank %d", p.rank)
+	// Kept once made: a pane's role, replica and rank never change, and the name is
+	// asked for in every frame (for every pane, by the merged view's prefix width).
+	if p.label == "" {
+		if p.rank >= 0 {
+			p.label = fmt.Sprintf("rank %d", p.rank)
+		} else {
+			p.label = fmt.Sprintf("%s/%d", p.role, p.k)
+		}
 	}
-	return fmt.Sprintf("%s/%d", p.role, p.k)
+	return p.label
 }
 
 // Model is the log wall view of one app.
@@ -107,6 +118,12 @@ type Model struct {
 	opts Options
 
 	panes []*pane
+	// prefix is prefixWidth's, for the panes it was measured for.
+	prefix struct {
+		n     int
+		first *pane
+		w     int
+	}
 	srcs  []replica // the replicas read, whose lines go to the panes
 	ranks *ranks.Tracker
 	focus int
@@ -166,6 +183,9 @@ type rect struct {
 func New(ctx *common.Context, h spec.Handle, opts Options) *Model {
 	if opts.RingLines <= 0 {
 		opts.RingLines = DefaultRingLines
+	}
+	if opts.HeldLines <= 0 {
+		opts.HeldLines = DefaultHeldLines
 	}
 	m := &Model{Base: common.NewBase(ctx, Kind), h: h, opts: opts, find: newSearch(), saving: newSaver()}
 	m.saved = loadState(opts.StateDir, h)
@@ -241,7 +261,7 @@ func (m *Model) layOut(d *sched.Description) {
 	// 8 MB at 1,024 panes.
 	own := newScroller(len(m.panes)).anchor
 	for _, p := range m.panes {
-		p.ring = newRing(m.opts.RingLines)
+		p.ring = newRing(m.paneLines())
 		p.view = newScroller(0)
 		p.view.anchor = own
 		p.exits = map[int]int{}
@@ -254,6 +274,12 @@ func (m *Model) layOut(d *sched.Description) {
 		m.restore(m.saved)
 		m.saved = nil
 	}
+}
+
+// paneLines is how many lines each pane keeps in memory: its share of the wall's
+// budget (Options.HeldLines), at most Options.RingLines.
+func (m *Model) paneLines() int {
+	return min(m.opts.RingLines, m.opts.HeldLines/max(1, len(m.panes)))
 }
 
 // open starts reading every replica from its first line.
@@ -295,7 +321,7 @@ func (m *Model) open() tea.Cmd {
 // and reads every replica again from its first line (ctrl+r).
 func (m *Model) reset() tea.Cmd {
 	for i, p := range m.panes {
-		p.ring, p.far = newRing(m.opts.RingLines), nil
+		p.ring, p.far = newRing(m.paneLines()), nil
 		p.attempt = 0
 		p.ended, p.err = false, nil
 		m.back.busy[i] = false
