@@ -167,6 +167,9 @@ type LineInfo struct {
 	Rule, KVRow bool
 	// ctx is the context the line names for all its values ("" for none or train).
 	ctx string
+	// epochOpen is whether the step is counted within Epoch, whose total of steps the
+	// line does not print (see stream.restartStep).
+	epochOpen bool
 	// averaged is whether a summary says it averages what came before (`Averaged stats:`):
 	// after training's lines, the epoch's summary (epoch/NAME).
 	averaged bool
@@ -852,6 +855,10 @@ func (e *Extractor) scan(s string, p *Parsed) {
 func (st *lineState) step(s string, p *Parsed) {
 	if p.HasStep && st.stepTotal > 0 && st.epoch >= 0 && p.EpochSteps == 0 {
 		p.Epoch, p.EpochSteps = st.epoch, st.stepTotal
+	} else if p.HasStep && p.Step >= 0 && st.epoch >= 0 && p.Epoch < 0 && p.EpochSteps == 0 && st.bracketStep < 0 && p.ctx == "" {
+		// RetinaNet's `Epoch: 1 | Iteration: 0 | ...`: a step within the epoch whose
+		// total the line does not print; the Store learns it from the restarts.
+		p.Epoch, p.epochOpen = st.epoch, true
 	}
 	st.countedStep(p)
 	if !p.HasStep {

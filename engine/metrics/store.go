@@ -447,6 +447,7 @@ func (s *Store) StepOf(r Rank, p *Parsed) int64 {
 	st.barStep(p)
 	st.counterStep(p)
 	st.epochStep(p)
+	st.restartStep(p)
 	st.headEpochOf(p)
 	st.evalStep(p)
 	if p.HasStep {
@@ -535,6 +536,35 @@ func (st *stream) epochStep(p *Parsed) {
 		// ... and the lines under a line that names only the epoch are that epoch's
 		// (nnU-Net's `Epoch 3`, then `train_loss -0.51`, `val_loss -0.58`).
 		p.Step, p.HasStep, p.Epoch, p.EpochOnly = st.headEpoch, true, st.headEpoch, true
+	}
+}
+
+// restartStep counts over the epochs a step within an epoch whose total the line does
+// not print (RetinaNet's `Epoch: 1 | Iteration: 0`): an epoch's steps are learned when
+// the counter restarts at the next epoch (the last step of the first epoch, plus one);
+// a counter that does not restart is the run's, as written.
+func (st *stream) restartStep(p *Parsed) {
+	if !p.HasStep || !p.epochOpen || p.Epoch < 0 || p.EpochSteps != 0 {
+		return
+	}
+	if p.ctx != "" || p.Step < 0 {
+		return
+	}
+	switch {
+	case st.rEpoch < 0:
+		st.rEpoch, st.rBase, st.rMax = p.Epoch, p.Epoch, p.Step
+	case p.Epoch == st.rEpoch:
+		st.rMax = max(st.rMax, p.Step)
+	case p.Epoch == st.rEpoch+1 && p.Step <= st.rMax:
+		if st.rSize == 0 && st.rEpoch == st.rBase {
+			st.rSize = st.rMax + 1
+		}
+		st.rEpoch, st.rMax = p.Epoch, p.Step
+	default:
+		st.rEpoch, st.rMax = p.Epoch, p.Step
+	}
+	if st.rSize > 0 && p.Epoch > st.rBase && p.Epoch-st.rBase < maxEpochCount && st.rSize < maxEpochCount {
+		p.Step += (p.Epoch - st.rBase) * st.rSize
 	}
 }
 
@@ -634,6 +664,10 @@ type stream struct {
 	finer, record bool
 	// recordIndent is the indentation of the record's head: its lines are deeper.
 	recordIndent int
+	// rEpoch, rBase and rMax are the epoch, the first epoch and the highest step
+	// within the epoch of the lines whose epoch's total is not printed; rSize the
+	// steps of an epoch, once the counter restarted (see restartStep).
+	rEpoch, rBase, rMax, rSize int64
 	// training is whether a line named a step or a loss: what came before is the
 	// preamble of the run (Series.preamble).
 	training bool
@@ -739,7 +773,7 @@ func (s *Store) stream(r Rank) *stream {
 		// Lines come in runs of one rank: its stream is looked up once a run.
 		st := s.streams[r]
 		if st == nil {
-			st = &stream{epoch: -1, headEpoch: -1, headBar: -1, headBarEpoch: -1}
+			st = &stream{epoch: -1, headEpoch: -1, headBar: -1, headBarEpoch: -1, rEpoch: -1}
 			s.streams[r] = st
 		}
 		s.streamRank, s.lastStream = r, st
