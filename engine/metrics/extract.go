@@ -353,7 +353,7 @@ func (e *Extractor) Config() Config { return e.cfg }
 // DefaultStepKeys are the names that give a line's step (iters: CycleGAN's `(epoch: 1,
 // iters: 100, ...)`). `steps` is not one: `Steps: 32` is a count of steps (per epoch, to
 // run), not the step a line is at, unless it begins a line of values (leadSteps).
-var DefaultStepKeys = []string{"step", "global_step", "iter", "it", "iteration", "iters", "num_updates", "total_timesteps"}
+var DefaultStepKeys = []string{"step", "global_step", "iter", "it", "iteration", "iters", "num_updates", "total_timesteps", "total_steps"}
 
 // Extract reads the values of one line into p (which it resets first).
 func (e *Extractor) Extract(text string, p *Parsed) {
@@ -2210,7 +2210,8 @@ func (e *Extractor) pairInfoOf(p *Parsed, text string) pairInfo {
 		r.only = c
 		return r
 	}
-	rest = trimModifiers(rest)
+	// Megatron's `lm loss value` is lm_loss; PyTorch-GAN's clip_value is a name of its own.
+	rest = trimModifiers(rest, len(text) > 6 && strings.EqualFold(text[len(text)-6:], " value"))
 	if q != "" && qualifiedPath(rest) {
 		q = "" // Composer's `Train loss/train/total`: the name already says its context
 	}

@@ -319,9 +319,10 @@ func statistic(name []byte) bool {
 }
 
 // trimModifiers drops modifiers before a name (`average_loss` is the loss),
-// Megatron's `value` after it (`lm loss value`) and `taken` after a time (CycleGAN's
-// `Time Taken: 412 sec` is the time).
-func trimModifiers(name []byte) []byte {
+// Megatron's `value` written as a word after it (`lm loss value`; spacedValue, not
+// PyTorch-GAN's clip_value) and `taken` after a time (CycleGAN's `Time Taken: 412 sec`
+// is the time).
+func trimModifiers(name []byte, spacedValue bool) []byte {
 	for {
 		k := 0
 		for k < len(name) && name[k] != '_' {
@@ -333,7 +334,7 @@ func trimModifiers(name []byte) []byte {
 		}
 		break
 	}
-	if n := len(name) - len("_value"); n > 0 && string(name[n:]) == "_value" {
+	if n := len(name) - len("_value"); n > 0 && spacedValue && string(name[n:]) == "_value" {
 		name = name[:n]
 	}
 	if string(name) == "time_taken" {
