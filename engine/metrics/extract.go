@@ -1167,15 +1167,10 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		switch cl := class[c]; {
 		case cl&cNameStart != 0:
 			j := wordEnd(s, i+1)
-			if len(p.Samples) > 0 && j < len(s) && s[j] == '(' {
-				if k := callReprEnd(s, j); k > j {
-					// d2l's `1811.2 examples/sec on [device(type='cuda', index=0), ...]`:
-					// the arguments of an object's repr after the line's values are no
-					// values of it.
-					st.endField(s)
-					i = k
-					continue
-				}
+			if k := afterCallRepr(s, p, j); k > j {
+				st.endField(s)
+				i = k
+				continue
 			}
 			wend := j
 			for wend > i+1 && class[s[wend-1]]&cNameTrail != 0 {
@@ -1234,6 +1229,16 @@ func (e *Extractor) pairs(s string, p *Parsed, st *lineState) {
 		}
 	}
 	st.endField(s)
+}
+
+// afterCallRepr returns where the repr of a call that opens at s[j], after the line's
+// values, ends (d2l's `1811.2 examples/sec on [device(type='cuda', index=0), ...]`: the
+// arguments of an object's repr are no values of the line), or j.
+func afterCallRepr(s string, p *Parsed, j int) int {
+	if len(p.Samples) == 0 || j >= len(s) || s[j] != '(' {
+		return j
+	}
+	return callReprEnd(s, j)
 }
 
 // callReprEnd returns where the repr of a call whose arguments are named (`device(type=
@@ -1316,22 +1321,29 @@ func (e *Extractor) number(s string, p *Parsed, st *lineState, i int) (int, bool
 		j = k
 	} else if k, ok := e.valueThenName(s, p, st, i, j); ok {
 		return k, len(p.Samples) >= MaxValuesPerLine
-	} else if j+2 < len(s) && s[j] == ':' && s[j+1] == ' ' && startsNumber(s, j+2) && st.bracketStep < 0 && strings.TrimLeft(s[:i], " ") == "" {
-		// A count that begins the line before its values (Darknet's `1: 746.53, 746.53
-		// avg, ...`): the step of its values.
+	} else {
+		st.leadNumber(s, p, i, j)
+	}
+	return nameEnd(s, j), false
+}
+
+// leadNumber reads a count at s[i:j] that leads a record's values: Darknet's `1:
+// 746.53, 746.53 avg, ...`, a count that begins the line before its values, is their
+// step; DLLogger's `DLL 2026-12-06 10:12:01.123456 - 5 Dice : 61.52  Val Loss : 0.48`,
+// a count after the logging prefix's dash before the values, counts the records: the
+// step while it rises line after line (Parsed.Counter).
+func (st *lineState) leadNumber(s string, p *Parsed, i, j int) {
+	switch {
+	case j+2 < len(s) && s[j] == ':' && s[j+1] == ' ' && startsNumber(s, j+2) && st.bracketStep < 0 && strings.TrimLeft(s[:i], " ") == "":
 		if n, err := strconv.ParseInt(s[i:j], 10, 64); err == nil {
 			st.bracketStep, st.leadCount = n, true
 		}
-	} else if st.pairs == 0 && len(p.Samples) == 0 && st.lead1 < 0 && i >= 3 && s[i-1] == ' ' && s[i-2] == '-' && s[i-3] == ' ' &&
-		j+1 < len(s) && s[j] == ' ' && isLetter(s[j+1]) && strings.IndexByte(s[j:], ':') > 0 {
-		// DLLogger's `DLL 2026-12-06 10:12:01.123456 - 5 Dice : 61.52  Val Loss : 0.48`: a
-		// count after the logging prefix's dash, before the record's values, counts the
-		// records: the step while it rises line after line (Parsed.Counter).
+	case st.pairs == 0 && len(p.Samples) == 0 && st.lead1 < 0 && i >= 3 && s[i-1] == ' ' && s[i-2] == '-' && s[i-3] == ' ' &&
+		j+1 < len(s) && s[j] == ' ' && isLetter(s[j+1]) && strings.IndexByte(s[j:], ':') > 0:
 		if n, err := strconv.ParseInt(s[i:j], 10, 64); err == nil && j-i <= 12 {
 			st.lead1 = n
 		}
 	}
-	return nameEnd(s, j), false
 }
 
 // valueThenName reads a measure written before its name, the name then a comma
@@ -1437,14 +1449,7 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 		return end
 	}
 	if len(p.Samples) > 0 {
-		// PyTorch's quickstart `loss: 2.303494  [   64/60000]`: a count of a total in
-		// brackets that ends the line is the step of its values.
-		if b := bracketCounter(s, i); b.end > i && b.step >= 0 && b.total > 0 && st.bracketStep < 0 && !p.HasStep &&
-			strings.TrimRight(s[b.end:], " ") == "" {
-			st.bracketStep, st.bracketTotal = b.step, b.total
-			return b.end
-		}
-		return i + 1
+		return st.endCounter(s, p, i)
 	}
 	if end := logPrefixEnd(s, i); end > i {
 		return end // `[INFO|DP=0|PP=0|TP=0|host]`: the logging prefix's fields are no values
@@ -1486,6 +1491,18 @@ func (st *lineState) bracket(s string, p *Parsed, i int) int {
 			strings.Trim(s[st.epochValEnd:i], " ") == ""
 	}
 	return b.end
+}
+
+// endCounter reads a bracket at s[i] after the line's values: PyTorch's quickstart
+// `loss: 2.303494  [   64/60000]`, a count of a total in brackets that ends the line, is
+// the step of its values. It returns where the scan goes on.
+func (st *lineState) endCounter(s string, p *Parsed, i int) int {
+	if b := bracketCounter(s, i); b.end > i && b.step >= 0 && b.total > 0 && st.bracketStep < 0 && !p.HasStep &&
+		strings.TrimRight(s[b.end:], " ") == "" {
+		st.bracketStep, st.bracketTotal = b.step, b.total
+		return b.end
+	}
+	return i + 1
 }
 
 // recordContext makes the qualifier of a record's first name, written as a word of its
