@@ -79,13 +79,14 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 		return fmt.Errorf("state directory: %w", err)
 	}
 	// The supervisor starts now, its Go runtime's start beside this launcher's first
-	// saves (their fsyncs), and waits for go before it reads them. One that could not
-	// start fails the launch where it was started before: after the app is recorded,
-	// so that the failure is the app's, FAILED with why (a broken wick binary).
-	sup, spawnErr := spawnSupervisor(appDir, supervisorCommand(self))
-	if spawnErr == nil {
-		defer sup.abandon()
-	}
+	// saves (their fsyncs), and waits for go before it reads them. It is started
+	// from a goroutine of its own: Go's fork (a vfork) holds the thread that forks
+	// until the child has executed its program, which at load took as long as the
+	// saves, and they need not wait for it. One that could not start fails the launch
+	// where it was started before: after the app is recorded, so that the failure is
+	// the app's, FAILED with why (a broken wick binary).
+	spawning := spawnAside(appDir, supervisorCommand(self))
+	defer spawning.abandon()
 	l := &launch{
 		Version:   storeVersion,
 		Scheduler: s.name,
@@ -116,7 +117,41 @@ func (s *Scheduler) Schedule(ctx context.Context, info *sched.DryRunInfo, progre
 	}
 	progress.Report("starting %s", spec.Count(req.replicas(), "replica"))
 	started = true
+	sup, spawnErr := spawning.wait()
 	return s.startSupervisor(ctx, appDir, sup, spawnErr, st)
+}
+
+// spawning is a supervisor being started by spawnSupervisor in a goroutine
+// (spawnAside).
+type spawning struct {
+	done chan struct{}
+	sup  *spawned
+	err  error
+}
+
+// spawnAside starts spawnSupervisor(appDir, cmd) in a goroutine.
+func spawnAside(appDir string, cmd []string) *spawning {
+	sp := &spawning{done: make(chan struct{})}
+	go func() {
+		defer close(sp.done)
+		sp.sup, sp.err = spawnSupervisor(appDir, cmd)
+	}()
+	return sp
+}
+
+// wait returns the started supervisor, or why it could not start.
+func (sp *spawning) wait() (*spawned, error) {
+	<-sp.done
+	return sp.sup, sp.err
+}
+
+// abandon waits for the start, then abandons the supervisor (spawned.abandon): one
+// not sent go exits, and its report pipe is closed unless it became the app's
+// chime. A launch that fails undoes its directories only after this.
+func (sp *spawning) abandon() {
+	if sup, err := sp.wait(); err == nil {
+		sup.abandon()
+	}
 }
 
 // saveLaunch writes the app's first files, launch.json and state.json, as two atomic
