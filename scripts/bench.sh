@@ -33,12 +33,13 @@ if command -v hyperfine >/dev/null 2>&1; then
     "sh -c 'echo hi'" \
     "$wick --help" \
     "$wick run -s local_cwd --dryrun utils.echo --msg hi" \
+    "$wick run -s local_cwd --detach utils.echo --msg hi" \
     "$wick run -s local_cwd utils.echo --msg hi" \
     --export-json "$WICK_HOME/cli.json" >/dev/null
   medians "$WICK_HOME/cli.json"
 else
   echo "hyperfine not found (apt-get install hyperfine); timing 30 runs by hand" >&2
-  for cmd in "sh -c 'echo hi'" "$wick --help" "$wick run -s local_cwd --dryrun utils.echo --msg hi" "$wick run -s local_cwd utils.echo --msg hi"; do
+  for cmd in "sh -c 'echo hi'" "$wick --help" "$wick run -s local_cwd --dryrun utils.echo --msg hi" "$wick run -s local_cwd --detach utils.echo --msg hi" "$wick run -s local_cwd utils.echo --msg hi"; do
     times=()
     for _ in $(seq 30); do
       s=$(date +%s%N); eval "$cmd" >/dev/null 2>&1; e=$(date +%s%N)
