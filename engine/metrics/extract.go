@@ -163,8 +163,9 @@ type LineInfo struct {
 	// record, but at no step).
 	tableHead bool
 	// Rule is whether the line is a rule of dashes, the edge of a table's record
-	// (Baselines' and SB3's dumps); KVRow whether it is a row `| key | value |`.
-	Rule, KVRow bool
+	// (Baselines' and SB3's dumps); KVRow whether it is a row `| key | value |`; Blank
+	// whether it is empty (it ends what a head line began).
+	Rule, KVRow, Blank bool
 	// ctx is the context the line names for all its values ("" for none or train).
 	ctx string
 	// epochOpen is whether the step is counted within Epoch, whose total of steps the
@@ -547,6 +548,7 @@ func levelPrefixCut(s string) string {
 // prefix), a rule of dashes, a row of a two-column key-value table.
 func (p *Parsed) markShape(text string) {
 	p.Indent = indentOf(text, 0)
+	p.Blank = p.Indent == len(text)
 	p.Indented = p.Indent > 0
 	if k := glogPrefixEnd(text); k > 0 && k < len(text) && text[k] == ' ' {
 		p.Indented = true // Caffe's `I1206 10:00:01.5 4211 solver.cpp:258]     Train net output #0: ...`

@@ -423,16 +423,19 @@ func (s *Store) AddLine(r Rank, t time.Time, p *Parsed) {
 		if p.EpochOnly {
 			st.headEpoch = p.Epoch // Keras' `Epoch 1/2` before its bar
 		}
+		if p.Blank {
+			st.headEpoch = -1 // DeepCTR's `test AUC 0.6133` after the epochs: no epoch's
+		}
 		return
 	}
 	s.AddParsed(r, t, p)
 }
 
 // Telling reports whether an extracted line tells a Store anything (AddLine): a value,
-// a step, a line of a record or an epoch. A reader that batches lines may leave the
-// others out.
+// a step, a line of a record or an epoch, a blank line (it ends an epoch's head). A
+// reader that batches lines may leave the others out.
 func (p *Parsed) Telling() bool {
-	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly || p.CtxHead || p.Rule
+	return len(p.Samples) > 0 || p.HasStep || p.Indented || p.EpochOnly || p.CtxHead || p.Rule || p.Blank
 }
 
 // StepOf returns the step a parsed line's values are at on rank r: the step it names,
