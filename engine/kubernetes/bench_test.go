@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,14 +36,9 @@ func newK8sBench(b testing.TB) *k8sBench {
 	b.Helper()
 	needCluster(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := testkit.BuildWick(filepath.Join(bin, "wick"), filepath.Join("..", "..")); err != nil {
+	bin, err := wickBins()
+	if err != nil {
 		b.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(bin, "wick-kubernetes"), "../../cmd/wick-kubernetes")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build wick-kubernetes: %v\n%s", err, out)
 	}
 	kubectl := filepath.Join(filepath.Dir(env.kubeconfig), "bin", "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
@@ -51,6 +48,33 @@ func newK8sBench(b testing.TB) *k8sBench {
 		wick: filepath.Join(bin, "wick"), kubectl: kubectl, dir: dir,
 		env: append(os.Environ(), "WICK_HOME="+filepath.Join(dir, "state"), "HOME="+dir, "NO_COLOR=1", "KUBECONFIG="+env.kubeconfig),
 	}
+}
+
+// built is the wick binaries of this package's run: wick, wick-docker and
+// wick-kubernetes in dir, built by the first test that needs them (three links, ~4
+// CPU-s at rest, were each CLI test's and benchmark's own) and removed by TestMain.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// wickBins is the folder of the package's wick binaries, built once.
+func wickBins() (string, error) {
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "wick-k8s-bin-"); built.err != nil {
+			return
+		}
+		if built.err = testkit.BuildWick(filepath.Join(built.dir, "wick"), filepath.Join("..", "..")); built.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(built.dir, "wick-kubernetes"), "../../cmd/wick-kubernetes")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build wick-kubernetes: %v\n%s", err, out)
+		}
+	})
+	return built.dir, built.err
 }
 
 // cfg is the run options of the benchmarks' apps: the test namespace, the image the

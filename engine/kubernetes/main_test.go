@@ -52,6 +52,11 @@ func clusterRoot() string {
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
+	defer func() {
+		if built.dir != "" {
+			os.RemoveAll(built.dir)
+		}
+	}()
 	mark := filepath.Join(clusterRoot(), "up")
 	b, err := os.ReadFile(mark)
 	if err != nil {
