@@ -16,8 +16,8 @@ import (
 )
 
 // crashWriterEnv makes the test binary a writer for TestKill9NeverTearsTheState: it
-// replaces DIR/state.json with {"n": N, "pad": ...} for N = 1, 2, ... and prints "ack N"
-// once each WriteFileAtomic has returned.
+// replaces DIR/state.json with {"n": N, "pad": ...} for N = 1, 2, ... (on from the N of
+// a state.json already there) and prints "ack N" once each WriteFileAtomic has returned.
 const crashWriterEnv = "WICK_SAFEFS_CRASH_WRITER"
 
 func TestMain(m *testing.M) {
@@ -31,7 +31,17 @@ func TestMain(m *testing.M) {
 			fsys = noSyncFS{}
 		}
 		pad := strings.Repeat("x", 64<<10) // a state of some size: several writes each
-		for n := 1; ; n++ {
+		// On from the state found, so that a state older than this run's acknowledged
+		// writes is told apart from theirs (the machine-crash test writes again on the
+		// disk a crash left).
+		first := 1
+		if b, err := os.ReadFile(filepath.Join(dir, "state.json")); err == nil {
+			var st struct{ N int }
+			if json.Unmarshal(b, &st) == nil {
+				first = st.N + 1
+			}
+		}
+		for n := first; ; n++ {
 			b, _ := json.Marshal(map[string]any{"n": n, "pad": pad})
 			if err := writeFileAtomic(fsys, dir, "state.json", b, true); err != nil {
 				fmt.Println("error", err)

@@ -25,11 +25,17 @@ const (
 	crashCheckEnv  = "WICK_SAFEFS_CRASH_CHECK"
 )
 
-// guestProgram is the guest's /run.sh: its argument (the kernel's wick=) says which.
+// guestProgram is the guest's /run.sh: its argument (the kernel's wick=) says what it
+// runs. write: the writer on a new disk. check: the checker, after a reboot. The
+// checks that write again (checkwrite, checknosync) check what the last crash left,
+// then run the writer (or the control) on from it: the next crash's boot is the last
+// one's reboot, a boot fewer per crash than a check of its own.
 const guestProgram = `case "$1" in
-write)  WICK_SAFEFS_CRASH_WRITER=/mnt /bin/writer -test.run='^$' ;;
-nosync) WICK_SAFEFS_CRASH_NOSYNC=1 WICK_SAFEFS_CRASH_WRITER=/mnt /bin/writer -test.run='^$' ;;
-check)  WICK_SAFEFS_CRASH_CHECK=/mnt /bin/writer -test.run='^$' ;;
+check|checkwrite|checknosync) WICK_SAFEFS_CRASH_CHECK=/mnt /bin/writer -test.run='^$'; echo "checked" ;;
+esac
+case "$1" in
+write|checkwrite) WICK_SAFEFS_CRASH_WRITER=/mnt /bin/writer -test.run='^$' ;;
+checknosync) WICK_SAFEFS_CRASH_NOSYNC=1 WICK_SAFEFS_CRASH_WRITER=/mnt /bin/writer -test.run='^$' ;;
 esac
 `
 
@@ -85,7 +91,9 @@ type crashRound struct {
 // guest's page cache held is gone), and the guest boots again on the same disk, whose
 // mount runs the kernel's journal recovery. The state found must be whole and never
 // older than the last acknowledged write. The control runs the same writer with its
-// fsyncs skipped, and must be caught: without it this test could not fail.
+// fsyncs skipped, and must be caught: without it this test could not fail. The crashes
+// follow one another on one disk: each reboot checks what the crash before it left,
+// then writes on (from the state found) until the next crash.
 func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 	kit, err := vm.Find()
 	if err != nil {
@@ -107,8 +115,35 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 		vm.File{Name: "run.sh", Data: []byte(guestProgram), Mode: 0o755}); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 4 {
-		r := crashOnce(t, kit, dir, initrd, "write", round)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(8*time.Minute))
+	defer cancel()
+	disk := filepath.Join(dir, "disk.img")
+	if err := vm.Disk(ctx, disk, 64); err != nil {
+		t.Fatal(err)
+	}
+	// Four crashes of the writer, then two of the control; each boot after the first
+	// checks the crash before it.
+	const writes, controls = 4, 2
+	modes := []string{"write"}
+	for i := 1; i < writes+controls; i++ {
+		if i < writes {
+			modes = append(modes, "checkwrite")
+		} else {
+			modes = append(modes, "checknosync")
+		}
+	}
+	modes = append(modes, "check")
+	rounds := make([]crashRound, writes+controls)
+	for i, mode := range modes {
+		state, extra, acked := bootOnce(ctx, t, kit, initrd, disk, mode, i)
+		if i > 0 {
+			rounds[i-1].state, rounds[i-1].extra = state, extra
+		}
+		if i < len(rounds) {
+			rounds[i].acked = acked
+		}
+	}
+	for round, r := range rounds[:writes] {
 		if strings.HasPrefix(r.state, "torn") {
 			t.Fatalf("round %d: after the crash the state is %s (acknowledged: %d)", round, r.state, r.acked)
 		}
@@ -117,8 +152,8 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 			t.Fatalf("round %d: after the crash the state is %s, older than the acknowledged %d", round, r.state, r.acked)
 		}
 		for _, f := range r.extra {
-			// A temporary file of the write the crash cut short may stay (it is
-			// never read); anything else is not the writer's.
+			// A temporary file of a write a crash cut short may stay (it is never
+			// read); anything else is not the writer's.
 			if !strings.HasPrefix(f, ".state.json.") {
 				t.Errorf("round %d: unexpected file %s after the crash", round, f)
 			}
@@ -126,8 +161,7 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 		t.Logf("round %d: acknowledged %d, found %s", round, r.acked, r.state)
 	}
 	caught := 0
-	for round := range 2 {
-		r := crashOnce(t, kit, dir, initrd, "nosync", round)
+	for round, r := range rounds[writes:] {
 		n, _ := strconv.Atoi(r.state)
 		if strings.HasPrefix(r.state, "torn") || n < r.acked {
 			caught++
@@ -139,68 +173,64 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 	}
 }
 
-// crashOnce boots a guest running mode on a new disk, kills it once it has
-// acknowledged some writes, boots it again to check, and says what was found.
-func crashOnce(t *testing.T, kit vm.Kit, dir, initrd, mode string, round int) crashRound {
+// bootOnce boots the guest on disk running mode (see guestProgram). What a mode that
+// checks first prints is read as the state found ("N", "0" for none, or "torn: ...")
+// and the other files on the disk; a mode that writes is killed at a random moment
+// once it has acknowledged a write, and the last write acknowledged is returned.
+func bootOnce(ctx context.Context, t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) (state string, extra []string, acked int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
-	defer cancel()
-	disk := filepath.Join(dir, fmt.Sprintf("%s-%d.img", mode, round))
-	if err := vm.Disk(ctx, disk, 64); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(disk)
 	m, err := kit.Boot(ctx, initrd, disk, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r crashRound
-	var killAt <-chan time.Time
-	for killed := false; !killed; {
-		select {
-		case line, ok := <-m.Lines():
-			if !ok {
-				t.Fatalf("%s %d: the guest ended before the crash:\n%s", mode, round, m.Console())
-			}
-			if n, found := strings.CutPrefix(line, "ack "); found {
-				r.acked, _ = strconv.Atoi(n)
-				if killAt == nil {
+	checks, writes := mode != "write", mode != "check"
+	checked := !checks
+	read := func(line string) {
+		switch s, found := strings.CutPrefix(line, "state "); {
+		case found && !checked:
+			state = s
+		case line == "checked":
+			checked = true
+		}
+		if f, found := strings.CutPrefix(line, "file "); found && !checked {
+			extra = append(extra, f)
+		}
+		if n, found := strings.CutPrefix(line, "ack "); found && checked {
+			acked, _ = strconv.Atoi(n)
+		}
+	}
+	if writes {
+		var killAt <-chan time.Time
+		for killed := false; !killed; {
+			select {
+			case line, ok := <-m.Lines():
+				if !ok {
+					t.Fatalf("boot %d (%s): the guest ended before the crash:\n%s", boot, mode, m.Console())
+				}
+				read(line)
+				if acked > 0 && killAt == nil {
 					// A random point of the writes, once they have begun.
 					killAt = time.After(time.Duration(20+rand.IntN(400)) * time.Millisecond)
 				}
+			case <-killAt:
+				m.Kill()
+				killed = true
+			case <-ctx.Done():
+				m.Kill()
+				t.Fatalf("boot %d (%s): no acknowledged write in time:\n%s", boot, mode, m.Console())
 			}
-		case <-killAt:
-			m.Kill()
-			killed = true
-		case <-ctx.Done():
-			m.Kill()
-			t.Fatalf("%s %d: no acknowledged write within %s:\n%s", mode, round, testkit.Scale(2*time.Minute), m.Console())
 		}
+	} else if err := m.Wait(ctx); err != nil {
+		t.Fatalf("boot %d (%s): %v\n%s", boot, mode, err, m.Console())
 	}
-	for line := range m.Lines() { // what reached the console before the kill
-		if n, found := strings.CutPrefix(line, "ack "); found {
-			r.acked, _ = strconv.Atoi(n)
-		}
+	for line := range m.Lines() { // what reached the console before the end
+		read(line)
 	}
-	check, err := kit.Boot(ctx, initrd, disk, "check")
-	if err != nil {
-		t.Fatal(err)
+	if checks && !checked || checks && state == "" {
+		t.Fatalf("boot %d (%s): the reboot printed no state:\n%s", boot, mode, m.Console())
 	}
-	if err := check.Wait(ctx); err != nil {
-		t.Fatalf("%s %d: reboot: %v\n%s", mode, round, err, check.Console())
+	if state == "none" {
+		state = "0"
 	}
-	for _, line := range strings.Split(check.Console(), "\n") {
-		if s, found := strings.CutPrefix(line, "state "); found {
-			r.state = s
-		} else if f, found := strings.CutPrefix(line, "file "); found {
-			r.extra = append(r.extra, f)
-		}
-	}
-	if r.state == "" {
-		t.Fatalf("%s %d: the reboot printed no state:\n%s", mode, round, check.Console())
-	}
-	if r.state == "none" {
-		r.state = "0"
-	}
-	return r
+	return state, extra, acked
 }
