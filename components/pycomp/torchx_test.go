@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wick-dev/wick/internal/testkit"
@@ -48,18 +49,29 @@ func torchxEnv(t testing.TB, extra ...string) []string {
 	return append(env, "PYTHONPATH="+path, "PYTHONDONTWRITEBYTECODE=1")
 }
 
+// torchxImport is what the first needTorchX found, for the others: the import asked
+// once per package run, not once per test (a Python start each, ~0.3 CPU-s).
+var torchxImport struct {
+	once sync.Once
+	out  string // the import's output when it failed
+	err  error
+}
+
 // needTorchX skips (fails under CI=true) when Debian's python3 cannot import the
 // vendored TorchX.
 func needTorchX(t testing.TB) {
 	t.Helper()
-	cmd := exec.Command(testPython, "-c", "import torchx.specs, torchx.specs.finder, torchx.components.utils")
-	cmd.Env = torchxEnv(t)
-	out, err := cmd.CombinedOutput()
-	if err == nil {
+	torchxImport.once.Do(func() {
+		cmd := exec.Command(testPython, "-c", "import torchx.specs, torchx.specs.finder, torchx.components.utils")
+		cmd.Env = torchxEnv(t)
+		out, err := cmd.CombinedOutput()
+		torchxImport.out, torchxImport.err = string(out), err
+	})
+	if torchxImport.err == nil {
 		return
 	}
 	msg := "TorchX is not importable by " + testPython + " with PYTHONPATH=" + vendorPath(t) +
-		" (make setup installs python3-yaml python3-fsspec python3-tabulate python3-filelock): " + lastLine(string(out))
+		" (make setup installs python3-yaml python3-fsspec python3-tabulate python3-filelock): " + lastLine(torchxImport.out)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
