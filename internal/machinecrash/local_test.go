@@ -5,7 +5,6 @@ package machinecrash
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,21 +20,24 @@ import (
 // other, each acknowledged ("ack HANDLE") once `wick run --detach` has printed its
 // handle; three apps in four end at once, the fourth runs on. check, after the reboot,
 // prints wick list --json between markers, then for every app on disk its status and
-// whether its log reads.
+// whether its log reads. checkwrite checks, then writes on: the next crash's boot is
+// the last one's reboot, a boot fewer per crash than a check of its own.
 const guestProgram = `export PATH=/bin HOME=/mnt/home WICK_HOME=/mnt/wick
 mkdir -p "$HOME" "$WICK_HOME"; cd "$HOME"
 case "$1" in
-write)
+check|checkwrite)
+  echo "list-begin"; wick list --json 2>/dev/null | tr -d '\n'; echo; echo "list-end rc=$?"
+  for a in $(ls "$WICK_HOME/local/apps"); do
+    out=$(wick log --no-prefix "$a" 2>&1); echo "log $a rc=$? $(echo "$out" | head -c 300 | tr '\n' ' ')"
+  done ;;
+esac
+case "$1" in
+write|checkwrite)
   i=0
   while [ $i -lt 400 ]; do
     if [ $((i % 4)) = 3 ]; then c='echo slow; sleep 1000'; else c='echo quick'; fi
     h=$(wick run --detach utils.sh sh -c "$c" 2>/dev/null) && echo "ack $h"
     i=$((i+1))
-  done ;;
-check)
-  echo "list-begin"; wick list --json 2>/dev/null | tr -d '\n'; echo; echo "list-end rc=$?"
-  for a in $(ls "$WICK_HOME/local/apps"); do
-    out=$(wick log --no-prefix "$a" 2>&1); echo "log $a rc=$? $(echo "$out" | head -c 300 | tr '\n' ' ')"
   done ;;
 esac
 `
@@ -72,8 +74,28 @@ func TestMachineCrashKeepsEveryLaunchedApp(t *testing.T) {
 		vm.File{Name: "run.sh", Data: []byte(guestProgram), Mode: 0o755}); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 2 {
-		acked, check := crashAndReboot(t, kit, dir, initrd, round)
+	// Two crashes on one disk: the boot after each checks it, and the one between
+	// them then launches on, beside the apps the first crash left.
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(5*time.Minute))
+	defer cancel()
+	disk := filepath.Join(dir, "disk.img")
+	if err := vm.Disk(ctx, disk, 256); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 2
+	var acks [rounds][]string
+	var checks [rounds]string
+	for i, mode := range []string{"write", "checkwrite", "check"} {
+		acked, console := bootOnce(ctx, t, kit, initrd, disk, mode, i)
+		if i > 0 {
+			checks[i-1] = console
+		}
+		if i < rounds {
+			acks[i] = acked
+		}
+	}
+	for round := range rounds {
+		acked, check := acks[round], checks[round]
 		list, logs := readCheck(t, check)
 		byID := map[string]listed{}
 		for _, a := range list {
@@ -102,29 +124,28 @@ func TestMachineCrashKeepsEveryLaunchedApp(t *testing.T) {
 	}
 }
 
-// crashAndReboot runs the guest's writes on a new disk, kills the machine once some
-// apps are acknowledged, and boots it again to check. It returns the handles
-// acknowledged and the check's console.
-func crashAndReboot(t *testing.T, kit vm.Kit, dir, initrd string, round int) ([]string, string) {
+// bootOnce boots the guest on disk running mode (see guestProgram) and returns the
+// handles it acknowledged and its console. A mode that writes is killed at a random
+// moment once it has acknowledged two launches; check powers off by itself.
+func bootOnce(ctx context.Context, t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) ([]string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(3*time.Minute))
-	defer cancel()
-	disk := filepath.Join(dir, fmt.Sprintf("disk-%d.img", round))
-	if err := vm.Disk(ctx, disk, 256); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(disk)
-	m, err := kit.Boot(ctx, initrd, disk, "write")
+	m, err := kit.Boot(ctx, initrd, disk, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var acked []string
+	if mode == "check" {
+		if err := m.Wait(ctx); err != nil {
+			t.Fatalf("boot %d (%s): %v\n%s", boot, mode, err, m.Console())
+		}
+		return nil, m.Console()
+	}
 	var killAt <-chan time.Time
 	for killed := false; !killed; {
 		select {
 		case line, ok := <-m.Lines():
 			if !ok {
-				t.Fatalf("round %d: the guest ended before the crash:\n%s", round, m.Console())
+				t.Fatalf("boot %d (%s): the guest ended before the crash:\n%s", boot, mode, m.Console())
 			}
 			if h, found := strings.CutPrefix(line, "ack "); found {
 				acked = append(acked, h)
@@ -137,7 +158,7 @@ func crashAndReboot(t *testing.T, kit vm.Kit, dir, initrd string, round int) ([]
 			killed = true
 		case <-ctx.Done():
 			m.Kill()
-			t.Fatalf("round %d: not two launches within %s:\n%s", round, testkit.Scale(3*time.Minute), m.Console())
+			t.Fatalf("boot %d (%s): not two launches in time:\n%s", boot, mode, m.Console())
 		}
 	}
 	for line := range m.Lines() {
@@ -145,14 +166,7 @@ func crashAndReboot(t *testing.T, kit vm.Kit, dir, initrd string, round int) ([]
 			acked = append(acked, h)
 		}
 	}
-	check, err := kit.Boot(ctx, initrd, disk, "check")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := check.Wait(ctx); err != nil {
-		t.Fatalf("round %d: reboot: %v\n%s", round, err, check.Console())
-	}
-	return acked, check.Console()
+	return acked, m.Console()
 }
 
 // readCheck reads the check's console: the list, and per app id what wick log said
