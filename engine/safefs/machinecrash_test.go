@@ -115,10 +115,8 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 		vm.File{Name: "run.sh", Data: []byte(guestProgram), Mode: 0o755}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(8*time.Minute))
-	defer cancel()
 	disk := filepath.Join(dir, "disk.img")
-	if err := vm.Disk(ctx, disk, 64); err != nil {
+	if err := vm.Disk(context.Background(), disk, 64); err != nil {
 		t.Fatal(err)
 	}
 	// Four crashes of the writer, then two of the control; each boot after the first
@@ -135,7 +133,7 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 	modes = append(modes, "check")
 	rounds := make([]crashRound, writes+controls)
 	for i, mode := range modes {
-		state, extra, acked := bootOnce(ctx, t, kit, initrd, disk, mode, i)
+		state, extra, acked := bootOnce(t, kit, initrd, disk, mode, i)
 		if i > 0 {
 			rounds[i-1].state, rounds[i-1].extra = state, extra
 		}
@@ -177,8 +175,10 @@ func TestMachineCrashNeverLosesAnAcknowledgedState(t *testing.T) {
 // checks first prints is read as the state found ("N", "0" for none, or "torn: ...")
 // and the other files on the disk; a mode that writes is killed at a random moment
 // once it has acknowledged a write, and the last write acknowledged is returned.
-func bootOnce(ctx context.Context, t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) (state string, extra []string, acked int) {
+func bootOnce(t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) (state string, extra []string, acked int) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
+	defer cancel()
 	m, err := kit.Boot(ctx, initrd, disk, mode)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func bootOnce(ctx context.Context, t *testing.T, kit vm.Kit, initrd, disk, mode 
 				killed = true
 			case <-ctx.Done():
 				m.Kill()
-				t.Fatalf("boot %d (%s): no acknowledged write in time:\n%s", boot, mode, m.Console())
+				t.Fatalf("boot %d (%s): no acknowledged write within %s:\n%s", boot, mode, testkit.Scale(2*time.Minute), m.Console())
 			}
 		}
 	} else if err := m.Wait(ctx); err != nil {

@@ -76,17 +76,15 @@ func TestMachineCrashKeepsEveryLaunchedApp(t *testing.T) {
 	}
 	// Two crashes on one disk: the boot after each checks it, and the one between
 	// them then launches on, beside the apps the first crash left.
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(5*time.Minute))
-	defer cancel()
 	disk := filepath.Join(dir, "disk.img")
-	if err := vm.Disk(ctx, disk, 256); err != nil {
+	if err := vm.Disk(context.Background(), disk, 256); err != nil {
 		t.Fatal(err)
 	}
 	const rounds = 2
 	var acks [rounds][]string
 	var checks [rounds]string
 	for i, mode := range []string{"write", "checkwrite", "check"} {
-		acked, console := bootOnce(ctx, t, kit, initrd, disk, mode, i)
+		acked, console := bootOnce(t, kit, initrd, disk, mode, i)
 		if i > 0 {
 			checks[i-1] = console
 		}
@@ -127,8 +125,10 @@ func TestMachineCrashKeepsEveryLaunchedApp(t *testing.T) {
 // bootOnce boots the guest on disk running mode (see guestProgram) and returns the
 // handles it acknowledged and its console. A mode that writes is killed at a random
 // moment once it has acknowledged two launches; check powers off by itself.
-func bootOnce(ctx context.Context, t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) ([]string, string) {
+func bootOnce(t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) ([]string, string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(3*time.Minute))
+	defer cancel()
 	m, err := kit.Boot(ctx, initrd, disk, mode)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func bootOnce(ctx context.Context, t *testing.T, kit vm.Kit, initrd, disk, mode 
 			killed = true
 		case <-ctx.Done():
 			m.Kill()
-			t.Fatalf("boot %d (%s): not two launches in time:\n%s", boot, mode, m.Console())
+			t.Fatalf("boot %d (%s): not two launches within %s:\n%s", boot, mode, testkit.Scale(3*time.Minute), m.Console())
 		}
 	}
 	for line := range m.Lines() {

@@ -230,6 +230,9 @@ func (k Kit) Boot(ctx context.Context, initrd, disk, mode string) (*Machine, err
 	}
 	cmd := exec.CommandContext(ctx, k.Qemu, args...)
 	cmd.WaitDelay = 2 * time.Second
+	// A test binary that dies (go test's -timeout panics it) takes its guest along:
+	// else a writer guest runs on, alone, a core busy, until someone kills it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = nil
 	out, err := cmd.StdoutPipe()
 	if err != nil {
