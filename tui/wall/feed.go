@@ -155,8 +155,17 @@ func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, r
 	// in hand each) stays about maxPending lines however many they are: 1,024
 	// readers of 512 lines held a million lines (and their text) in flight.
 	chunk := min(readChunk, max(minChunk, maxPending/max(1, len(srcs))))
+	// The first reader opens its iterator alone, the others once it has: the backend
+	// reads and decodes the app's launch file for the first and keeps it for the rest.
+	// Opened all at once, 1,024 readers each decoded it (a cache miss apiece): 537 MB
+	// of the wall's peak live heap of 648 MB at 1,024 replicas.
+	first := make(chan struct{})
 	for i, s := range srcs {
-		go read(ctx, b, h, s, i, opts(i), in, chunk, room)
+		gate := (<-chan struct{})(first)
+		if i == 0 {
+			gate = nil
+		}
+		go read(ctx, b, h, s, i, opts(i), in, chunk, room, gate, first)
 	}
 	go pump(ctx, len(srcs), in, out, gen, room)
 	return common.Stream(id, out)
@@ -164,7 +173,10 @@ func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, r
 
 // read opens one replica's iterator (off the UI loop: for docker it is a call to the
 // Engine) and sends its lines in chunks, each line once it has room (maxInFlight).
-func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int, opts sched.LogOptions, in chan<- chunkMsg, chunk int, room *inFlight) {
+//
+// A reader with a gate opens its iterator once the gate is closed; the one without
+// closes opened once it has opened its own (or failed to).
+func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int, opts sched.LogOptions, in chan<- chunkMsg, chunk int, room *inFlight, gate <-chan struct{}, opened chan<- struct{}) {
 	send := func(c chunkMsg) bool {
 		select {
 		case in <- c:
@@ -173,7 +185,17 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 			return false
 		}
 	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return
+		}
+	}
 	it, err := b.LogLines(ctx, h, s.role, s.k, opts)
+	if gate == nil {
+		close(opened)
+	}
 	if err != nil {
 		send(chunkMsg{src: i, err: err})
 		return
