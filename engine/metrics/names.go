@@ -96,6 +96,7 @@ func perSecond(name []byte) bool {
 // health (nan, inf) or a retrieval's rank statistic.
 func settingByWords(name []byte) bool {
 	setting := false
+	total := false // a word total: with flops last, the compute spent so far (OLMo's total_training_Gflops)
 	start := 0
 	for i := 0; i <= len(name); i++ {
 		if i < len(name) {
@@ -115,7 +116,9 @@ func settingByWords(name []byte) bool {
 		// The first word of a namespace's name is first too (Baselines' misc/nupdates).
 		first := start == 0 || name[start-1] == '/'
 		setting = setting || settingWords[w] || i == len(name) && w == "epoch" || countWords(w, first, i == len(name)) ||
-			sizeWord(w) || first && i < len(name) && w == "max" && recordOf(name[i+1:])
+			sizeWord(w) || first && i < len(name) && w == "max" && recordOf(name[i+1:]) ||
+			total && i == len(name) && strings.HasSuffix(w, "flops")
+		total = total || w == "total"
 		start = i + 1
 	}
 	return setting
