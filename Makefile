@@ -6,6 +6,12 @@ FUZZTIME ?= 20s
 TORCH_IMAGE ?= wick-torch:bookworm
 TEST_P ?= 4
 TEST_PARALLEL ?= 4
+# TEST_FIRST are the slowest packages (CI's per-package times, longest first): go test
+# starts packages in the order it is given them, and ./... is alphabetical, so tui/cli
+# (~500 s in CI) would start last and the run end with it alone. With these first, CI's
+# test phase at -p 4 simulates at 793 s instead of 1,092 s. Only the order changes: a
+# package of TEST_FIRST that PKGS does not name is not tested.
+TEST_FIRST ?= ./engine/docker ./tui/cli ./engine/kubernetes ./engine/local ./components/pycomp ./engine/safefs ./engine/slurm ./tui/wall ./tui ./internal/machinecrash
 
 # CYCLO_MAX is the most cyclomatic complexity a non-test function may have.
 # CYCLO_PENDING lists, as function@file, the functions over it that are
@@ -128,7 +134,11 @@ run: build
 ## sleep) rather than computes: TEST_P packages at once and TEST_PARALLEL parallel tests
 ## in each, not go test's defaults (GOMAXPROCS: 2 and 2 here), keep both cores busy.
 test:
-	$(GO) test -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 20m $(PKGS)
+	@pkgs=$$({ $(GO) list $(PKGS); echo --; $(GO) list $(TEST_FIRST); echo --; $(GO) list $(PKGS); } | \
+	  awk '/^--$$/ { part++; next } part == 0 { in_pkgs[$$0] = 1; next } in_pkgs[$$0] && !seen[$$0]++'); \
+	  [ -n "$$pkgs" ] || { echo "make test: no packages in PKGS=$(PKGS)" >&2; exit 1; }; \
+	  echo "$(GO) test -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 20m [$(PKGS), slowest first]"; \
+	  $(GO) test -count=1 -p $(TEST_P) -parallel $(TEST_PARALLEL) -timeout 20m $$pkgs
 
 ## e2e-docker-torch: opt-in, not in CI: make an image with Debian's torch (TORCH_IMAGE,
 ## by scripts/docker-torch-image.sh: debootstrap + apt-get + docker import, 2 to 7
