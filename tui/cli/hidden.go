@@ -189,7 +189,7 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 	cmd.Flags().StringVar(&o.Logs, "logs", "", "open straight on this app's logs (a handle, an app id or a unique prefix of one; a sweep id opens the list on its apps)")
 	_ = cmd.RegisterFlagCompletionFunc("logs", a.completeHandles)
 	cmd.Flags().StringVar(&o.Theme, "theme", "", "theme: dark, light, high-contrast, or a user theme name")
-	cmd.Flags().IntVar(&o.RingLines, "ring", 100_000, "log lines kept in memory per replica (older ones are read back from disk)")
+	cmd.Flags().IntVar(&o.RingLines, "ring", 100_000, "most log lines a replica's pane keeps in memory; all panes together keep at most 256k (older ones are read back from disk)")
 	return cmd
 }
 
