@@ -120,6 +120,11 @@ type faultyEngine struct {
 	// alwaysFail names one whose removes all fail.
 	failRemoves int
 	alwaysFail  string
+	// hang, "remove" or "list", holds every remove of alwaysFail after its first
+	// failed one, or every listing of an app's containers after that, until wick gives
+	// up on it: the rollback's deadline then comes mid-call, as it does when a loaded
+	// Engine answers in seconds.
+	hang string
 
 	mu      sync.Mutex
 	removes map[string]int // failed removes, by path
@@ -207,6 +212,11 @@ func (f *faultyEngine) fault(w http.ResponseWriter, r *http.Request, tr *http.Tr
 		return true
 	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/containers/json") && strings.Contains(r.URL.Query().Get("filters"), LabelAppID):
 		f.mu.Lock()
+		if f.hang == "list" && len(f.removes) > 0 {
+			f.mu.Unlock()
+			<-r.Context().Done()
+			return true
+		}
 		if !f.listed && f.dropCreate != "" {
 			f.listed = true
 			defer close(f.late) // after this listing's answer: the create lands late
@@ -222,6 +232,10 @@ func (f *faultyEngine) fault(w http.ResponseWriter, r *http.Request, tr *http.Tr
 			f.removes[r.URL.Path]++
 		}
 		f.mu.Unlock()
+		if always && n > 0 && f.hang == "remove" {
+			<-r.Context().Done()
+			return true
+		}
 		if fail {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusInternalServerError)
@@ -322,6 +336,39 @@ func TestRollbackSaysWhatItCouldNotRemove(t *testing.T) {
 	left := leftBehind(t, info.AppID)
 	if len(left) != 1 || !strings.Contains(left[0], f.alwaysFail) {
 		t.Errorf("left behind %v, want only %s", left, f.alwaysFail)
+	}
+}
+
+// TestRollbackKeepsTheReasonPastItsDeadline: a rollback whose deadline comes in the
+// middle of a call (a remove, a listing: on a loaded Engine a call takes seconds, and
+// the deadline is more likely to come in one than between two) still names the
+// container it could not remove with the reason the Engine gave before. Was "could
+// not remove container X in time", or "listing the containers ...: context deadline
+// exceeded", and no reason: TestRollbackSaysWhatItCouldNotRemove failed so at load 46.
+func TestRollbackKeepsTheReasonPastItsDeadline(t *testing.T) {
+	needEngine(t)
+	for _, hang := range []string{"remove", "list"} {
+		t.Run(hang, func(t *testing.T) {
+			f := newFaultyEngine(t)
+			s := f.scheduler(t)
+			s.cleanupTimeout = testkit.Scale(2 * time.Second)
+			app := &spec.AppDef{Name: "stuck", Roles: []spec.Role{role("main", 2, "loop")}}
+			info := plan(t, s, app, nil, "")
+			t.Cleanup(func() { removeLabelled(t, info.AppID) })
+			f.alwaysFail, f.hang = info.Request.(*Request).Containers[1].Name, hang
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			err := s.Schedule(ctx, info, func(step string) {
+				if strings.HasPrefix(step, "started") {
+					cancel()
+				}
+			})
+			var lb *sched.LeftBehindError
+			if !errors.As(err, &lb) || lb.Left.Error() != "could not remove container "+f.alwaysFail+" (docker rm -f "+f.alwaysFail+
+				"): Could not kill running container, cannot remove - tried to kill container, but did not receive an exit event" {
+				t.Fatalf("Schedule: %v; want, as a LeftBehindError, the container it could not remove and the Engine's reason", err)
+			}
+		})
 	}
 }
 

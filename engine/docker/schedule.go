@@ -282,10 +282,16 @@ func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID stri
 	}
 	lateUntil := time.Now().Add(lateCreate)
 	var left error // what the last round could not remove, or list
+	// The Engine's last reason for each container it would not remove, by name: a
+	// round cut short by the deadline (on a loaded machine, likely mid-call) learns
+	// nothing, and must not replace what the rounds before it learned.
+	said := map[string]error{}
 	for pause := rollbackPause; ; pause = min(2*pause, time.Second) {
 		sums, _, err := s.containers(ctx, cli, appID)
 		if err != nil {
-			left = fmt.Errorf("listing the containers of %s to remove them: %w", appID, err)
+			if ctx.Err() == nil || left == nil {
+				left = fmt.Errorf("listing the containers of %s to remove them: %w", appID, err)
+			}
 			if errors.Is(err, ErrUnreachable) {
 				return left // gone, not slow: asking again would only wait
 			}
@@ -293,7 +299,7 @@ func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID stri
 			for _, c := range sums {
 				delete(watch, trimSlash(first(c.Names)))
 			}
-			left = s.removeAll(ctx, cli, sums)
+			left = s.removeAll(ctx, cli, sums, said)
 			if len(sums) == 0 && (len(watch) == 0 || time.Now().After(lateUntil)) {
 				break
 			}
@@ -312,12 +318,20 @@ func (s *Scheduler) rollback(ctx context.Context, cli *client.Client, appID stri
 }
 
 // removeAll removes the containers, concurrently, each whatever befalls the others;
-// it returns those it could not remove, with the Engine's reason.
-func (s *Scheduler) removeAll(ctx context.Context, cli *client.Client, sums []container.Summary) error {
+// it returns those it could not remove, with the Engine's reason. said holds the
+// reason an earlier round got for a container, by name: a remove that ctx cut short
+// says it (or, with none, that time ran out); the reasons of this round replace
+// theirs.
+func (s *Scheduler) removeAll(ctx context.Context, cli *client.Client, sums []container.Summary, said map[string]error) error {
 	errs := make([]error, len(sums))
+	answered := make([]bool, len(sums))
 	for i, c := range sums {
 		// Until its remove answers: forEach skips the rest once ctx is done.
-		errs[i] = fmt.Errorf("could not remove container %s in time (docker rm -f %[1]s)", trimSlash(first(c.Names)))
+		name := trimSlash(first(c.Names))
+		errs[i] = said[name]
+		if errs[i] == nil {
+			errs[i] = fmt.Errorf("could not remove container %s in time (docker rm -f %[1]s)", name)
+		}
 	}
 	_ = forEach(ctx, len(sums), func(i int) error {
 		_, err := cli.ContainerRemove(ctx, sums[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
@@ -327,9 +341,15 @@ func (s *Scheduler) removeAll(ctx context.Context, cli *client.Client, sums []co
 		case ctx.Err() == nil:
 			name := trimSlash(first(sums[i].Names))
 			errs[i] = fmt.Errorf("could not remove container %s (docker rm -f %s): %s", name, name, engineMessage(s.engineErr(err)))
+			answered[i] = true
 		}
 		return nil // the others are removed all the same
 	})
+	for i, c := range sums {
+		if answered[i] {
+			said[trimSlash(first(c.Names))] = errs[i]
+		}
+	}
 	return joinErrs(errs...)
 }
 
