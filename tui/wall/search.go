@@ -48,6 +48,10 @@ type search struct {
 	cur     ref // the current match of n/N
 	curKey  key // its order key
 	haveCur bool
+	// jump is set when enter ended the query before any match was found while the
+	// search still ran (the logs on disk take a while): the first matches found are
+	// shown when they come, as if enter had been pressed then.
+	jump bool
 
 	hits []hits // by pane
 }
@@ -175,7 +179,10 @@ func (m *Model) searchTyped(msg tea.Msg) tea.Cmd {
 		s.typing = false
 		s.input.Blur()
 		if s.match != nil && !s.haveCur {
-			return m.nextMatch(false)
+			cmd := m.nextMatch(false)
+			_, running, disk := s.total()
+			s.jump = !s.haveCur && (running || disk)
+			return cmd
 		}
 		return nil
 	}
@@ -245,7 +252,7 @@ func (m *Model) research() tea.Cmd {
 	}
 	s.gen++
 	s.err = nil
-	s.haveCur = false
+	s.haveCur, s.jump = false, false
 	s.hits = make([]hits, len(m.panes))
 	if s.query == "" {
 		s.match = nil
@@ -428,7 +435,16 @@ func (m *Model) searched(msg searchMsg) tea.Cmd {
 		h.disk = msg.done[i]
 		m.matchNew(i, h.scanned)
 	}
-	return msg.next
+	if !s.jump {
+		return msg.next
+	}
+	var show tea.Cmd
+	if !s.haveCur {
+		show = m.nextMatch(false)
+	}
+	_, running, disk := s.total()
+	s.jump = !s.haveCur && (running || disk)
+	return tea.Batch(msg.next, show)
 }
 
 // mergeHits merges two sorted lists of matches (seqs and times), dropping duplicates.

@@ -187,6 +187,25 @@ func TestWallRingDropsAndReadsBack(t *testing.T) {
 	d.contains("n 10000", "4.1k older lines on disk")
 }
 
+// TestWallSearchEnterBeforeMatchesCome: enter pressed before the search found the
+// match (it is on disk only, and searching the logs takes a while on a busy machine)
+// still shows the match once it is found. The keys are all handled before any result
+// of the search is, as when a user types fast: before, the view stayed where it was.
+func TestWallSearchEnterBeforeMatchesCome(t *testing.T) {
+	e := newEnv(t)
+	h := e.run(shApp("many", 1, `i=1; while [ $i -le 10000 ]; do echo "n $i."; i=$((i+1)); done`))
+	e.wait(h)
+	d := e.open(h, 100, 30, func(o *tui.Options) { o.RingLines = 4096 })
+	d.waitFor("end of logs", "n 10000.")
+	d.keys("/")
+	for _, r := range "n 30." {
+		d.update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	d.update(key("enter"))
+	d.waitForRe(regexp.MustCompile(`(?m)^.?\s*n 30\.$`))
+	d.contains("1 match")
+}
+
 func TestWallRetryDividerAndSummary(t *testing.T) {
 	e := newEnv(t)
 	marker := filepath.Join(t.TempDir(), "failed-once")
