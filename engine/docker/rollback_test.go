@@ -125,6 +125,9 @@ type faultyEngine struct {
 	// up on it: the rollback's deadline then comes mid-call, as it does when a loaded
 	// Engine answers in seconds.
 	hang string
+	// holdExec holds each exec's create this long before it goes to the Engine: a
+	// container's sampler then starts late, as on a loaded machine.
+	holdExec time.Duration
 
 	mu      sync.Mutex
 	removes map[string]int // failed removes, by path
@@ -188,6 +191,9 @@ func (f *faultyEngine) scheduler(t *testing.T) *Scheduler {
 // fault causes the fault r calls for, if any, and reports whether it answered.
 func (f *faultyEngine) fault(w http.ResponseWriter, r *http.Request, tr *http.Transport) bool {
 	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/exec") && f.holdExec > 0:
+		time.Sleep(f.holdExec)
+		return false
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create") && r.URL.Query().Get("name") == f.dropCreate && f.dropCreate != "":
 		body, _ := io.ReadAll(r.Body)
 		conn, _, err := http.NewResponseController(w).Hijack()

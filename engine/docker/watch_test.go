@@ -97,15 +97,34 @@ func logWatch(t *testing.T, s *Scheduler, d *sched.Description) {
 func TestDockerWatchEndsWithContainer(t *testing.T) {
 	needEngine(t)
 	image := shellImage(t)
-	s := newScheduler(t)
-	// Workers that run two seconds and succeed, under an agent that is a shell (the
-	// sampler finds any process whose children have GROUP_RANK), which outlives them
-	// by a second.
+	t.Run("prompt", func(t *testing.T) { watchEndsWithContainer(t, image, newScheduler(t)) })
+	// The sampler starts 3 s after the container, as on a loaded machine (load 46: its
+	// exec, its shell and its first look for the agent took over the 2 s the workers
+	// once slept, and the test found no watch file).
+	t.Run("late", func(t *testing.T) {
+		f := newFaultyEngine(t)
+		f.holdExec = 3 * time.Second
+		watchEndsWithContainer(t, image, f.scheduler(t))
+	})
+}
+
+func watchEndsWithContainer(t *testing.T, image string, s *Scheduler) {
+	// Workers that succeed once the sampler has seen them (their line in the watch
+	// file; a worker's pid is what its shell reads of /proc/self/stat: the command's
+	// "$$" would say "$"), 30 s at most, under an agent that is a shell (the sampler
+	// finds any process whose children have GROUP_RANK), which outlives them by a
+	// second. Workers that slept a fixed 2 s ended unseen where the sampler started
+	// later than that.
+	worker := `read -r p _ </proc/self/stat; n=0
+until case "$(cat ` + watchFile + `.watch 2>/dev/null)" in *" $p $RANK 1"*) true;; *) false;; esac; do
+n=$((n+1)); [ $n -lt 300 ] || exit 1; sleep 0.1; done`
 	r := spec.NewRole("ddp", image, "/bin/sh", "-c",
-		`: torchrun; export GROUP_RANK=0; for i in 0 1; do RANK=$i sleep 2 & done; wait; sleep 1`)
+		`: torchrun; export GROUP_RANK=0; RANK=0 sh -c "$1" & a=$!; RANK=1 sh -c "$1" & b=$!; wait $a && wait $b || exit 1; sleep 1`,
+		"agent", worker)
 	id := launch(t, s, &spec.AppDef{Name: "healthy", Roles: []spec.Role{r}}, nil)
 	d := waitTerminal(t, s, id)
 	if d.Status.State != spec.Succeeded {
+		logWatch(t, s, d)
 		t.Fatalf("app %s %q, want SUCCEEDED", d.Status.State, d.Status.Msg)
 	}
 	cli := engineOf(t, s)
