@@ -656,8 +656,8 @@ func parseIndexes(s string) map[int]bool {
 // Wait returns the app's status once it has ended and the pods wick stopped (a cancel,
 // a failed role's others) have ended too. It watches the app's Jobs (one list, then
 // their changes) rather than asking again and again; then it describes the app, which
-// stops the other roles of a failed one, and watches the pods until the stopped ones
-// have ended.
+// stops the other roles of a failed one, and watches the pods until the stopped ones,
+// and any other still running, have ended.
 func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, error) {
 	c, ns, id, err := s.locate(appID)
 	if err != nil {
@@ -673,7 +673,11 @@ func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, er
 	waited := false
 	err = watchPods(ctx, c, ns, selector(id), func(pods map[string]*corev1.Pod) bool {
 		for _, p := range pods {
-			if stopping(p) {
+			// A pod still running once the app ended is on its way out too: one that
+			// reached its node just after the stop looked (stop leaves a pod with no
+			// node to the suspension) runs until its Job's controller deletes it, and
+			// its replica would read RUNNING in an app that ended.
+			if stopping(p) || p.Status.Phase == corev1.PodRunning {
 				waited = true
 				return false
 			}
