@@ -527,8 +527,27 @@ func (n *NodeReport) rankByWorkers(tb Traceback) (rank int, maybe []int, ok bool
 			ws = append(ws, e)
 		}
 	}
-	if idx < 0 || len(ws) < count {
+	if idx < 0 {
 		return -1, nil, false
+	}
+	if len(ws) < count {
+		// Watched, but a worker's end went unseen (the container or step ended before
+		// the next sample): which began to end first is not known. torchrun's summary
+		// names the first to exit, which is the peer when the one that raised was still
+		// finalizing (it is then sent SIGTERM), so it is no better: the watched workers
+		// that may have written it are a tie.
+		var maybe []int
+		for pid, w := range n.Workers {
+			if e, seen := w.ended(first); killed[pid] || seen && e.by.Before(first) {
+				continue
+			}
+			maybe = append(maybe, w.Rank)
+		}
+		slices.Sort(maybe)
+		if maybe = slices.Compact(maybe); len(maybe) < 2 {
+			return -1, nil, false
+		}
+		return -1, maybe, true
 	}
 	slices.SortFunc(ws, func(a, b ended) int {
 		return cmp.Or(a.by.Compare(b.by), a.after.Compare(b.after), a.rank-b.rank)

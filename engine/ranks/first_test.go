@@ -335,6 +335,21 @@ func TestWatchedWorkersNameTheRaisingRank(t *testing.T) {
 			r2:   Watched{Rank: 2, DownPrev: s(3), Down: s(4), Settled: s(4), GonePrev: s(4), Gone: s(5)},
 			want: want,
 		},
+		{
+			// The samples stopped (the container ended) before rank 2's end was
+			// seen: which began to end first is not known, and the summary, which
+			// names rank 2, is no better (CI, local_docker: rank 1 named for rank 0).
+			name: "one worker's end not seen",
+			r3:   Watched{Rank: 3, DownPrev: s(0), Down: s(2), Settled: s(2)},
+			r2:   Watched{Rank: 2},
+			want: tie,
+		},
+		{
+			name: "the raiser's end not seen",
+			r3:   Watched{Rank: 3},
+			r2:   Watched{Rank: 2, DownPrev: s(3), Down: s(4), Settled: s(4), GonePrev: s(4), Gone: s(5)},
+			want: tie,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := n
