@@ -531,23 +531,7 @@ func (n *NodeReport) rankByWorkers(tb Traceback) (rank int, maybe []int, ok bool
 		return -1, nil, false
 	}
 	if len(ws) < count {
-		// Watched, but a worker's end went unseen (the container or step ended before
-		// the next sample): which began to end first is not known. torchrun's summary
-		// names the first to exit, which is the peer when the one that raised was still
-		// finalizing (it is then sent SIGTERM), so it is no better: the watched workers
-		// that may have written it are a tie.
-		var maybe []int
-		for pid, w := range n.Workers {
-			if e, seen := w.ended(first); killed[pid] || seen && e.by.Before(first) {
-				continue
-			}
-			maybe = append(maybe, w.Rank)
-		}
-		slices.Sort(maybe)
-		if maybe = slices.Compact(maybe); len(maybe) < 2 {
-			return -1, nil, false
-		}
-		return -1, maybe, true
+		return n.unseenTie(first, killed)
 	}
 	slices.SortFunc(ws, func(a, b ended) int {
 		return cmp.Or(a.by.Compare(b.by), a.after.Compare(b.after), a.rank-b.rank)
@@ -586,6 +570,27 @@ func (n *NodeReport) rankByWorkers(tb Traceback) (rank int, maybe []int, ok bool
 		return -1, slices.Compact(tied), true
 	}
 	return w.rank, nil, true
+}
+
+// unseenTie is the cause of a node whose workers were watched but one's end went
+// unseen (the container or step ended before the next sample): which began to end
+// first is not known. torchrun's summary names the first to exit, which is the peer
+// when the one that raised was still finalizing (it is then sent SIGTERM), so it is no
+// better: the watched workers that may have written the traceback are a tie, those
+// killed by a signal and those of an earlier attempt (ended before first) left out.
+// ok is false when fewer than two remain.
+func (n *NodeReport) unseenTie(first time.Time, killed map[int]bool) (rank int, maybe []int, ok bool) {
+	for pid, w := range n.Workers {
+		if e, seen := w.ended(first); killed[pid] || seen && e.by.Before(first) {
+			continue
+		}
+		maybe = append(maybe, w.Rank)
+	}
+	slices.Sort(maybe)
+	if maybe = slices.Compact(maybe); len(maybe) < 2 {
+		return -1, nil, false
+	}
+	return -1, maybe, true
 }
 
 // ended is when a watched worker began to end: after the sample at after, by the
