@@ -21,6 +21,10 @@ import (
 // local schedulers re-execute it as every app's supervisor.
 func TestMain(m *testing.M) {
 	time.Local = time.UTC
+	// A local_cwd dry run lists PYTHONUNBUFFERED in a replica's env only when the
+	// launching environment lacks it, so a preview's length (its "1-29/49") would
+	// depend on the shell the tests run from: the goldens are written with it set.
+	_ = os.Setenv("PYTHONUNBUFFERED", "1")
 	flag.Parse()
 	if abs, err := filepath.Abs(goldenDir); err == nil {
 		goldenDir = abs
