@@ -40,7 +40,9 @@ func TestBulkCancelShowsProgress(t *testing.T) {
 	d.contains("3 marked")
 	d.async = true // the cancel takes the grace period: run it as Bubble Tea would
 	d.keys("x")
-	d.contains("Cancel 3 marked apps?")
+	// The confirmation comes once the apps' states are read again (appops.Bulk): a
+	// listing of the Engine, which takes more than a moment on a busy machine.
+	d.waitScreen("Cancel 3 marked apps?")
 	d.keys("y")
 	d.waitScreen("cancelling ")
 	if !strings.Contains(d.screen(), "/3 apps…") {

@@ -133,7 +133,7 @@ func NewModel(opts Options) (*Model, error) {
 	}
 	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval,
 		settingsPath: path, themesDir: ThemesDir(path), userCmds: userCommands(settings.Commands), alerts: settings.Alerts,
-		wall: wall.Options{RingLines: opts.RingLines, StateDir: uiStateDir(opts.Runner.StateDir())}}
+		wall: wall.Options{RingLines: opts.RingLines, HeldLines: opts.HeldLines, StateDir: uiStateDir(opts.Runner.StateDir())}}
 	// The wall's metrics: the settings' [metrics], under .torchxconfig's [wick:metrics].
 	sections := maps.Clone(settings.Metrics)
 	if wc, ok := conf.(wickSections); ok {

@@ -38,6 +38,9 @@ type Options struct {
 	// RingLines is how many lines the log wall keeps in memory per replica; 0 means
 	// wall.DefaultRingLines. Older lines are read back from the logs when scrolled to.
 	RingLines int
+	// HeldLines is how many lines the log wall's panes keep in memory in all; 0 means
+	// wall.DefaultHeldLines.
+	HeldLines int
 
 	// Input and Output are the terminal; nil means the process's.
 	Input  io.Reader

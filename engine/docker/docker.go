@@ -97,7 +97,7 @@ type Scheduler struct {
 	// failures remembers what stopped torchrun nodes wrote of their failure.
 	failures stoppedCache[*ranks.Failures]
 	// workers remembers what the samplers of stopped torchrun nodes saw of their
-	// workers (see startWatch).
+	// workers (see wrapCommand).
 	workers stoppedCache[map[int]ranks.Watched]
 	// stats keeps containers' previous CPU samples (see Usage).
 	stats statsCache

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wick-dev/wick/engine/gpus"
+	"github.com/wick-dev/wick/engine/ranks/watch"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -373,5 +374,49 @@ func TestJoinErrs(t *testing.T) {
 	err := joinErrs(a, nil, b)
 	if err.Error() != "a; b" || !errors.Is(err, a) || !errors.Is(err, b) {
 		t.Errorf("joinErrs = %v", err)
+	}
+}
+
+// The dry run shows a torchrun node's command as it is submitted: wrapped by the
+// shell that starts the workers' sampler first (see watch.go), TorchX's command its
+// tail; a role that is not watched keeps TorchX's command alone. The wrapper leaves
+// PWD and SHLVL out of the node's environment unless the role sets them.
+func TestDryRunWrapsWatchedNodes(t *testing.T) {
+	node := func(name string, env map[string]string, args ...string) spec.Role {
+		r := spec.NewRole(name, "torch:2", "torchrun", args...)
+		r.Env = env
+		return r
+	}
+	app := &spec.AppDef{Name: "trainer", Roles: []spec.Role{
+		node("ddp", nil, "--nproc_per_node", "2", "train.py"),
+		node("pwd", map[string]string{"PWD": "/x"}, "--nproc_per_node", "2", "train.py"),
+		node("one", nil, "--nproc_per_node", "1", "train.py"),
+		node("ownfile", map[string]string{"TORCHELASTIC_ERROR_FILE": "/tmp/e.json"}, "--nproc_per_node", "2", "train.py"),
+		spec.NewRole("plain", "torch:2", "python", "train.py"),
+	}}
+	req, err := dryRun(t, app, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"torchrun", "--nproc_per_node", "2", "train.py"}
+	for _, c := range req.Containers {
+		argv, wrapped := watch.Unwrap(errorDir, c.Command)
+		switch c.Role {
+		case "ddp", "pwd":
+			if !wrapped || !slices.Equal(argv, want) || c.Command[0] != "/bin/sh" || c.Command[4] != watch.Sampler(errorDir) {
+				t.Errorf("%s: command %q, want the wrapper around %q", c.Role, c.Command, want)
+			}
+			unset := "unset PWD SHLVL; "
+			if c.Role == "pwd" {
+				unset = "unset SHLVL; "
+			}
+			if !strings.HasSuffix(c.Command[2], unset+`exec "$@"`) {
+				t.Errorf("%s: the wrapper does not end with %q:\n%s", c.Role, unset+`exec "$@"`, c.Command[2])
+			}
+		default:
+			if wrapped || c.Command[0] == "/bin/sh" {
+				t.Errorf("%s: command %q is wrapped: no sampler watches it", c.Role, c.Command)
+			}
+		}
 	}
 }

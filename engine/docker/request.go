@@ -372,7 +372,7 @@ func (p *planner) role(role spec.Role, image string) error {
 			Role:        role.Name,
 			Replica:     k,
 			Image:       image,
-			Command:     append([]string{r.Entrypoint}, r.Args...),
+			Command:     wrapCommand(append([]string{r.Entrypoint}, r.Args...), env),
 			Env:         env,
 			Labels:      p.labels(role.Name, k),
 			Mounts:      cmounts,

@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/wick-dev/wick/engine/ranks/watch"
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -165,36 +166,13 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request
 	started := 0
 	err = forEach(ctx, len(cs), func(i int) error {
 		c := &cs[i]
-		opts, err := createOptions(c, req.record)
-		if err != nil {
-			return err
-		}
-		if home := s.homeID(); home != "" {
-			opts.Config.Labels[LabelHome] = home // not in the dry run: it differs per home
-		}
-		res, err := cli.ContainerCreate(calls, opts)
-		if err != nil {
-			if !answered(err) {
+		if unanswered, err := s.createStart(ctx, calls, cli, c, req.record, users[c.Image]); err != nil {
+			if unanswered {
 				mu.Lock()
 				unsure = append(unsure, c.Name)
 				mu.Unlock()
 			}
-			return s.createErr(err, c)
-		}
-		if c.Env[envErrorFile] == errorFile && !rootUser(users[c.Image]) {
-			// A new volume belongs to root: let the image's user write its error file.
-			if _, err := cli.CopyToContainer(calls, res.ID, client.CopyToContainerOptions{DestinationPath: path.Dir(errorDir), Content: bytes.NewReader(errorDirTar())}); err != nil {
-				return fmt.Errorf("preparing container %s: %s", c.Name, engineMessage(s.engineErr(err)))
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err // cancelled: created, not started
-		}
-		if _, err := cli.ContainerStart(calls, res.ID, client.ContainerStartOptions{}); err != nil {
-			return fmt.Errorf("starting container %s: %s", c.Name, engineMessage(s.engineErr(err)))
-		}
-		if watches(c.Command, c.Env[envErrorFile]) {
-			startWatch(calls, cli, res.ID)
+			return err
 		}
 		mu.Lock()
 		started++
@@ -211,6 +189,52 @@ func (s *Scheduler) launch(ctx context.Context, cli *client.Client, req *Request
 	}
 	progress.Report("launched %s: %s", req.AppID, spec.Count(len(cs), "container"))
 	return nil, nil
+}
+
+// createStart creates and starts the container c of an app whose record is record;
+// user is its image's user. unanswered is set when the Engine did not answer the
+// create: the container may exist all the same. A container
+// whose command is the sampler's wrapper (see watch.go) and whose image has no
+// /bin/sh (the Engine's stat of it in the created container finds none) is made
+// again with its command alone, and is not watched.
+func (s *Scheduler) createStart(ctx, calls context.Context, cli *client.Client, c *Container, record, user string) (unanswered bool, err error) {
+	opts, err := createOptions(c, record)
+	if err != nil {
+		return false, err
+	}
+	if home := s.homeID(); home != "" {
+		opts.Config.Labels[LabelHome] = home // not in the dry run: it differs per home
+	}
+	res, err := cli.ContainerCreate(calls, opts)
+	if err != nil {
+		return !answered(err), s.createErr(err, c)
+	}
+	if argv, ok := watch.Unwrap(errorDir, c.Command); ok {
+		// The Engine's init, not the runtime, execs the entrypoint: a missing
+		// /bin/sh would not fail the start, but end the container with 127.
+		_, err := cli.ContainerStatPath(calls, res.ID, client.ContainerStatPathOptions{Path: "/bin/sh"})
+		if err != nil && cerrdefs.IsNotFound(err) {
+			if _, err := cli.ContainerRemove(calls, res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+				return false, fmt.Errorf("removing container %s to make it again without /bin/sh, which its image lacks: %s", c.Name, engineMessage(s.engineErr(err)))
+			}
+			plain := *c
+			plain.Command = argv
+			return s.createStart(ctx, calls, cli, &plain, record, user)
+		}
+	}
+	if c.Env[envErrorFile] == errorFile && !rootUser(user) {
+		// A new volume belongs to root: let the image's user write its error file.
+		if _, err := cli.CopyToContainer(calls, res.ID, client.CopyToContainerOptions{DestinationPath: path.Dir(errorDir), Content: bytes.NewReader(errorDirTar())}); err != nil {
+			return false, fmt.Errorf("preparing container %s: %s", c.Name, engineMessage(s.engineErr(err)))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // cancelled: created, not started
+	}
+	if _, err := cli.ContainerStart(calls, res.ID, client.ContainerStartOptions{}); err != nil {
+		return false, fmt.Errorf("starting container %s: %s", c.Name, engineMessage(s.engineErr(err)))
+	}
+	return false, nil
 }
 
 // forEach runs f(0..n-1) at most maxParallel at a time and returns the first error.

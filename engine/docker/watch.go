@@ -18,22 +18,35 @@ import (
 // keeps one log per container, so two workers of a node that raise within the same
 // second leave two unprefixed tracebacks that neither the log nor torchrun's summary
 // (which lists the workers its poll found ended: the peer that failed of the raising
-// one may be all it lists) puts on a rank. Right after the container starts, an exec
-// runs the sampler there (startWatch); it writes to the container's error volume
-// (errorDir/workers.watch), which outlives the container's processes, and ends with
-// them. The root cause reads it back once the container stopped (nodeWorkers) and
-// puts each unprefixed traceback on the worker seen to begin to end in its order, or
-// says the tie ("rank 2 or 3") where the samples do not order them.
+// one may be all it lists) puts on a rank. The container's command is wrapped
+// (wrapCommand, watch.Wrap): a /bin/sh starts the sampler in the background, then
+// execs the node's command, which is then the process the container's init runs, with
+// its signals, environment and exit status. The sampler thus watches from before the
+// agent starts: an exec after the container's start (as before) came seconds late on
+// a loaded machine, after workers that fail in their first seconds had ended, and
+// their tie stood. The dry run shows the wrapped command, as it is submitted (as
+// Slurm's shows its replica wrapper); TorchX's command is its tail, after
+// "wick-watch" and the sampler's script. The sampler writes to the container's error
+// volume (errorDir/workers.watch), which outlives the container's processes, and
+// ends with them. The root cause reads it back once the container stopped
+// (nodeWorkers) and puts each unprefixed traceback on the worker seen to begin to end
+// in its order, or says the tie ("rank 2 or 3") where the samples do not order them.
 //
 // Bounds: the sampler is a shell that wakes every 100 ms; where the image has bash
-// it starts no process then (see watch.Command), else a sleep each time, and it
-// starts three small ones per process on the way to the agent until it is found, and
-// per new child of the agent. The file stays under 2*watch.Rotate lines. The exec's
-// process ends with the container's (its pid namespace's first process). A node
-// without /bin/sh, or whose date cannot print milliseconds, is not watched, and its
-// tie stands. A container the Engine restarted (max_retries) runs no new sampler: the
-// workers of the run before ended before the new run's tracebacks began, and do not
-// count (ranks.NodeReport.rankByWorkers).
+// it starts no process then (see watch.Sampler), else a sleep each time. Until it has
+// found the agent it starts three small ones per process below the node's command, at
+// each of its first 100 wakes, then every 0.5 s; then three per new child of the
+// agent. The file stays under 2*watch.Rotate lines. The sampler's process is one of
+// the container's (its pid namespace's), and ends with its first process. In an image
+// without /bin/sh (the Engine's init would fail to exec it, and the container end
+// with 127; launch stats it in the created container, one call per wrapped
+// container) the container is made again with the node's command alone and is not
+// watched, and its tie stands; one whose date cannot print milliseconds is not
+// watched either. A container the Engine restarted (max_retries) runs no new sampler
+// (the wrapper finds errorDir/workers.start): the workers of the run before ended
+// before the new run's tracebacks began, and do not count
+// (ranks.NodeReport.rankByWorkers); the new run's, whose pids may be the same, would
+// be mixed with them.
 
 // watchFile is where a container's sampler writes (watch.Sampler), without its suffix.
 const watchFile = errorDir + "/workers"
@@ -48,14 +61,21 @@ func watches(argv []string, errFile string) bool {
 	return errFile == errorFile && ranks.RunsTorchrun(argv) && ranks.NProcPerNode(argv) != 1
 }
 
-// startWatch starts the sampler in the container id, as the image's user, detached.
-// An image without /bin/sh fails the exec, and nothing is watched: no error.
-func startWatch(ctx context.Context, cli *client.Client, id string) {
-	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: watch.Command(errorDir)})
-	if err != nil {
-		return
+// wrapCommand is the command of a replica's container (argv, in an environment env):
+// the sampler's wrapper around argv where watches says so, else argv. The wrapper's
+// shell leaves the variables it would add (PWD, SHLVL) out of argv's environment,
+// unless env sets them.
+func wrapCommand(argv []string, env map[string]string) []string {
+	if !watches(argv, env[envErrorFile]) {
+		return argv
 	}
-	_, _ = cli.ExecStart(ctx, ex.ID, client.ExecStartOptions{Detach: true})
+	var unset []string
+	for _, k := range []string{"PWD", "SHLVL"} {
+		if _, ok := env[k]; !ok {
+			unset = append(unset, k)
+		}
+	}
+	return watch.Wrap(errorDir, unset, argv)
 }
 
 // nodeWorkers is what the sampler of a stopped torchrun node's container saw of its

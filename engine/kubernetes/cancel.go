@@ -65,7 +65,10 @@ const releaseWait = 15 * time.Second
 //     reads the Job's pods from (so that the suspension below cannot make it delete a
 //     pod it still believes its own);
 //  3. each unfinished Job is suspended: nothing starts again, and its controller
-//     deletes the pods that never reached a node.
+//     deletes the pods that never reached a node. A sync of the Job between step 2
+//     and this one (batched from an earlier pod event) sees the released pod gone and
+//     makes a replacement: the suspension deletes it before it starts, and status
+//     leaves such a pod out (fetch).
 //
 // Every step can be done twice: a later call goes on where one stopped.
 func (s *Scheduler) stop(ctx context.Context, c *conn, o *appObjects, why string) error {
@@ -123,8 +126,10 @@ func suspendApp(cctx context.Context, c *conn, o *appObjects) []error {
 	var errs []error
 	suspend := []byte(`{"spec":{"suspend":true}}`)
 	if o.set != nil {
-		// The JobSet's controller would resume a Job suspended behind its back: the
-		// JobSet is suspended, and its controller suspends the Jobs.
+		// The JobSet's controller would resume a Job suspended behind its back (even
+		// after this patch, from a cache that has not seen it yet): the JobSet is
+		// suspended, and its controller suspends the Jobs. That leaves the Job
+		// controller a little longer to replace a released pod (see stop).
 		if o.set.Spec.Suspend == nil || !*o.set.Spec.Suspend {
 			if err := c.patchJobSet(cctx, o.ns, o.set.Name, suspend); err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, c.apiError("suspending JobSet "+o.set.Name, err))

@@ -687,12 +687,28 @@ func (s *Scheduler) Wait(ctx context.Context, appID string) (*spec.AppStatus, er
 	if err != nil {
 		return &d.Status, fmt.Errorf("waiting for the stopped pods of %s to end: %w", appID, err)
 	}
-	if waited {
+	// Described again when the watch waited, or when the first description still had
+	// a replica running: that Describe stopped it, and a pod its Job's controller
+	// deleted before the watch listed the pods was never seen stopping (CI: srv/0
+	// RUNNING in a FAILED app).
+	if waited || replicaRunning(&d.Status) {
 		if d, err = s.Describe(ctx, appID); err != nil {
 			return nil, err
 		}
 	}
 	return &d.Status, nil
+}
+
+// replicaRunning reports whether a replica of st has not ended.
+func replicaRunning(st *spec.AppStatus) bool {
+	for _, r := range st.Roles {
+		for _, x := range r.Replicas {
+			if !x.State.Terminal() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitEnded watches app id's owner until the app has ended (or is gone): its JobSet

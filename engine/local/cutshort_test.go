@@ -247,3 +247,35 @@ func waitCmdline(t *testing.T, pid int, dir string) {
 		}
 	}
 }
+
+// TestMkAppDirTakesOverOnlyARemnant: a state directory with neither launch file (a
+// launcher killed between its mkdir and its first save) is made anew; one holding
+// either file is an app, refused and left as it was.
+func TestMkAppDirTakesOverOnlyARemnant(t *testing.T) {
+	apps := t.TempDir()
+	remnant := filepath.Join(apps, "remnant")
+	if err := os.MkdirAll(filepath.Join(remnant, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkAppDir(remnant); err != nil {
+		t.Fatalf("a remnant: %v", err)
+	}
+	if left, _ := os.ReadDir(remnant); len(left) != 0 {
+		t.Errorf("the remnant was not made anew: %d entries left", len(left))
+	}
+	for _, f := range []string{launchFile, stateFile} {
+		app := filepath.Join(apps, "with-"+f)
+		if err := os.MkdirAll(app, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(app, f), []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := mkAppDir(app); !errors.Is(err, os.ErrExist) {
+			t.Errorf("a directory with %s: %v, want it to exist", f, err)
+		}
+		if _, err := os.Stat(filepath.Join(app, f)); err != nil {
+			t.Errorf("%s was touched: %v", f, err)
+		}
+	}
+}

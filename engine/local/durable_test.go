@@ -1,10 +1,12 @@
 package local
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +217,193 @@ func TestLaunchFilesDurable(t *testing.T) {
 	if synced.end > goByte.begin {
 		t.Errorf("the supervisor told to go (line %d) before the directory's fsync returned (line %d)", goByte.begin, synced.end)
 	}
+}
+
+// TestEndDurable: the end's order on disk, from a strace of a real supervisor. Every
+// log file's last fsync returns before the final state is renamed over state.json
+// (every line the app wrote is on disk before its end is); the app's directory is
+// fsynced after that rename and before the launcher is told of the end (the ready
+// pipe, its bell, closed); SUCCESS is renamed into place only after that fsync (no
+// crash leaves a summary of an end that state.json does not hold), and its file was
+// fsynced before (never torn). SUCCESS's directory is not fsynced on the way to the
+// final state: that fsync cost every attached run a round of device flush of its own,
+// between the logs' and the final state's.
+func TestEndDurable(t *testing.T) {
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("no strace")
+	}
+	s := testScheduler(t, false)
+	trace := filepath.Join(t.TempDir(), "trace")
+	// As in TestRunningStateDurable: the supervisor alone under strace, its reaper
+	// traced by -f.
+	s.cfg.Self = []string{"sh", "-c", `[ -n "$` + envReaper + `" ] && exec "$0" "$@"; exec '` + st + `' -f -y -q -o '` + trace + `' -e trace=execve,fsync,rename,renameat,renameat2,write,close "$0" "$@"`, os.Args[0]}
+	id := start(t, s, appOf("durable", role("a", "sh", "-c", "echo hi; echo err >&2")), nil)
+	if got := waitApp(t, s, id); got.State != spec.Succeeded {
+		t.Fatalf("state %s", got.State)
+	}
+	dir, _ := s.appDir(id)
+	l, err := readLaunch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := l.Request.LogDir
+	waitTraced(t, trace)
+	evs := readStrace(t, trace)
+	var final *straceEvent // the last rename over state.json: the final state
+	for _, ev := range evs {
+		if strings.HasPrefix(ev.call, "rename") && strings.Contains(ev.args, `"`+filepath.Join(dir, stateFile)+`"`) {
+			final = ev
+		}
+	}
+	if final == nil {
+		t.Fatalf("no save of the state in the trace:\n%s", dump(evs))
+	}
+	var synced *straceEvent // the app directory's first fsync after that rename
+	for _, ev := range evs {
+		if ev.call == "fsync" && strings.Contains(ev.args, "<"+dir+">") && ev.begin > final.end {
+			synced = ev
+			break
+		}
+	}
+	if synced == nil {
+		t.Fatalf("the final state's rename (line %d) is followed by no fsync of %s:\n%s", final.begin, dir, dump(evs))
+	}
+	lastSync := map[string]*straceEvent{} // by log file
+	for _, ev := range evs {
+		if ev.call != "fsync" || !strings.Contains(ev.args, "<"+logDir+"/") || strings.Contains(ev.args, successFile) {
+			continue
+		}
+		_, path, _ := strings.Cut(ev.args, "<")
+		path, _, _ = strings.Cut(path, ">")
+		lastSync[path] = ev
+	}
+	for _, name := range []string{"combined.log", "stdout.log", "stderr.log"} {
+		ev := lastSync[filepath.Join(logDir, "a", "0", name)]
+		switch {
+		case ev == nil:
+			t.Errorf("no fsync of %s in the trace:\n%s", name, dump(evs))
+		case ev.end > final.begin:
+			t.Errorf("%s's last fsync returned at line %d, after the final state's rename (line %d)", name, ev.end, final.begin)
+		}
+	}
+	for _, ev := range evs {
+		if ev.call == "fsync" && strings.Contains(ev.args, "<"+logDir+">") && ev.begin < synced.end {
+			t.Errorf("the log directory fsynced (line %d) on the way to the final state (durable at line %d)", ev.begin, synced.end)
+		}
+	}
+	var successSync, successPut *straceEvent
+	for _, ev := range evs {
+		switch {
+		case ev.call == "fsync" && strings.Contains(ev.args, "/."+successFile+"."):
+			successSync = ev
+		case strings.HasPrefix(ev.call, "rename") && strings.Contains(ev.args, `"`+filepath.Join(logDir, successFile)+`"`):
+			successPut = ev
+		}
+	}
+	switch {
+	case successSync == nil || successPut == nil:
+		t.Errorf("SUCCESS's fsync or rename missing from the trace:\n%s", dump(evs))
+	case successSync.end > successPut.begin:
+		t.Errorf("SUCCESS renamed (line %d) before its file's fsync returned (line %d)", successPut.begin, successSync.end)
+	case successPut.begin < synced.end:
+		t.Errorf("SUCCESS renamed (line %d) before the final state was durable (line %d)", successPut.begin, synced.end)
+	}
+	told := -1 // the supervisor's close of the ready pipe, its bell: the end told
+	for _, ev := range evs {
+		if ev.call == "close" && strings.HasPrefix(ev.args, "3<pipe:") && ev.begin > final.end {
+			told = ev.begin
+			break
+		}
+	}
+	if told < 0 {
+		t.Errorf("no close of the ready pipe after the final state's rename:\n%s", dump(evs))
+	} else if told < synced.end {
+		t.Errorf("the launcher told of the end (line %d) before the final state was durable (line %d)", told, synced.end)
+	}
+	// What a reader finds once the app has ended.
+	var success map[string]any
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(logDir, successFile))), &success); err != nil || success["final_state"] != "SUCCEEDED" {
+		t.Errorf("SUCCESS: %v %v", success, err)
+	}
+}
+
+// TestLaunchForksOnlyTheSupervisor: the launcher's only child is its supervisor, an
+// exec of the supervisor's command. os/exec's first start in a process first forks a
+// child that exits at once, to check that pidfds work (os.checkPidfd): a process more
+// to schedule on the way to every launch from a one-shot wick. The launch runs in a
+// child test process under strace -f (real system calls), as TestLaunchFilesDurable's.
+func TestLaunchForksOnlyTheSupervisor(t *testing.T) {
+	st, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("no strace")
+	}
+	home, trace := t.TempDir(), filepath.Join(t.TempDir(), "trace")
+	cmd := exec.Command(st, "-f", "-q", "-o", trace, "-e", "trace=clone,clone3,fork,vfork,execve",
+		os.Args[0], "-test.run", "^TestLaunchFilesDurable$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envLaunchHome+"="+home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the traced launch: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := regexp.MustCompile(`^(\d+)\s+(clone3?|v?fork)\((.*)$`)
+	resumed := regexp.MustCompile(`^(\d+)\s+<\.\.\. (clone3?|v?fork) resumed>.*= (\d+)`)
+	returned := regexp.MustCompile(`= (\d+)$`)
+	execd := map[string]bool{}
+	launcher := map[string]bool{} // the launcher's threads: its first pid, and those it cloned as threads
+	var forked []string           // the processes the launcher forked
+	flags := map[string]string{}  // a pending clone's arguments, by the calling thread
+	child := func(parent, args, pid string) {
+		switch {
+		case !launcher[parent]:
+		case strings.Contains(args, "CLONE_THREAD"):
+			launcher[pid] = true
+		default:
+			forked = append(forked, pid)
+		}
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if i == 0 {
+			launcher[f[0]] = true
+		}
+		if strings.HasPrefix(f[1], "execve(") && strings.HasSuffix(line, "= 0") || strings.HasPrefix(f[1], "<...") && strings.Contains(line, "execve resumed>") && strings.HasSuffix(line, "= 0") {
+			execd[f[0]] = true
+			continue
+		}
+		if m := call.FindStringSubmatch(line); m != nil {
+			if r := returned.FindStringSubmatch(line); r != nil {
+				child(m[1], m[3], r[1])
+			} else {
+				flags[m[1]] = m[3]
+			}
+			continue
+		}
+		if m := resumed.FindStringSubmatch(line); m != nil {
+			child(m[1], flags[m[1]], m[3])
+		}
+	}
+	if len(forked) == 0 {
+		t.Fatalf("the launcher forked nothing:\n%s", b)
+	}
+	for _, pid := range forked {
+		if !execd[pid] {
+			t.Errorf("the launcher forked process %d, which never executed a program:\n%s", atoi(pid), b)
+		}
+	}
+	if len(forked) != 1 {
+		t.Errorf("the launcher forked %d processes, want 1 (its supervisor):\n%s", len(forked), b)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

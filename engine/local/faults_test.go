@@ -411,13 +411,14 @@ func TestUnknownAppsAreNotFound(t *testing.T) {
 	}
 }
 
-// waitReaper waits until the supervisor has started its reaper (after reaperDelay).
+// waitReaper waits until the supervisor has started its reaper (after reaperDelay)
+// and returns its pid.
 // The tests that call it kill the supervisor: at the test's end, before its
 // directories are removed, it waits for the reaper to have finished (it kills what is
 // left, drains the pipes, ends the logs and saves the app's end there; a status read
 // may have saved the end before it: CI's "TempDir RemoveAll cleanup: directory not
 // empty" while it wrote).
-func waitReaper(t testing.TB, supervisor int) {
+func waitReaper(t testing.TB, supervisor int) int {
 	t.Helper()
 	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for time.Now().Before(deadline) {
@@ -433,13 +434,14 @@ func waitReaper(t testing.TB, supervisor int) {
 				if bytes.Contains(cmd, []byte(SuperviseVerb)) {
 					pid, _ := strconv.Atoi(e.Name())
 					t.Cleanup(func() { waitProcGone(t, pid) })
-					return
+					return pid
 				}
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("the supervisor started no reaper")
+	return 0
 }
 
 // A cancel repeated while the app stops (a retry, or cancel then delete --force)

@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wick-dev/wick/engine/logs"
 	"github.com/wick-dev/wick/engine/sched"
@@ -139,6 +142,40 @@ func TestLogCacheSeesChanges(t *testing.T) {
 	var ce *CorruptError
 	if _, err := s.Logs(ctx, b, "echo", 1, sched.LogOptions{}); !errors.As(err, &ce) {
 		t.Errorf("logs of a corrupted app: %v", err)
+	}
+}
+
+// TestLogCacheLoadsAStateOnce: the readers of many replicas opening together, the
+// state unchanged, load the app's state once; the others wait for it and find it
+// cached (each loaded it while none was cached: 1,024 decodings at once).
+func TestLogCacheLoadsAStateOnce(t *testing.T) {
+	s := testScheduler(t, false)
+	id, _ := manyReplicaApp(t, s, 2)
+	dir := filepath.Join(s.appsDir(), id)
+	c := &logCache{}
+	var loads atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			_, err := c.state(dir, func() (*state, error) {
+				loads.Add(1)
+				time.Sleep(20 * time.Millisecond) // a load takes a while: the others come meanwhile
+				_, st, err := s.load(id)
+				return st, err
+			})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := loads.Load(); n != 1 {
+		t.Fatalf("64 readers opening together loaded the state %d times, want 1", n)
 	}
 }
 

@@ -167,10 +167,38 @@ func testScheduler(t testing.TB, dir bool) *Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the temporary directory goes (cleanups run last first): an ended app's
+	// supervisor still puts SUCCESS in place and ends the logs after the final state
+	// that Wait returned on, as `wick delete` knows (it waits for the supervisor).
+	t.Cleanup(func() { awaitEndedSupervisors(t, cfg.StateDir) })
 	if dir {
 		s.name = NameDir
 	}
 	return s
+}
+
+// awaitEndedSupervisors waits, for a while, for the supervisor of every app under
+// stateDir whose state is final to exit. Supervisors of apps still running are the
+// test's to stop.
+func awaitEndedSupervisors(t testing.TB, stateDir string) {
+	deadline := time.Now().Add(testkit.Scale(30 * time.Second))
+	_ = filepath.WalkDir(stateDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != stateFile {
+			return nil
+		}
+		st, err := readState(filepath.Dir(path))
+		if err != nil || !st.State.Terminal() {
+			return nil
+		}
+		for st.Supervisor.Alive() {
+			if time.Now().After(deadline) {
+				t.Logf("%s: its supervisor (pid %d) has not exited", filepath.Dir(path), st.Supervisor.PID)
+				return filepath.SkipAll
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
 }
 
 func role(name, entry string, args ...string) spec.Role {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -267,12 +268,25 @@ func (sv *supervisor) sendReaper(msg string, fd int) bool {
 			err = nil
 			continue
 		}
+		if errors.Is(werr, os.ErrDeadlineExceeded) {
+			err = werr // the last try's EAGAIN says less
+		}
 		if err == nil {
 			err = werr
 		}
 	}
 	if err != nil {
-		sv.logf("reaper: %v", err)
+		if errors.Is(err, os.ErrDeadlineExceeded) && sv.reaperProc > 0 {
+			// A reaper that reads too slowly (starved on a machine at load 1,000) is
+			// alive: were the socket closed under it, it would take the end for the
+			// supervisor's death and kill the app. It is killed first (it is this
+			// process's child: its pid is not reused before it is reaped), and the
+			// app goes on without one.
+			_ = unix.Kill(sv.reaperProc, unix.SIGKILL)
+			sv.logf("reaper: it read nothing for %v (%v): stopped; the app goes on without it", reaperWriteTimeout, err)
+		} else {
+			sv.logf("reaper: %v", err)
+		}
 		sv.reaper.Close()
 		sv.reaper = nil
 		return false

@@ -57,8 +57,9 @@ func (sv *supervisor) makeReserve() {
 	sv.reserved = true
 }
 
-// finalFile is the final state written beside state.json (state.prepare), or why it
-// could not be.
+// finalFile is a file of the end written beside its name, fsynced, not yet put in
+// place (the final state beside state.json, state.prepare; SUCCESS, prepareSuccess),
+// or why it could not be.
 type finalFile struct {
 	p   *safefs.Prepared
 	err error

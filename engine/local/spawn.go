@@ -306,7 +306,7 @@ func mergeEnv(base []string, env map[string]string) []string {
 	out := make([]string, 0, len(base)+len(env))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, over := env[k]; over || k == envReadyFD || k == envReaper {
+		if _, over := env[k]; over || k == envReadyFD || k == envGoFD || k == envReaper {
 			continue
 		}
 		out = append(out, kv)

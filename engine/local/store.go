@@ -150,6 +150,8 @@ type logCache struct {
 	heads    map[string]cachedLaunch // launches without their request (Describe)
 	states   map[string]cachedState
 	dirs     map[string]cachedDirs // log directories of some replicas (DescribeReplicas)
+	// loading has, by app directory, the lock of its state's loading (see state).
+	loading map[string]*sync.Mutex
 }
 
 // fileKey identifies a version of a file.
@@ -275,11 +277,19 @@ func stateKey(appDir string) (fileKey, bool) {
 func (c *logCache) state(appDir string, load func() (*state, error)) (logState, error) {
 	key, ok := stateKey(appDir)
 	if c != nil && ok {
-		c.mu.Lock()
-		e, hit := c.states[appDir]
-		c.mu.Unlock()
-		if hit && e.key == key {
-			return e.ls, nil
+		if ls, hit := c.cachedState(appDir, key); hit {
+			return ls, nil
+		}
+		// One load of an app's state at a time: the readers of a wall of 1,024
+		// replicas opening while the app still wrote its state each read and decoded
+		// it, 340 MB at once; the others wait, and then find it cached unless it
+		// changed again.
+		unlock := c.lockLoad(appDir)
+		defer unlock()
+		if key, ok = stateKey(appDir); ok {
+			if ls, hit := c.cachedState(appDir, key); hit {
+				return ls, nil
+			}
 		}
 	}
 	st, err := load()
@@ -291,6 +301,31 @@ func (c *logCache) state(appDir string, load func() (*state, error)) (logState, 
 		c.put(appDir, key, ls)
 	}
 	return ls, nil
+}
+
+// cachedState returns what the version key of appDir's state file said, when it is
+// cached.
+func (c *logCache) cachedState(appDir string, key fileKey) (logState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, hit := c.states[appDir]
+	return e.ls, hit && e.key == key
+}
+
+// lockLoad takes the lock of the loading of appDir's state and returns its release.
+func (c *logCache) lockLoad(appDir string) (unlock func()) {
+	c.mu.Lock()
+	if c.loading == nil || len(c.loading) >= maxCached {
+		c.loading = map[string]*sync.Mutex{}
+	}
+	l := c.loading[appDir]
+	if l == nil {
+		l = &sync.Mutex{}
+		c.loading[appDir] = l
+	}
+	c.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // put records ls as what the app's state file said in the version key.

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,17 +138,16 @@ func supervise(ctx context.Context, appDir string, beforeLogs func(dir string)) 
 func (sv *supervisor) ringLauncher(ready *os.File) {
 	rang := make(chan struct{})
 	sv.rang = rang
+	// The logs ring it from now on; it holds their rings until the report is
+	// written, then rings once for them (logs.NewReportBell).
+	sv.bell = logs.NewReportBell(ready)
+	sv.rec.SetBell(sv.bell)
 	go func() {
 		defer close(rang)
 		if err := sv.dirSync.Flush(); err != nil {
 			sv.logf("save app state: %v", err)
 		}
-		if _, err := ready.WriteString("ok\n"); err != nil {
-			ready.Close()
-			return
-		}
-		sv.bell = logs.NewBell(ready)
-		sv.rec.SetBell(sv.bell)
+		_ = sv.bell.Report("ok\n") // a launcher gone: the bell rings nothing
 	}()
 }
 
@@ -1231,8 +1231,9 @@ func (sv *supervisor) finished() bool {
 }
 
 // finalize ends the app: it waits for the output to be recorded, stops what replicas
-// left behind, writes the final state, then ends every log (so that a follower that
-// sees the end finds the final state), and dismisses the reaper.
+// left behind, writes the final state, then SUCCESS, then ends every log (so that a
+// follower that sees the end finds the final state, and SUCCESS), and dismisses the
+// reaper.
 func (sv *supervisor) finalize() {
 	sv.killOrphans()
 	if sv.cg != nil {
@@ -1282,28 +1283,35 @@ func (sv *supervisor) finalize() {
 	}
 	sv.st.State = sv.target
 	sv.st.Ended = now
-	// Everything in the directories is written before the terminal state: whoever
-	// waits for it (and then reads or deletes the app) finds the app complete, and
-	// the logs are on disk before it (syncLogs), whatever crash comes after.
-	// SUCCESS's writes and the logs' fsyncs go at once: both are on disk before the
-	// final state, and concurrent fsyncs share the file system's journal commits
-	// (one after the other, an attached run waited for SUCCESS's two first).
-	// The final state's own file is written and fsynced meanwhile too; only its
-	// rename over state.json (and the directory's fsync) waits for them, and for the
-	// launcher's report of the start, whose directory fsync they ran beside when the
-	// app ended at once (ringLauncher).
-	var success, prepared sync.WaitGroup
-	success.Go(sv.writeSuccess)
-	var final finalFile
-	prepared.Go(func() { final.p, final.err = sv.st.prepare(sv.dir) })
+	// The order on disk (docs/architecture.md, "The order on disk"): every log line
+	// before the final state, the final state before the launcher is told of the end,
+	// SUCCESS after the final state. Two rounds of device flush, not three:
+	//   1. the log files' fsyncs, and the final state's and SUCCESS's new files
+	//      written and fsynced beside their names, all at once (concurrent fsyncs of
+	//      one file system share its journal commits);
+	//   2. the final state renamed over state.json and the app's directory fsynced,
+	//      once the launcher's report of the start is written (ringLauncher: its
+	//      directory fsync ran beside round 1 when the app ended at once).
+	// Then SUCCESS is renamed into the log directory, without that directory's fsync:
+	// TorchX's summary is derived from the final state and nothing reads it back, so
+	// a machine crash may take it back (a final state without SUCCESS), never leave
+	// it without the final state, whose fsync came first; its file was fsynced before
+	// the rename, so no crash leaves it torn. Before, SUCCESS's rename and its
+	// directory's fsync were a round of their own, between 1 and 2, on every
+	// attached run's path to its end.
+	var files sync.WaitGroup
+	var final, success finalFile
+	files.Go(func() { success.p, success.err = sv.prepareSuccess() })
+	files.Go(func() { final.p, final.err = sv.st.prepare(sv.dir) })
 	sv.syncLogs()
-	success.Wait()
-	prepared.Wait()
+	files.Wait()
 	sv.awaitRing()
-	if err := sv.saveFinal(final); err != nil {
+	err := sv.saveFinal(final)
+	if err != nil {
 		sv.logf("the final state could not be written: %v", err)
 		sv.recordUnsaved(err)
 	}
+	sv.putSuccess(success, err == nil)
 	sv.dirty = false
 	for _, r := range sv.all {
 		if !r.endMarked {
@@ -1387,8 +1395,9 @@ func (sv *supervisor) killOrphans() {
 	sv.kids.reap()
 }
 
-// writeSuccess writes TorchX's SUCCESS summary in the app's log directory.
-func (sv *supervisor) writeSuccess() {
+// prepareSuccess writes TorchX's SUCCESS summary beside its name in the app's log
+// directory, fsynced; putSuccess puts it in place once the final state is.
+func (sv *supervisor) prepareSuccess() (*safefs.Prepared, error) {
 	type rep struct {
 		ReplicaID int    `json:"replica_id"`
 		PID       int    `json:"pid"`
@@ -1411,7 +1420,25 @@ func (sv *supervisor) writeSuccess() {
 		"last_updated": time.Now().Unix(),
 		"roles":        roles,
 	}
-	if err := writeJSONAtomic(sv.req.LogDir, successFile, doc); err != nil {
-		sv.logf("write %s: %v", successFile, err)
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return safefs.PrepareFile(sv.req.LogDir, successFile, append(data, '\n'))
+}
+
+// putSuccess renames the prepared SUCCESS into place, without its directory's fsync
+// (finalize says why), where the final state was saved; otherwise it removes it: a
+// summary must not name an end that state.json does not hold.
+func (sv *supervisor) putSuccess(success finalFile, saved bool) {
+	switch {
+	case success.err != nil:
+		sv.logf("write %s: %v", successFile, success.err)
+	case !saved:
+		success.p.Discard()
+	default:
+		if err := success.p.Replace(); err != nil {
+			sv.logf("write %s: %v", successFile, err)
+		}
 	}
 }

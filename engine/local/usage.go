@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wick-dev/wick/engine/sched"
 	"github.com/wick-dev/wick/engine/spec"
 )
@@ -197,16 +199,38 @@ func readUptime(root string) (time.Duration, error) {
 	return time.Duration(secs * float64(time.Second)), nil
 }
 
-// readBounded reads a file into buf, at most len(buf) bytes.
+// readBounded reads a file into buf, at most len(buf) bytes. It uses the system calls
+// themselves, not an os.File: a sample reads two small files of every process of
+// the machine, and os.Open of one is six calls (open, then making it non-blocking,
+// offering it to the runtime's poller, which refuses it, and making it blocking
+// again) and a finalizer where open is one: the sample of a wall of 16 replicas on a
+// machine of a few hundred processes was 18% of the wall's CPU.
 func readBounded(path string, buf []byte) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
 	}
-	defer f.Close()
-	n, err := io.ReadFull(f, buf)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, err
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		k, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if k == 0 {
+			break
+		}
+		n += k
 	}
 	return buf[:n], nil
 }

@@ -3,6 +3,7 @@ package logs
 import (
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,23 +23,68 @@ import (
 // file when it does). It is safe for concurrent use; the zero and nil Bells ring
 // nothing.
 type Bell struct {
-	mu sync.RWMutex
-	f  *os.File // nil once closed
-	fd int      // f's descriptor, non-blocking
+	mu     sync.RWMutex
+	f      *os.File // nil once closed, and while a report is held
+	fd     int      // f's descriptor, non-blocking
+	report *os.File // the pipe, while its report is to be written (NewReportBell)
+
+	// held is set until the report is written; a ring meanwhile sets missed, and
+	// Report rings once for them all.
+	held, missed atomic.Bool
 }
 
-// NewBell makes f, the write end of a pipe, a Bell: f is made non-blocking.
-func NewBell(f *os.File) *Bell {
-	b := &Bell{f: f, fd: -1}
-	// Not f.Fd(): it would put the descriptor back into blocking mode.
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { b.fd = int(fd) })
-	}
-	if b.fd < 0 || unix.SetNonblock(b.fd, true) != nil {
-		f.Close()
-		b.f = nil // a bell that cannot ring without blocking rings nothing
-	}
+// NewReportBell makes f, the write end of a pipe whose reader first reads a line of
+// report (the supervisor's report of its start, which the launcher reads a byte at a
+// time), a Bell. It holds its rings until Report has written that line (and made f
+// non-blocking), then rings once for them. A writer can ring it from the start, and the follower, opened on the report,
+// misses no write made before it: one made between the report and the bell's use
+// rang nothing before, and a follower that had read the files just before it waited
+// for a next write that an app hung after its first lines never made.
+func NewReportBell(f *os.File) *Bell {
+	b := &Bell{fd: -1, report: f}
+	b.held.Store(true)
 	return b
+}
+
+// attach makes f, non-blocking, the bell's pipe. Called with b.mu held, or before b
+// is shared.
+func (b *Bell) attach(f *os.File) {
+	// Not f.Fd(): it would put the descriptor back into blocking mode.
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(d uintptr) { fd = int(d) })
+	}
+	if fd < 0 || unix.SetNonblock(fd, true) != nil {
+		f.Close() // a bell that cannot ring without blocking rings nothing
+		return
+	}
+	b.f, b.fd = f, fd
+}
+
+// Report writes line on a NewReportBell's pipe, then lets the bell ring: at once if
+// it rang meanwhile. A pipe that cannot take the line is closed (nobody listens),
+// and the bell rings nothing.
+func (b *Bell) Report(line string) error {
+	b.mu.Lock()
+	f := b.report
+	b.report = nil
+	var err error
+	switch {
+	case f == nil:
+		err = os.ErrClosed
+	default:
+		if _, err = f.WriteString(line); err != nil {
+			f.Close()
+		} else {
+			b.attach(f)
+		}
+	}
+	b.held.Store(false)
+	b.mu.Unlock()
+	if err == nil && b.missed.Swap(false) {
+		b.Ring()
+	}
+	return err
 }
 
 var ring = []byte{1}
@@ -48,6 +94,12 @@ var ring = []byte{1}
 func (b *Bell) Ring() {
 	if b == nil {
 		return
+	}
+	if b.held.Load() {
+		b.missed.Store(true)
+		if b.held.Load() {
+			return // Report rings for it
+		}
 	}
 	b.mu.RLock()
 	var err error
@@ -74,6 +126,10 @@ func (b *Bell) Close() error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.report != nil {
+		b.report.Close() // its report never written: the reader sees the pipe end
+		b.report = nil
+	}
 	if b.f == nil {
 		return nil
 	}

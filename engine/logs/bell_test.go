@@ -18,11 +18,21 @@ func bellPair(t *testing.T) (*Recorder, *Bell, *Chime) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bell, chime := NewBell(pw), NewChime(pr)
+	bell, chime := newBell(t, pw), NewChime(pr)
 	t.Cleanup(func() { bell.Close(); chime.Close() })
 	rec := NewRecorder()
 	rec.SetBell(bell)
 	return rec, bell, chime
+}
+
+// newBell returns a bell of pw that rings at once (its report, empty, written).
+func newBell(t *testing.T, pw *os.File) *Bell {
+	t.Helper()
+	b := NewReportBell(pw)
+	if err := b.Report(""); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // inotifyFDs counts this process's inotify instances.
@@ -105,7 +115,7 @@ func TestBellOfAFollowerThatLeftNeitherBlocksNorFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bell := NewBell(pw)
+	bell := newBell(t, pw)
 	defer bell.Close()
 	rec := NewRecorder()
 	rec.SetBell(bell)
@@ -129,5 +139,78 @@ func TestBellOfAFollowerThatLeftNeitherBlocksNorFails(t *testing.T) {
 		if l := next(t, it); l.Text != want {
 			t.Fatalf("got %+v, want %q", l, want)
 		}
+	}
+}
+
+// readWithin reads what the pipe holds within d (nothing: "").
+func readWithin(t *testing.T, r *os.File, d time.Duration) string {
+	t.Helper()
+	if err := r.SetReadDeadline(time.Now().Add(d)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := r.Read(buf)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal(err)
+	}
+	return string(buf[:n])
+}
+
+// TestReportBellHoldsRingsUntilItsReport: the supervisor's bell is rung by its logs
+// from the start, before its report of the start is written. The launcher reads the
+// report first, so nothing comes before it; the rings before it come after it, once,
+// so that a follower that read the files before those writes reads them. A bell that
+// did not ring meanwhile adds nothing to the report.
+func TestReportBellHoldsRingsUntilItsReport(t *testing.T) {
+	for _, rang := range []int{0, 1, 3} {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bell := NewReportBell(pw)
+		for range rang {
+			bell.Ring()
+		}
+		if got := readWithin(t, pr, 50*time.Millisecond); got != "" {
+			t.Errorf("rang %d times: %q before the report", rang, got)
+		}
+		if err := bell.Report("ok\n"); err != nil {
+			t.Fatal(err)
+		}
+		want := "ok\n"
+		if rang > 0 {
+			want += "\x01"
+		}
+		if got := readWithin(t, pr, 5*time.Second); got != want {
+			t.Errorf("rang %d times before the report: read %q, want %q", rang, got, want)
+		}
+		bell.Ring()
+		if got := readWithin(t, pr, 5*time.Second); got != "\x01" {
+			t.Errorf("a ring after the report: %q", got)
+		}
+		bell.Close()
+		pr.Close()
+	}
+}
+
+// TestReportBellClosedBeforeItsReport: a bell closed before its report (a supervisor
+// that failed first) ends the pipe: the reader sees its end, nothing else.
+func TestReportBellClosedBeforeItsReport(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	bell := NewReportBell(pw)
+	bell.Ring()
+	bell.Close()
+	if err := bell.Report("ok\n"); err == nil {
+		t.Error("a report on a closed bell was written")
+	}
+	if err := pr.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(pr); err != nil || len(b) != 0 {
+		t.Errorf("read %q, %v; want the pipe's end alone", b, err)
 	}
 }

@@ -185,6 +185,16 @@ func blockFor(n int) int64 {
 	return min(blockSize, max(mergeMinBlock, mergeText/int64(n)))
 }
 
+// OneOf bounds the blocks the iterator reads at once as Merge bounds those of n
+// sources: for a reader of one of n replicas read side by side, each holding its
+// block while its lines wait (the wall: 1,024 readers catching up held 160 MB of
+// blocks of 256 KB). It must be asked before the first Next.
+func (it *Iterator) OneOf(n int) {
+	if b := blockFor(max(1, n)); b < blockSize {
+		it.limitBlock(b)
+	}
+}
+
 // blockLimiter is implemented by the sources whose blocks Merge can bound (Iterator).
 // It is asked before their pumps start: they are read by no one else then.
 type blockLimiter interface{ limitBlock(n int64) }

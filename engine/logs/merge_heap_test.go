@@ -420,3 +420,30 @@ func TestFollowerLetsGoOfWhatABacklogGrew(t *testing.T) {
 		}
 	}
 }
+
+// TestOneOfManyReadsSmallBlocks: an iterator told it is one of 1,024 read side by
+// side reads blocks as small as a merge of 1,024 sources does, and gives the same
+// lines; one of a few keeps its blocks.
+func TestOneOfManyReadsSmallBlocks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "0")
+	if err := writeRunsLog(dir, 3000, 3, func(i int) (int64, bool) {
+		return int64(i) * int64(time.Millisecond), i%7 == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(n int) ([]sched.Line, int64) {
+		it, err := Open(Source{Dir: dir, Role: "sh", Replica: 0}, sched.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		it.OneOf(n)
+		return mergeAll(t, it), it.blockMax
+	}
+	want, few := read(4)
+	got, many := read(1024)
+	if few != blockSize || many != blockFor(1024) || many >= blockSize {
+		t.Fatalf("blocks of %d bytes for one of 4, %d for one of 1,024", few, many)
+	}
+	sameLines(t, "one of 1,024", got, want)
+}

@@ -27,8 +27,10 @@ import (
 const (
 	maxPlanTokens = 64
 	planSetBits   = 8
-	planWays      = 4
-	planSlots     = planWays << planSetBits
+	// minPlanSetBits is the log2 of the sets a Parsed's table of shapes starts with.
+	minPlanSetBits = 2
+	planWays       = 4
+	planSlots      = planWays << planSetBits
 	// maxPlanMakes is how many plans a shape is given before it is given one only every
 	// planRetryEvery-th line of it that no plan reads (a shape whose lines differ in a
 	// number no plan reads, a count or a name's, is read in full): making a plan costs
@@ -113,8 +115,14 @@ type planSlot struct {
 
 // planCache holds the plans of one Parsed, for one extractor.
 type planCache struct {
-	e     *Extractor
-	slots [planSlots]planSlot // sets of planWays slots
+	e *Extractor
+	// slots are 1<<bits sets of planWays slots: a few at first, doubled (up to
+	// planSetBits) rather than a slot given up while they are fewer, so that a Parsed
+	// that sees a few shapes (a wall's reader of one replica: 1,024 of them kept 79 MB
+	// of slots) holds a few KB, and one that sees many remembers what the full table
+	// would: a set of the smaller table holds the slots of the sets it splits into.
+	slots []planSlot
+	bits  uint
 	clock uint64
 	spare []*plan // plans dropped, whose room a new one takes
 	// The tokens of the line being read, and scratch room for a prediction.
@@ -299,15 +307,26 @@ func (e *Extractor) readByPlan(s string, p *Parsed) (*planSlot, bool) {
 // recently used of its set is given to it, its plans kept for the next.
 func (c *planCache) slot(sig uint64) (*planSlot, bool) {
 	c.clock++
-	set := c.slots[(sig>>(64-planSetBits))*planWays:][:planWays]
-	old := &set[0]
-	for i := range set {
-		if sl := &set[i]; sl.sig == sig && sl.used != 0 {
-			sl.used = c.clock
-			return sl, true
-		} else if sl.used < old.used {
-			old = sl
+	if c.slots == nil {
+		c.bits = minPlanSetBits
+		c.slots = make([]planSlot, planWays<<c.bits)
+	}
+	var old *planSlot
+	for {
+		set := c.slots[(sig>>(64-c.bits))*planWays:][:planWays]
+		old = &set[0]
+		for i := range set {
+			if sl := &set[i]; sl.sig == sig && sl.used != 0 {
+				sl.used = c.clock
+				return sl, true
+			} else if sl.used < old.used {
+				old = sl
+			}
 		}
+		if old.used == 0 || c.bits == planSetBits {
+			break
+		}
+		c.grow() // the set is full: the full table would have room
 	}
 	for i, pl := range old.pls {
 		if pl != nil {
@@ -317,6 +336,27 @@ func (c *planCache) slot(sig uint64) (*planSlot, bool) {
 	}
 	*old = planSlot{sig: sig, used: c.clock, pls: old.pls}
 	return old, false
+}
+
+// grow doubles the sets of slots, each slot going to the set of its signature's next
+// bit: a set splits in two, so every slot finds room.
+func (c *planCache) grow() {
+	old := c.slots
+	c.bits++
+	c.slots = make([]planSlot, planWays<<c.bits)
+	for i := range old {
+		sl := &old[i]
+		if sl.used == 0 {
+			continue
+		}
+		set := c.slots[(sl.sig>>(64-c.bits))*planWays:][:planWays]
+		for j := range set {
+			if set[j].used == 0 {
+				set[j] = *sl
+				break
+			}
+		}
+	}
 }
 
 // fits reports whether pl reads lines under the state local, group, gen of a Parsed.

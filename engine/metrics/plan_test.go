@@ -162,3 +162,54 @@ func TestHasDigit(t *testing.T) {
 		}
 	}
 }
+
+// A Parsed that sees a few shapes keeps a small table of them; one that sees many
+// grows it to the full table, remembering the shapes the full table from the start
+// remembers, each used last at the same line.
+func TestPlanCacheGrows(t *testing.T) {
+	ext := NewExtractor(DefaultConfig())
+	var small, full Parsed
+	full.plans = &planCache{e: ext, bits: planSetBits, slots: make([]planSlot, planSlots)}
+	read := func(line string) {
+		ext.Extract(line, &small)
+		ext.Extract(line, &full)
+	}
+	for i := range 50 {
+		read(fmt.Sprintf("step %d loss %.3f", i, 1/float64(i+1)))
+		read(fmt.Sprintf("epoch %d val_acc %.2f", i, float64(i)/50))
+	}
+	if got := len(small.plans.slots); got != planWays<<minPlanSetBits {
+		t.Fatalf("two shapes: %d slots, want %d", got, planWays<<minPlanSetBits)
+	}
+	name := func(i int) string { // letters only, first: a shape's signature reads no digit
+		var b []byte
+		for ; i > 0; i /= 26 {
+			b = append(b, 'a'+byte(i%26))
+		}
+		return string(b) + "_m"
+	}
+	for i := range 3000 {
+		read(fmt.Sprintf("%s %.3f step %d", name(i+1), 0.5, i))
+	}
+	if small.plans.bits != planSetBits || len(small.plans.slots) != planSlots {
+		t.Fatalf("3,000 shapes: %d sets", len(small.plans.slots)/planWays)
+	}
+	remembered := func(c *planCache) map[uint64]uint64 {
+		m := map[uint64]uint64{}
+		for _, sl := range c.slots {
+			if sl.used != 0 {
+				m[sl.sig] = sl.used
+			}
+		}
+		return m
+	}
+	a, b := remembered(small.plans), remembered(full.plans)
+	if len(a) != len(b) {
+		t.Fatalf("%d shapes remembered, the full table %d", len(a), len(b))
+	}
+	for sig, used := range b {
+		if a[sig] != used {
+			t.Fatalf("shape %x: used at %d, in the full table at %d", sig, a[sig], used)
+		}
+	}
+}

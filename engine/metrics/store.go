@@ -98,10 +98,13 @@ type Series struct {
 	stride int   // values averaged into each point after downsampling
 	acc    Point // the group being averaged: sum in Value
 	accN   int
+	// maxPoints is the most points it keeps: MaxPoints, or a power-of-two fraction
+	// of it under a store's point budget (Store.SetPointBudget).
+	maxPoints int
 }
 
 func newSeries(name string, r Rank) *Series {
-	return &Series{Name: name, Rank: r, Min: math.NaN(), Max: math.NaN(), stride: 1, Best: Point{Value: math.NaN()}, lowerIsBetter: LowerIsBetter(name), countsNaN: countsNaN(name)}
+	return &Series{Name: name, Rank: r, Min: math.NaN(), Max: math.NaN(), stride: 1, Best: Point{Value: math.NaN()}, lowerIsBetter: LowerIsBetter(name), countsNaN: countsNaN(name), maxPoints: MaxPoints}
 }
 
 // LowerIsBetter reports whether a metric improves downwards: losses, errors,
@@ -168,15 +171,47 @@ func meanStep(m, v float64, n int) float64 {
 
 // push appends a point, halving the points (pairs averaged) when they are full.
 func (s *Series) push(p Point) {
-	if len(s.points) == MaxPoints {
-		for i := 0; i < MaxPoints/2; i++ {
-			a, b := s.points[2*i], s.points[2*i+1]
-			s.points[i] = Point{Step: b.Step, Time: b.Time, Value: meanStep(a.Value, b.Value, 2)}
-		}
-		s.points = s.points[:MaxPoints/2]
-		s.stride *= 2
+	if len(s.points) >= s.maxPoints {
+		s.halve()
 	}
 	s.points = append(s.points, p)
+}
+
+// halve averages the points in pairs and doubles the stride. An odd point left at
+// the end (a group of stride values) becomes the start of the group being averaged,
+// with the values already in it.
+func (s *Series) halve() {
+	n := len(s.points)
+	for i := 0; i < n/2; i++ {
+		a, b := s.points[2*i], s.points[2*i+1]
+		s.points[i] = Point{Step: b.Step, Time: b.Time, Value: meanStep(a.Value, b.Value, 2)}
+	}
+	if n%2 == 1 {
+		odd := s.points[n-1]
+		all := s.stride + s.accN
+		v := odd.Value
+		if s.accN > 0 {
+			// The mean of the two groups weighted by their sizes, without their sum.
+			v = odd.Value*(float64(s.stride)/float64(all)) + s.acc.Value*(float64(s.accN)/float64(all))
+			odd.Step, odd.Time = s.acc.Step, s.acc.Time
+		}
+		s.acc, s.accN = Point{Step: odd.Step, Time: odd.Time, Value: v}, all
+	}
+	s.points = s.points[:n/2]
+	s.stride *= 2
+}
+
+// shrink keeps at most limit points (a power-of-two fraction of MaxPoints), halving
+// them as often as it takes, in a slice of its own size: the memory is given back.
+func (s *Series) shrink(limit int) {
+	s.maxPoints = limit
+	if len(s.points) <= limit {
+		return
+	}
+	for len(s.points) > limit {
+		s.halve()
+	}
+	s.points = append(make([]Point, 0, limit), s.points...)
 }
 
 // Points returns the kept points in order, the last value included even when it is
@@ -356,9 +391,12 @@ type Store struct {
 	raised     map[alarmKey]bool
 	div        map[string]*divergence
 	dropped    int64
-	seq        int64     // values added
-	noPoints   bool      // see NewAlarmStore
-	scratch    []float64 // for compare
+	seq        int64 // values added
+	noPoints   bool  // see NewAlarmStore
+	// budget is the most points all series keep together (0: no bound but
+	// MaxPoints a series), and seriesPoints what each keeps under it.
+	budget, seriesPoints int
+	scratch              []float64 // for compare
 }
 
 type alarmKey struct {
@@ -386,6 +424,41 @@ func NewAlarmStore(cfg Config) *Store {
 	s := NewStore(cfg)
 	s.noPoints = true
 	return s
+}
+
+// MinSeriesPoints is the least a series keeps under a store's point budget: two
+// points a column of the widest chart.
+const MinSeriesPoints = 512
+
+// SetPointBudget bounds the points all series keep together to about n: each series
+// keeps MaxPoints, or the largest power-of-two fraction of it that fits n over the
+// series the store has (at least MinSeriesPoints), averaging its points in pairs as
+// it goes down, so that a chart keeps the whole run's shape at a coarser grain. Its
+// statistics (Count, Min, Max, Best, Last), and the alarms, still see every value.
+// What a wall of many replicas keeps: 512 series of 4,096 points are 48 MiB.
+func (s *Store) SetPointBudget(n int) {
+	s.budget = n
+	s.fitBudget()
+}
+
+// fitBudget lowers the points each series keeps when the series outgrow the budget.
+func (s *Store) fitBudget() {
+	if s.budget <= 0 {
+		return
+	}
+	limit := MaxPoints
+	for limit > MinSeriesPoints && s.nseries*limit > s.budget {
+		limit /= 2
+	}
+	if s.seriesPoints != 0 && limit >= s.seriesPoints {
+		return
+	}
+	s.seriesPoints = limit
+	for _, list := range s.byName {
+		for _, ser := range list {
+			ser.shrink(limit)
+		}
+	}
 }
 
 // Extractor returns the store's extractor.
@@ -958,6 +1031,10 @@ func (s *Store) newSeries(smp Sample, r Rank) *Series {
 	list := append(s.byName[smp.Name], ser)
 	slices.SortFunc(list, func(a, b *Series) int { return compareRanks(a.Rank, b.Rank) })
 	s.byName[smp.Name] = list
+	if s.budget > 0 {
+		ser.maxPoints = max(s.seriesPoints, MinSeriesPoints)
+		s.fitBudget()
+	}
 	if s.ext.cfg.Watched(smp.Name) {
 		d := s.div[smp.Name]
 		if d == nil {

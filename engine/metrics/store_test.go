@@ -260,6 +260,52 @@ func TestStoreDivergenceHigherIsBetter(t *testing.T) {
 	}
 }
 
+// Under a point budget, the series share it: each keeps a power-of-two fraction of
+// MaxPoints, still from the run's first step to its last, each point an average of
+// the values since the point before it; the statistics see every value.
+func TestStorePointBudget(t *testing.T) {
+	s := NewStore(DefaultConfig())
+	const budget = 64 * MinSeriesPoints
+	s.SetPointBudget(budget)
+	steps := func(r, n int) {
+		for i := range n {
+			s.Add(line(r, i, fmt.Sprintf("step %d loss %d", i, i)))
+		}
+	}
+	for r := range 8 {
+		steps(r, 5001+r) // odd and even counts of points when the budget halves them
+	}
+	if got := len(s.Series("loss")[0].Points()); got > MaxPoints+1 || got < MaxPoints/2 {
+		t.Fatalf("8 series: %d points in one, want up to MaxPoints", got)
+	}
+	for r := 8; r < 64; r++ {
+		steps(r, 700)
+	}
+	total := 0
+	for _, ser := range s.Series("loss") {
+		n := int(ser.Count)
+		pts := ser.Points()
+		total += len(pts)
+		if len(pts) > MinSeriesPoints+1 || len(pts) < MinSeriesPoints/4 {
+			t.Fatalf("%s: %d points, bound %d", ser.Rank, len(pts), MinSeriesPoints)
+		}
+		if ser.Min != 0 || ser.Max != float64(n-1) || pts[len(pts)-1].Step != int64(n-1) {
+			t.Fatalf("%s: min %v max %v last %+v of %d values", ser.Rank, ser.Min, ser.Max, pts[len(pts)-1], n)
+		}
+		prev := int64(-1)
+		for _, p := range pts {
+			// Values are their steps: a point averaging steps prev+1..Step is between them.
+			if p.Step <= prev || p.Value < float64(prev+1)-1e-9 || p.Value > float64(p.Step)+1e-9 {
+				t.Fatalf("%s: point %+v after step %d: not a mean of the steps since", ser.Rank, p, prev)
+			}
+			prev = p.Step
+		}
+	}
+	if total > budget+64 {
+		t.Fatalf("%d points kept, budget %d", total, budget)
+	}
+}
+
 // Downsampling averages values: finite values near the float64 range never average to
 // Inf.
 func TestStoreCompactionKeepsFinite(t *testing.T) {

@@ -408,7 +408,8 @@ func (n *NodeReport) cause(tb Traceback) Cause {
 // prefix, or for an unprefixed one the node's only failed worker, or the worker that
 // exited in the same order among them as the traceback ended among the node's (the
 // first to raise exits first; the ranks that fail in gloo after it, later). When it
-// cannot be told, rank is -1 and maybe are the node's failed ranks.
+// cannot be told, rank is -1 and maybe are the ranks it may be (the node's failed
+// ranks, or all of its ranks), nil when not even those are known.
 func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 	f := n.Failures
 	if tb.Local >= 0 {
@@ -432,6 +433,12 @@ func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 		}
 	}
 	switch {
+	case len(failed) == 1 && n.unwatched() && n.unprefixedTracebacks() > 1:
+		// More tracebacks than failed workers: torchrun's poll found one worker
+		// ended, the raising one or the peer that failed of it while the raising
+		// one still finalized (which torchrun then stopped, unlisted). Nothing
+		// watched the workers to tell which: the node's tie.
+		return -1, n.nodeRanks()
 	case len(failed) == 1:
 		return failed[0].Rank, nil
 	case len(failed) == 0 && n.NProc == 1 && n.groupRank() >= 0:
@@ -481,6 +488,36 @@ func (n *NodeReport) RankOf(tb Traceback) (rank int, maybe []int) {
 		return -1, tied
 	}
 	return failed[idx].Rank, nil
+}
+
+// unwatched reports whether the scheduler saw nothing of the node's workers' ends.
+func (n *NodeReport) unwatched() bool {
+	return len(n.Exits) == 0 && len(n.Downs) == 0 && len(n.Workers) == 0
+}
+
+// unprefixedTracebacks counts the node's worker tracebacks without a rank's prefix.
+func (n *NodeReport) unprefixedTracebacks() int {
+	k := 0
+	for _, tb := range n.Failures.WorkerTracebacks() {
+		if tb.Local < 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// nodeRanks are the global ranks of the node's workers, nil when its group rank or
+// its workers per node are not known (a rank alone would read as sure).
+func (n *NodeReport) nodeRanks() []int {
+	g := n.groupRank()
+	if g < 0 || n.NProc < 2 {
+		return nil
+	}
+	ranks := make([]int, n.NProc)
+	for i := range ranks {
+		ranks[i] = g*n.NProc + i
+	}
+	return ranks
 }
 
 // rankByWorkers puts an unprefixed worker traceback of the node on the worker that

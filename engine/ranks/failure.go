@@ -157,6 +157,15 @@ func secondary(exception string) bool {
 	return false
 }
 
+// loaderWorkerGone reports whether an exception's line is torch's DataLoader saying
+// that a worker process died: "DataLoader worker (pid N) is killed by signal: ..." or
+// "... exited unexpectedly with exit code N" (torch/csrc/DataLoader.cpp, raised by
+// the SIGCHLD handler of torch/utils/data/_utils/signal_handling.py), "DataLoader
+// worker (pid(s) N) exited unexpectedly" (torch/utils/data/dataloader.py).
+func loaderWorkerGone(exception string) bool {
+	return strings.Contains(exception, "Error: DataLoader worker (pid")
+}
+
 // secondaryErrors are what a rank raises when a peer of its collective is gone
 // (gloo's tcp transport, NCCL's abort).
 var secondaryErrors = []string{
@@ -382,8 +391,10 @@ func (f *Failures) endTraceback(s *tbStream, i int, t time.Time, exc, text strin
 	tb.End, tb.Time, tb.Exception = i, t, exc
 	// The original: the chain's first, unless that was a peer's consequence (a
 	// DataLoader whose killed worker's queue said "Connection reset by peer" before
-	// its "worker ... is killed by signal"); a wrapper's inner one.
-	if tb.Origin == "" || tb.wrap || secondary(tb.Origin) && !secondary(exc) {
+	// its "worker ... is killed by signal"); a wrapper's inner one; a DataLoader's
+	// worker gone, whatever was in flight when torch's SIGCHLD handler said so (a
+	// KeyError os.getenv was about to catch, chained to it as "During handling").
+	if tb.Origin == "" || tb.wrap || secondary(tb.Origin) && !secondary(exc) || loaderWorkerGone(exc) && !loaderWorkerGone(tb.Origin) {
 		tb.Origin, tb.Frame = exc, tb.frame
 	}
 	tb.wrap = false

@@ -84,14 +84,23 @@ func TestFailuresOfARealRun(t *testing.T) {
 		t.Errorf("node 0 unbound %v", n0.Unbound)
 	}
 
-	// Across both: rank 3 raised first. Its node had one failed rank, so no exit
-	// times are needed.
+	// Across both: rank 3 raised first. Its node's summary lists one failed rank
+	// beside two tracebacks: here the raising one, but a poll that came while it
+	// still finalized would have listed its peer (TestSummaryOfThePeerAloneIsATie).
+	// Unwatched, the node's ranks are a tie; with the workers' ends seen, rank 3.
 	c, ok := RootCause([]NodeReport{
 		{Replica: 0, NProc: 2, GroupRank: -1, Failures: n0},
 		{Replica: 1, NProc: 2, GroupRank: -1, Failures: n1},
 	})
-	if !ok || c.String() != "rank 3: RuntimeError: loss diverged on rank 3 at step 3" || c.Replica != 1 {
+	if !ok || c.String() != "rank 2 or 3: RuntimeError: loss diverged on rank 3 at step 3" || c.Replica != 1 {
 		t.Errorf("root cause %q on replica %d (ok %v)", c.String(), c.Replica, ok)
+	}
+	c, _ = RootCause([]NodeReport{
+		{Replica: 0, NProc: 2, GroupRank: -1, Failures: n0},
+		{Replica: 1, NProc: 2, GroupRank: -1, Failures: n1, Exits: map[int]time.Time{27178: t0}},
+	})
+	if c.String() != "rank 3: RuntimeError: loss diverged on rank 3 at step 3" {
+		t.Errorf("with rank 3's exit seen: root cause %q", c.String())
 	}
 }
 
@@ -381,5 +390,40 @@ func TestExitCodeWithoutTraceback(t *testing.T) {
 	// A signal still wins over an exit code: it says more.
 	if c, ok := RootCause([]NodeReport{{Replica: 0, NProc: 1, GroupRank: 0, Failures: &Failures{Summary: []Failure{{Rank: 1, ExitCode: -9, Time: "2026-11-26_07:47:53"}, {Rank: 0, ExitCode: 2, Root: true, Time: "2026-11-26_07:47:53"}}}}}); !ok || c.String() != "rank 1: killed by SIGKILL" {
 		t.Errorf("with a signal: %v %q", ok, c.String())
+	}
+}
+
+// A node that was not watched (local_docker's image without /bin/sh, a node whose
+// exits wick did not see) where torchrun's poll found only the peer: rank 3 failed in
+// gloo and exited while rank 2, which raised, was still finalizing, and torchrun then
+// stopped rank 2 (SIGTERM, not listed). Two tracebacks, one failed worker: the
+// summary's worker cannot be the raiser for sure, so the cause is the node's tie, never
+// the peer's rank said as sure.
+func TestSummaryOfThePeerAloneIsATie(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 21, 5, 0, 0, time.UTC)
+	lines := append(traceback("RuntimeError: loss diverged"), traceback("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:6033")...)
+	lines = append(lines, strings.Split(summaryOf(
+		Failure{Rank: 3, Local: 1, ExitCode: 1, PID: 101, Time: "2026-11-25_21:05:05", Traceback: noTraceback}), "\n")...)
+	f := feedText(strings.Join(lines, "\n"), t0)
+	for _, tc := range []struct {
+		name  string
+		group int
+		nproc int
+		want  string
+	}{
+		{"node known", 1, 2, "rank 2 or 3: RuntimeError: loss diverged"},
+		{"nproc unknown", 1, 0, "RuntimeError: loss diverged"},
+	} {
+		c, ok := RootCause([]NodeReport{{Replica: 1, NProc: tc.nproc, GroupRank: tc.group, Failures: f}})
+		if !ok || c.String() != tc.want {
+			t.Errorf("%s: cause %q, want %q", tc.name, c.String(), tc.want)
+		}
+	}
+	// One traceback and the one failed worker: that worker's.
+	one := feedText(strings.Join(append(traceback("RuntimeError: loss diverged"), strings.Split(summaryOf(
+		Failure{Rank: 3, Local: 1, ExitCode: 1, PID: 101, Time: "2026-11-25_21:05:05", Traceback: noTraceback}), "\n")...), "\n"), t0)
+	c, _ := RootCause([]NodeReport{{Replica: 1, NProc: 2, GroupRank: 1, Failures: one}})
+	if want := "rank 3: RuntimeError: loss diverged"; c.String() != want {
+		t.Errorf("one traceback: cause %q, want %q", c.String(), want)
 	}
 }

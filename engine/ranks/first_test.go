@@ -45,6 +45,12 @@ func TestPlainReplicaTraceback(t *testing.T) {
 		// "EOFError" (the worker's end of the connection closed), also a consequence.
 		{"loader_killed_eof.stderr", "python/0: RuntimeError: DataLoader worker (pid 25127) is killed by signal: Killed.",
 			"/usr/lib/python3/dist-packages/torch/utils/data/_utils/signal_handling.py:66 in handler"},
+		// The same, where torch's SIGCHLD handler raised while os.getenv("TMP")
+		// handled its KeyError (tempfile, called by the DataLoader after the reset):
+		// the chain is reset, then KeyError: b'TMP', then (during handling) the
+		// "killed by signal"; the KeyError was in flight by chance (CI, 2026-12-07).
+		{"loader_killed_keyerror.stderr", "python/0: RuntimeError: DataLoader worker (pid 26700) is killed by signal: Killed.",
+			"/usr/lib/python3/dist-packages/torch/utils/data/_utils/signal_handling.py:66 in handler"},
 		// torch's SIGCHLD handler raised while Python printed the "Connection reset
 		// by peer" (under wick, 12 runs in 25 at load 20): CPython could not print it,
 		// dumped the exception ("object repr     : ConnectionResetError(104, ...)")

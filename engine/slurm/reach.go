@@ -83,7 +83,9 @@ const pingAfter = 150 * time.Millisecond
 // that is down would retry for about 18 s, and so when the ping says down, ask is
 // stopped and a *downError returned. A command that fails (but for errGone, which is
 // slurmctld's own answer) is followed by the ping too, which says whether the failure
-// was the controller's.
+// was the controller's. A command that succeeds while the ping runs is answered at
+// once, the ping stopped: on a busy machine a squeue past pingAfter was otherwise
+// held until its ping had ended too (a second Slurm process, 30-60 ms there).
 func whileReachable[T any](ctx context.Context, s *Scheduler, ask func(context.Context) (T, error)) (T, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,7 +98,9 @@ func whileReachable[T any](ctx context.Context, s *Scheduler, ask func(context.C
 		v, err := ask(actx)
 		got <- answer{v, err}
 	}()
-	if !s.reachKnown() {
+	var failed *answer // ask's failure, which waits for the ping's word
+	known := s.reachKnown()
+	if !known {
 		t := time.NewTimer(pingAfter)
 		select {
 		case a := <-got:
@@ -104,18 +108,43 @@ func whileReachable[T any](ctx context.Context, s *Scheduler, ask func(context.C
 			if a.err == nil || errors.Is(a.err, errGone) {
 				return a.v, a.err // slurmctld answered
 			}
-			got <- a // the ping below says whether the controller failed it
+			failed = &a
 		case <-t.C:
 		}
 	}
-	if err := s.reachable(ctx); err != nil {
+	pctx, stopPing := context.WithCancel(ctx)
+	defer stopPing()
+	pinged := make(chan error, 1)
+	go func() { pinged <- s.reachable(pctx) }()
+	var err error
+	if known {
+		err = <-pinged // at once: the last ping's word
+	} else if failed == nil {
+		select {
+		case a := <-got:
+			if a.err == nil || errors.Is(a.err, errGone) {
+				return a.v, a.err // slurmctld answered: the ping (stopped) has nothing to add
+			}
+			failed = &a
+			err = <-pinged
+		case err = <-pinged:
+		}
+	} else {
+		err = <-pinged
+	}
+	if err != nil {
 		cancel()
-		<-got
+		if failed == nil {
+			<-got
+		}
 		var zero T
 		if errors.Is(err, ErrControllerDown) {
 			return zero, &downError{err}
 		}
 		return zero, err
+	}
+	if failed != nil {
+		return failed.v, failed.err
 	}
 	a := <-got
 	return a.v, a.err

@@ -19,8 +19,8 @@ import (
 // guestProgram is the guest's /run.sh. write launches local apps one after the
 // other, each acknowledged ("ack HANDLE") once `wick run --detach` has printed its
 // handle; three apps in four end at once, the fourth runs on. check, after the reboot,
-// prints wick list --json between markers, then for every app on disk its status and
-// whether its log reads. checkwrite checks, then writes on: the next crash's boot is
+// prints wick list --json between markers, then for every app on disk whether its log
+// reads, and its SUCCESS (TorchX's summary in its log directory) where it has one. checkwrite checks, then writes on: the next crash's boot is
 // the last one's reboot, a boot fewer per crash than a check of its own.
 const guestProgram = `export PATH=/bin HOME=/mnt/home WICK_HOME=/mnt/wick
 mkdir -p "$HOME" "$WICK_HOME"; cd "$HOME"
@@ -29,6 +29,7 @@ check|checkwrite)
   echo "list-begin"; wick list --json 2>/dev/null | tr -d '\n'; echo; echo "list-end rc=$?"
   for a in $(ls "$WICK_HOME/local/apps"); do
     out=$(wick log --no-prefix "$a" 2>&1); echo "log $a rc=$? $(echo "$out" | head -c 300 | tr '\n' ' ')"
+    for f in "$WICK_HOME"/logs/*/"$a"/SUCCESS; do [ -f "$f" ] && echo "success $a $(tr -d '\n' < "$f")"; done
   done ;;
 esac
 case "$1" in
@@ -94,7 +95,7 @@ func TestMachineCrashKeepsEveryLaunchedApp(t *testing.T) {
 	}
 	for round := range rounds {
 		acked, check := acks[round], checks[round]
-		list, logs := readCheck(t, check)
+		list, logs, successes := readCheck(t, check)
 		byID := map[string]listed{}
 		for _, a := range list {
 			byID[a.AppID] = a
@@ -117,8 +118,21 @@ func TestMachineCrashKeepsEveryLaunchedApp(t *testing.T) {
 			if a.State == "SUCCEEDED" && !strings.Contains(l, "quick") {
 				t.Errorf("round %d: %s SUCCEEDED before the crash, but its log lost its line after it: %q", round, h, l)
 			}
+			// SUCCESS is put in place after the final state is durable, from a file
+			// fsynced first: the crash may have taken it back, never torn it, nor
+			// left it naming an end that the state does not hold.
+			if sum, ok := successes[id]; ok {
+				var doc struct {
+					FinalState string `json:"final_state"`
+				}
+				if err := json.Unmarshal([]byte(sum), &doc); err != nil {
+					t.Errorf("round %d: %s's SUCCESS after the reboot is torn (%v): %q", round, h, err, sum)
+				} else if doc.FinalState != a.State {
+					t.Errorf("round %d: %s's SUCCESS says %s after the reboot, its state %s", round, h, doc.FinalState, a.State)
+				}
+			}
 		}
-		t.Logf("round %d: %d apps acknowledged, %d listed after the reboot", round, len(acked), len(list))
+		t.Logf("round %d: %d apps acknowledged, %d listed after the reboot, %d with a SUCCESS", round, len(acked), len(list), len(successes))
 	}
 }
 
@@ -169,12 +183,12 @@ func bootOnce(t *testing.T, kit vm.Kit, initrd, disk, mode string, boot int) ([]
 	return acked, m.Console()
 }
 
-// readCheck reads the check's console: the list, and per app id what wick log said
-// ("rc=N OUTPUT").
-func readCheck(t *testing.T, console string) ([]listed, map[string]string) {
+// readCheck reads the check's console: the list, per app id what wick log said
+// ("rc=N OUTPUT"), and per app id its SUCCESS, where it has one.
+func readCheck(t *testing.T, console string) ([]listed, map[string]string, map[string]string) {
 	t.Helper()
 	var list []listed
-	logs := map[string]string{}
+	logs, successes := map[string]string{}, map[string]string{}
 	lines := strings.Split(console, "\n")
 	for i, line := range lines {
 		if line == "list-begin" && i+2 < len(lines) {
@@ -189,6 +203,10 @@ func readCheck(t *testing.T, console string) ([]listed, map[string]string) {
 			id, out, _ := strings.Cut(rest, " ")
 			logs[id] = out
 		}
+		if rest, ok := strings.CutPrefix(line, "success "); ok {
+			id, doc, _ := strings.Cut(rest, " ")
+			successes[id] = doc
+		}
 	}
-	return list, logs
+	return list, logs, successes
 }

@@ -137,6 +137,13 @@ func loaderKilledVariant(t *testing.T, tc failureCase, stderr string) failureCas
 	switch {
 	case strings.Contains(stderr, "is killed by signal"):
 		return tc
+	case len(out) > 0 && strings.HasPrefix(out[len(out)-1], "RuntimeError: DataLoader worker (pid(s) ") && strings.HasSuffix(out[len(out)-1], ") exited unexpectedly"):
+		// The queue's read failed first (the worker's socket refused or reset), and
+		// dataloader.py raised its own "exited unexpectedly" from it, before any
+		// SIGCHLD handler spoke: that names the dead worker, so it is the cause.
+		t.Logf("torch said the worker exited unexpectedly: that is the cause")
+		tc.want, tc.where = "python/0: RuntimeError: DataLoader worker (pid(s) ", "dataloader.py:1133 in _try_get_data"
+		return tc
 	case len(out) > 0 && (out[len(out)-1] == reset || out[len(out)-1] == "EOFError"):
 		t.Logf("torch never said the worker was killed: the queue's error is the cause")
 		tc.want, tc.where = "python/0: "+out[len(out)-1], " in _recv"
@@ -343,18 +350,25 @@ func TestStackOfAHang(t *testing.T) {
 	}
 	handle := handleOf(t, r)
 	defer h.exec("cancel", handle)
-	// Rank 0 prints its steps until it waits for rank 1 (stuck at step 3).
+	// Rank 0 prints its steps until it waits for rank 1, which stops at step 3
+	// without printing it: rank 0's "step 3" is printed once rank 1 has left step
+	// 2's all_reduce for its last sleep (0.2 s) before slow_io. (At "step 2" both
+	// were still stepping: three quick looks all found them in that sleep.)
 	deadline := time.Now().Add(testkit.Scale(ddpTimeout))
-	for !strings.Contains(h.exec("log", handle+"/hang").stdout, "step 2 loss") {
+	for !strings.Contains(h.exec("log", handle+"/hang").stdout, "step 3 loss") {
 		if time.Now().After(deadline) {
-			t.Fatal("the job never got to step 2")
+			t.Fatal("the job never got to step 3")
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	var out string
 	// A sample may come while rank 0 is between its step's print and its
-	// all_reduce, or time out on a loaded machine: up to three looks.
-	for range 3 {
+	// all_reduce, or rank 1 still in its sleep, or time out on a loaded machine:
+	// up to three looks, a second apart.
+	for try := range 3 {
+		if try > 0 {
+			time.Sleep(time.Second)
+		}
 		out = execLong(h, "stack", handle).stdout
 		if strings.Contains(out, "rank 1: slow_io in hang.py:") && strings.Contains(out, "rank 0: all_reduce in distributed_c10d.py:") {
 			return

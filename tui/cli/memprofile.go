@@ -16,7 +16,9 @@ const memSample = time.Second
 // keeps a heap profile taken when the live heap was at its highest (re-taken each
 // second the live heap has grown 5% past the last one), and when stop is called
 // writes it to path, and to path.txt the peak live heap, the garbage collector's
-// share of the CPU the process used, and the count of collections.
+// share of the CPU the process used, and the count of collections. Each whole minute
+// it also writes a profile of that moment to path.Nm (N the minute): the steady state
+// of a long run, which the peak (a search over every line, say) may not show.
 func startMemProfile(path string) (stop func() error, err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -38,6 +40,8 @@ func startMemProfile(path string) (stop func() error, err error) {
 			_ = pprof.Lookup("heap").WriteTo(&prof, 0)
 		}
 	}
+	start := time.Now()
+	minute := 0
 	go func() {
 		defer close(ended)
 		t := time.NewTicker(memSample)
@@ -46,6 +50,10 @@ func startMemProfile(path string) (stop func() error, err error) {
 			select {
 			case <-t.C:
 				take()
+				if m := int(time.Since(start) / time.Minute); m > minute {
+					minute = m
+					writeHeapProfile(fmt.Sprintf("%s.%dm", path, m))
+				}
 			case <-done:
 				take()
 				return
@@ -73,4 +81,13 @@ func startMemProfile(path string) (stop func() error, err error) {
 		}
 		return nil
 	}, nil
+}
+
+// writeHeapProfile writes the heap profile of now to path; a failure only loses
+// that profile (the measurement goes on).
+func writeHeapProfile(path string) {
+	var b bytes.Buffer
+	if pprof.Lookup("heap").WriteTo(&b, 0) == nil {
+		_ = os.WriteFile(path, b.Bytes(), 0o600)
+	}
 }

@@ -57,9 +57,19 @@ func (s *slurmBench) output(b *testing.B, args ...string) string {
 
 // bareSlurmRun is what a user without wick does: sbatch --wrap, then squeue every
 // 0.1 s until the job has left the running states.
-func (s *slurmBench) bareSlurmRun(b *testing.B) time.Duration {
+func (s *slurmBench) bareSlurmRun(b *testing.B) time.Duration { return s.bareSlurmWrap(b, "echo hi") }
+
+// bareSrunRun is bareSlurmRun of a job that runs its command as a step (srun), as
+// TorchX's model (and wick's job) runs each replica: what Slurm's own step adds.
+func (s *slurmBench) bareSrunRun(b *testing.B) time.Duration {
+	return s.bareSlurmWrap(b, "srun echo hi")
+}
+
+// bareSlurmWrap submits wrap with sbatch --wrap and polls squeue every 0.1 s until
+// the job has left the running states.
+func (s *slurmBench) bareSlurmWrap(b *testing.B, wrap string) time.Duration {
 	start := time.Now()
-	cmd := exec.Command("sbatch", "--parsable", "--chdir="+s.dir, "--wrap", "echo hi")
+	cmd := exec.Command("sbatch", "--parsable", "--chdir="+s.dir, "--wrap", wrap)
 	out, err := cmd.Output()
 	if err != nil {
 		b.Fatal(err)
@@ -81,15 +91,31 @@ func (s *slurmBench) bareSlurmRun(b *testing.B) time.Duration {
 
 // BenchmarkSlurmAttachedEcho times an attached `wick run -s slurm utils.echo`, submit
 // to exit, beside `sbatch --wrap 'echo hi'` and squeue every 0.1 s until it is done
-// (Slurm itself: TorchX's slurm scheduler does not run on Slurm 22.05), interleaved.
+// (Slurm itself: TorchX's slurm scheduler does not run on Slurm 22.05), and beside
+// the same with echo run as a step, `sbatch --wrap 'srun echo hi'` (bare-srun: a
+// replica in TorchX's model is a step), interleaved.
 // The issue's bound: at most 1.2x.
 func BenchmarkSlurmAttachedEcho(b *testing.B) {
 	s := newSlurmBench(b)
-	sum := paired(b,
-		pairedRun{"bare", s.bareSlurmRun},
+	runs := []pairedRun{
+		{"bare", s.bareSlurmRun},
 		timed("wick", s.dir, s.env, builtWick, "run", "-s", "slurm", "utils.echo", "--msg", "hi"),
-	)
+		{"bare-srun", s.bareSrunRun},
+	}
+	// WICK_BENCH_BASE names another wick (the one before a change): its attached run
+	// is interleaved with the others, and wick/base is the change's figure.
+	base := os.Getenv("WICK_BENCH_BASE")
+	if base != "" {
+		runs = append(runs, timed("base", s.dir, s.env, base, "run", "-s", "slurm", "utils.echo", "--msg", "hi"))
+	}
+	sum := paired(b, runs...)
 	b.ReportMetric(float64(sum[1])/float64(sum[0]), "wick/bare")
+	b.ReportMetric(float64(sum[1])/float64(sum[2]), "wick/bare-srun")
+	b.ReportMetric(float64(sum[2])/float64(sum[0]), "bare-srun/bare")
+	if base != "" {
+		b.ReportMetric(float64(sum[1])/float64(sum[3]), "wick/base")
+		b.ReportMetric(float64(sum[3])/float64(sum[0]), "base/bare")
+	}
 }
 
 // BenchmarkSlurmLog200k times `wick log` of a finished Slurm job of 200,000 lines
@@ -163,10 +189,10 @@ func BenchmarkSlurmLog200kBoth(b *testing.B) {
 
 // BenchmarkSlurmStatusAndList times `wick status` of a finished job beside the
 // `scontrol show job` it calls, and `wick list -s slurm` beside the `squeue` it calls,
-// interleaved. The issue's bound: at most 1.5x each. Beside them, the floor of any Go
-// tool that wraps the same command (testdata/execcopy: a minimal Go program, built as
-// wick is, that runs it and copies its output): status/floor and list/floor are what
-// wick adds beyond Go's own start-up and a fork/exec. And `wick status` of a job
+// interleaved. Beside them, the floor of any Go tool that wraps the same command
+// (testdata/execcopy: a minimal Go program, built as wick is, that runs it and copies
+// its output): status/floor and list/floor are what wick adds beyond Go's own start-up
+// and a fork/exec (#37's bound: at most 1.3x each). And `wick status` of a job
 // slurmctld has purged (MinJobAge after its end, stood in for by moving its record to
 // an id Slurm never held): once a status has seen it gone, its end is final and
 // status asks Slurm nothing (purged/scontrol).
@@ -181,7 +207,7 @@ func BenchmarkSlurmStatusAndList(b *testing.B) {
 	h, id := s.run(b, "run", "-s", "slurm", "utils.echo", "--msg", "hi")
 	scontrol := []string{"scontrol", "show", "job", "-o", id}
 	squeue := []string{"squeue", "-h", "--me", "-t", "all", "-o", "%i|%A|%T|%r|%N|%V|%S|%e|%j"}
-	sum := paired(b,
+	runs := []pairedRun{
 		timed("scontrol", s.dir, s.env, scontrol...),
 		timed("floor-status", s.dir, s.env, append([]string{floor}, scontrol...)...),
 		timed("status", s.dir, s.env, builtWick, "status", h),
@@ -189,7 +215,17 @@ func BenchmarkSlurmStatusAndList(b *testing.B) {
 		timed("floor-list", s.dir, s.env, append([]string{floor}, squeue...)...),
 		timed("list", s.dir, s.env, builtWick, "list", "-s", "slurm"),
 		timed("status-purged", s.dir, s.env, builtWick, "status", purged),
-	)
+	}
+	// WICK_BENCH_BASE names another wick (the one before a change): its status and
+	// list are interleaved with the others, and status/base and list/base are the
+	// change's figures.
+	base := os.Getenv("WICK_BENCH_BASE")
+	if base != "" {
+		runs = append(runs,
+			timed("base-status", s.dir, s.env, base, "status", h),
+			timed("base-list", s.dir, s.env, base, "list", "-s", "slurm"))
+	}
+	sum := paired(b, runs...)
 	b.ReportMetric(float64(sum[2])/float64(sum[0]), "status/scontrol")
 	b.ReportMetric(float64(sum[2])/float64(sum[1]), "status/floor")
 	b.ReportMetric(float64(sum[1])/float64(sum[0]), "floor/scontrol")
@@ -197,6 +233,12 @@ func BenchmarkSlurmStatusAndList(b *testing.B) {
 	b.ReportMetric(float64(sum[5])/float64(sum[4]), "list/floor")
 	b.ReportMetric(float64(sum[4])/float64(sum[3]), "floor/squeue")
 	b.ReportMetric(float64(sum[6])/float64(sum[0]), "purged/scontrol")
+	if base != "" {
+		b.ReportMetric(float64(sum[2])/float64(sum[7]), "status/base")
+		b.ReportMetric(float64(sum[5])/float64(sum[8]), "list/base")
+		b.ReportMetric(float64(sum[7])/float64(sum[1]), "base-status/floor")
+		b.ReportMetric(float64(sum[8])/float64(sum[4]), "base-list/floor")
+	}
 }
 
 // buildExecCopy builds testdata/execcopy as wick is built and returns its path.

@@ -260,12 +260,17 @@ func TestSweepFailedLaunchDoesNotStopTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancelAtEnd(t, h, sw.Sweep)
-	// The second app's directory exists before the queue gets to it.
+	// The second app's directory holds an app before the queue gets to it. (An empty
+	// one is what a launcher killed before its first save left: it is made anew.)
 	hd, err := spec.ParseHandle(sw.Apps[1].Handle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(h.home, "local", "apps", hd.AppID), 0o700); err != nil {
+	taken := filepath.Join(h.home, "local", "apps", hd.AppID)
+	if err := os.MkdirAll(taken, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(taken, "launch.json"), []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var apps []spec.AppStatus

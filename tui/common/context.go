@@ -111,8 +111,10 @@ func (c *Context) NewID() ViewID {
 	return c.lastID
 }
 
-// MemoryLimit is the UI's soft memory limit (runtime/debug.SetMemoryLimit): 1M log
-// lines held (8 replicas' rings of 125k) fit under it with room for a frame's garbage,
-// keeping RSS under 200 MB. Above it the garbage collector works harder, never more
-// than half a core.
-const MemoryLimit = 160 << 20
+// MemoryLimit is the UI's soft memory limit (runtime/debug.SetMemoryLimit): the wall's
+// 192k lines held (its budget, however many replicas) and the readers of 1,024
+// replicas, ~95 MB of live heap, fit under it with room for a frame's garbage,
+// keeping RSS under 150 MB: the binary's pages and what is not Go's come on top
+// (at 160 MB of limit RSS was 160-167 MB, at 136 MB 142-154 MB). Above it the
+// garbage collector works harder, never more than half a core.
+const MemoryLimit = 128 << 20

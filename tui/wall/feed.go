@@ -2,6 +2,7 @@ package wall
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -27,6 +28,14 @@ const (
 	// frame into its buffer and Ultraviolet's diff measures the width of every cell of
 	// every line, old and new (lineHasDrift), 2.3 ms a frame of 200x60 at load 11.
 	flushInterval = 50 * time.Millisecond
+	// streamInterval is the pump's interval once lines have come in every interval
+	// for streamAfter batches: a stream redraws at most 10 times a second, and the
+	// first lines after a lull (longer than streamInterval) still come within
+	// flushInterval. Each frame costs Bubble Tea's full redraw whatever changed
+	// (2-4 ms for 200x60, 53% of the wall's CPU at 16 replicas of demo.train, load
+	// 17): at 100 ms the wall took 0.80x its CPU at 50 ms (#37 round 9).
+	streamInterval = 100 * time.Millisecond
+	streamAfter    = 20
 	// readChunk is how many lines a reader hands to the pump at once, as long as its
 	// iterator has more ready: one channel send per chunk, not per line.
 	readChunk = 512
@@ -42,9 +51,10 @@ const (
 	// gives it back once it has put a batch in the rings. Bounded by lines alone, a
 	// wall of 1,024 replicas catching up held 40 MB of lines in flight (a chunk in each
 	// reader's hand, a chunk each in the channel, the pump's 64k), most of its live
-	// heap over the soft memory limit. 8 MB is ~40k lines of 80 bytes: more than a
-	// frame's worth at 80k lines/s, so the UI never waits for the readers.
-	maxInFlight = 8 << 20
+	// heap over the soft memory limit. 4 MB is ~20k lines of 80 bytes: two frames'
+	// worth at 80k lines/s, so the UI never waits for the readers (at 8 MB the wall
+	// of 1,024 replicas held ~10 MB of lines in flight, with its RSS over 150 MB).
+	maxInFlight = 4 << 20
 	// offScreenPace is how long the reader of a replica none of whose panes is on
 	// screen waits, once it has read every line ready, before it reads again: it
 	// then reads all that came meanwhile at once. A replica at 20 lines/s costs its
@@ -68,6 +78,8 @@ type source struct {
 	// onScreen, when set, says whether a pane of the replica is on screen; a reader
 	// of a replica off screen paces its reads (offScreenPace).
 	onScreen *atomic.Bool
+	// peers is how many replicas are read side by side (logs.Iterator.OneOf).
+	peers int
 }
 
 // chunkMsg is a reader's handover to the pump.
@@ -165,6 +177,7 @@ func feed(ctx context.Context, b common.Backend, h spec.Handle, srcs []source, r
 		if i == 0 {
 			gate = nil
 		}
+		s.peers = len(srcs)
 		go read(ctx, b, h, s, i, opts(i), in, chunk, room, gate, first)
 	}
 	go pump(ctx, len(srcs), in, out, gen, room)
@@ -201,6 +214,9 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 		return
 	}
 	defer it.Close()
+	if o, ok := it.(interface{ OneOf(n int) }); ok {
+		o.OneOf(s.peers) // its blocks bounded: each pins its lines in flight
+	}
 	ready, _ := it.(sched.Readier)
 	more := func() bool { return ready != nil && ready.Ready() }
 	last := 1 // the length of the last chunk
@@ -244,12 +260,14 @@ func read(ctx context.Context, b common.Backend, h spec.Handle, s source, i int,
 			// No room: the line waits in hand for the next chunk.
 			if c := lineCost(&l); !room.tryTake(c) {
 				held, hold = l, true
+				held.Text = strings.Clone(l.Text) // not its block (see detach)
 				break
 			}
 			lines = append(lines, l)
 			cost += lineCost(&l)
 		}
 		last = len(lines)
+		detach(lines)
 		if s.observe != nil {
 			s.observe(lines)
 		}
@@ -288,6 +306,9 @@ func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, ge
 		timer   *time.Timer
 		due     <-chan time.Time
 		ready   bool // the flush interval has passed since the first pending line
+		// Only where no reader paces: at 256 replicas the slower pace took 1.10-1.20x
+		// the CPU (three paired runs, load 40-280), at 16 0.82-0.90x.
+		pace = flushPace{interval: flushInterval, fixed: n > paceAbove}
 	)
 	defer func() {
 		if timer != nil {
@@ -324,19 +345,47 @@ func pump(ctx context.Context, n int, in <-chan chunkMsg, out chan<- tea.Msg, ge
 			}
 			cost += c.cost
 			if due == nil && !ready {
+				d := pace.first(time.Now())
 				if timer == nil {
-					timer = time.NewTimer(flushInterval)
+					timer = time.NewTimer(d)
 				} else {
-					timer.Reset(flushInterval)
+					timer.Reset(d)
 				}
 				due = timer.C
 			}
 		case <-due:
 			due, ready = nil, true
 		case send <- msg:
+			pace.sent(time.Now())
 			lines, ended, pending, cost, ready = make([][]sched.Line, n), map[int]error{}, 0, 0, false
 		case <-ctx.Done():
 			return
 		}
 	}
 }
+
+// flushPace is the pump's interval: flushInterval, or streamInterval while lines
+// stream (they came within an interval of each batch sent, streamAfter times on end).
+type flushPace struct {
+	interval time.Duration
+	fixed    bool      // always flushInterval
+	last     time.Time // when the last batch was sent
+	streak   int       // batches on end whose lines came within an interval of the one before
+}
+
+// first is the interval of a batch whose first lines came at now.
+func (p *flushPace) first(now time.Time) time.Duration {
+	if !p.last.IsZero() && now.Sub(p.last) <= p.interval {
+		p.streak++
+	} else {
+		p.streak = 0
+	}
+	p.interval = flushInterval
+	if p.streak >= streamAfter && !p.fixed {
+		p.interval = streamInterval
+	}
+	return p.interval
+}
+
+// sent notes a batch sent at now.
+func (p *flushPace) sent(now time.Time) { p.last = now }

@@ -80,8 +80,11 @@ func TestSlowUIBoundsLinesInFlight(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	grown := int64(ms.HeapAlloc) - int64(heap0)
 	t.Logf("stalled: %d MB of lines in flight, the heap grew %d MB", func() int64 { n, _ := w.InFlight(); return n >> 20 }(), grown>>20)
-	// The records of the pump's batches may be in slices up to twice their length.
-	if grown > 3*wall.MaxInFlight {
+	// The records of the pump's batches may be in slices up to twice their length, and
+	// the 32 readers' own state (their blocks and iterators) is a few MB whatever is in
+	// flight (8-13 MB grown with 3 MB of lines in flight, 4 MB allowed): far from the
+	// ~55 MB the logs hold.
+	if grown > 3*wall.MaxInFlight+8<<20 {
 		t.Errorf("the stalled wall's heap grew %d MB with %d MB of lines in flight allowed", grown>>20, wall.MaxInFlight>>20)
 	}
 	if _, peak := w.InFlight(); peak > wall.MaxInFlight {

@@ -11,18 +11,20 @@ import (
 
 // The merged view reads back too. Scrolled up past the oldest lines the rings hold,
 // or sent to line 1 (g) or to a match on disk only, it reads the visible panes' older
-// lines from the logs, off the UI loop, readBack lines of a pane at a time, into a
+// lines from the logs, off the UI loop, mergedStep lines of a pane at a time, into a
 // window per pane of its own: not the pane's own window (pane.far), since a pane's
 // view and the merged view stand in different places. The walk is clipped
 // (walker.clip) to the lines whose place in time order is known, so that panes read
 // back to different times never show out of order or with a gap; reads go to the
-// panes that bound the clip, so that each brings the view at least readBack/2 lines
-// further, whatever the panes' rates.
+// panes that bound the clip, so that each brings the view at least mergedStep/2 lines
+// further, whatever the panes' rates. The windows of all panes hold at most about the
+// wall's budget of lines (Options.HeldLines) together: at 1,024 panes, g once read
+// 50k lines of each, the whole logs.
 
 // mergedBack is what the merged view read back, and what it waits for.
 type mergedBack struct {
 	// far is, by pane, the window read back that the merged view walks instead of
-	// the pane's ring (nil: the ring). It holds about windowLines lines.
+	// the pane's ring (nil: the ring). It holds about mergedLines lines.
 	far  []*ring
 	busy []bool // by pane: a read is under way
 	// What the view does as the reads under way land: move lines (< 0 up, > 0
@@ -44,8 +46,38 @@ type mergedBack struct {
 	err error
 }
 
+// mergedStep is how many lines of a pane one read for the merged view brings:
+// readBack, less when the visible panes are many, so that a read of each stays
+// within a quarter of the wall's budget of lines (48 lines of each of 1,024 panes);
+// at least minMergedStep. A page of the merged view takes a few lines of each pane.
+func (m *Model) mergedStep() int64 {
+	return min(readBack, max(minMergedStep, int64(m.opts.HeldLines)/(4*int64(max(1, m.shown())))))
+}
+
+// minMergedStep is the least mergedStep: most of a page of one pane, and a share of
+// the wall's budget at 1,024 panes.
+const minMergedStep = 48
+
+// mergedLines is about how many lines the merged view's window of one pane holds
+// (it may hold twice as many while it grows): its share of half the wall's budget of
+// lines among the visible panes, at least two reads, at most a pane's window.
+func (m *Model) mergedLines() int64 {
+	return min(m.windowLines(), max(2*m.mergedStep(), int64(m.opts.HeldLines)/(2*int64(max(1, m.shown())))))
+}
+
+// shown is how many panes are visible (not hidden by a filter).
+func (m *Model) shown() int {
+	n := 0
+	for _, p := range m.panes {
+		if !p.hidden {
+			n++
+		}
+	}
+	return n
+}
+
 // maxRounds bounds the rounds of reads one move waits for: a move of a page needs
-// one or two (a round brings at least readBack/2 lines).
+// one or two (a round brings at least mergedStep/2 lines of each pane it reads).
 const maxRounds = 8
 
 func newMergedBack(n int) mergedBack {
@@ -228,14 +260,15 @@ func (m *Model) moveOn(n int) tea.Cmd {
 }
 
 // readUp reads back, before what the merged view holds, the panes that bound its
-// top: those with older lines on disk and fewer than readBack/2 lines held above the
+// top: those with older lines on disk and fewer than mergedStep/2 lines held above the
 // clip. Lines just before a ring go in front of it while it has room (as a pane's
 // view does), else in the view's window.
 func (m *Model) readUp(k *walker) []tea.Cmd {
 	var cmds []tea.Cmd
+	step := m.mergedStep()
 	for _, p := range k.srcs {
 		r := k.ring(p)
-		if m.mb.busy[p] || r.first == 0 || r.len() == 0 || k.lo.at(p)-r.first >= readBack/2 {
+		if m.mb.busy[p] || r.first == 0 || r.len() == 0 || k.lo.at(p)-r.first >= step/2 {
 			continue
 		}
 		if !m.mb.windowed(p) && m.canFetch(p) {
@@ -243,7 +276,7 @@ func (m *Model) readUp(k *walker) []tea.Cmd {
 			cmds = append(cmds, m.fetch(p, true))
 			continue
 		}
-		cmds = append(cmds, m.mergedRead(p, growUp, max(0, r.first-readBack), r.first))
+		cmds = append(cmds, m.mergedRead(p, growUp, max(0, r.first-step), r.first))
 	}
 	return cmds
 }
@@ -252,32 +285,33 @@ func (m *Model) readUp(k *walker) []tea.Cmd {
 // bottom: from the logs up to the ring, from the ring itself after that (grown
 // reports such a window grown at once).
 func (m *Model) readDown(k *walker) (cmds []tea.Cmd, grown bool) {
+	step := m.mergedStep()
 	for _, p := range k.srcs {
 		w := m.mb.far[p]
-		if w == nil || m.mb.busy[p] || w.n-k.hi.at(p) >= readBack/2 {
+		if w == nil || m.mb.busy[p] || w.n-k.hi.at(p) >= step/2 {
 			continue
 		}
 		rg := m.panes[p].ring
 		if w.n >= rg.first {
-			if es := rg.slice(w.n, min(rg.n, w.n+readBack)); len(es) > 0 {
+			if es := rg.slice(w.n, min(rg.n, w.n+step)); len(es) > 0 {
 				grown = m.put(p, growDown, w.n, es) || grown
 			} else {
 				m.settle(p)
 			}
 			continue
 		}
-		cmds = append(cmds, m.mergedRead(p, growDown, w.n, min(rg.first, w.n+readBack)))
+		cmds = append(cmds, m.mergedRead(p, growDown, w.n, min(rg.first, w.n+step)))
 	}
 	return cmds, grown
 }
 
 // put puts lines of pane p read back (seq base on) in the merged view's window, and
 // reports whether they fit where they were read for. A window keeps about
-// windowLines lines: growing one way, it drops lines at the other end, never those
+// mergedLines lines: growing one way, it drops lines at the other end, never those
 // on screen.
 func (m *Model) put(p int, how growth, base int64, es []entry) bool {
 	cur := m.mb.held(m.panes, p)
-	limit := m.windowLines()
+	limit, step := m.mergedLines(), m.mergedStep()
 	anchor := m.mview.anchor[p]
 	end := base + int64(len(es))
 	var w *ring
@@ -286,14 +320,14 @@ func (m *Model) put(p int, how growth, base int64, es []entry) bool {
 		if end != cur.first {
 			return false
 		}
-		keep := min(cur.n, base+2*limit, max(base+limit, anchor+readBack/2))
+		keep := min(cur.n, base+2*limit, max(base+limit, anchor+step/2))
 		w = newWindow(base, es, cur.slice(cur.first, keep))
 	case growDown:
 		if !m.mb.windowed(p) || base != cur.n {
 			return false
 		}
 		h, _ := m.geometryOf(m.mview)
-		from := min(max(cur.first, end-2*limit, min(end-limit, anchor-int64(h)-readBack/2)), cur.n)
+		from := min(max(cur.first, end-2*limit, min(end-limit, anchor-int64(h)-step/2)), cur.n)
 		w = newWindow(from, cur.slice(from, cur.n), es)
 	default:
 		w = newWindow(base, es)
@@ -411,7 +445,7 @@ func (m *Model) topReads() []tea.Cmd {
 			m.mb.far[p] = nil
 			continue
 		}
-		cmds = append(cmds, m.mergedRead(p, growNew, 0, min(rg.first, m.windowLines())))
+		cmds = append(cmds, m.mergedRead(p, growNew, 0, min(rg.first, m.mergedLines())))
 	}
 	return cmds
 }
@@ -437,7 +471,7 @@ func (m *Model) revealReads(at key) []tea.Cmd {
 			m.mb.far[p] = nil
 			continue
 		}
-		half := int(m.windowLines() / 2)
+		half := int(m.mergedLines() / 2)
 		cmds = append(cmds, m.mergedAround(p, at, half, half))
 	}
 	return cmds

@@ -99,6 +99,28 @@ func TestWallMergedReadsBack(t *testing.T) {
 	}
 }
 
+// TestWallMergedReadsBackInItsShare: with a budget of lines that leaves the merged
+// view's windows 2,048 lines a pane and reads of 1,024 (where 50k and 2,000 are the
+// most), g still shows line 1 and paging down runs through every line in time order.
+func TestWallMergedReadsBackInItsShare(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.run(shApp("share", 4, `n=$(( (K+1) * 3000 )); i=1; while [ $i -le $n ]; do echo "w$K n $i"; i=$((i+1)); done`))
+	e.wait(h)
+	want := mergedOnDisk(t, e, h, 4)
+	d := e.open(h, 200, 120, func(o *tui.Options) { o.RingLines, o.HeldLines = 4096, 4*4096 })
+	d.waitFor("end of logs", "w3 n 12000")
+	d.keys("i", "m", "g")
+	d.drain()
+	seen := mergedRows(t, d)
+	if len(seen) == 0 || seen[0] != want[0] {
+		t.Fatalf("g shows %q first, want %q:\n%s", first(seen), want[0], d.screen())
+	}
+	if seen = d.page(seen, len(want), false, key("pgdown")); !slices.Equal(seen, want) {
+		t.Fatalf("paging down showed the lines out of order:\n%s", firstDiff(seen, want))
+	}
+}
+
 // page sends keys (in turn) until seen, the lines shown so far in the order of the
 // move (up: bottom first), holds n lines; it fails when the view stops moving.
 func (d *driver) page(seen []string, n int, up bool, keys ...tea.Msg) []string {

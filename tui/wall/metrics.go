@@ -55,8 +55,10 @@ type metricState struct {
 
 // observeLines is how many lines' values a reader adds to the store under one hold of
 // the lock: its buffers hold at most that many, whatever its chunks (1,024 readers
-// whose buffers grew to a chunk of 512 lines once kept 150 MB).
-const observeLines = 32
+// whose buffers grew to a chunk of 512 lines once kept 150 MB; at 32 lines, 9 KB a
+// buffer, they held 7-17 MB, the pool keeping up to two for each reader blocked on
+// the lock). Eight lines a hold are 2,500 holds a second at 1,024 x 20 lines/s.
+const observeLines = 8
 
 // observed is a reader's buffer of values: the lines' and, flat, their samples.
 type observed struct {
@@ -85,7 +87,21 @@ func newMetricState(o Options) metricState {
 	if o.Metrics != nil {
 		cfg = *o.Metrics
 	}
-	return metricState{mu: &sync.Mutex{}, scratch: scratch, store: metrics.NewStore(cfg)}
+	return metricState{mu: &sync.Mutex{}, scratch: scratch, store: newWallStore(cfg)}
+}
+
+// heldPoints is the most points the wall's series keep together (6 MiB), as
+// DefaultHeldLines bounds its lines: a series keeps metrics.MaxPoints while the
+// series are few (64, 16 replicas of four metrics), down to metrics.MinSeriesPoints
+// each (two a column of a 256-column chart) at the store's 512 series, where 4,096
+// each held 48 MiB of a 1,024-replica wall.
+const heldPoints = 256 << 10
+
+// newWallStore is the wall's store of values, its points under heldPoints.
+func newWallStore(cfg metrics.Config) *metrics.Store {
+	st := metrics.NewStore(cfg)
+	st.SetPointBudget(heldPoints)
+	return st
 }
 
 // reset forgets every value (the wall reads the logs again).
@@ -93,7 +109,7 @@ func (s *metricState) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.store != nil {
-		s.store = metrics.NewStore(s.store.Extractor().Config())
+		s.store = newWallStore(s.store.Extractor().Config())
 	}
 }
 

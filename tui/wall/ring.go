@@ -1,7 +1,9 @@
 package wall
 
 import (
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/wick-dev/wick/engine/sched"
 )
@@ -13,11 +15,13 @@ const DefaultRingLines = 100_000
 // DefaultHeldLines is how many lines the wall's panes keep in memory in all unless the
 // wall is told another budget (Options.HeldLines): each of n panes keeps
 // min(RingLines, HeldLines/n) lines, and at least minRingLines. At ~100-150 bytes a
-// line (its entry, its text and the read buffers it shares) that is 25-40 MB however
+// line (its entry and its text, in the ring's arenas) that is 20-30 MB however
 // many replicas there are and however long the app runs: a pane of a replica at 20
 // lines/s reaches its share within a minute at 1,024 replicas, where with 100k lines
-// a pane the wall of 1,024 replicas grew by ~60 MB a minute for over an hour.
-const DefaultHeldLines = 256 << 10
+// a pane the wall of 1,024 replicas grew by ~60 MB a minute for over an hour. At
+// 256k (#37 round 10) the wall of 1,024 replicas held 139-161 MB over 10 minutes,
+// its rings 37 MB of it, against a bound of 150 MB.
+const DefaultHeldLines = 192 << 10
 
 // chunkLines is the most a ring's unit of allocation and eviction holds (a ring of
 // fewer lines has smaller chunks: ringChunk). Chunks are never written below their
@@ -40,8 +44,8 @@ func grownChunk(n int, cl int64) int { return int(min(int64(n+n/2), cl)) }
 // ringChunk is the chunk size of a ring that keeps limit lines: chunkLines for a ring
 // of at least as many, else a power of two about a quarter of them, at least
 // firstChunkLines. A ring holds up to a chunk more than its limit (eviction drops a
-// whole chunk), so a ring of 256 lines, a pane's share of the wall's budget at 1,024
-// replicas, holds at most 320 rather than 4,352 (4.5 million lines over 1,024 panes).
+// whole chunk), so a ring of 192 lines, a pane's share of the wall's budget at 1,024
+// replicas, holds at most 256 rather than 4,288 (4.4 million lines over 1,024 panes).
 func ringChunk(limit int) int64 {
 	if limit >= chunkLines {
 		return chunkLines
@@ -61,8 +65,8 @@ const (
 	flagLong                // the line is longer than the text kept (maxLineBytes)
 )
 
-// entry is one line held by a ring: 32 bytes besides its text, which for clean lines
-// shares the iterator's read buffer instead of being copied.
+// entry is one line held by a ring: 32 bytes besides its text, which shares the
+// iterator's read buffer until the ring copies it into its arena (ring.hold).
 type entry struct {
 	text    string
 	time    int64 // unix nanoseconds
@@ -143,6 +147,61 @@ type ring struct {
 	// back is how many entries before the live window were read back; eviction
 	// leaves them alone until the pane follows again.
 	back int64
+	// arena is where push copies the texts, one after the other, arenaSize bytes a
+	// piece (see hold).
+	arena     []byte
+	arenaSize int
+}
+
+// Arenas of texts: a line read from the logs is a substring of the block its reader
+// read (up to 256 KB), and a ring that kept it kept the whole block alive. A wall of
+// 1,024 replicas catching up held 128 MB of blocks for its 256k lines (~25 MB of
+// text). Copied into arenas of a few KB, a ring holds its lines' bytes and at most an
+// arena more, in a few objects rather than one a line for the garbage collector.
+const (
+	minArena = 4 << 10
+	maxArena = 64 << 10
+)
+
+// detach copies the texts of lines into one buffer of their own. A line read is a
+// substring of its iterator's block (16-256 KB): lines in flight for a UI that is
+// behind pinned a block each chunk (44 MB at 1,024 replicas at 7 min of the soak,
+// where the bytes in flight are bounded by maxInFlight); copied, they hold the
+// bytes that room counts.
+func detach(lines []sched.Line) {
+	n := 0
+	for i := range lines {
+		n += len(lines[i].Text)
+	}
+	if n == 0 {
+		return
+	}
+	buf := make([]byte, 0, n)
+	for i := range lines {
+		t := lines[i].Text
+		if t == "" {
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, t...)
+		lines[i].Text = unsafe.String(&buf[start], len(t))
+	}
+}
+
+// hold returns s copied into the ring's arena (a long line gets its own copy).
+func (r *ring) hold(s string) string {
+	if len(s) == 0 {
+		return s
+	}
+	if len(s) > r.arenaSize/4 {
+		return strings.Clone(s)
+	}
+	if len(r.arena)+len(s) > cap(r.arena) {
+		r.arena = make([]byte, 0, r.arenaSize)
+	}
+	n := len(r.arena)
+	r.arena = append(r.arena, s...)
+	return unsafe.String(&r.arena[n], len(s))
 }
 
 // newRing returns a ring that keeps at least limit lines (at least minRingLines).
@@ -153,11 +212,12 @@ func newRing(limit int) *ring {
 	for int64(1)<<shift < cl {
 		shift++
 	}
-	return &ring{limit: limit, cl: cl, shift: shift}
+	return &ring{limit: limit, cl: cl, shift: shift, arenaSize: min(max(limit*16, minArena), maxArena)}
 }
 
-// minRingLines is the least a ring keeps: a few screens of a zoomed pane.
-const minRingLines = 256
+// minRingLines is the least a ring keeps: three screens of a zoomed pane of 60 rows
+// (a ring of 192 lines evicts 64 at a time, so it holds 192-256).
+const minRingLines = 192
 
 // len is the number of entries held.
 func (r *ring) len() int64 { return r.n - r.first }
@@ -168,7 +228,8 @@ func (r *ring) at(seq int64) *entry {
 	return &r.chunks[i>>r.shift][i&(r.cl-1)]
 }
 
-// push appends e and evicts the oldest chunk when the ring is over its limit.
+// push appends e, its text copied into the ring's arena, and evicts the oldest chunk
+// when the ring is over its limit.
 func (r *ring) push(e entry) {
 	i := r.n - r.base
 	ci, off := int(i>>r.shift), int(i&(r.cl-1))
@@ -184,6 +245,9 @@ func (r *ring) push(e entry) {
 		copy(grown, c)
 		r.chunks[ci] = grown
 	}
+	// The bytes of the arena are never written again once a text holds them, so a
+	// search reading a snapshot reads them safely.
+	e.text = r.hold(e.text)
 	r.chunks[ci][off] = e
 	r.n++
 	if r.n-r.base-r.back > int64(r.limit)+r.cl {

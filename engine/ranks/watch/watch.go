@@ -5,11 +5,11 @@
 // them.
 //
 // The sampler is POSIX shell (Funcs), run by Slurm's replica wrapper and, on
-// local_docker, by an exec in the container (Sampler): it finds the node's agent (the
-// process whose children have GROUP_RANK in their environment) and its workers (the
-// agent's children with RANK), samples their thread counts, and appends to a file a
-// line "UNIX_MS PID RANK THREADS" for each worker whose count changed, 0 once it is
-// gone. One sample's changes share one stamp, later than the sample before: what one
+// local_docker, by a wrapper of the container's command (Wrap, Sampler): it finds the
+// node's agent (the process whose children have GROUP_RANK in their environment) and
+// its workers (the agent's children with RANK), samples their thread counts, and
+// appends to a file a line "UNIX_MS PID RANK THREADS" for each worker whose count
+// changed, 0 once it is gone. One sample's changes share one stamp, later than the sample before: what one
 // sample saw has no order. Parse reads the file back.
 package watch
 
@@ -59,27 +59,70 @@ o() { for x in $h; do y=${x#*:}; echo "$T ${x%%:*} ${y%%:*} ${y#*:}"; done >>"$w
 // it runs. Parse reads the moved file, then the current one.
 const Rotate = 30000
 
-// Sampler is the script of the sampler that an exec runs in a Docker container whose
-// command is a torchrun node: it writes "DIR/workers.watch" (and .rank), sampling
-// the workers every 100 ms, the agent looked for from the container's first process
-// down every 0.5 s until found (a container's agent is its command's torchrun, for
-// as long as it runs), and the agent's new workers every 0.5 s (torchrun restarts
-// them in place). It runs until the container's processes end (the kernel ends them
-// with its first process). It exits at once where date cannot
-// print milliseconds (a stamp that is not one would order nothing).
+// Sampler is the script of the sampler that Wrap starts in a Docker container whose
+// command is a torchrun node, before the node's command: it writes "DIR/workers.watch"
+// (and .rank), sampling the workers every 100 ms. It looks for the agent below the
+// process its first argument names (the node's command; the container's first
+// process when none is named) at every sample for its first 100 samples, so that the
+// workers of an agent that starts them at once and that fail in their first second
+// are seen, then every 0.5 s until found (a container's agent is its command's
+// torchrun, for as long as it runs; a rendezvous may hold its workers back for
+// minutes); once found, the agent's new workers at every sample for 10 samples (the
+// agent starts its workers one by one), then every 0.5 s (torchrun restarts them in
+// place). It runs until the container's processes end (the kernel ends them with its
+// first process), or the process it looks below has ended. It exits at once where date cannot print milliseconds (a stamp
+// that is not one would order nothing).
 func Sampler(dir string) string {
-	return `w=` + shellQuote(dir+"/workers") + `; q=; a=; ws=; l=0; i=0; n=0
+	return `w=` + shellQuote(dir+"/workers") + `; r=${1:-1}; q=; a=; ws=; l=0; i=0; b=0; n=0
 case $(date +%s%3N) in *[!0-9]*|'') exit 0;; esac
 ` + Funcs + pause + `while :; do h=; [ -z "$ws" ] || u
 if [ -n "$h" ]; then z; o; set -- $h; n=$((n+$#)); if [ "$n" -ge ` + strconv.Itoa(Rotate) + ` ]; then mv -f "$w.watch" "$w.watch.1"; n=0; fi; fi
-if [ $((i % 5)) = 0 ]; then if [ -z "$q" ]; then g 1 && k; else k; fi; fi
-i=$((i+1)); P; done`
+if [ -z "$a" ]; then if [ "$i" -lt 100 ] || [ $((i % 5)) = 0 ]; then g "$r" && { k; b=$i; }; fi
+elif [ $((i - b)) -le 10 ] || [ $((i % 5)) = 0 ]; then k; fi
+[ -e "/proc/$r" ] || exit 0; i=$((i+1)); P; done`
 }
 
-// Command is the argv that runs Sampler(dir) in bash where there is one (see pause),
-// else in sh.
-func Command(dir string) []string {
-	return []string{"/bin/sh", "-c", `[ -x /bin/bash ] && exec /bin/bash -c "$1"; exec /bin/sh -c "$1"`, "wick-watch", Sampler(dir)}
+// wrapName is the wrapper's $0 (its shell names itself so in an error: an image
+// whose /bin/sh cannot exec the node's command says "wick-watch: exec: torchrun: not
+// found").
+const wrapName = "wick-watch"
+
+// Wrap is argv (a torchrun node's command in a Docker container) run by a shell that
+// first starts Sampler(dir) in the background, in bash where there is one (see
+// pause), else in sh, and then execs argv: argv is the process the container's init
+// runs, with its signals, its environment and its exit status, as without the
+// wrapper, and the sampler watches from before the agent starts. The sampler is a
+// grandchild the shell leaves behind (its parent exits at once), so it is the init's
+// child, not one argv's program finds among its own; its input and output are
+// /dev/null. It starts on the container's first run only: a container the Engine
+// restarts (max_retries) finds "DIR/workers.start" there (its error volume outlives
+// its runs), and its new workers, whose pids may be the run before's, are not mixed
+// into the file of the run whose tracebacks come first. The shell unsets the
+// variables named in unset before the exec: those it sets itself (dash exports PWD,
+// bash SHLVL) that the container's environment does not have.
+func Wrap(dir string, unset []string, argv []string) []string {
+	script := wrapHead(dir)
+	if len(unset) > 0 {
+		script += "unset " + strings.Join(unset, " ") + "; "
+	}
+	return append([]string{"/bin/sh", "-c", script + `exec "$@"`, wrapName, Sampler(dir)}, argv...)
+}
+
+// wrapHead is the wrapper's script up to its exec.
+func wrapHead(dir string) string {
+	return `s=$1; shift; set -C
+if { true >` + shellQuote(dir+"/workers.start") + `; } 2>/dev/null; then p=$$; (exec </dev/null >/dev/null 2>&1; (if [ -x /bin/bash ]; then exec /bin/bash -c "$s" ` + wrapName + ` "$p"; fi; exec /bin/sh -c "$s" ` + wrapName + ` "$p") &); fi
+set +C; `
+}
+
+// Unwrap is the command that Wrap(dir, ...) wrapped, and true; argv itself and false
+// when argv is no such wrapper.
+func Unwrap(dir string, argv []string) ([]string, bool) {
+	if len(argv) < 6 || argv[0] != "/bin/sh" || argv[1] != "-c" || argv[3] != wrapName || argv[4] != Sampler(dir) ||
+		!strings.HasPrefix(argv[2], wrapHead(dir)) || !strings.HasSuffix(argv[2], `exec "$@"`) {
+		return argv, false
+	}
+	return argv[5:], true
 }
 
 // pause is the sampler's wait between samples, P: where bash runs it, a read that

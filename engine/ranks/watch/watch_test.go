@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,8 +167,7 @@ func TestSampler(t *testing.T) {
 			if err := root.Start(); err != nil {
 				t.Fatal(err)
 			}
-			script := strings.Replace(Sampler(dir), "g 1 && k", "g "+strconv.Itoa(root.Process.Pid)+" && k", 1)
-			sampler := exec.Command(sh, "-c", script)
+			sampler := exec.Command(sh, "-c", Sampler(dir), "wick-watch", strconv.Itoa(root.Process.Pid))
 			var stderr bytes.Buffer
 			sampler.Stderr = &stderr
 			if err := sampler.Start(); err != nil {
@@ -189,5 +189,93 @@ func TestSampler(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A wrapped command is the wrapper's own process (exec: its pid, its exit status, its
+// environment less what the shell adds), and the sampler the wrapper started first
+// saw workers that ended within a second of the command's start; it ends once the
+// command has. A second run in the same directory (a container the Engine restarted)
+// starts no sampler.
+func TestWrap(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	// The agent: two workers that end 0.2 s apart once the sampler has seen them (a
+	// line of their pid in the file; at most 20 s: on a busy machine the sampler's
+	// shell may start after workers that end at once), then its pid and the
+	// environment it was started with.
+	// The second run, which starts no sampler, does not wait (no "wait" file).
+	waitFile := filepath.Join(t.TempDir(), "wait")
+	seen := `i=0; [ -e ` + waitFile + ` ] || i=400; until [ $i -ge 400 ] || grep -q "^[0-9]* $$ " ` + filepath.Join(dir, "workers.watch") + ` 2>/dev/null; do sleep 0.05; i=$((i+1)); done; sleep `
+	agent := []string{"/bin/sh", "-c", `: torchrun; export GROUP_RANK=0; RANK=0 sh -c '` + seen + `0.3' & RANK=1 sh -c '` + seen + `0.5' & wait
+sleep 0.5; read -r p _ </proc/self/stat; echo "pid $p"; tr '\0' '\n' </proc/$p/environ; exit 3`}
+	argv := Wrap(dir, []string{"PWD", "SHLVL"}, agent)
+	if got, ok := Unwrap(dir, argv); !ok || !slices.Equal(got, agent) {
+		t.Fatalf("Unwrap: %q %v", got, ok)
+	}
+	if got, ok := Unwrap(dir, agent); ok || !slices.Equal(got, agent) {
+		t.Fatalf("Unwrap of no wrapper: %q %v", got, ok)
+	}
+	run := func() (int, string) {
+		t.Helper()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "KEEP=1"}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if !strings.Contains(out.String(), "pid "+strconv.Itoa(cmd.Process.Pid)+"\n") {
+			t.Errorf("the command is not the wrapper's process %d:\n%s", cmd.Process.Pid, out.String())
+		}
+		return cmd.ProcessState.ExitCode(), out.String()
+	}
+	if err := os.WriteFile(waitFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out := run()
+	if err := os.Remove(waitFile); err != nil {
+		t.Fatal(err)
+	}
+	if code != 3 {
+		t.Errorf("exit status %d, want 3:\n%s", code, out)
+	}
+	var env []string
+	for _, l := range strings.Split(out, "\n") {
+		if k, _, ok := strings.Cut(l, "="); ok && k != "_" {
+			env = append(env, k)
+		}
+	}
+	if slices.Sort(env); !slices.Equal(env, []string{"KEEP", "PATH"}) {
+		t.Errorf("the command's environment has %q, want KEEP PATH (what it was given)", env)
+	}
+	// The sampler ends with the command: the file changes no more.
+	var b []byte
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ = os.ReadFile(filepath.Join(dir, "workers.watch"))
+		time.Sleep(500 * time.Millisecond)
+		if again, _ := os.ReadFile(filepath.Join(dir, "workers.watch")); bytes.Equal(again, b) || time.Now().After(deadline) {
+			break
+		}
+	}
+	w := Parse(b, nil, time.Time{})
+	if len(w) != 2 {
+		t.Fatalf("watch, want both workers:\n%s", b)
+	}
+	for _, x := range w {
+		if x.Gone.IsZero() {
+			t.Errorf("rank %d not seen gone:\n%s", x.Rank, b)
+		}
+	}
+	if code, out := run(); code != 3 {
+		t.Errorf("second run: exit status %d, want 3:\n%s", code, out)
+	}
+	time.Sleep(time.Second)
+	if again, _ := os.ReadFile(filepath.Join(dir, "workers.watch")); !bytes.Equal(again, b) {
+		t.Errorf("a second run started a sampler: the watch file was\n%s\nand is\n%s", b, again)
 	}
 }

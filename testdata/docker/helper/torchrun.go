@@ -36,12 +36,18 @@ func ddp(cmd string, args []string) (int, bool) {
 // workerThreads is how many threads of its own each fake worker runs.
 const workerThreads = 6
 
-// torchrun plays the agent: torchrun --nproc_per_node 2 --fail_rank R.
+// torchrun plays the agent: torchrun --nproc_per_node 2 --fail_rank R [--fail_after
+// MS]. Worker R raises once the sampler has seen both workers, or MS ms after it
+// started where --fail_after says (a worker that fails in its first second, watched
+// or not).
 func torchrun(args []string) int {
-	failRank := 1
+	failRank, failAfter := 1, "-1"
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--fail_rank" {
+		switch args[i] {
+		case "--fail_rank":
 			failRank = atoi(args[i+1])
+		case "--fail_after":
+			failAfter = args[i+1]
 		}
 	}
 	// The raising worker's end of its "connection" to the peer (fd 3 in both).
@@ -58,7 +64,7 @@ func torchrun(args []string) int {
 		c := exec.Command("/proc/self/exe", "worker")
 		c.Args[0] = "helper"
 		c.Env = append(os.Environ(), "RANK="+strconv.Itoa(local), "LOCAL_RANK="+strconv.Itoa(local),
-			"GROUP_RANK=0", "WORLD_SIZE=2", "FAIL_RANK="+strconv.Itoa(failRank))
+			"GROUP_RANK=0", "WORLD_SIZE=2", "FAIL_RANK="+strconv.Itoa(failRank), "FAIL_AFTER="+failAfter)
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
 		c.ExtraFiles = []*os.File{r}
 		if local == failRank {
@@ -174,7 +180,11 @@ RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection cl
 		time.Sleep(100 * time.Millisecond)
 		return 1
 	}
-	waitWatched(2)
+	if ms := atoi(os.Getenv("FAIL_AFTER")); ms >= 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	} else {
+		waitWatched(2)
+	}
 	fmt.Fprintf(os.Stderr, `Traceback (most recent call last):
   File "/app/train.py", line 111, in <module>
     main()
