@@ -18,15 +18,21 @@ import (
 // Slurm says a job RUNNING once its nodes are allocated, and its step's tasks may
 // start a moment later (seconds on a busy node): the look is made again every half
 // second, 10 s at most, before it says there is none.
+//
+// One grep reads every process's environment (GNU grep's -z: NUL-ended records) and
+// only the app's processes are looked at further. A fork per process, as this was
+// first written, took tens of seconds on a busy node of a thousand processes and ran
+// past the step's deadline. The processes of this very step (its shell, the grep) are
+// left out by their step id: they carry the caller's environment, which may be a
+// replica's.
 const findReplica = `a=$1 r=$2 k=$3 i=0
 while :; do
-  for p in /proc/[0-9]*; do
-    [ "${p#/proc/}" = "$$" ] && continue
-    n=$({ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -cFx -e "WICK_APP_ID=$a" -e "WICK_ROLE=$r" -e "WICK_REPLICA_ID=$k")
-    if [ "$n" = 3 ]; then
-      d=$(readlink "$p/cwd") || continue
-      printf '%s\0' "$d"; cat "$p/environ"; exit 0
-    fi
+  for f in $(grep -lszFx -e "WICK_APP_ID=$a" /proc/[0-9]*/environ); do
+    [ -n "$SLURM_STEP_ID" ] && grep -qszFx -e "SLURM_STEP_ID=$SLURM_STEP_ID" "$f" && grep -qszFx -e "SLURM_JOB_ID=$SLURM_JOB_ID" "$f" && continue
+    grep -qszFx -e "WICK_ROLE=$r" "$f" && grep -qszFx -e "WICK_REPLICA_ID=$k" "$f" || continue
+    p=${f%/environ}
+    d=$(readlink "$p/cwd") || continue
+    printf '%s\0' "$d"; cat "$f"; exit 0
   done
   i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.5
 done
