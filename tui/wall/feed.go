@@ -25,8 +25,9 @@ const (
 	// demo.train took 3.18 CPU-s where lnav took 1.17 (2.7x); at 30 (33 ms), 2.23-2.60
 	// (2.1x), paired at load 3-5 (BenchmarkSoakBesideLnav). Most of a frame is the
 	// renderer's, and it is the same whatever changed: Bubble Tea redraws the whole
-	// frame into its buffer and Ultraviolet's diff measures the width of every cell of
-	// every line, old and new (lineHasDrift), 2.3 ms a frame of 200x60 at load 11.
+	// frame into its buffer, parses it and diffs it against the last (2.5-3.1 ms a
+	// frame of 200x60 at load 5 with Ultraviolet of 2026-10, whose diff no longer
+	// measures the width of each ASCII cell: 3.5-3.7 ms before, BenchmarkFrame16).
 	flushInterval = 50 * time.Millisecond
 	// streamInterval is the pump's interval once lines have come in every interval
 	// for streamAfter batches: a stream redraws at most 10 times a second, and the
