@@ -61,9 +61,10 @@ func (sv *supervisor) reaperDue() {
 	sv.startReaper()
 }
 
-// reaperWriteTimeout bounds a write to the reaper: a stuck reaper must not stall the
-// supervisor.
-const reaperWriteTimeout = time.Second
+// reaperQuitWait bounds the wait at the supervisor's end for the reaper to read what
+// is queued and "q" (reaperlink.go): one that does not is killed, so that it cannot
+// take the socket's end for the supervisor's death.
+const reaperQuitWait = time.Second
 
 // openReaper creates the channel to the reaper: a socket of messages (one line each),
 // which can also carry file descriptors. Failing is logged, not fatal: the reaper only
@@ -74,14 +75,21 @@ func (sv *supervisor) openReaper() {
 		sv.logf("no reaper: %v", err)
 		return
 	}
-	// Ours is non-blocking, for the write deadline; the reaper's blocks.
+	// Ours is non-blocking (the link never waits on it); the reaper's blocks.
 	if err := unix.SetNonblock(fds[0], true); err != nil {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
 		sv.logf("no reaper: %v", err)
 		return
 	}
-	sv.reaper, sv.reaperR = os.NewFile(uintptr(fds[0]), "reaper"), os.NewFile(uintptr(fds[1]), "reaper")
+	link, err := newReaperLink(os.NewFile(uintptr(fds[0]), "reaper"))
+	if err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		sv.logf("no reaper: %v", err)
+		return
+	}
+	sv.reaper, sv.reaperR = link, os.NewFile(uintptr(fds[1]), "reaper")
 }
 
 // startReaper starts the reaper, `wick-supervisor __supervise DIR` (or `wick
@@ -240,58 +248,39 @@ func (sv *supervisor) releasePipe(id int) {
 	}
 }
 
-// sendReaper sends one message, with file descriptor fd if it is not -1. A reaper
-// that does not read within reaperWriteTimeout is given up.
+// sendReaper sends one message, with file descriptor fd if it is not -1; it never
+// waits for the reaper (reaperlink.go). A socket full before the reaper runs starts it
+// at once: an app of more than ~56 replicas fills it while they start, before the
+// loop that would start the reaper runs.
 func (sv *supervisor) sendReaper(msg string, fd int) bool {
 	if sv.reaper == nil {
 		return false
 	}
-	var oob []byte
-	if fd >= 0 {
-		oob = unix.UnixRights(fd)
-	}
-	rc, err := sv.reaper.SyscallConn()
-	for full := true; err == nil && full; {
-		full = false
-		_ = sv.reaper.SetWriteDeadline(time.Now().Add(reaperWriteTimeout))
-		werr := rc.Write(func(s uintptr) bool {
-			err = unix.Sendmsg(int(s), []byte(msg), oob, nil, 0)
-			// The socket is full and nobody reads it yet: an app of more than ~56
-			// replicas fills it while they start, before the loop that would start
-			// the reaper runs. Waiting out the deadline cost every such launch a
-			// second and gave its reaper up.
-			full = err == unix.EAGAIN && sv.reaperR != nil
-			return full || (err != unix.EAGAIN && err != unix.EINTR)
-		})
-		if full {
-			sv.startReaper() // at once; it reads what is queued, and the send goes on
-			err = nil
-			continue
-		}
-		if errors.Is(werr, os.ErrDeadlineExceeded) {
-			err = werr // the last try's EAGAIN says less
-		}
-		if err == nil {
-			err = werr
-		}
-	}
+	queued, err := sv.reaper.send(msg, fd)
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) && sv.reaperProc > 0 {
-			// A reaper that reads too slowly (starved on a machine at load 1,000) is
-			// alive: were the socket closed under it, it would take the end for the
-			// supervisor's death and kill the app. It is killed first (it is this
-			// process's child: its pid is not reused before it is reaped), and the
-			// app goes on without one.
-			_ = unix.Kill(sv.reaperProc, unix.SIGKILL)
-			sv.logf("reaper: it read nothing for %v (%v): stopped; the app goes on without it", reaperWriteTimeout, err)
-		} else {
-			sv.logf("reaper: %v", err)
-		}
-		sv.reaper.Close()
-		sv.reaper = nil
+		sv.dropReaper(err)
 		return false
 	}
+	if queued && sv.reaperR != nil {
+		sv.startReaper()
+	}
 	return true
+}
+
+// dropReaper gives the reaper up after the link's failure err, and the app goes on
+// without one. A reaper that is alive but does not read (err is errQueueFull or a
+// deadline) is killed first: were the socket closed under it, it would take the end for
+// the supervisor's death and kill the app. It is this process's child: its pid is not
+// reused before it is reaped.
+func (sv *supervisor) dropReaper(err error) {
+	if (errors.Is(err, errQueueFull) || errors.Is(err, os.ErrDeadlineExceeded)) && sv.reaperProc > 0 {
+		_ = unix.Kill(sv.reaperProc, unix.SIGKILL)
+		sv.logf("reaper: %v: stopped; the app goes on without it", err)
+	} else {
+		sv.logf("reaper: %v", err)
+	}
+	sv.reaper.close()
+	sv.reaper = nil
 }
 
 // quitReaper dismisses the reaper: the supervisor ends normally.
@@ -299,15 +288,18 @@ func (sv *supervisor) quitReaper() {
 	if sv.reaper == nil {
 		return
 	}
-	sv.sendReaper("q", -1)
+	if sv.reaperR != nil { // never started (the app was short): nobody to tell
+		sv.reaperR.Close()
+		sv.reaperR = nil
+	} else if sv.sendReaper("q", -1) {
+		if err := sv.reaper.flush(time.Now().Add(reaperQuitWait)); err != nil {
+			sv.dropReaper(err)
+		}
+	}
 	if sv.reaper != nil {
-		sv.reaper.Close()
+		sv.reaper.close()
 	}
 	sv.reaper = nil
-	if sv.reaperR != nil {
-		sv.reaperR.Close() // never started: the app was short
-		sv.reaperR = nil
-	}
 }
 
 // heldPipe is a replica's output pipe the reaper holds a read end of.

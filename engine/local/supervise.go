@@ -273,7 +273,7 @@ type supervisor struct {
 	dirSync    *safefs.DirSyncer
 	taken      uint64
 	reserved   bool          // the space for the final state is reserved (reserve.go)
-	reaper     *os.File      // pipe to the reaper process, or nil
+	reaper     *reaperLink   // the socket to the reaper process, or nil
 	learned    chan struct{} // a workerWatch learned a group rank (workers.go)
 	reaperR    *os.File      // its read end until the reaper starts
 	reaperProc int
