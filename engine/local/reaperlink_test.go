@@ -29,6 +29,18 @@ func linkPair(t *testing.T) (*reaperLink, int) {
 	return l, fds[1]
 }
 
+// pipeEnd is the read end of a pipe, like the replicas' pipes the supervisor hands
+// the reaper; both ends are closed at cleanup.
+func pipeEnd(t *testing.T) int {
+	t.Helper()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p[0]); unix.Close(p[1]) })
+	return p[0]
+}
+
 // openFDs counts this process's open descriptors.
 func openFDs(t *testing.T) int {
 	t.Helper()
@@ -45,18 +57,13 @@ func openFDs(t *testing.T) int {
 func TestReaperLinkKeepsOrder(t *testing.T) {
 	const n = 2000 // the socket holds a few hundred
 	l, reader := linkPair(t)
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	pipe := pipeEnd(t)
 	before := openFDs(t)
 	queued := 0
 	for i := range n {
 		fd := -1
 		if i%10 == 0 {
-			fd = p[0]
+			fd = pipe
 		}
 		q, err := l.send("m"+strconv.Itoa(i), fd)
 		if err != nil {
@@ -110,19 +117,14 @@ func TestReaperLinkKeepsOrder(t *testing.T) {
 // the copies of the pipes still queued.
 func TestReaperLinkGivesUp(t *testing.T) {
 	l, _ := linkPair(t)
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
+	pipe := pipeEnd(t)
 	before := openFDs(t)
 	var err error
 	sent := 0
 	for ; sent < 2*maxQueued && err == nil; sent++ {
 		fd := -1
 		if sent < 100 {
-			fd = p[0]
+			fd = pipe
 		}
 		_, err = l.send("+"+strconv.Itoa(sent), fd)
 	}
