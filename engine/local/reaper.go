@@ -416,9 +416,12 @@ func (rs *reaperState) take(line string, fds []int) {
 // puts what the pipes still hold in the logs and marks their end, and records the app
 // as ended unless it had.
 func (rs *reaperState) finish(appDir string) error {
-	for pgid := range rs.groups {
-		killGroup(pgid, unix.SIGKILL)
+	l, lerr := readLaunch(appDir)
+	id := filepath.Base(appDir) // an app's directory is named by its id
+	if lerr == nil {
+		id = l.AppID
 	}
+	killed := killAppGroups(rs.groups, EnvAppID+"="+id)
 	if rs.cgroupDir != "" {
 		// What left the groups is still in the app's cgroup.
 		if err := killCgroupDir(rs.cgroupDir); err != nil {
@@ -428,9 +431,8 @@ func (rs *reaperState) finish(appDir string) error {
 	// What the replicas wrote that the supervisor had not taken out of the pipes goes
 	// to the stream files; MarkEnd below indexes it.
 	drainPipes(rs.pipes)
-	l, err := readLaunch(appDir)
-	if err != nil {
-		return fmt.Errorf("reaper: %w", err)
+	if lerr != nil {
+		return fmt.Errorf("reaper: %w", lerr)
 	}
 	for _, role := range l.Request.Roles {
 		for _, r := range role.Replicas {
@@ -447,6 +449,46 @@ func (rs *reaperState) finish(appDir string) error {
 		return nil
 	}
 	markGone(appDir, st)
-	fmt.Fprintf(os.Stderr, "%s wick reaper %s: the supervisor died; killed %d process groups\n", time.Now().Format(time.RFC3339), l.AppID, len(rs.groups))
+	fmt.Fprintf(os.Stderr, "%s wick reaper %s: the supervisor died; killed %d process groups\n", time.Now().Format(time.RFC3339), l.AppID, killed)
 	return st.save(appDir)
+}
+
+// killAppGroups kills those of groups that are still the app's, and returns how many:
+// a group is when one of its processes has mark (WICK_APP_ID=ID, which every replica
+// is given) in its environment. A group the reaper was told of may have ended with its
+// "-PGID" still queued in the supervisor that died (reaperlink.go), and its number
+// since be another program's group: Linux reuses a group's id once no process holds
+// it. A live member keeps the id the app's, so the whole group goes, a member that
+// cleared its environment included; a group whose every member did so is left to the
+// cgroup's kill (where the machine has none, it outlives the supervisor).
+func killAppGroups(groups map[int]bool, mark string) int {
+	if len(groups) == 0 {
+		return 0
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	ours := map[int]bool{}
+	var buf []byte
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		g, err := unix.Getpgid(pid)
+		if err != nil || !groups[g] || ours[g] {
+			continue
+		}
+		if buf == nil {
+			buf = make([]byte, maxExecEnviron)
+		}
+		if env, err := readBounded("/proc/"+e.Name()+"/environ", buf); err == nil && hasEnv(env, mark) {
+			ours[g] = true
+		}
+	}
+	for g := range ours {
+		killGroup(g, unix.SIGKILL)
+	}
+	return len(ours)
 }

@@ -2,12 +2,17 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wick-dev/wick/internal/testkit"
 )
 
 // linkPair is a reaper link and the reaper's end of its socket, as openReaper makes
@@ -167,4 +172,41 @@ func TestReaperLinkFlushDeadline(t *testing.T) {
 		t.Errorf("flush returned after %v, before its deadline", d)
 	}
 	l.close()
+}
+
+// startGroup starts argv in a process group of its own with exactly env, ended and
+// reaped at cleanup, and returns the group's id.
+func startGroup(t *testing.T, env []string, argv ...string) int {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }() // reaped once killed: a zombie is not a member
+	t.Cleanup(func() { killGroup(cmd.Process.Pid, unix.SIGKILL); <-done })
+	return cmd.Process.Pid
+}
+
+// TestReaperKillsOnlyTheAppsGroups: the reaper, its supervisor dead, kills the groups
+// it was told of that are still the app's, a member that cleared its environment
+// included, and leaves a group whose id it holds but that is another program's now
+// (an app's group ended while its "-PGID" was queued, its id since reused).
+func TestReaperKillsOnlyTheAppsGroups(t *testing.T) {
+	path := "PATH=" + os.Getenv("PATH")
+	app := startGroup(t, []string{path, EnvAppID + "=wick-1"}, "sh", "-c", "sleep 600 & env -i sleep 600 & wait")
+	other := startGroup(t, []string{path, EnvAppID + "=wick-2"}, "sleep", "600")
+	testkit.Wait(t, 10*time.Second, "the app's group of three", func() (bool, string) {
+		m := groupMembers(t, app)
+		return len(m) == 3, fmt.Sprint(m)
+	})
+	if n := killAppGroups(map[int]bool{app: true, other: true}, EnvAppID+"=wick-1"); n != 1 {
+		t.Errorf("killed %d groups, want 1", n)
+	}
+	waitGone(t, []int{app})
+	if m := groupMembers(t, other); len(m) != 1 {
+		t.Errorf("the other program's group: %v, want its sleep alive", m)
+	}
 }
