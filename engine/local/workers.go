@@ -58,19 +58,9 @@ type workerWatch struct {
 // Bounds of the watch: the descendants looked at, how often, how many workers.
 const (
 	discoverEvery = 100 * time.Millisecond
-	// sampleEvery is how often the threads of a node of at most sampleFastUpTo
-	// workers are counted (larger nodes: every discoverEvery). A worker that raised
-	// and the peer that failed of it begin to end tens of ms apart: counted every
-	// 100 ms, both fell within one sample in 1 of 30 runs here of
-	// TestWorkersEndInTheOrderTheyFailed, a tie ("rank 0 or 1") where rank 1 raised
-	// (0 of 30 at 20 ms: too few runs to show more than that a window five times
-	// narrower ties less). A count is a read of /proc/PID/stat, ~15 µs: 16 workers
-	// cost ~1% of a core at this rate.
-	sampleEvery    = 20 * time.Millisecond
-	sampleFastUpTo = 16
-	maxWatched     = 1024
-	maxEnviron     = 256 << 10
-	maxDescend     = 4096
+	maxWatched    = 1024
+	maxEnviron    = 256 << 10
+	maxDescend    = 4096
 	// envTries is how many discoveries may see a new process without torchrun's
 	// variables (forked, not yet exec'd) before it is taken for something else.
 	envTries = 50
@@ -181,15 +171,14 @@ func (w *workerWatch) run() {
 	}()
 	seen := map[int]int{} // pid -> discoveries without torchrun's variables; -1: done
 	workers := map[int]bool{}
-	var next, nextSample time.Time
+	var next time.Time
 	for {
 		select {
 		case <-w.quit:
 			return
 		default:
 		}
-		now := time.Now()
-		if !now.Before(next) {
+		if now := time.Now(); !now.Before(next) {
 			next = now.Add(discoverEvery)
 			for _, pp := range descendants(w.leader) {
 				pid := pp.pid
@@ -229,12 +218,6 @@ func (w *workerWatch) run() {
 				clear(seen) // a replica that forks without end: start over
 				clear(workers)
 			}
-		}
-		if !now.Before(nextSample) {
-			nextSample = next
-			if len(live) <= sampleFastUpTo {
-				nextSample = now.Add(sampleEvery)
-			}
 			for _, x := range live {
 				w.sampleThreads(x.pid, now)
 			}
@@ -243,11 +226,7 @@ func (w *workerWatch) run() {
 		for i, x := range live {
 			fds[i] = unix.PollFd{Fd: int32(x.fd), Events: unix.POLLIN}
 		}
-		wake := next
-		if nextSample.Before(wake) {
-			wake = nextSample
-		}
-		wait := max(time.Until(wake), time.Millisecond)
+		wait := max(time.Until(next), time.Millisecond)
 		n, err := unix.Poll(fds, int(wait/time.Millisecond))
 		if err != nil && err != unix.EINTR {
 			time.Sleep(wait)
@@ -256,7 +235,7 @@ func (w *workerWatch) run() {
 		if n <= 0 {
 			continue
 		}
-		now = time.Now()
+		now := time.Now()
 		kept := live[:0]
 		for i, x := range live {
 			if fds[i].Revents == 0 {
