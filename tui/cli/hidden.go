@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -137,6 +138,13 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			// the heap grows to twice what the rings hold. GOMEMLIMIT, when set, wins.
 			if a.env.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(common.MemoryLimit)
+			}
+			// The UI's goroutines (a reader per replica, the pump, Bubble Tea's
+			// loop and renderer) mostly wake, do a little and sleep: on more than one
+			// processor each wake-up hands work across threads (a futex, a spin).
+			// GOMAXPROCS, when set, wins.
+			if a.env.Getenv("GOMAXPROCS") == "" {
+				runtime.GOMAXPROCS(common.Procs)
 			}
 			sched := conf.CLIRun()["scheduler"]
 			if sched == "" {
