@@ -131,6 +131,9 @@ func NewModel(opts Options) (*Model, error) {
 		DefaultScheduler: opts.DefaultScheduler, Workspace: opts.Workspace,
 		Theme: theme, Actions: actions, Now: now,
 	}
+	if opts.Procs > 0 {
+		c.Cores = common.NewCores(opts.Procs)
+	}
 	m := &Model{ctx: c, cancel: cancel, autoTheme: auto, tick: opts.TickInterval,
 		settingsPath: path, themesDir: ThemesDir(path), userCmds: userCommands(settings.Commands), alerts: settings.Alerts,
 		wall: wall.Options{RingLines: opts.RingLines, HeldLines: opts.HeldLines, StateDir: uiStateDir(opts.Runner.StateDir())}}

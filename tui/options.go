@@ -38,6 +38,9 @@ type Options struct {
 	// RingLines is how many lines the log wall keeps in memory per replica; 0 means
 	// wall.DefaultRingLines. Older lines are read back from the logs when scrolled to.
 	RingLines int
+	// Procs, when above 0, is the UI's GOMAXPROCS while no search runs (a search has
+	// every processor the process had); 0 leaves GOMAXPROCS alone.
+	Procs int
 	// HeldLines is how many lines the log wall's panes keep in memory in all; 0 means
 	// wall.DefaultHeldLines.
 	HeldLines int

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -139,12 +138,11 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			if a.env.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(common.MemoryLimit)
 			}
-			// The UI's goroutines (a reader per replica, the pump, Bubble Tea's
-			// loop and renderer) mostly wake, do a little and sleep: on more than one
-			// processor each wake-up hands work across threads (a futex, a spin).
-			// GOMAXPROCS, when set, wins.
+			// The UI runs on common.Procs processors but for a search (see
+			// common.Cores). GOMAXPROCS, when set, wins.
+			procs := 0
 			if a.env.Getenv("GOMAXPROCS") == "" {
-				runtime.GOMAXPROCS(common.Procs)
+				procs = common.Procs
 			}
 			sched := conf.CLIRun()["scheduler"]
 			if sched == "" {
@@ -189,6 +187,7 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 				Logs:             o.Logs,
 				Sweep:            sweepID,
 				RingLines:        o.RingLines,
+				Procs:            procs,
 				Getenv:           a.env.Getenv,
 				Messages:         a.env.Stderr,
 			})

@@ -91,6 +91,10 @@ type Context struct {
 	// Workspace is passed to dry runs and launches (local_docker image builds).
 	Workspace string
 
+	// Cores lends every processor to parallel work (a search) while the UI runs on
+	// fewer; nil leaves GOMAXPROCS alone.
+	Cores *Cores
+
 	// Alarms reads and keeps the apps' metric alarms (for the app list's marks and
 	// describe); nil reads none.
 	Alarms *metrics.Book
@@ -118,9 +122,3 @@ func (c *Context) NewID() ViewID {
 // (at 160 MB of limit RSS was 160-167 MB, at 136 MB 142-154 MB). Above it the
 // garbage collector works harder, never more than half a core.
 const MemoryLimit = 128 << 20
-
-// Procs is the UI's GOMAXPROCS. One processor: the wall following demo.train (its
-// readers, pump, loop and renderer) took 0.72x the CPU at 256 replicas and 0.88x at
-// 16 against two, on a machine of two cores (BenchmarkSoakBesideLnav, #37 round 14),
-// keeping up as well.
-const Procs = 1

@@ -264,7 +264,7 @@ func (m *Model) research() tea.Cmd {
 		return nil
 	}
 	s.match = mt
-	job := searchJob{id: m.ID(), gen: s.gen, m: mt, b: m.Ctx.Backend, h: m.h, panes: make([]searchPane, len(m.panes))}
+	job := searchJob{id: m.ID(), gen: s.gen, m: mt, b: m.Ctx.Backend, h: m.h, cores: m.Ctx.Cores, panes: make([]searchPane, len(m.panes))}
 	for i, p := range m.panes {
 		job.panes[i] = searchPane{role: p.role, k: p.k, filter: p.filter(), snap: p.ring.snapshot(p.ring.first)}
 		s.hits[i].scanned = -1 // until the job answers
@@ -278,11 +278,13 @@ func (m *Model) research() tea.Cmd {
 // started (a snapshot each), then, in the logs, the lines before them and the long
 // lines they hold cut.
 type searchJob struct {
-	id    common.ViewID
-	gen   int
-	m     *matcher
-	b     common.Backend
-	h     spec.Handle
+	id  common.ViewID
+	gen int
+	m   *matcher
+	b   common.Backend
+	h   spec.Handle
+	// cores lends the job's goroutines (one a pane) every processor while it runs.
+	cores *common.Cores
 	panes []searchPane
 }
 
@@ -318,6 +320,8 @@ func (j *searchJob) rings(ctx context.Context) tea.Cmd {
 	return func() tea.Msg {
 		n := len(j.panes)
 		res := searchMsg{ViewID: j.id, gen: j.gen, matches: make([][]int64, n), times: make([][]int64, n), upto: make([]int64, n), done: make([]bool, n)}
+		release := j.cores.Acquire()
+		defer release()
 		var wg sync.WaitGroup
 		for i := range j.panes {
 			wg.Add(1)
@@ -364,6 +368,8 @@ func (j *searchJob) logs(ctx context.Context) tea.Cmd {
 	return func() tea.Msg {
 		n := len(j.panes)
 		res := searchMsg{ViewID: j.id, gen: j.gen, disk: true, matches: make([][]int64, n), times: make([][]int64, n), errs: make([]error, n)}
+		release := j.cores.Acquire()
+		defer release()
 		var wg sync.WaitGroup
 		for i := range j.panes {
 			sp := &j.panes[i]
