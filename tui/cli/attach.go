@@ -90,6 +90,7 @@ func (a *app) progress() (p sched.Progress, done func()) {
 // sigs delivers SIGINT, SIGTERM and SIGHUP; SIGHUP ends wick at once and leaves the
 // app running.
 func (a *app) attach(h spec.Handle, appDef *spec.AppDef, asJSON bool, sigs <-chan os.Signal) error {
+	a.follow(true)
 	ctx, stop := context.WithCancel(a.ctx)
 	defer stop()
 	// got is the first signal, once its work (the cancel) is done: wick then ends by

@@ -140,10 +140,7 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			}
 			// The UI runs on common.Procs processors but for a search (see
 			// common.Cores). GOMAXPROCS, when set, wins.
-			procs := 0
-			if a.env.Getenv("GOMAXPROCS") == "" {
-				procs = common.Procs
-			}
+			procs := a.followProcs()
 			sched := conf.CLIRun()["scheduler"]
 			if sched == "" {
 				sched = DefaultScheduler

@@ -121,6 +121,7 @@ func (a *app) runLog(ident string, f logFlags) error {
 	if err != nil {
 		return err
 	}
+	a.follow(opts.Follow)
 	var out io.Writer = a.env.Stdout
 	if !f.raw && !f.asJSON {
 		v := &validUTF8{w: a.env.Stdout} // invalid UTF-8 as U+FFFD, as TorchX prints it
