@@ -13,8 +13,8 @@ import (
 // threads.
 const Procs = 1
 
-// Cores lets work that runs in parallel (a search of many panes) have every processor
-// while it runs, the UI staying on fewer otherwise. Its zero value, or a nil *Cores,
+// Cores lets work that runs in parallel (a search of many panes, a launch's fsyncs)
+// have every processor while it runs, the UI staying on fewer otherwise. Its zero value, or a nil *Cores,
 // leaves GOMAXPROCS alone.
 type Cores struct {
 	mu sync.Mutex

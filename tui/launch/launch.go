@@ -79,9 +79,12 @@ func (m *Model) Init() tea.Cmd {
 		}
 	}
 	progress := func(step string) { send(progressMsg{step}) }
-	info, from, workspace := m.info, m.from, m.Ctx.Workspace
+	info, from, workspace, cores := m.info, m.from, m.Ctx.Workspace, m.Ctx.Cores
 	go func() {
 		defer close(ch)
+		// A launch writes and fsyncs its files at once: on one processor each
+		// fsync would hold it until the runtime's monitor hands it to the others.
+		defer cores.Acquire()()
 		var h spec.Handle
 		var err error
 		if info != nil {

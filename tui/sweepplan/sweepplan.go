@@ -196,10 +196,11 @@ func (m *Model) Do(action common.ActionName) (tea.Cmd, bool) {
 
 // launch writes the sweep and starts its queue, in a command.
 func (m *Model) launch() tea.Cmd {
-	id, b, p, parent := m.ID(), m.Ctx.Backend, m.planned, m.Ctx.Ctx
+	id, b, p, parent, cores := m.ID(), m.Ctx.Backend, m.planned, m.Ctx.Ctx, m.Ctx.Cores
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(parent, planTimeout)
 		defer cancel()
+		defer cores.Acquire()() // as a launch (see launch.Model.Init)
 		return launchedMsg{ViewID: id, err: b.LaunchSweep(ctx, p)}
 	}
 }
