@@ -77,6 +77,13 @@ func TestStarvedReaperCatchesUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A replica is RUNNING once started, not once its cat has opened the fifo: on a
+	// busy machine the last ones reach their open later, and a cat that opens it
+	// after the writer closed would wait for another writer forever (CI saw one).
+	testkit.Wait(t, 30*time.Second, "every cat with the fifo open", func() (bool, string) {
+		n := fifoReaders(fifo)
+		return n == 200, fmt.Sprintf("%d of 200", n)
+	})
 	w.Close() // every cat reads its end and exits 0
 	waitState(t, s, id, func(st *spec.AppStatus) bool {
 		n := 0
@@ -106,4 +113,24 @@ func TestStarvedReaperCatchesUp(t *testing.T) {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "the supervisor died"), string(b)
 	})
+}
+
+// fifoReaders counts the processes other than this one that hold fifo open.
+func fifoReaders(fifo string) int {
+	self := fmt.Sprintf("/proc/%d/", os.Getpid())
+	dirs, _ := filepath.Glob("/proc/[0-9]*/fd")
+	n := 0
+	for _, d := range dirs {
+		if strings.HasPrefix(d, self) {
+			continue
+		}
+		fds, _ := os.ReadDir(d)
+		for _, fd := range fds {
+			if l, err := os.Readlink(filepath.Join(d, fd.Name())); err == nil && l == fifo {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
