@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,6 +60,13 @@ func TestStarvedReaperCatchesUp(t *testing.T) {
 	many := role("many", "cat", fifo) // blocked in open until the fifo has a writer
 	many.NumReplicas = 200
 	id := start(t, s, appOf("starved", many, family(1)), nil)
+	// A failure below would leave the supervisor and a cat blocked on the fifo running
+	// for ever (CI once had them 39 minutes on): cancel the app whatever the outcome.
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = s.Cancel(context.Background(), id)
+		}
+	})
 	_, raw, err := s.load(id)
 	if err != nil {
 		t.Fatal(err)

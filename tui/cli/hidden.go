@@ -138,8 +138,9 @@ launch, browse apps, and watch logs. q quits; running apps keep running.`,
 			if a.env.Getenv("GOMEMLIMIT") == "" {
 				debug.SetMemoryLimit(common.MemoryLimit)
 			}
-			// The UI runs on common.Procs processors but for a search (see
-			// common.Cores). GOMAXPROCS, when set, wins.
+			// The UI runs on common.Procs processors but for a search or a launch,
+			// which get every processor while they run (see common.Cores).
+			// GOMAXPROCS, when set, wins.
 			procs := a.followProcs()
 			sched := conf.CLIRun()["scheduler"]
 			if sched == "" {
