@@ -699,14 +699,17 @@ func (it *Iterator) fill() bool {
 		if r.flags&flagStream != 0 && !it.inStreamFile(&r) {
 			continue // damaged: fallBack next
 		}
-		if r.length > blockSize {
-			// A long run is read a window at a time.
+		if r.length > it.blockMax {
+			// A run longer than a block is read a window of a block at a time: a long
+			// run, or, for one of many iterators with small blocks, a starved
+			// writer's read of 64 KB at once (1,024 such blocks held by the wall's
+			// readers catching up were most of its heap).
 			f, off, err := it.runFile(&r)
 			if err != nil {
 				it.err = err
 				return false
 			}
-			it.lr = &lineReader{f: f, off: off, end: off + r.length,
+			it.lr = &lineReader{f: f, off: off, end: off + r.length, window: it.blockMax,
 				sp: span{time: time.Unix(0, r.time), stream: r.streamName(), attempt: int(r.attempt)}}
 			continue
 		}
@@ -761,8 +764,8 @@ func (it *Iterator) loadBlock(first record) error {
 	return nil
 }
 
-// limitBlock makes the iterator's blocks at most n bytes (runs longer than that are
-// still read whole, up to blockSize), and its reads of the index as many records
+// limitBlock makes the iterator's blocks at most n bytes (a run longer than that is
+// read n bytes at a time, a line longer than n whole), and its reads of the index as many records
 // less than recordBatch as n is less than blockSize. Merge asks it of the iterators
 // of many replicas: each holds its block while its lines wait to be merged, and
 // 1,024 blocks of 256 KB were 265 MB.

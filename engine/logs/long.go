@@ -78,6 +78,17 @@ type lineReader struct {
 	pos  int  // offset in text of the next line
 	sp   span // the time, stream and attempt of every line
 	grow bool // the fallback: end follows the file
+	// window, when set, is less than lineWindow: reads fetch that much, and a line
+	// longer than it is read again in a window of lineWindow.
+	window int64
+}
+
+// size is how much a read of the range fetches.
+func (lr *lineReader) size() int64 {
+	if lr.window > 0 {
+		return min(lr.window, lineWindow)
+	}
+	return lineWindow
 }
 
 // lineFromReader takes the next line of it.lr as the head if it passes the filters.
@@ -88,6 +99,10 @@ func (it *Iterator) lineFromReader() bool {
 		rest := lr.text[lr.pos:]
 		if i := strings.IndexByte(rest, '\n'); i >= 0 {
 			lr.pos += i + 1
+			if int64(len(lr.text)) > lr.size() {
+				// A long line's window: what follows it is read afresh in small ones.
+				lr.text, lr.off, lr.pos = "", lr.off+int64(lr.pos), 0
+			}
 			it.offerLine(rest[:i], false, 0, nil)
 			return true
 		}
@@ -108,14 +123,11 @@ func (it *Iterator) lineFromReader() bool {
 			}
 			return true
 		}
-		if lr.pos > 0 || int64(len(rest)) < min(avail, lineWindow) {
+		if lr.pos > 0 || int64(len(rest)) < min(avail, lr.size()) {
 			// The window starts at the next line, and holds as much as it can.
-			text, err := readText(lr.f, start, min(avail, lineWindow))
-			if err != nil {
-				it.err = err
+			if !lr.read(it, start, min(avail, lr.size())) {
 				return true
 			}
-			lr.text, lr.off, lr.pos = text, start, 0
 			continue
 		}
 		// The window starts a line and holds no newline.
@@ -127,6 +139,13 @@ func (it *Iterator) lineFromReader() bool {
 			lr.pos = len(lr.text)
 			it.offerLine(rest, true, 0, nil)
 			return true
+		}
+		if int64(len(rest)) < min(avail, lineWindow) {
+			// A line longer than a small window: read it (and what follows) whole.
+			if !lr.read(it, start, min(avail, lineWindow)) {
+				return true
+			}
+			continue
 		}
 		// A line longer than MaxLine: find where it ends, and yield its start.
 		nl, err := findNewline(lr.f, start+int64(len(rest)), lr.end)
@@ -146,6 +165,18 @@ func (it *Iterator) lineFromReader() bool {
 		it.offerLine(rest[:MaxLine], nl < 0, size, io.NewSectionReader(lr.f, start, size))
 		return true
 	}
+}
+
+// read makes the window n bytes of the range at start. On an error it sets it.err
+// and returns false.
+func (lr *lineReader) read(it *Iterator, start, n int64) bool {
+	text, err := readText(lr.f, start, n)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	lr.text, lr.off, lr.pos = text, start, 0
+	return true
 }
 
 // findNewline returns the offset of the first '\n' in [from, to) of f, or -1.

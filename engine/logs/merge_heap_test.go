@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -446,4 +447,102 @@ func TestOneOfManyReadsSmallBlocks(t *testing.T) {
 		t.Fatalf("blocks of %d bytes for one of 4, %d for one of 1,024", few, many)
 	}
 	sameLines(t, "one of 1,024", got, want)
+}
+
+// TestOneOfManyReadsLongRunsInSmallWindows: a writer starved of the processor reads a
+// pipe's 64 KB at once, one run of ~1,300 lines (supervisor's readSize). An iterator
+// that is one of 1,024 holds no more than its small block of such a run at a time (the
+// wall's 1,024 readers catching up a starved app's backlog held 64 KB each, 33 MB),
+// gives the same lines as one of a few, and still gives a line longer than its block
+// whole: here a 40 KB line inside a run of 100 KB.
+func TestOneOfManyReadsLongRunsInSmallWindows(t *testing.T) {
+	short := strings.Repeat(".", 50)
+	long := strings.Repeat("x", 40<<10)
+	var runs [][]string
+	for k := range 4 {
+		run := make([]string, 1300)
+		for j := range run {
+			run[j] = fmt.Sprintf("run %d line %04d %s", k, j, short)
+		}
+		if k == 2 {
+			run[650] = long
+		}
+		runs = append(runs, run)
+	}
+	dir := filepath.Join(t.TempDir(), "0")
+	if err := writeRunLines(dir, runs); err != nil {
+		t.Fatal(err)
+	}
+	read := func(n int) ([]sched.Line, int) {
+		it, err := Open(Source{Dir: dir, Role: "sh", Replica: 0}, sched.LogOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		it.OneOf(n)
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(20*time.Second))
+		defer cancel()
+		var out []sched.Line
+		held := 0 // the most text the iterator held at once
+		for {
+			l, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return out, held
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, l)
+			h := len(it.text)
+			if it.lr != nil {
+				h += len(it.lr.text)
+			}
+			held = max(held, h)
+		}
+	}
+	want, _ := read(4)
+	got, held := read(1024)
+	sameLines(t, "one of 1,024", got, want)
+	if len(got) != 4*1300 {
+		t.Fatalf("%d lines, want %d", len(got), 4*1300)
+	}
+	if got[2*1300+650].Text != long || got[2*1300+650].Cut {
+		t.Fatalf("the 40 KB line came as %d bytes (cut: %v)", len(got[2*1300+650].Text), got[2*1300+650].Cut)
+	}
+	if limit := int(blockFor(1024)); held > limit {
+		t.Fatalf("one of 1,024 held %d bytes of its log at once; its blocks are %d", held, limit)
+	}
+}
+
+// writeRunLines writes the logs of a replica whose stdout came as runs, one record
+// each, a millisecond apart.
+func writeRunLines(dir string, runs [][]string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	var comb []byte
+	var b [recordSize]byte
+	encodeHeader(&b)
+	idx := append([]byte(nil), b[:]...)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for k, lines := range runs {
+		r := record{time: t0 + int64(k)*int64(time.Millisecond), combOff: int64(len(comb)), streamOff: int64(len(comb)), stream: codeStdout}
+		for _, l := range lines {
+			comb = append(comb, l...)
+			comb = append(comb, '\n')
+			r.lines++
+		}
+		r.length = int64(len(comb)) - r.combOff
+		r.encode(&b)
+		idx = append(idx, b[:]...)
+	}
+	end := record{time: t0 + int64(len(runs))*int64(time.Millisecond), flags: flagEnd}
+	end.encode(&b)
+	idx = append(idx, b[:]...)
+	for name, data := range map[string][]byte{StdoutFile: comb, StderrFile: nil, CombinedFile: comb, IndexFile: idx} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ var (
 	tmuxReplicas = flag.Int("soaktmux.replicas", 1024, "BenchmarkSoakTmux1024: replicas of demo.train")
 	tmuxDuration = flag.Duration("soaktmux.duration", 30*time.Second, "BenchmarkSoakTmux1024: how long demo.train runs")
 	tmuxCat      = flag.Bool("soaktmux.cat", true, "BenchmarkSoakTmux1024: measure cat of the same files into the pane too (false: the wall alone, for a long run whose files take minutes to cat)")
+	tmuxBacklog  = flag.Duration("soaktmux.backlog", 0, "BenchmarkSoakTmux1024: how long the app runs before the wall opens (a backlog of its lines to catch up, as when a launch starves the machine)")
 	tmuxHeap     = flag.String("soaktmux.heap", "", "BenchmarkSoakTmux1024: where to keep the wall's heap profile at its peak live heap (WICK_MEMPROFILE)")
 )
 
@@ -149,6 +150,11 @@ func runTmuxSoak(b *testing.B) tmuxSoak {
 		c.Env = environ
 		_ = c.Run()
 	})
+
+	if *tmuxBacklog > 0 {
+		b.Logf("the wall opens %s into the app", *tmuxBacklog)
+		time.Sleep(*tmuxBacklog)
+	}
 
 	heapProf := filepath.Join(dir, "heap.pprof")
 	if *tmuxHeap != "" {
