@@ -141,8 +141,9 @@ func (it *Iterator) lineFromReader() bool {
 			return true
 		}
 		if int64(len(rest)) < min(avail, lineWindow) {
-			// A line longer than a small window: read it (and what follows) whole.
-			if !lr.read(it, start, min(avail, lineWindow)) {
+			// A line longer than a small window: read it (and what follows) in a
+			// window twice as large, up to lineWindow.
+			if !lr.read(it, start, min(avail, lineWindow, 2*int64(len(rest)))) {
 				return true
 			}
 			continue

@@ -185,14 +185,31 @@ func blockFor(n int) int64 {
 	return min(blockSize, max(mergeMinBlock, mergeText/int64(n)))
 }
 
-// OneOf bounds the blocks the iterator reads at once as Merge bounds those of n
-// sources: for a reader of one of n replicas read side by side, each holding its
-// block while its lines wait (the wall: 1,024 readers catching up held 160 MB of
-// blocks of 256 KB). It must be asked before the first Next.
+// OneOf bounds the blocks the iterator reads at once for a reader of one of n
+// replicas read side by side, each holding its block while its lines wait (the wall:
+// 1,024 readers catching up held 160 MB of blocks of 256 KB): sideBlock(n). It must
+// be asked before the first Next.
 func (it *Iterator) OneOf(n int) {
-	if b := blockFor(max(1, n)); b < blockSize {
+	if b := sideBlock(max(1, n)); b < blockSize {
 		it.limitBlock(b)
 	}
+}
+
+// sideText and sideMinBlock bound the blocks of n iterators read side by side, each
+// by a goroutine of its own that hands its lines on at once (the wall), as mergeText
+// and mergeMinBlock bound a merge's, lower: a merge looks ahead in every source, a
+// reader only at its next chunk of lines. At 1,024 replicas, blocks of 4 KB (~50
+// lines): 4 MB held, against 16 MB (and 33 MB, before a run longer than a block was
+// read a block at a time) held by the wall catching up a starved app's backlog.
+const (
+	sideText     = 4 << 20
+	sideMinBlock = 4 << 10
+)
+
+// sideBlock returns how much of its log each of n iterators read side by side reads
+// at once: blockSize, less past sideText/blockSize of them.
+func sideBlock(n int) int64 {
+	return min(blockSize, max(sideMinBlock, sideText/int64(n)))
 }
 
 // blockLimiter is implemented by the sources whose blocks Merge can bound (Iterator).

@@ -423,8 +423,8 @@ func TestFollowerLetsGoOfWhatABacklogGrew(t *testing.T) {
 }
 
 // TestOneOfManyReadsSmallBlocks: an iterator told it is one of 1,024 read side by
-// side reads blocks as small as a merge of 1,024 sources does, and gives the same
-// lines; one of a few keeps its blocks.
+// side reads small blocks (sideBlock), and gives the same lines; one of a few keeps
+// its blocks.
 func TestOneOfManyReadsSmallBlocks(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "0")
 	if err := writeRunsLog(dir, 3000, 3, func(i int) (int64, bool) {
@@ -443,7 +443,7 @@ func TestOneOfManyReadsSmallBlocks(t *testing.T) {
 	}
 	want, few := read(4)
 	got, many := read(1024)
-	if few != blockSize || many != blockFor(1024) || many >= blockSize {
+	if few != blockSize || many != sideBlock(1024) || many >= blockSize {
 		t.Fatalf("blocks of %d bytes for one of 4, %d for one of 1,024", few, many)
 	}
 	sameLines(t, "one of 1,024", got, want)
@@ -509,7 +509,7 @@ func TestOneOfManyReadsLongRunsInSmallWindows(t *testing.T) {
 	if got[2*1300+650].Text != long || got[2*1300+650].Cut {
 		t.Fatalf("the 40 KB line came as %d bytes (cut: %v)", len(got[2*1300+650].Text), got[2*1300+650].Cut)
 	}
-	if limit := int(blockFor(1024)); held > limit {
+	if limit := int(sideBlock(1024)); held > limit {
 		t.Fatalf("one of 1,024 held %d bytes of its log at once; its blocks are %d", held, limit)
 	}
 }
