@@ -72,6 +72,11 @@ func TestAppListLiveSortFilter(t *testing.T) {
 }
 
 func TestLaunchEchoEndToEndInModel(t *testing.T) {
+	// The replica's PATH (the working directory, then the inherited PATH) is in the
+	// dry run, wrapped at the screen's width: a fixed PATH keeps the dry run's length,
+	// which the pager shows ("1-29/47"), the same whatever PATH the tests run under
+	// (CI with one more directory on it saw 50 lines).
+	t.Setenv("PATH", "/usr/bin:/bin")
 	e := newEnv(t)
 	d := newDriver(t, e.opts, 120, 32)
 	d.keys("n")

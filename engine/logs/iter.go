@@ -765,8 +765,8 @@ func (it *Iterator) loadBlock(first record) error {
 }
 
 // limitBlock makes the iterator's blocks at most n bytes (a run longer than that is
-// read n bytes at a time, a line longer than n whole), and its reads of the index as many records
-// less than recordBatch as n is less than blockSize. Merge asks it of the iterators
+// read n bytes at a time, a line longer than n whole), and its reads of the index as
+// many records less than recordBatch as n is less than blockSize. Merge asks it of the iterators
 // of many replicas: each holds its block while its lines wait to be merged, and
 // 1,024 blocks of 256 KB were 265 MB.
 func (it *Iterator) limitBlock(n int64) {

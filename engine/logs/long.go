@@ -79,7 +79,7 @@ type lineReader struct {
 	sp   span // the time, stream and attempt of every line
 	grow bool // the fallback: end follows the file
 	// window, when set, is less than lineWindow: reads fetch that much, and a line
-	// longer than it is read again in a window of lineWindow.
+	// longer than it is read again in windows twice as large, up to lineWindow.
 	window int64
 }
 
